@@ -1,1 +1,15 @@
-//! stub
+//! The coordinator (see README.md): accepts PostgreSQL connections, binds and plans
+//! statements, runs transactions against the GTM and the datanode.
+
+pub mod catalog;
+pub mod copy;
+pub mod ddl;
+pub mod dml;
+pub mod exec;
+pub mod output;
+pub mod server;
+pub mod session;
+pub mod settings;
+pub mod system;
+
+pub use server::{Coordinator, CoordinatorConfig};

@@ -1,1 +1,975 @@
-//! stub
+//! Meridian datanode: transactions over the MVCC store (`storage` crate).
+//!
+//! * Row locks: exclusive, FIFO, held to commit/abort, in a sharded lock table
+//!   (`locks.rs`); deadlocks are found after `deadlock_timeout` by searching the wait-for
+//!   graph (40P01, one victim per cycle).
+//! * Visibility rule (what makes timestamp MVCC correct although the commit timestamp is
+//!   taken before the writes are applied): commit marks the transaction
+//!   `CommittingPending` *before* asking the GTM for its commit timestamp, then
+//!   `Committing(ts)`, applies the batch, waits for durability, and only then releases its
+//!   locks. A reader at snapshot `s` that meets a row locked by a transaction that is
+//!   `CommittingPending` or `Committing(ts <= s)` waits for it to finish, then reads the
+//!   store. Scans wait out every such transaction that wrote the scanned relation.
+//! * Write set: per transaction, ordered, in memory; read-your-own-writes in `get` and
+//!   `scan`; savepoints through an undo log.
+//! * GC: `gc(horizon)` over recently written keys; `vacuum(rel)` full scan.
+//!
+//! See README.md for the invariants.
+
+mod locks;
+
+use bytes::Bytes;
+use locks::{
+    DeadlockCheck, Dequeue, FxHashMap, FxHashSet, LockTable, TryLock, TxnShared, TxnState,
+    WaitGuard,
+};
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+pub use gtm::Timestamp;
+pub use storage;
+pub use storage::Store;
+
+pub type RelId = u64;
+pub type RowBytes = bytes::Bytes;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    ReadCommitted,
+    RepeatableRead,
+}
+
+#[derive(Clone, Debug)]
+pub struct DatanodeOptions {
+    pub data_dir: std::path::PathBuf,
+    /// Memory budget for storage (block cache + memtables), bytes.
+    pub cache_size: u64,
+    pub synchronous_commit: bool,
+    pub deadlock_timeout: Duration,
+}
+
+impl DatanodeOptions {
+    /// Defaults: 128 MiB cache, synchronous commit, 1 s deadlock timeout.
+    pub fn new(data_dir: impl Into<std::path::PathBuf>) -> Self {
+        DatanodeOptions {
+            data_dir: data_dir.into(),
+            cache_size: 128 * 1024 * 1024,
+            synchronous_commit: true,
+            deadlock_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Savepoint marker (position in the transaction's undo log).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Savepoint(usize);
+
+type WriteSet = BTreeMap<RelId, BTreeMap<Vec<u8>, Option<RowBytes>>>;
+
+/// A transaction on one datanode. Dropping it without `commit`/`abort` releases its locks
+/// (but cannot tell the GTM: always call `abort`).
+pub struct Txn {
+    shared: Arc<TxnShared>,
+    isolation: Isolation,
+    writes: WriteSet,
+    n_writes: usize,
+    /// (rel, key, previous write-set value) for every `put`, in order.
+    undo: Vec<(RelId, Vec<u8>, Option<Option<RowBytes>>)>,
+    locks: FxHashMap<RelId, FxHashSet<Vec<u8>>>,
+    /// Locked keys that had no stored version at all when locked: committing a row to
+    /// them creates a key's only version, which GC never needs to visit.
+    fresh: FxHashMap<RelId, FxHashSet<Vec<u8>>>,
+    inner: Arc<Inner>,
+    finished: bool,
+}
+
+impl Txn {
+    pub fn start_ts(&self) -> Timestamp {
+        self.shared.start_ts
+    }
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+    pub fn set_isolation(&mut self, iso: Isolation) {
+        self.isolation = iso;
+    }
+    pub fn has_writes(&self) -> bool {
+        self.n_writes > 0
+    }
+    /// Local transaction id (as used in deadlock reports).
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+    pub fn savepoint(&self) -> Savepoint {
+        Savepoint(self.undo.len())
+    }
+    /// Undoes the writes made after `sp`. Row locks taken since are kept until the end of
+    /// the transaction (conservative).
+    pub fn rollback_to(&mut self, sp: &Savepoint) {
+        while self.undo.len() > sp.0 {
+            let (rel, key, prev) = self.undo.pop().expect("len checked");
+            let m = self.writes.entry(rel).or_default();
+            match prev {
+                None => {
+                    if m.remove(&key).is_some() {
+                        self.n_writes -= 1;
+                    }
+                }
+                Some(v) => {
+                    if m.insert(key, v).is_none() {
+                        self.n_writes += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn own_write(&self, rel: RelId, key: &[u8]) -> Option<&Option<RowBytes>> {
+        self.writes.get(&rel).and_then(|m| m.get(key))
+    }
+
+    fn holds_lock(&self, rel: RelId, key: &[u8]) -> bool {
+        self.locks.get(&rel).is_some_and(|s| s.contains(key))
+    }
+
+    fn record_lock(&mut self, rel: RelId, key: &[u8]) {
+        self.locks.entry(rel).or_default().insert(key.to_vec());
+    }
+
+    /// Releases every lock and marks the transaction finished (wakes waiting readers).
+    fn release_all(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        for (rel, keys) in std::mem::take(&mut self.locks) {
+            for k in keys {
+                self.inner.locks.release(rel, &k, self.shared.id);
+            }
+        }
+        self.shared.set_state(TxnState::Finished);
+    }
+}
+
+impl Drop for Txn {
+    fn drop(&mut self) {
+        self.release_all();
+    }
+}
+
+type Committing = HashMap<RelId, HashMap<u64, Arc<TxnShared>>>;
+
+/// Transactions currently committing, per relation (for scans), sharded by relation.
+struct CommitRegistry {
+    shards: Box<[Mutex<Committing>]>,
+}
+
+impl CommitRegistry {
+    fn new() -> Self {
+        CommitRegistry {
+            shards: (0..16).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+    fn shard(&self, rel: RelId) -> &Mutex<Committing> {
+        &self.shards[(rel.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % self.shards.len()]
+    }
+    fn register(&self, rel: RelId, t: &Arc<TxnShared>) {
+        self.shard(rel)
+            .lock()
+            .entry(rel)
+            .or_default()
+            .insert(t.id, t.clone());
+    }
+    fn unregister(&self, rel: RelId, id: u64) {
+        let mut s = self.shard(rel).lock();
+        if let Some(m) = s.get_mut(&rel) {
+            m.remove(&id);
+            if m.is_empty() {
+                s.remove(&rel);
+            }
+        }
+    }
+    fn blocking(&self, rel: RelId, snapshot: Timestamp, me: u64) -> Vec<Arc<TxnShared>> {
+        let s = self.shard(rel).lock();
+        match s.get(&rel) {
+            None => Vec::new(),
+            Some(m) => m
+                .values()
+                .filter(|t| t.id != me && t.blocks_snapshot(snapshot))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+type KeySet = FxHashSet<(RelId, Vec<u8>)>;
+type OwnIter<'a> = Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Option<RowBytes>)> + Send + 'a>;
+
+const RECENT_SHARDS: usize = 16;
+/// Minimum time between two full-scan collections of one relation caused by overflow.
+const FULL_GC_MIN_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Row ids of one relation: `next` is handed out by atomic add; ids below `limit` are
+/// covered by the durable counter (`sys/rowid/<rel>`), which is raised (fsynced) a window
+/// at a time.
+struct RowIdCounter {
+    next: AtomicU64,
+    limit: AtomicU64,
+    extend: Mutex<()>,
+}
+
+struct Inner {
+    store: Arc<Store>,
+    opts: DatanodeOptions,
+    locks: LockTable,
+    committing: CommitRegistry,
+    next_txn: AtomicU64,
+    rel_alloc: Mutex<()>,
+    row_ids: parking_lot::RwLock<HashMap<RelId, Arc<RowIdCounter>>>,
+    /// Keys written since they were last garbage-collected.
+    recent: Box<[Mutex<KeySet>]>,
+    /// Per-shard cap of `recent`: cache_size / 1024 entries in all (~6% of the cache for
+    /// short keys); beyond it a relation is collected by a full scan instead.
+    recent_cap: usize,
+    /// Relations with written keys that did not fit in `recent` (full GC needed).
+    overflow_rels: Mutex<HashSet<RelId>>,
+    /// When each relation was last collected by a full scan (at most one per minute).
+    last_full_gc: Mutex<HashMap<RelId, std::time::Instant>>,
+    /// Background GC thread, woken early when `recent` overflows.
+    gc_thread: Mutex<Option<std::thread::Thread>>,
+    gc_kick: AtomicBool,
+    last_horizon: AtomicU64,
+    gc_gtm: Mutex<Option<gtm::GtmClient>>,
+    gc_lock: Mutex<()>,
+    closed: AtomicBool,
+    /// Background threads (GC, DROP), joined when the Datanode is dropped.
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+/// The datanode. Open with [`Datanode::open`]; share as `Arc<Datanode>`.
+pub struct Datanode {
+    inner: Arc<Inner>,
+}
+
+fn rowid_key(rel: RelId) -> Vec<u8> {
+    let mut k = b"rowid/".to_vec();
+    k.extend_from_slice(&rel.to_be_bytes());
+    k
+}
+
+fn drop_key(rel: RelId) -> Vec<u8> {
+    let mut k = b"drop/".to_vec();
+    k.extend_from_slice(&rel.to_be_bytes());
+    k
+}
+
+const NEXT_REL_KEY: &[u8] = b"next_rel";
+const ROW_ID_WINDOW: u64 = 65_536;
+/// First relation id handed out by `create_rel`.
+pub const FIRST_REL_ID: RelId = 1;
+
+fn serialization_failure() -> PgError {
+    PgError::new(
+        codes::SERIALIZATION_FAILURE,
+        "could not serialize access due to concurrent update",
+    )
+}
+
+impl Datanode {
+    pub fn open(opts: DatanodeOptions) -> PgResult<Arc<Datanode>> {
+        let store = Store::open(storage::StoreOptions {
+            path: opts.data_dir.clone(),
+            cache_size: opts.cache_size,
+        })?;
+        let opts_cache_size = opts.cache_size;
+        let inner = Arc::new(Inner {
+            store,
+            opts,
+            locks: LockTable::new(),
+            committing: CommitRegistry::new(),
+            next_txn: AtomicU64::new(1),
+            rel_alloc: Mutex::new(()),
+            row_ids: parking_lot::RwLock::new(HashMap::new()),
+            recent: (0..RECENT_SHARDS)
+                .map(|_| Mutex::new(KeySet::default()))
+                .collect(),
+            recent_cap: ((opts_cache_size / 1024) as usize / RECENT_SHARDS).max(1024),
+            overflow_rels: Mutex::new(HashSet::new()),
+            last_full_gc: Mutex::new(HashMap::new()),
+            gc_thread: Mutex::new(None),
+            gc_kick: AtomicBool::new(false),
+            last_horizon: AtomicU64::new(0),
+            gc_gtm: Mutex::new(None),
+            gc_lock: Mutex::new(()),
+            closed: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+        });
+        // Resume interrupted DROPs.
+        let pending: Vec<RelId> = inner
+            .store
+            .meta_scan(storage::Space::Sys, b"drop/")?
+            .into_iter()
+            .filter_map(|(k, _)| {
+                k.get(5..13)
+                    .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+            })
+            .collect();
+        for rel in pending {
+            spawn_drop(&inner, rel);
+        }
+        Ok(Arc::new(Datanode { inner }))
+    }
+
+    /// The underlying store (tests, tools).
+    pub fn storage(&self) -> &Arc<Store> {
+        &self.inner.store
+    }
+
+    pub fn options(&self) -> &DatanodeOptions {
+        &self.inner.opts
+    }
+
+    // ---------------------------------------------------------------- metadata
+
+    pub fn meta_put(&self, key: &[u8], value: Option<&[u8]>) -> PgResult<()> {
+        self.inner.store.meta_put(storage::Space::Meta, key, value)
+    }
+
+    /// Several metadata writes as one atomic durable batch.
+    pub fn meta_put_many(&self, kvs: &[(&[u8], Option<&[u8]>)]) -> PgResult<()> {
+        self.inner.store.meta_put_many(storage::Space::Meta, kvs)
+    }
+
+    /// One metadata value.
+    pub fn meta_get(&self, key: &[u8]) -> PgResult<Option<Vec<u8>>> {
+        self.inner.store.meta_get(storage::Space::Meta, key)
+    }
+
+    pub fn meta_scan(&self, prefix: &[u8]) -> PgResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.inner.store.meta_scan(storage::Space::Meta, prefix)
+    }
+
+    pub fn create_rel(&self) -> PgResult<RelId> {
+        let _g = self.inner.rel_alloc.lock();
+        let store = &self.inner.store;
+        let next = match store.meta_get(storage::Space::Sys, NEXT_REL_KEY)? {
+            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..8].try_into().unwrap()),
+            Some(_) => return Err(PgError::internal("corrupt next_rel counter")),
+            None => FIRST_REL_ID,
+        };
+        store.meta_put(
+            storage::Space::Sys,
+            NEXT_REL_KEY,
+            Some(&(next + 1).to_be_bytes()),
+        )?;
+        Ok(next)
+    }
+
+    /// Durably records the drop, then removes the data in a background thread (resumed
+    /// after a restart if interrupted).
+    pub fn drop_rel(&self, rel: RelId) -> PgResult<()> {
+        self.inner.store.meta_put_many(
+            storage::Space::Sys,
+            &[(&drop_key(rel), Some(b"")), (&rowid_key(rel), None)],
+        )?;
+        self.inner.row_ids.write().remove(&rel);
+        spawn_drop(&self.inner, rel);
+        Ok(())
+    }
+
+    pub fn allocate_row_ids(&self, rel: RelId, n: u64) -> PgResult<u64> {
+        let counter = {
+            let existing = self.inner.row_ids.read().get(&rel).cloned();
+            match existing {
+                Some(c) => c,
+                None => {
+                    let mut m = self.inner.row_ids.write();
+                    match m.get(&rel) {
+                        Some(c) => c.clone(),
+                        None => {
+                            let limit = match self
+                                .inner
+                                .store
+                                .meta_get(storage::Space::Sys, &rowid_key(rel))?
+                            {
+                                Some(v) if v.len() == 8 => {
+                                    u64::from_be_bytes(v[..8].try_into().unwrap())
+                                }
+                                Some(_) => return Err(PgError::internal("corrupt row id counter")),
+                                None => 1,
+                            };
+                            let c = Arc::new(RowIdCounter {
+                                next: AtomicU64::new(limit),
+                                limit: AtomicU64::new(limit),
+                                extend: Mutex::new(()),
+                            });
+                            m.insert(rel, c.clone());
+                            c
+                        }
+                    }
+                }
+            }
+        };
+        // Fast path: one atomic add. Ids are returned only below the persisted limit.
+        let first = counter.next.fetch_add(n, Ordering::Relaxed);
+        let end = first
+            .checked_add(n)
+            .ok_or_else(|| PgError::internal("row ids exhausted"))?;
+        if end <= counter.limit.load(Ordering::Acquire) {
+            return Ok(first);
+        }
+        let _g = counter.extend.lock();
+        if end > counter.limit.load(Ordering::Acquire) {
+            let limit = end.saturating_add(ROW_ID_WINDOW.max(n));
+            self.inner.store.meta_put(
+                storage::Space::Sys,
+                &rowid_key(rel),
+                Some(&limit.to_be_bytes()),
+            )?;
+            counter.limit.store(limit, Ordering::Release);
+        }
+        Ok(first)
+    }
+
+    // ---------------------------------------------------------------- transactions
+
+    pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> Txn {
+        let id = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
+        Txn {
+            shared: Arc::new(TxnShared::new(id, start_ts)),
+            isolation,
+            writes: BTreeMap::new(),
+            n_writes: 0,
+            undo: Vec::new(),
+            locks: FxHashMap::default(),
+            fresh: FxHashMap::default(),
+            inner: self.inner.clone(),
+            finished: false,
+        }
+    }
+
+    pub async fn get(
+        &self,
+        txn: &Txn,
+        rel: RelId,
+        key: &[u8],
+        snapshot: Timestamp,
+    ) -> PgResult<Option<RowBytes>> {
+        if let Some(w) = txn.own_write(rel, key) {
+            return Ok(w.clone());
+        }
+        while let Some(owner) = self
+            .inner
+            .locks
+            .blocking_owner(rel, key, snapshot, txn.shared.id)
+        {
+            owner.wait_finished().await;
+        }
+        Ok(self
+            .inner
+            .store
+            .get(rel, key, snapshot)?
+            .and_then(|v| v.row))
+    }
+
+    pub async fn scan<'a>(
+        &'a self,
+        txn: &'a Txn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+    ) -> PgResult<Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'a>> {
+        // Every transaction that registered before this point and may commit at <= snapshot
+        // is waited out; any that registers later gets a commit ts > snapshot.
+        for t in self.inner.committing.blocking(rel, snapshot, txn.shared.id) {
+            t.wait_finished().await;
+        }
+        let stored = self.inner.store.scan(rel, &lo, &hi, snapshot);
+        let own: OwnIter<'a> = match txn.writes.get(&rel) {
+            Some(m) if !m.is_empty() && range_nonempty(&lo, &hi) => {
+                let lo_b = as_ref_bound(&lo);
+                let hi_b = as_ref_bound(&hi);
+                Box::new(m.range::<[u8], _>((lo_b, hi_b)))
+            }
+            _ => Box::new(std::iter::empty()),
+        };
+        Ok(Box::new(MergeIter {
+            stored: stored.peekable(),
+            own: own.peekable(),
+        }))
+    }
+
+    async fn acquire(&self, txn: &mut Txn, rel: RelId, key: &[u8]) -> PgResult<()> {
+        if txn.holds_lock(rel, key) {
+            return Ok(());
+        }
+        let inner = &*self.inner;
+        match inner.locks.lock_or_enqueue(&txn.shared, rel, key) {
+            TryLock::Acquired => {}
+            TryLock::Queued(waiter, mut rx) => {
+                let mut guard = WaitGuard {
+                    table: &inner.locks,
+                    txn: txn.shared.clone(),
+                    rel,
+                    key,
+                    waiter,
+                    armed: true,
+                };
+                loop {
+                    tokio::select! {
+                        r = &mut rx => {
+                            guard.armed = false;
+                            if r.is_err() {
+                                // Sender dropped without a grant: should not happen.
+                                if let Dequeue::Granted = inner.locks.dequeue(rel, key, waiter, &txn.shared) {
+                                    break;
+                                }
+                                return Err(PgError::internal("lock wait ended without a grant"));
+                            }
+                            break;
+                        }
+                        _ = tokio::time::sleep(inner.opts.deadlock_timeout) => {
+                            match inner.locks.check_deadlock(&txn.shared, rel, key, waiter) {
+                                DeadlockCheck::NoCycle => continue,
+                                DeadlockCheck::Granted => { guard.armed = false; break; }
+                                DeadlockCheck::Victim(detail) => {
+                                    guard.armed = false;
+                                    return Err(PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
+                                        .with_detail(detail)
+                                        .with_hint("See server log for query details."));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        txn.record_lock(rel, key);
+        Ok(())
+    }
+
+    pub async fn lock_row(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+    ) -> PgResult<Option<RowBytes>> {
+        if let Some(w) = txn.own_write(rel, key) {
+            return Ok(w.clone());
+        }
+        self.acquire(txn, rel, key).await?;
+        let latest = self.inner.store.latest(rel, key)?;
+        match latest {
+            None => {
+                txn.fresh.entry(rel).or_default().insert(key.to_vec());
+                Ok(None)
+            }
+            Some(v) => {
+                if txn.isolation == Isolation::RepeatableRead && v.commit_ts > txn.shared.start_ts {
+                    return Err(serialization_failure());
+                }
+                Ok(v.row)
+            }
+        }
+    }
+
+    pub fn put(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        row: Option<RowBytes>,
+    ) -> PgResult<()> {
+        if !txn.holds_lock(rel, key) {
+            if self.inner.locks.try_lock(&txn.shared, rel, key) {
+                txn.record_lock(rel, key);
+            } else {
+                return Err(PgError::internal(
+                    "datanode: put on a row locked by another transaction",
+                ));
+            }
+        }
+        let m = txn.writes.entry(rel).or_default();
+        let prev = m.insert(key.to_vec(), row);
+        if prev.is_none() {
+            txn.n_writes += 1;
+        }
+        txn.undo.push((rel, key.to_vec(), prev));
+        Ok(())
+    }
+
+    pub async fn insert(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        row: RowBytes,
+        unique_violation: impl FnOnce() -> PgError + Send,
+    ) -> PgResult<()> {
+        self.acquire(txn, rel, key).await?;
+        let exists = match txn.own_write(rel, key) {
+            Some(w) => w.is_some(),
+            None => match self.inner.store.latest(rel, key)? {
+                None => {
+                    txn.fresh.entry(rel).or_default().insert(key.to_vec());
+                    false
+                }
+                Some(v) => v.row.is_some(),
+            },
+        };
+        if exists {
+            return Err(unique_violation());
+        }
+        self.put(txn, rel, key, Some(row))
+    }
+
+    pub async fn commit(&self, txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        // Run to completion even if the caller's future is dropped: a half-done commit
+        // would leave rows CommittingPending forever.
+        let inner = self.inner.clone();
+        let gtm = gtm.clone();
+        match tokio::spawn(async move { inner.commit(txn, &gtm).await }).await {
+            Ok(r) => r,
+            Err(e) => Err(PgError::internal(format!("commit task failed: {e}"))),
+        }
+    }
+
+    pub async fn abort(&self, mut txn: Txn, gtm: &gtm::GtmClient) {
+        txn.release_all();
+        if let Err(e) = gtm.finish(txn.shared.start_ts).await {
+            tracing::warn!("gtm finish on abort failed: {e}");
+        }
+    }
+
+    /// Bulk write of new rows for COPY / rewrites (keys must be new or locked by `txn`);
+    /// same as calling `put` for each row.
+    pub fn put_many(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        rows: impl IntoIterator<Item = (Vec<u8>, Option<RowBytes>)>,
+    ) -> PgResult<()> {
+        for (k, r) in rows {
+            self.put(txn, rel, &k, r)?;
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- GC
+
+    /// Starts a background thread that runs `gc(gtm.horizon())` every `interval`; also
+    /// makes `vacuum` use the GTM's horizon. Stops when the datanode is dropped.
+    pub fn start_gc(&self, gtm: gtm::GtmClient, interval: Duration) {
+        *self.inner.gc_gtm.lock() = Some(gtm.clone());
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        let h = std::thread::Builder::new()
+            .name("meridian-gc".into())
+            .spawn(move || loop {
+                let deadline = std::time::Instant::now() + interval;
+                loop {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    std::thread::park_timeout(deadline - now);
+                    match weak.upgrade() {
+                        Some(inner) if !inner.closed.load(Ordering::Relaxed) => {
+                            if inner.gc_kick.swap(false, Ordering::Relaxed) {
+                                break;
+                            }
+                        }
+                        _ => return,
+                    }
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                if inner.closed.load(Ordering::Relaxed) {
+                    return;
+                }
+                if let Err(e) = inner.gc(gtm.horizon()) {
+                    tracing::warn!("background gc failed: {e}");
+                }
+            });
+        if let Ok(h) = h {
+            *self.inner.gc_thread.lock() = Some(h.thread().clone());
+            self.inner.threads.lock().push(h);
+        }
+    }
+
+    /// Full garbage collection of one relation at the current horizon (GTM horizon if
+    /// `start_gc` was called, else the last horizon passed to `gc`).
+    pub fn vacuum(&self, rel: RelId) -> PgResult<()> {
+        let horizon = match self.inner.gc_gtm.lock().as_ref() {
+            Some(g) => g.horizon(),
+            None => self.inner.last_horizon.load(Ordering::Relaxed),
+        };
+        self.inner
+            .last_horizon
+            .fetch_max(horizon, Ordering::Relaxed);
+        let _g = self.inner.gc_lock.lock();
+        self.inner.store.gc_rel(rel, horizon)?;
+        Ok(())
+    }
+
+    pub fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
+        self.inner.gc(horizon)
+    }
+
+    /// The local wait-for graph as (waiting txn start ts, blocking txn start ts) edges,
+    /// for distributed deadlock detection: start timestamps are global (GTM-issued), so
+    /// the coordinator can merge the edges of all datanodes.
+    pub fn wait_for_edges(&self) -> Vec<(Timestamp, Timestamp)> {
+        self.inner.locks.edges()
+    }
+
+    /// Number of keys waiting for GC (tests, monitoring).
+    pub fn gc_tracked_keys(&self) -> usize {
+        self.inner.recent.iter().map(|s| s.lock().len()).sum()
+    }
+
+    /// Number of lock-table entries (tests, monitoring).
+    pub fn lock_count(&self) -> usize {
+        self.inner.locks.len()
+    }
+
+    /// Number of transactions queued on a row lock (tests, monitoring).
+    pub fn lock_queue_len(&self, rel: RelId, key: &[u8]) -> usize {
+        self.inner.locks.queue_len(rel, key)
+    }
+}
+
+impl Drop for Datanode {
+    /// Stops and joins the background threads (an interrupted DROP resumes at the next
+    /// open). The store itself closes when the last transaction referring to it is gone.
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+        let threads = std::mem::take(&mut *self.inner.threads.lock());
+        for t in threads {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
+    let weak = Arc::downgrade(inner);
+    let h = std::thread::Builder::new()
+        .name("meridian-drop".into())
+        .spawn(move || {
+            let Some(inner) = weak.upgrade() else { return };
+            let stop = || inner.closed.load(Ordering::Relaxed);
+            match inner.store.delete_rel(rel, &stop) {
+                Ok((_, true)) => {
+                    if let Err(e) = inner
+                        .store
+                        .meta_put(storage::Space::Sys, &drop_key(rel), None)
+                    {
+                        tracing::warn!("drop of rel {rel}: {e}");
+                    }
+                }
+                Ok((_, false)) => {}
+                Err(e) => tracing::warn!("drop of rel {rel}: {e}"),
+            }
+        });
+    if let Ok(h) = h {
+        let mut threads = inner.threads.lock();
+        threads.retain(|t| !t.is_finished());
+        threads.push(h);
+    }
+}
+
+impl Inner {
+    async fn commit(self: &Arc<Self>, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        let start = txn.shared.start_ts;
+        if txn.n_writes == 0 {
+            txn.release_all();
+            gtm.finish(start).await?;
+            return Ok(start);
+        }
+        let rels: Vec<RelId> = txn
+            .writes
+            .iter()
+            .filter(|(_, m)| !m.is_empty())
+            .map(|(r, _)| *r)
+            .collect();
+        for &rel in &rels {
+            self.committing.register(rel, &txn.shared);
+        }
+        txn.shared.set_state(TxnState::CommittingPending);
+        let unregister = |txn: &Txn| {
+            for &rel in &rels {
+                self.committing.unregister(rel, txn.shared.id);
+            }
+        };
+        let ts = match gtm.commit(start).await {
+            Ok(ts) => ts,
+            Err(e) => {
+                // Nothing was written: the transaction is aborted. Tell the GTM (best effort).
+                txn.release_all();
+                unregister(&txn);
+                let _ = gtm.finish(start).await;
+                return Err(e);
+            }
+        };
+        txn.shared.set_state(TxnState::Committing(ts));
+        let mut writes = Vec::with_capacity(txn.n_writes);
+        for (rel, m) in std::mem::take(&mut txn.writes) {
+            for (key, row) in m {
+                writes.push(storage::Write { rel, key, row });
+            }
+        }
+        let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit);
+        let res = match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(PgError::io("commit", "storage writer stopped")),
+        };
+        if res.is_ok() {
+            let fresh = std::mem::take(&mut txn.fresh);
+            self.note_written(writes.into_iter().filter_map(|w| {
+                let only_version =
+                    w.row.is_some() && fresh.get(&w.rel).is_some_and(|s| s.contains(&w.key));
+                (!only_version).then_some((w.rel, w.key))
+            }));
+        }
+        txn.release_all();
+        unregister(&txn);
+        res.map(|()| ts)
+    }
+
+    fn note_written(&self, keys: impl Iterator<Item = (RelId, Vec<u8>)>) {
+        for (rel, key) in keys {
+            let i = (rel as usize
+                ^ key
+                    .iter()
+                    .fold(0usize, |h, &b| h.wrapping_mul(31).wrapping_add(b as usize)))
+                % RECENT_SHARDS;
+            let mut s = self.recent[i].lock();
+            if s.len() >= self.recent_cap && !s.contains(&(rel, key.clone())) {
+                drop(s);
+                self.overflow_rels.lock().insert(rel);
+                // Collect early: usually the horizon has moved and the list drains.
+                if !self.gc_kick.swap(true, Ordering::Relaxed) {
+                    if let Some(t) = self.gc_thread.lock().as_ref() {
+                        t.unpark();
+                    }
+                }
+                continue;
+            }
+            s.insert((rel, key));
+        }
+    }
+
+    fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
+        self.last_horizon.fetch_max(horizon, Ordering::Relaxed);
+        let _g = self.gc_lock.lock();
+        let mut removed = 0;
+        for shard in self.recent.iter() {
+            let keys: Vec<(RelId, Vec<u8>)> =
+                std::mem::take(&mut *shard.lock()).into_iter().collect();
+            for chunk in keys.chunks(1024) {
+                let (n, again) = self.store.gc_keys(chunk, horizon)?;
+                removed += n;
+                let mut s = shard.lock();
+                for (k, a) in chunk.iter().zip(again) {
+                    if a {
+                        s.insert(k.clone());
+                    }
+                }
+            }
+        }
+        let rels: Vec<RelId> = std::mem::take(&mut *self.overflow_rels.lock())
+            .into_iter()
+            .collect();
+        for rel in rels {
+            let recent = self
+                .last_full_gc
+                .lock()
+                .get(&rel)
+                .is_some_and(|t| t.elapsed() < FULL_GC_MIN_INTERVAL);
+            if recent {
+                self.overflow_rels.lock().insert(rel); // later
+                continue;
+            }
+            removed += self.store.gc_rel(rel, horizon)?;
+            self.last_full_gc
+                .lock()
+                .insert(rel, std::time::Instant::now());
+        }
+        Ok(removed)
+    }
+}
+
+fn as_ref_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// BTreeMap::range panics on inverted or empty-exclusive ranges; check first.
+fn range_nonempty(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a <= b,
+        (Bound::Included(a), Bound::Excluded(b)) | (Bound::Excluded(a), Bound::Included(b)) => {
+            a < b
+        }
+        (Bound::Excluded(a), Bound::Excluded(b)) => a < b,
+        _ => true,
+    }
+}
+
+struct MergeIter<'a> {
+    stored: std::iter::Peekable<storage::ScanIter>,
+    own: std::iter::Peekable<OwnIter<'a>>,
+}
+
+impl Iterator for MergeIter<'_> {
+    type Item = PgResult<(Vec<u8>, RowBytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let take_own = match (self.stored.peek(), self.own.peek()) {
+                (None, None) => return None,
+                (Some(Err(_)), _) => return self.stored.next(),
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (Some(Ok((sk, _))), Some((ok, _))) => {
+                    if ok.as_slice() <= sk.as_slice() {
+                        if ok.as_slice() == sk.as_slice() {
+                            self.stored.next(); // shadowed by our own write
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if take_own {
+                let (k, v) = self.own.next().expect("peeked");
+                match v {
+                    Some(row) => return Some(Ok((k.clone(), row.clone()))),
+                    None => continue, // our own delete
+                }
+            } else {
+                return self.stored.next();
+            }
+        }
+    }
+}
+
+// Datanode and Txn are shared across tokio tasks.
+const _: () = {
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn check() {
+        assert_send_sync::<Datanode>();
+        assert_send_sync::<Txn>();
+        assert_send_sync::<Bytes>();
+    }
+    let _ = check;
+};

@@ -1,1 +1,88 @@
-fn main() {}
+//! `meridian`: one binary for every role.
+//!
+//! - `meridian start` runs the embedded server: GTM, coordinator and datanode in one
+//!   process, talking through their in-process interfaces.
+//! - `meridian gtm` runs the GTM alone; `meridian start --gtm HOST:PORT` uses it.
+
+mod config;
+
+use clap::{Parser, Subcommand};
+use config::{parse_size, StartArgs};
+use coordinator::{Coordinator, CoordinatorConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "meridian", version, about = "Meridian: a distributed PostgreSQL-compatible OLTP database")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the embedded server (GTM, coordinator and datanode in one process).
+    Start(StartArgs),
+    /// Run the global transaction manager (timestamp oracle) alone.
+    Gtm {
+        #[arg(long, default_value = "./meridian-gtm")]
+        data_dir: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:6543")]
+        listen: SocketAddr,
+    },
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Start(args) => start(args).await,
+            Command::Gtm { data_dir, listen } => {
+                tokio::select! {
+                    r = gtm::server::run(data_dir, listen) => r.map_err(|e| e.to_string()),
+                    _ = shutdown_signal() => Ok(()),
+                }
+            }
+        }
+    });
+    if let Err(e) = result {
+        eprintln!("meridian: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn start(args: StartArgs) -> Result<(), String> {
+    let settings = args.resolve()?;
+    let config = CoordinatorConfig {
+        listen: settings.listen,
+        data_dir: settings.data_dir.clone(),
+        cache_size: parse_size(&settings.cache_size)?,
+        synchronous_commit: settings.synchronous_commit,
+        gtm: settings.gtm.clone(),
+    };
+    let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
+    let addr = coordinator.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(data_dir = %settings.data_dir.display(), "listening on {addr}");
+    println!("meridian: listening on {addr}; ready to accept connections");
+    tokio::select! {
+        _ = coordinator.serve() => {}
+        _ = shutdown_signal() => tracing::info!("shutting down"),
+    }
+    Ok(())
+}
+
+/// SIGTERM or SIGINT. Acknowledged commits are already durable, so stopping is immediate.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -113,10 +113,16 @@ pub mod codes {
     pub const INVALID_DATETIME_FORMAT: &str = "22007";
     pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
     pub const DIVISION_BY_ZERO: &str = "22012";
+    pub const SUBSTRING_ERROR: &str = "22011";
+    pub const INVALID_ROW_COUNT_IN_LIMIT: &str = "2201W";
+    pub const INVALID_ARGUMENT_FOR_LOG: &str = "2201E";
+    pub const INVALID_ARGUMENT_FOR_POWER: &str = "2201F";
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
     pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
     pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
+    pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
+    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
     pub const INVALID_ESCAPE_SEQUENCE: &str = "22025";
     pub const INTEGRITY_CONSTRAINT_VIOLATION: &str = "23000";
@@ -163,6 +169,7 @@ pub mod codes {
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const QUERY_CANCELED: &str = "57014";
+    pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const CANNOT_CONNECT_NOW: &str = "57P03";
     pub const IO_ERROR: &str = "58030";

@@ -1,1 +1,13 @@
-//! stub
+//! SQL front end (see README.md): text → parsed statement → bound plan, and the
+//! evaluator for bound expressions. No I/O: execution against data lives in the
+//! coordinator, which calls `eval` for expressions.
+
+pub mod binder;
+pub mod catalog;
+pub mod eval;
+pub mod functions;
+pub mod parse;
+pub mod plan;
+
+pub use catalog::{Catalog, ColumnDef, TableDef};
+pub use plan::*;

@@ -1,1 +1,735 @@
-//! stub
+//! Meridian's durable multi-version key-value store, built on the `fjall` LSM engine.
+//!
+//! See `README.md` in this crate for the on-disk layout and the invariants.
+//!
+//! * Every row version lives under `rel (u64 BE) | escape(user_key) | 0x00 0x00 | !commit_ts (u64 BE)`
+//!   in the `data` keyspace, with value `tag | row` (tag 0 = put, 1 = delete).
+//!   `escape` doubles every 0x00 byte into `0x00 0xFF`, so `0x00 0x00` can only be the
+//!   terminator: the encoding is order-preserving and no encoded key is a prefix of another.
+//! * A read at snapshot `s` seeks to `rel|key|00 00|!s` and takes the first entry with the
+//!   same prefix: the newest version with `commit_ts <= s`.
+//! * Transactions commit through [`Store::apply`]: one atomic fjall write batch, written by a
+//!   single writer thread that group-commits (one journal fsync for every batch written
+//!   since the last one).
+
+use bytes::Bytes;
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use pgerror::{PgError, PgResult};
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub type RelId = u64;
+pub type Timestamp = u64;
+
+const TAG_PUT: u8 = 0;
+const TAG_DELETE: u8 = 1;
+
+/// Size of the commit-timestamp suffix of every data key.
+const TS_LEN: usize = 8;
+
+/// How often the writer thread persists asynchronously committed batches.
+pub const ASYNC_FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Memory used beyond `cache_size` that does not depend on the data size: fjall's
+/// worker threads and file-descriptor cache, journal buffers, pinned filter/index blocks of
+/// freshly written tables, allocator slack, plus the Rust runtime. Measured by the
+/// `memory` test; documented in README.md.
+pub const FIXED_OVERHEAD_BYTES: u64 = 32 * 1024 * 1024;
+
+fn io_err(context: &str, e: impl std::fmt::Display) -> PgError {
+    PgError::io(context, e)
+}
+
+// ---------------------------------------------------------------------------------------
+// Key encoding
+// ---------------------------------------------------------------------------------------
+
+/// Appends `rel | escape(key) | 00 00` (the version prefix of `key`) to `out`.
+pub fn encode_prefix_into(out: &mut Vec<u8>, rel: RelId, key: &[u8]) {
+    out.reserve(8 + key.len() + 2 + TS_LEN + 4);
+    out.extend_from_slice(&rel.to_be_bytes());
+    escape_into(out, key);
+    out.extend_from_slice(&[0, 0]);
+}
+
+fn escape_into(out: &mut Vec<u8>, key: &[u8]) {
+    for &b in key {
+        out.push(b);
+        if b == 0 {
+            out.push(0xFF);
+        }
+    }
+}
+
+/// The version prefix `rel | escape(key) | 00 00`.
+pub fn encode_prefix(rel: RelId, key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    encode_prefix_into(&mut v, rel, key);
+    v
+}
+
+/// The full versioned key.
+pub fn encode_version(rel: RelId, key: &[u8], ts: Timestamp) -> Vec<u8> {
+    let mut v = encode_prefix(rel, key);
+    v.extend_from_slice(&(!ts).to_be_bytes());
+    v
+}
+
+/// Exclusive upper bound of all versions of `key`: `rel | escape(key) | 00 01`.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut v = prefix.to_vec();
+    let n = v.len();
+    v[n - 1] = 1;
+    v
+}
+
+/// Splits an encoded data key into (rel, user key, commit ts).
+pub fn decode_version(k: &[u8]) -> PgResult<(RelId, Vec<u8>, Timestamp)> {
+    if k.len() < 8 + 2 + TS_LEN {
+        return Err(PgError::internal("storage: malformed data key"));
+    }
+    let rel = u64::from_be_bytes(k[..8].try_into().unwrap());
+    let (body, ts) = k[8..].split_at(k.len() - 8 - TS_LEN);
+    let ts = !u64::from_be_bytes(ts.try_into().unwrap());
+    let body = &body[..body.len() - 2];
+    let mut key = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        key.push(body[i]);
+        if body[i] == 0 {
+            i += 1; // skip the 0xFF escape
+        }
+        i += 1;
+    }
+    Ok((rel, key, ts))
+}
+
+fn rel_start(rel: RelId) -> Vec<u8> {
+    rel.to_be_bytes().to_vec()
+}
+
+fn rel_end(rel: RelId) -> Vec<u8> {
+    match rel.checked_add(1) {
+        Some(n) => n.to_be_bytes().to_vec(),
+        None => vec![0xFF; 9],
+    }
+}
+
+/// Encoded lower bound (inclusive) for user-key bound `lo` in `rel`.
+fn lower_bound(rel: RelId, lo: &Bound<Vec<u8>>) -> Vec<u8> {
+    match lo {
+        Bound::Unbounded => rel_start(rel),
+        Bound::Included(k) => encode_prefix(rel, k),
+        Bound::Excluded(k) => prefix_end(&encode_prefix(rel, k)),
+    }
+}
+
+/// Encoded upper bound (exclusive) for user-key bound `hi` in `rel`.
+fn upper_bound(rel: RelId, hi: &Bound<Vec<u8>>) -> Vec<u8> {
+    match hi {
+        Bound::Unbounded => rel_end(rel),
+        Bound::Included(k) => prefix_end(&encode_prefix(rel, k)),
+        Bound::Excluded(k) => encode_prefix(rel, k),
+    }
+}
+
+fn encode_value(row: &Option<Bytes>) -> Vec<u8> {
+    match row {
+        Some(r) => {
+            let mut v = Vec::with_capacity(1 + r.len());
+            v.push(TAG_PUT);
+            v.extend_from_slice(r);
+            v
+        }
+        None => vec![TAG_DELETE],
+    }
+}
+
+fn decode_value(v: fjall::UserValue) -> PgResult<Option<Bytes>> {
+    let b: Bytes = v.into();
+    match b.first() {
+        Some(&TAG_PUT) => Ok(Some(b.slice(1..))),
+        Some(&TAG_DELETE) => Ok(None),
+        _ => Err(PgError::internal("storage: malformed version value")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Store
+// ---------------------------------------------------------------------------------------
+
+/// Options for [`Store::open`].
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    pub path: PathBuf,
+    /// Memory budget for the block cache plus memtables (write buffer), in bytes.
+    pub cache_size: u64,
+}
+
+/// One committed version of a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Version {
+    pub commit_ts: Timestamp,
+    /// `None`: a delete tombstone.
+    pub row: Option<Bytes>,
+}
+
+/// A write of a committing transaction.
+#[derive(Clone, Debug)]
+pub struct Write {
+    pub rel: RelId,
+    pub key: Vec<u8>,
+    pub row: Option<Bytes>,
+}
+
+/// Internal metadata spaces: `Meta` is the coordinator's (catalog), `Sys` is Meridian's own
+/// counters (rel ids, row ids, pending drops).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Space {
+    Meta,
+    Sys,
+}
+
+enum Msg {
+    Write(WriteReq),
+    Shutdown,
+}
+
+struct WriteReq {
+    items: Vec<(Vec<u8>, Vec<u8>)>,
+    durable: bool,
+    reply: tokio::sync::oneshot::Sender<PgResult<()>>,
+}
+
+/// Statistics of the writer thread (for tests and metrics).
+#[derive(Default, Debug)]
+pub struct WriterStats {
+    pub batches: AtomicU64,
+    pub fsyncs: AtomicU64,
+}
+
+pub struct Store {
+    db: Database,
+    data: Keyspace,
+    meta: Keyspace,
+    sys: Keyspace,
+    writer_tx: mpsc::Sender<Msg>,
+    writer_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    stats: Arc<WriterStats>,
+    cache_size: u64,
+}
+
+/// Memory split of `cache_size`: (block cache, memtable budget, max size of one memtable).
+///
+/// fjall keeps at most one active plus four sealed (being flushed) memtables per keyspace
+/// before it stalls writers, so the `data` keyspace's memtables use at most
+/// `5 * memtable` bytes; that is half of `cache_size`, the block cache the other half.
+/// (fjall 3's database-wide `max_write_buffer_size` is not enforced, so it is not used.)
+pub fn memory_split(cache_size: u64) -> (u64, u64, u64) {
+    const MIB: u64 = 1024 * 1024;
+    let cache_size = cache_size.max(8 * MIB);
+    let memtable = (cache_size / 10).clamp(MIB, 64 * MIB);
+    let write_buffer = 5 * memtable;
+    (
+        cache_size.saturating_sub(write_buffer).max(MIB),
+        write_buffer,
+        memtable,
+    )
+}
+
+impl Store {
+    /// Opens (creating or recovering) the store. Recovery is fjall's journal replay.
+    pub fn open(opts: StoreOptions) -> PgResult<Arc<Store>> {
+        std::fs::create_dir_all(&opts.path).map_err(|e| io_err("create data directory", e))?;
+        let (block_cache, _write_buffer, memtable) = memory_split(opts.cache_size);
+        let db = Database::builder(&opts.path)
+            .cache_size(block_cache)
+            .manual_journal_persist(true)
+            .open()
+            .map_err(|e| io_err("open storage", e))?;
+        let ks = |name: &str, memtable: u64| {
+            db.keyspace(name, || {
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable)
+                    .manual_journal_persist(true)
+            })
+            .map_err(|e| io_err("open keyspace", e))
+        };
+        let data = ks("data", memtable)?;
+        let meta = ks("meta", 1 << 20)?;
+        let sys = ks("sys", 1 << 20)?;
+
+        let (tx, rx) = mpsc::channel::<Msg>();
+        let stats = Arc::new(WriterStats::default());
+        let thread = {
+            let db = db.clone();
+            let data = data.clone();
+            let stats = stats.clone();
+            std::thread::Builder::new()
+                .name("meridian-wal".into())
+                .spawn(move || writer_loop(db, data, rx, stats))
+                .map_err(|e| io_err("spawn writer thread", e))?
+        };
+        Ok(Arc::new(Store {
+            db,
+            data,
+            meta,
+            sys,
+            writer_tx: tx,
+            writer_thread: parking_lot::Mutex::new(Some(thread)),
+            stats,
+            cache_size: opts.cache_size,
+        }))
+    }
+
+    pub fn cache_size(&self) -> u64 {
+        self.cache_size
+    }
+
+    pub fn writer_stats(&self) -> &WriterStats {
+        &self.stats
+    }
+
+    /// Queues one transaction's writes, all with commit timestamp `ts`, as one atomic batch.
+    /// The receiver resolves once the batch is applied (visible to readers) and, when
+    /// `durable`, fsynced (group commit: one fsync covers every batch written before it).
+    pub fn apply(
+        &self,
+        writes: &[Write],
+        ts: Timestamp,
+        durable: bool,
+    ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
+        let items = writes
+            .iter()
+            .map(|w| (encode_version(w.rel, &w.key, ts), encode_value(&w.row)))
+            .collect();
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        let req = WriteReq {
+            items,
+            durable,
+            reply,
+        };
+        if let Err(mpsc::SendError(Msg::Write(req))) = self.writer_tx.send(Msg::Write(req)) {
+            let _ = req
+                .reply
+                .send(Err(PgError::io("commit", "storage is closed")));
+        }
+        rx
+    }
+
+    /// The newest version of `key` with `commit_ts <= snapshot`.
+    pub fn get(&self, rel: RelId, key: &[u8], snapshot: Timestamp) -> PgResult<Option<Version>> {
+        let prefix = encode_prefix(rel, key);
+        let end = prefix_end(&prefix);
+        let mut start = prefix;
+        start.extend_from_slice(&(!snapshot).to_be_bytes());
+        match self.data.range(start..end).next() {
+            None => Ok(None),
+            Some(g) => {
+                let (k, v) = g.into_inner().map_err(|e| io_err("read", e))?;
+                let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+                Ok(Some(Version {
+                    commit_ts: ts,
+                    row: decode_value(v)?,
+                }))
+            }
+        }
+    }
+
+    /// The newest committed version of `key`.
+    pub fn latest(&self, rel: RelId, key: &[u8]) -> PgResult<Option<Version>> {
+        self.get(rel, key, Timestamp::MAX)
+    }
+
+    /// Live rows of `rel` in `[lo, hi)` (user-key bounds) as of `snapshot`, in key order.
+    pub fn scan(
+        &self,
+        rel: RelId,
+        lo: &Bound<Vec<u8>>,
+        hi: &Bound<Vec<u8>>,
+        snapshot: Timestamp,
+    ) -> ScanIter {
+        let start = lower_bound(rel, lo);
+        let end = upper_bound(rel, hi);
+        let iter = if start < end {
+            Some(self.data.range(start..end))
+        } else {
+            None
+        };
+        ScanIter {
+            iter,
+            snapshot,
+            skip: Vec::new(),
+            have_skip: false,
+        }
+    }
+
+    fn space(&self, space: Space) -> &Keyspace {
+        match space {
+            Space::Meta => &self.meta,
+            Space::Sys => &self.sys,
+        }
+    }
+
+    /// Durable (fsynced before return) put/delete in a metadata space.
+    pub fn meta_put(&self, space: Space, key: &[u8], value: Option<&[u8]>) -> PgResult<()> {
+        self.meta_put_many(space, &[(key, value)])
+    }
+
+    /// Several metadata writes as one atomic, durable batch.
+    pub fn meta_put_many(&self, space: Space, kvs: &[(&[u8], Option<&[u8]>)]) -> PgResult<()> {
+        let ks = self.space(space);
+        let mut b = self.db.batch().durability(Some(PersistMode::SyncAll));
+        for (k, v) in kvs {
+            match v {
+                Some(v) => b.insert(ks, k.to_vec(), v.to_vec()),
+                None => b.remove(ks, k.to_vec()),
+            }
+        }
+        b.commit().map_err(|e| io_err("write metadata", e))
+    }
+
+    pub fn meta_get(&self, space: Space, key: &[u8]) -> PgResult<Option<Vec<u8>>> {
+        self.space(space)
+            .get(key)
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| io_err("read metadata", e))
+    }
+
+    pub fn meta_scan(&self, space: Space, prefix: &[u8]) -> PgResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for g in self.space(space).prefix(prefix) {
+            let (k, v) = g.into_inner().map_err(|e| io_err("read metadata", e))?;
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Garbage-collects the versions of the given keys: for each key, every version older
+    /// than the newest version with `commit_ts <= horizon` is removed, and that version
+    /// too when it is a delete tombstone. Returns (versions removed, for each key whether
+    /// more than one version or a tombstone remains, i.e. whether it needs another pass
+    /// later).
+    pub fn gc_keys(
+        &self,
+        keys: &[(RelId, Vec<u8>)],
+        horizon: Timestamp,
+    ) -> PgResult<(u64, Vec<bool>)> {
+        let mut batch = self.db.batch();
+        let mut removed = 0u64;
+        let mut again = Vec::with_capacity(keys.len());
+        for (rel, key) in keys {
+            let prefix = encode_prefix(*rel, key);
+            let end = prefix_end(&prefix);
+            let mut versions = Vec::new();
+            for g in self.data.range(prefix..end) {
+                let (k, v) = g.into_inner().map_err(|e| io_err("gc read", e))?;
+                let tomb = v.first() == Some(&TAG_DELETE);
+                versions.push((k, tomb));
+            }
+            let (n, remaining, last_tomb) = gc_versions(&versions, horizon, |k| {
+                batch.remove(&self.data, k.clone());
+            });
+            removed += n;
+            again.push(remaining > 1 || (remaining == 1 && last_tomb));
+        }
+        if !batch.is_empty() {
+            batch.commit().map_err(|e| io_err("gc write", e))?;
+        }
+        Ok((removed, again))
+    }
+
+    /// Full-scan garbage collection of one relation (VACUUM).
+    pub fn gc_rel(&self, rel: RelId, horizon: Timestamp) -> PgResult<u64> {
+        let mut removed = 0u64;
+        let mut batch = self.db.batch();
+        let mut cur_prefix: Vec<u8> = Vec::new();
+        let mut versions: Vec<(fjall::UserKey, bool)> = Vec::new();
+        let flush_key = |versions: &mut Vec<(fjall::UserKey, bool)>,
+                         batch: &mut fjall::OwnedWriteBatch| {
+            let (n, _, _) = gc_versions(versions, horizon, |k| batch.remove(&self.data, k.clone()));
+            versions.clear();
+            n
+        };
+        for g in self.data.range(rel_start(rel)..rel_end(rel)) {
+            let (k, v) = g.into_inner().map_err(|e| io_err("vacuum read", e))?;
+            let p = &k[..k.len() - TS_LEN];
+            if p != cur_prefix.as_slice() {
+                removed += flush_key(&mut versions, &mut batch);
+                cur_prefix.clear();
+                cur_prefix.extend_from_slice(p);
+                if batch.len() >= 10_000 {
+                    let b = std::mem::replace(&mut batch, self.db.batch());
+                    b.commit().map_err(|e| io_err("vacuum write", e))?;
+                }
+            }
+            let tomb = v.first() == Some(&TAG_DELETE);
+            versions.push((k, tomb));
+        }
+        removed += flush_key(&mut versions, &mut batch);
+        if !batch.is_empty() {
+            batch.commit().map_err(|e| io_err("vacuum write", e))?;
+        }
+        Ok(removed)
+    }
+
+    /// Removes every version of every key of `rel`, in batches of 10,000, until done or
+    /// `stop()` says so. Not atomic; safe to re-run. Returns (versions removed, finished).
+    pub fn delete_rel(&self, rel: RelId, stop: &dyn Fn() -> bool) -> PgResult<(u64, bool)> {
+        let mut n = 0u64;
+        loop {
+            if stop() {
+                return Ok((n, false));
+            }
+            let mut batch = self.db.batch();
+            for g in self.data.range(rel_start(rel)..rel_end(rel)).take(10_000) {
+                let k = g.key().map_err(|e| io_err("drop read", e))?;
+                batch.remove(&self.data, k);
+            }
+            if batch.is_empty() {
+                return Ok((n, true));
+            }
+            n += batch.len() as u64;
+            batch.commit().map_err(|e| io_err("drop write", e))?;
+        }
+    }
+
+    /// Number of stored versions (including tombstones) of `key`; for tests.
+    pub fn version_count(&self, rel: RelId, key: &[u8]) -> PgResult<usize> {
+        let prefix = encode_prefix(rel, key);
+        let end = prefix_end(&prefix);
+        Ok(self.data.range(prefix..end).count())
+    }
+
+    /// fsyncs the journal.
+    pub fn sync(&self) -> PgResult<()> {
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(|e| io_err("fsync", e))
+    }
+
+    /// Bytes of memtables currently held (for metrics).
+    pub fn write_buffer_size(&self) -> u64 {
+        self.db.write_buffer_size()
+    }
+
+    /// Stops the writer thread (after it has written and persisted everything queued).
+    pub fn close(&self) {
+        let _ = self.writer_tx.send(Msg::Shutdown);
+        if let Some(t) = self.writer_thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// `versions` are one key's versions, newest first: (encoded key, is tombstone).
+/// Calls `remove` for each removable version; returns (removed, remaining, newest remaining
+/// is a tombstone).
+fn gc_versions(
+    versions: &[(fjall::UserKey, bool)],
+    horizon: Timestamp,
+    mut remove: impl FnMut(&fjall::UserKey),
+) -> (u64, usize, bool) {
+    let ts_of = |k: &fjall::UserKey| !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+    let Some(i) = versions.iter().position(|(k, _)| ts_of(k) <= horizon) else {
+        return (
+            0,
+            versions.len(),
+            versions.first().map(|v| v.1).unwrap_or(false),
+        );
+    };
+    let first_removed = if versions[i].1 { i } else { i + 1 };
+    let mut n = 0;
+    for (k, _) in &versions[first_removed..] {
+        remove(k);
+        n += 1;
+    }
+    let remaining = first_removed;
+    (n, remaining, remaining > 0 && versions[0].1)
+}
+
+fn writer_loop(db: Database, data: Keyspace, rx: mpsc::Receiver<Msg>, stats: Arc<WriterStats>) {
+    let mut shutdown = false;
+    let mut unsynced = false;
+    let mut last_sync = Instant::now();
+    let mut reqs: Vec<WriteReq> = Vec::new();
+    let mut durable_waiters: Vec<tokio::sync::oneshot::Sender<PgResult<()>>> = Vec::new();
+    loop {
+        // Wait for work (or for the periodic flush of asynchronous commits).
+        let first = if unsynced {
+            let left = ASYNC_FLUSH_INTERVAL.saturating_sub(last_sync.elapsed());
+            match rx.recv_timeout(left) {
+                Ok(r) => Some(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            match rx.recv() {
+                Ok(r) => Some(r),
+                Err(_) => break,
+            }
+        };
+        if let Some(m) = first {
+            let mut m = Some(m);
+            while let Some(msg) = m.take() {
+                match msg {
+                    Msg::Write(r) => reqs.push(r),
+                    Msg::Shutdown => shutdown = true,
+                }
+                if reqs.len() < 4096 && !shutdown {
+                    m = rx.try_recv().ok();
+                }
+            }
+        }
+        // Write every queued batch (each atomically), then one fsync for all durable ones.
+        let mut async_waiters = Vec::new();
+        for req in reqs.drain(..) {
+            let mut b = db.batch();
+            for (k, v) in req.items {
+                b.insert(&data, k, v);
+            }
+            match b.commit() {
+                Ok(()) => {
+                    stats.batches.fetch_add(1, Ordering::Relaxed);
+                    unsynced = true;
+                    if req.durable {
+                        durable_waiters.push(req.reply);
+                    } else {
+                        async_waiters.push(req.reply);
+                    }
+                }
+                Err(e) => {
+                    let _ = req.reply.send(Err(io_err("commit", e)));
+                }
+            }
+        }
+        if !async_waiters.is_empty() {
+            // Hand asynchronously committed data to the OS (so that a process crash keeps
+            // it), then acknowledge without waiting for the fsync.
+            let res = db
+                .persist(PersistMode::Buffer)
+                .map_err(|e| io_err("write journal", e));
+            for w in async_waiters {
+                let _ = w.send(res.clone());
+            }
+        }
+        if unsynced && (!durable_waiters.is_empty() || last_sync.elapsed() >= ASYNC_FLUSH_INTERVAL)
+        {
+            let res = db
+                .persist(PersistMode::SyncAll)
+                .map_err(|e| io_err("fsync journal", e));
+            stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+            last_sync = Instant::now();
+            if res.is_ok() {
+                unsynced = false;
+            }
+            for w in durable_waiters.drain(..) {
+                let _ = w.send(res.clone());
+            }
+        }
+        if shutdown {
+            break;
+        }
+    }
+    if unsynced {
+        let _ = db.persist(PersistMode::SyncAll);
+    }
+}
+
+/// Iterator over the live rows of a range as of a snapshot.
+pub struct ScanIter {
+    iter: Option<fjall::Iter>,
+    snapshot: Timestamp,
+    skip: Vec<u8>,
+    have_skip: bool,
+}
+
+impl Iterator for ScanIter {
+    type Item = PgResult<(Vec<u8>, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let iter = self.iter.as_mut()?;
+        loop {
+            let g = iter.next()?;
+            let (k, v) = match g.into_inner() {
+                Ok(kv) => kv,
+                Err(e) => return Some(Err(io_err("scan", e))),
+            };
+            if k.len() < 8 + 2 + TS_LEN {
+                return Some(Err(PgError::internal("storage: malformed data key")));
+            }
+            let p = &k[..k.len() - TS_LEN];
+            if self.have_skip && p == self.skip.as_slice() {
+                continue;
+            }
+            let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+            if ts > self.snapshot {
+                continue;
+            }
+            self.skip.clear();
+            self.skip.extend_from_slice(p);
+            self.have_skip = true;
+            match decode_value(v) {
+                Err(e) => return Some(Err(e)),
+                Ok(None) => continue,
+                Ok(Some(row)) => {
+                    return Some(decode_version(&k).map(|(_, key, _)| (key, row)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_orders_and_roundtrips() {
+        let keys: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0, 0],
+            vec![0, 1],
+            vec![0, 0xFF],
+            vec![1],
+            vec![1, 0],
+            vec![0xFF],
+            vec![0xFF, 0xFF, 0],
+        ];
+        let mut sorted = keys.clone();
+        sorted.sort();
+        for ts in [0u64, 1, 7, u64::MAX] {
+            let enc: Vec<Vec<u8>> = sorted.iter().map(|k| encode_version(5, k, ts)).collect();
+            let mut e2 = enc.clone();
+            e2.sort();
+            assert_eq!(enc, e2);
+            for (k, e) in sorted.iter().zip(&enc) {
+                let (r, k2, t2) = decode_version(e).unwrap();
+                assert_eq!((r, &k2, t2), (5, k, ts));
+            }
+        }
+        // all versions of a key sort between its prefix and prefix_end, and no other key does
+        for k in &keys {
+            let p = encode_prefix(5, k);
+            let end = prefix_end(&p);
+            for other in &keys {
+                for ts in [0u64, 9, u64::MAX] {
+                    let e = encode_version(5, other, ts);
+                    let inside = e >= p && e < end;
+                    assert_eq!(inside, other == k, "{k:?} {other:?}");
+                }
+            }
+        }
+    }
+}

@@ -1,7 +1,13 @@
-//! SQL values and data types (see README.md). STUB: the API below is the contract;
-//! bodies are being filled in.
+//! SQL values and data types (see README.md): PostgreSQL OIDs and type names, text/binary
+//! I/O, casts, operators, and row/key encodings. No catalog access, no I/O.
 
 pub mod datatype;
+pub mod cast;
+pub mod codec;
+pub mod datetime;
+pub mod io;
+pub mod numeric;
+pub mod ops;
 pub mod value;
 
 pub use datatype::DataType;

@@ -1,0 +1,169 @@
+//! DDL: CREATE/DROP/TRUNCATE TABLE, ALTER TABLE … ADD PRIMARY KEY, VACUUM.
+//!
+//! DDL takes effect immediately and is not rolled back with the surrounding transaction
+//! (recorded in docs/architecture.md). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
+//! fresh storage relation and switch the table to it, like PostgreSQL's relfilenode swap.
+
+use crate::exec::{decode, encode, row_key};
+use crate::server::Shared;
+use bytes::BytesMut;
+use datanode::Isolation;
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::{CreateTable, Statement};
+use sql::TableDef;
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::sync::Arc;
+use wire::backend::{self, NoticeSeverity};
+
+/// OIDs reserved per table: the table, its primary-key index, its primary-key constraint.
+const OIDS_PER_TABLE: u32 = 3;
+
+fn notice(out: &mut BytesMut, code: &'static str, message: String) {
+    backend::notice_response_with(out, NoticeSeverity::Notice, &PgError::new(code, message));
+}
+
+/// Execute a DDL statement; returns the command tag.
+pub async fn execute(shared: &Shared, stmt: &Statement, _in_block: bool, out: &mut BytesMut) -> PgResult<String> {
+    use sql::catalog::Catalog;
+    match stmt {
+        Statement::CreateTable(ct) => {
+            if shared.catalog.table(None, &ct.name).is_some() {
+                if ct.if_not_exists {
+                    notice(out, codes::DUPLICATE_TABLE, format!("relation \"{}\" already exists, skipping", ct.name));
+                    return Ok("CREATE TABLE".into());
+                }
+                return Err(PgError::new(codes::DUPLICATE_TABLE, format!("relation \"{}\" already exists", ct.name)));
+            }
+            create_table(shared, ct)?;
+            Ok("CREATE TABLE".into())
+        }
+        Statement::DropTable { names, if_exists } => {
+            let mut tables = Vec::new();
+            for name in names {
+                match shared.catalog.table(None, name) {
+                    Some(t) => tables.push(t),
+                    None if *if_exists => notice(out, codes::SUCCESSFUL_COMPLETION, format!("table \"{name}\" does not exist, skipping")),
+                    None => return Err(PgError::new(codes::UNDEFINED_TABLE, format!("table \"{name}\" does not exist"))),
+                }
+            }
+            for t in tables {
+                shared.catalog.remove(t.oid)?;
+                shared.datanode.drop_rel(t.rel)?;
+            }
+            Ok("DROP TABLE".into())
+        }
+        Statement::Truncate { tables } => {
+            for t in tables {
+                let current = current(shared, t)?;
+                let rel = shared.datanode.create_rel()?;
+                shared.catalog.put(TableDef { rel, ..(*current).clone() })?;
+                shared.datanode.drop_rel(current.rel)?;
+            }
+            Ok("TRUNCATE TABLE".into())
+        }
+        Statement::AddPrimaryKey { table, columns, constraint_name } => {
+            let table = current(shared, table)?;
+            add_primary_key(shared, &table, columns, constraint_name.clone()).await?;
+            Ok("ALTER TABLE".into())
+        }
+        Statement::Vacuum { tables, analyze } => {
+            let targets = if tables.is_empty() { shared.catalog.tables() } else { tables.clone() };
+            for t in targets {
+                shared.datanode.vacuum(current(shared, &t)?.rel)?;
+            }
+            Ok(if *analyze { "ANALYZE".into() } else { "VACUUM".into() })
+        }
+        other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
+    }
+}
+
+/// The table's current definition (the bound one may predate a TRUNCATE).
+fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
+    use sql::catalog::Catalog;
+    shared
+        .catalog
+        .table_by_oid(t.oid)
+        .ok_or_else(|| PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{}\" does not exist", t.name)))
+}
+
+fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
+    let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE)?;
+    let rel = shared.datanode.create_rel()?;
+    let has_pk = ct.primary_key.is_some();
+    shared.catalog.put(TableDef {
+        oid,
+        name: ct.name.clone(),
+        columns: ct.columns.clone(),
+        primary_key: ct.primary_key.clone(),
+        pk_name: has_pk.then(|| format!("{}_pkey", ct.name)),
+        pk_index_oid: has_pk.then_some(oid + 1),
+        rel,
+        fillfactor: ct.fillfactor,
+    })?;
+    Ok(())
+}
+
+/// Rebuild the table keyed by the new primary key, checking NOT NULL and uniqueness.
+async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], name: Option<String>) -> PgResult<()> {
+    if table.primary_key.is_some() {
+        return Err(PgError::new(codes::INVALID_TABLE_DEFINITION, format!("multiple primary keys for table \"{}\" are not allowed", table.name)));
+    }
+    let name = name.unwrap_or_else(|| format!("{}_pkey", table.name));
+    let mut new_def = table.clone();
+    new_def.primary_key = Some(columns.to_vec());
+    new_def.pk_name = Some(name.clone());
+    new_def.pk_index_oid = Some(table.oid + 1);
+    for &c in columns {
+        new_def.columns[c].not_null = true;
+    }
+    let new_rel = shared.datanode.create_rel()?;
+    new_def.rel = new_rel;
+
+    let dn = &shared.datanode;
+    let start = shared.gtm.begin().await?;
+    let mut txn = dn.begin(start, Isolation::RepeatableRead);
+    let result: PgResult<()> = async {
+        let mut seen = HashSet::new();
+        let mut batch = Vec::new();
+        let rows = dn.scan(&txn, table.rel, Bound::Unbounded, Bound::Unbounded, start).await?;
+        for item in rows {
+            let (_, bytes) = item?;
+            let row = decode(&bytes, table)?;
+            for &c in columns {
+                if row[c].is_null() {
+                    return Err(PgError::new(
+                        codes::NOT_NULL_VIOLATION,
+                        format!("column \"{}\" of relation \"{}\" contains null values", table.columns[c].name, table.name),
+                    ));
+                }
+            }
+            let key = row_key(&new_def, &row).expect("primary key just set");
+            if !seen.insert(key.clone()) {
+                let cols: Vec<&str> = columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+                let vals: Vec<String> = columns
+                    .iter()
+                    .map(|&c| types::io::to_text_string(&row[c], &table.columns[c].ty.to_type()).unwrap_or_default())
+                    .collect();
+                return Err(PgError::new(codes::UNIQUE_VIOLATION, format!("could not create unique index \"{name}\""))
+                    .with_detail(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", "))));
+            }
+            batch.push((key, Some(encode(&row))));
+        }
+        dn.put_many(&mut txn, new_rel, batch)
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            dn.commit(txn, &shared.gtm).await?;
+            shared.catalog.put(new_def)?;
+            dn.drop_rel(table.rel)?;
+            Ok(())
+        }
+        Err(e) => {
+            dn.abort(txn, &shared.gtm).await;
+            dn.drop_rel(new_rel)?;
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! INSERT, UPDATE, DELETE and COPY rows: reads at the statement's snapshot, row locks and
+//! writes through the datanode transaction.
+//!
+//! UPDATE/DELETE follow PostgreSQL's READ COMMITTED rule: rows are found at the statement
+//! snapshot, then locked; if a concurrent transaction committed a newer version meanwhile,
+//! the WHERE clause is re-checked against it (EvalPlanQual) and the new values computed
+//! from it. Under REPEATABLE READ the datanode refuses such a row with 40001.
+
+use crate::copy::CopyRow;
+use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView};
+use datanode::{Datanode, Timestamp, Txn};
+use pgerror::{codes, PgError, PgResult};
+use sql::eval::EvalCtx;
+use sql::plan::{Delete, Expr, Insert, OutputColumn, Update};
+use sql::TableDef;
+use std::sync::Arc;
+use types::{DataType, Value};
+
+/// Rows returned by RETURNING (empty without it) and the number of rows affected.
+pub type DmlResult = (Vec<Row>, u64);
+
+/// Row ids are reserved in blocks so that bulk loads do not touch the allocator per row.
+const ROW_ID_BLOCK: u64 = 1024;
+
+/// Hands out row ids for a table without a primary key.
+struct RowIds {
+    next: u64,
+    left: u64,
+}
+
+impl RowIds {
+    fn new() -> Self {
+        RowIds { next: 0, left: 0 }
+    }
+
+    fn next(&mut self, dn: &Datanode, rel: u64) -> PgResult<u64> {
+        if self.left == 0 {
+            self.next = dn.allocate_row_ids(rel, ROW_ID_BLOCK)?;
+            self.left = ROW_ID_BLOCK;
+        }
+        self.left -= 1;
+        self.next += 1;
+        Ok(self.next - 1)
+    }
+}
+
+/// Write one new row: by primary key (checking uniqueness) or under a fresh row id.
+async fn write_new_row(dn: &Datanode, txn: &mut Txn, table: &TableDef, row: &[Value], ids: &mut RowIds) -> PgResult<()> {
+    match row_key(table, row) {
+        Some(key) => dn.insert(txn, table.rel, &key, encode(row), || unique_violation(table, row)).await,
+        None => {
+            let id = ids.next(dn, table.rel)?;
+            dn.put(txn, table.rel, &row_id_key(id), Some(encode(row)))
+        }
+    }
+}
+
+fn returning(ex: &Executor, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[Row]) -> PgResult<Vec<Row>> {
+    let Some(items) = items else { return Ok(Vec::new()) };
+    let ctx = EvalCtx { params: ex.params, outer: &[], env: ex };
+    rows.iter().map(|r| items.iter().map(|(e, _)| ctx.eval(e, r)).collect()).collect()
+}
+
+pub async fn insert(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, ins: &Insert) -> PgResult<DmlResult> {
+    let table = &ins.table;
+    let rows: Vec<Row> = {
+        let ex = Executor { dn, txn, snapshot, params, session: view };
+        let source = ex.rel(&ins.source, &[]).await?;
+        let ctx = EvalCtx { params, outer: &[], env: &ex };
+        source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
+    };
+    let mut ids = RowIds::new();
+    let mut written = Vec::with_capacity(rows.len());
+    for row in rows {
+        match write_new_row(dn, txn, table, &row, &mut ids).await {
+            Ok(()) => written.push(row),
+            Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let ex = Executor { dn, txn, snapshot, params, session: view };
+    let out = returning(&ex, &ins.returning, &written)?;
+    Ok((out, written.len() as u64))
+}
+
+/// Lock each candidate row and return the version to modify (re-checked if it changed).
+async fn lock_candidates(
+    dn: &Datanode,
+    txn: &mut Txn,
+    snapshot: Timestamp,
+    params: &[Value],
+    view: &SessionView<'_>,
+    table: &TableDef,
+    access: &sql::plan::Access,
+    filter: Option<&Expr>,
+) -> PgResult<Vec<(Vec<u8>, Row)>> {
+    let candidates = {
+        let ex = Executor { dn, txn, snapshot, params, session: view };
+        ex.keyed_rows(table, access, filter).await?
+    };
+    let mut locked = Vec::with_capacity(candidates.len());
+    for (key, seen, row) in candidates {
+        let Some(current) = dn.lock_row(txn, table.rel, &key).await? else {
+            continue; // deleted by a transaction that committed after our snapshot
+        };
+        if current == seen {
+            locked.push((key, row));
+            continue;
+        }
+        let newest = decode(&current, table)?;
+        let ex = Executor { dn, txn, snapshot, params, session: view };
+        let ctx = EvalCtx { params, outer: &[], env: &ex };
+        if ctx.matches(filter, &newest)? {
+            locked.push((key, newest));
+        }
+    }
+    Ok(locked)
+}
+
+pub async fn update(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, upd: &Update) -> PgResult<DmlResult> {
+    let table = &upd.table;
+    let locked = lock_candidates(dn, txn, snapshot, params, view, table, &upd.access, upd.filter.as_ref()).await?;
+    let mut updated = Vec::with_capacity(locked.len());
+    for (key, old) in locked {
+        let new = {
+            let ex = Executor { dn, txn, snapshot, params, session: view };
+            let ctx = EvalCtx { params, outer: &[], env: &ex };
+            let mut new = old.clone();
+            for (col, e) in &upd.assignments {
+                new[*col] = ctx.eval(e, &old)?;
+            }
+            new
+        };
+        check_not_null(table, &new)?;
+        match row_key(table, &new) {
+            Some(new_key) if new_key != key => {
+                dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new)).await?;
+                dn.put(txn, table.rel, &key, None)?;
+            }
+            _ => dn.put(txn, table.rel, &key, Some(encode(&new)))?,
+        }
+        updated.push(new);
+    }
+    let ex = Executor { dn, txn, snapshot, params, session: view };
+    let out = returning(&ex, &upd.returning, &updated)?;
+    Ok((out, updated.len() as u64))
+}
+
+pub async fn delete(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, del: &Delete) -> PgResult<DmlResult> {
+    let table = &del.table;
+    let locked = lock_candidates(dn, txn, snapshot, params, view, table, &del.access, del.filter.as_ref()).await?;
+    let mut deleted = Vec::with_capacity(locked.len());
+    for (key, old) in locked {
+        dn.put(txn, table.rel, &key, None)?;
+        deleted.push(old);
+    }
+    let ex = Executor { dn, txn, snapshot, params, session: view };
+    let out = returning(&ex, &del.returning, &deleted)?;
+    Ok((out, deleted.len() as u64))
+}
+
+/// Turns COPY lines into table rows and writes them.
+pub struct CopyLoader {
+    table: Arc<TableDef>,
+    columns: Vec<usize>,
+    types: Vec<DataType>,
+    ids: RowIds,
+    count: u64,
+}
+
+impl CopyLoader {
+    pub fn new(table: Arc<TableDef>, columns: Vec<usize>) -> Self {
+        let types = table.column_types();
+        CopyLoader { table, columns, types, ids: RowIds::new(), count: 0 }
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub async fn load(&mut self, dn: &Datanode, txn: &mut Txn, rows: Vec<CopyRow>, line: u64) -> PgResult<()> {
+        let table = self.table.clone();
+        for fields in rows {
+            let context = || format!("COPY {}, line {}", table.name, line);
+            if fields.len() < self.columns.len() {
+                let missing = &table.columns[self.columns[fields.len()]].name;
+                return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, format!("missing data for column \"{missing}\"")).with_detail(context()));
+            }
+            if fields.len() > self.columns.len() {
+                return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, "extra data after last expected column").with_detail(context()));
+            }
+            let mut row = vec![Value::Null; table.columns.len()];
+            for (field, &col) in fields.into_iter().zip(&self.columns) {
+                if let Some(text) = field {
+                    row[col] = types::io::from_text(&text, &self.types[col])?;
+                }
+            }
+            check_not_null(&table, &row)?;
+            write_new_row(dn, txn, &table, &row, &mut self.ids).await?;
+            self.count += 1;
+        }
+        Ok(())
+    }
+}

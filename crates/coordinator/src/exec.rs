@@ -1,0 +1,524 @@
+//! Statement execution: bound plans run against the datanode inside a transaction.
+//!
+//! Relational operators materialise their input (OLTP statements touch few rows; the
+//! catalog queries of psql and drivers are small). Base-table access goes through the
+//! datanode interface only: point reads by primary key, or ordered scans.
+
+use crate::catalog::LiveCatalog;
+use crate::settings::Settings;
+use crate::system;
+use datanode::{Datanode, RowBytes, Timestamp, Txn};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult};
+use sql::eval::{EvalCtx, EvalEnv};
+use sql::functions::{AggFunc, ScalarFunc};
+use sql::plan::*;
+use sql::TableDef;
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
+use types::ops::{self, BinaryOp};
+use types::{DataType, Value};
+
+pub type Row = Vec<Value>;
+
+/// What a statement sees of its session.
+pub struct SessionView<'a> {
+    pub catalog: &'a LiveCatalog,
+    pub settings: &'a Mutex<Settings>,
+    /// ParameterStatus updates caused by set_config(), sent after the statement.
+    pub reports: &'a Mutex<Vec<(&'static str, String)>>,
+    /// Transaction start time (now()), microseconds since 2000-01-01.
+    pub txn_time: i64,
+    pub statement_time: i64,
+    pub backend_pid: i32,
+    pub user: &'a str,
+    pub database: &'a str,
+}
+
+/// Runs read-only parts of a statement at one snapshot.
+pub struct Executor<'a> {
+    pub dn: &'a Datanode,
+    pub txn: &'a Txn,
+    pub snapshot: Timestamp,
+    pub params: &'a [Value],
+    pub session: &'a SessionView<'a>,
+}
+
+impl<'a> Executor<'a> {
+    fn ctx<'c>(&'c self, outer: &'c [&'c [Value]]) -> EvalCtx<'c> {
+        EvalCtx { params: self.params, outer, env: self }
+    }
+
+    pub async fn query(&self, q: &Query) -> PgResult<Vec<Row>> {
+        self.rel(&q.root, &[]).await
+    }
+
+    /// Execute a relation; `outer` is the stack of enclosing rows (LATERAL, correlation).
+    pub fn rel<'f>(&'f self, rel: &'f Rel, outer: &'f [&'f [Value]]) -> BoxFuture<'f, PgResult<Vec<Row>>> {
+        async move {
+            let ctx = self.ctx(outer);
+            Ok(match rel {
+                Rel::Unit => vec![Vec::new()],
+                Rel::Scan { table, access } => self.scan(table, access, outer).await?,
+                Rel::System { table } => system::rows(*table, self.session)?,
+                Rel::Values { rows } => {
+                    let mut out = Vec::with_capacity(rows.len());
+                    for r in rows {
+                        out.push(r.iter().map(|e| ctx.eval(e, &[])).collect::<PgResult<Row>>()?);
+                    }
+                    out
+                }
+                Rel::GenerateSeries { start, stop, step } => generate_series(&ctx, start, stop, step.as_ref())?,
+                Rel::Filter { input, predicate } => {
+                    let rows = self.rel(input, outer).await?;
+                    let mut out = Vec::with_capacity(rows.len());
+                    for r in rows {
+                        if ctx.matches(Some(predicate), &r)? {
+                            out.push(r);
+                        }
+                    }
+                    out
+                }
+                Rel::Project { input, exprs } => {
+                    let rows = self.rel(input, outer).await?;
+                    let mut out = Vec::with_capacity(rows.len());
+                    for r in rows {
+                        out.push(exprs.iter().map(|e| ctx.eval(e, &r)).collect::<PgResult<Row>>()?);
+                    }
+                    out
+                }
+                Rel::Join { left, right, kind, on, lateral } => self.join(left, right, *kind, on.as_ref(), *lateral, outer).await?,
+                Rel::Aggregate { input, group_by, aggs } => {
+                    let rows = self.rel(input, outer).await?;
+                    aggregate(&ctx, rows, group_by, aggs)?
+                }
+                Rel::Sort { input, keys } => {
+                    let rows = self.rel(input, outer).await?;
+                    sort_rows(&ctx, rows, keys)?
+                }
+                Rel::Limit { input, limit, offset } => {
+                    let rows = self.rel(input, outer).await?;
+                    let count = |e: &Option<Expr>| -> PgResult<Option<usize>> {
+                        match e {
+                            None => Ok(None),
+                            Some(e) => match ctx.eval(e, &[])? {
+                                Value::Null => Ok(None),
+                                v => {
+                                    let n = v.as_i64().unwrap_or(0);
+                                    if n < 0 {
+                                        return Err(PgError::new(codes::INVALID_ROW_COUNT_IN_LIMIT, "LIMIT must not be negative"));
+                                    }
+                                    Ok(Some(n as usize))
+                                }
+                            },
+                        }
+                    };
+                    let skip = count(offset)?.unwrap_or(0);
+                    let take = count(limit)?.unwrap_or(usize::MAX);
+                    rows.into_iter().skip(skip).take(take).collect()
+                }
+                Rel::Distinct { input } => distinct(self.rel(input, outer).await?),
+                Rel::Union { left, right, all } => {
+                    let mut rows = self.rel(left, outer).await?;
+                    rows.extend(self.rel(right, outer).await?);
+                    if *all {
+                        rows
+                    } else {
+                        distinct(rows)
+                    }
+                }
+            })
+        }
+        .boxed()
+    }
+
+    async fn scan(&self, table: &TableDef, access: &Access, outer: &[&[Value]]) -> PgResult<Vec<Row>> {
+        match access {
+            Access::PrimaryKey(exprs) => {
+                let ctx = self.ctx(outer);
+                let Some(key) = primary_key(&ctx, exprs)? else { return Ok(Vec::new()) };
+                match self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
+                    Some(bytes) => Ok(vec![decode(&bytes, table)?]),
+                    None => Ok(Vec::new()),
+                }
+            }
+            Access::Full => {
+                let iter = self.dn.scan(self.txn, table.rel, Bound::Unbounded, Bound::Unbounded, self.snapshot).await?;
+                let mut rows = Vec::new();
+                for item in iter {
+                    let (_, bytes) = item?;
+                    rows.push(decode(&bytes, table)?);
+                }
+                Ok(rows)
+            }
+        }
+    }
+
+    /// Rows of a table with their storage keys, for UPDATE and DELETE.
+    pub async fn keyed_rows(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
+        let ctx = self.ctx(&[]);
+        let mut out = Vec::new();
+        match access {
+            Access::PrimaryKey(exprs) => {
+                if let Some(key) = primary_key(&ctx, exprs)? {
+                    if let Some(bytes) = self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
+                        let row = decode(&bytes, table)?;
+                        if ctx.matches(filter, &row)? {
+                            out.push((key, bytes, row));
+                        }
+                    }
+                }
+            }
+            Access::Full => {
+                let iter = self.dn.scan(self.txn, table.rel, Bound::Unbounded, Bound::Unbounded, self.snapshot).await?;
+                for item in iter {
+                    let (key, bytes) = item?;
+                    let row = decode(&bytes, table)?;
+                    if ctx.matches(filter, &row)? {
+                        out.push((key, bytes, row));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn join(&self, left: &Rel, right: &Rel, kind: JoinKind, on: Option<&Expr>, lateral: bool, outer: &[&[Value]]) -> PgResult<Vec<Row>> {
+        let left_rows = self.rel(left, outer).await?;
+        let right_width = right.width();
+        let shared_right = if lateral { None } else { Some(self.rel(right, outer).await?) };
+        let ctx = self.ctx(outer);
+        let mut out = Vec::new();
+        for l in left_rows {
+            let per_row;
+            let right_rows = match &shared_right {
+                Some(r) => r,
+                None => {
+                    let mut stack: Vec<&[Value]> = outer.to_vec();
+                    stack.push(&l);
+                    per_row = self.rel(right, &stack).await?;
+                    &per_row
+                }
+            };
+            let mut matched = false;
+            for r in right_rows {
+                let mut joined = Vec::with_capacity(l.len() + r.len());
+                joined.extend_from_slice(&l);
+                joined.extend_from_slice(r);
+                if ctx.matches(on, &joined)? {
+                    matched = true;
+                    out.push(joined);
+                }
+            }
+            if !matched && kind == JoinKind::Left {
+                let mut joined = l.clone();
+                joined.extend(std::iter::repeat(Value::Null).take(right_width));
+                out.push(joined);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl EvalEnv for Executor<'_> {
+    fn run_subquery(&self, plan: &Query, outer: &[&[Value]]) -> PgResult<Vec<Vec<Value>>> {
+        // Subqueries run to completion without yielding: they read at the statement's
+        // snapshot, which only waits when a commit of that snapshot is still being applied.
+        match self.rel(&plan.root, outer).now_or_never() {
+            Some(r) => r,
+            None => Err(PgError::new(
+                codes::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "subquery had to wait for a concurrent commit; retry the statement",
+            )),
+        }
+    }
+
+    fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
+        system::session_function(self.session, func, args)
+    }
+}
+
+/// Encode primary-key values into a storage key; None if any is NULL (matches nothing).
+fn primary_key(ctx: &EvalCtx, exprs: &[Expr]) -> PgResult<Option<Vec<u8>>> {
+    let mut values = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        let v = ctx.eval(e, &[])?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        values.push(v);
+    }
+    let mut key = Vec::new();
+    types::codec::encode_key(&values, &mut key);
+    Ok(Some(key))
+}
+
+/// Storage key for a row of `table` (primary key columns), or None for a table without one.
+pub fn row_key(table: &TableDef, row: &[Value]) -> Option<Vec<u8>> {
+    let pk = table.primary_key.as_ref()?;
+    let values: Vec<Value> = pk.iter().map(|&i| row[i].clone()).collect();
+    let mut key = Vec::new();
+    types::codec::encode_key(&values, &mut key);
+    Some(key)
+}
+
+/// Key for a table without a primary key: its row id, big-endian so keys sort by id.
+pub fn row_id_key(id: u64) -> Vec<u8> {
+    id.to_be_bytes().to_vec()
+}
+
+pub fn decode(bytes: &[u8], table: &TableDef) -> PgResult<Row> {
+    let mut row = types::codec::decode_row(bytes)?;
+    // Rows written before a column was added are shorter.
+    row.resize(table.columns.len(), Value::Null);
+    Ok(row)
+}
+
+pub fn encode(row: &[Value]) -> RowBytes {
+    let mut out = Vec::with_capacity(64);
+    types::codec::encode_row(row, &mut out);
+    RowBytes::from(out)
+}
+
+fn generate_series(ctx: &EvalCtx, start: &Expr, stop: &Expr, step: Option<&Expr>) -> PgResult<Vec<Row>> {
+    let s = ctx.eval(start, &[])?;
+    let e = ctx.eval(stop, &[])?;
+    let st = match step {
+        Some(x) => ctx.eval(x, &[])?,
+        None => Value::Int8(1),
+    };
+    let (Some(a), Some(b), Some(step)) = (s.as_i64(), e.as_i64(), st.as_i64()) else { return Ok(Vec::new()) };
+    if step == 0 {
+        return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+    }
+    let int4 = matches!(s, Value::Int4(_));
+    let mut out = Vec::new();
+    let mut i = a;
+    while (step > 0 && i <= b) || (step < 0 && i >= b) {
+        out.push(vec![if int4 { Value::Int4(i as i32) } else { Value::Int8(i) }]);
+        match i.checked_add(step) {
+            Some(n) => i = n,
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+/// A byte string equal for rows whose values are equal (GROUP BY, DISTINCT).
+fn group_key(values: &[Value]) -> Vec<u8> {
+    let mut key = Vec::new();
+    types::codec::encode_key(values, &mut key);
+    key
+}
+
+fn distinct(rows: Vec<Row>) -> Vec<Row> {
+    let mut seen = HashSet::new();
+    rows.into_iter().filter(|r| seen.insert(group_key(r))).collect()
+}
+
+fn sort_rows(ctx: &EvalCtx, rows: Vec<Row>, keys: &[SortKey]) -> PgResult<Vec<Row>> {
+    let mut keyed = Vec::with_capacity(rows.len());
+    for r in rows {
+        let k = keys.iter().map(|sk| ctx.eval(&sk.expr, &r)).collect::<PgResult<Vec<_>>>()?;
+        keyed.push((k, r));
+    }
+    keyed.sort_by(|(a, _), (b, _)| {
+        for (i, sk) in keys.iter().enumerate() {
+            let (x, y) = (&a[i], &b[i]);
+            let ord = match (x.is_null(), y.is_null()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => if sk.nulls_first { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater },
+                (false, true) => if sk.nulls_first { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less },
+                (false, false) => {
+                    let o = ops::sort_cmp(x, y);
+                    if sk.descending { o.reverse() } else { o }
+                }
+            };
+            if ord != std::cmp::Ordering::Equal {
+                return ord;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+    Ok(keyed.into_iter().map(|(_, r)| r).collect())
+}
+
+/// Running state of one aggregate in one group.
+#[derive(Clone)]
+enum AggState {
+    Count(i64),
+    /// Sum/min/max/bool: the value so far (Null before the first input).
+    Value(Value),
+    Avg { sum: Value, count: i64 },
+    Array(Vec<Value>),
+}
+
+fn aggregate(ctx: &EvalCtx, rows: Vec<Row>, group_by: &[Expr], aggs: &[AggCall]) -> PgResult<Vec<Row>> {
+    let init: Vec<AggState> = aggs
+        .iter()
+        .map(|a| match a.func {
+            AggFunc::Count => AggState::Count(0),
+            AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
+            AggFunc::ArrayAgg => AggState::Array(Vec::new()),
+            _ => AggState::Value(Value::Null),
+        })
+        .collect();
+    let mut order: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)> = Vec::new();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    for r in &rows {
+        let keys = group_by.iter().map(|g| ctx.eval(g, r)).collect::<PgResult<Vec<_>>>()?;
+        let gk = group_key(&keys);
+        let slot = match index.get(&gk) {
+            Some(&i) => i,
+            None => {
+                order.push((keys, init.clone(), vec![HashSet::new(); aggs.len()]));
+                index.insert(gk, order.len() - 1);
+                order.len() - 1
+            }
+        };
+        let (_, states, seen) = &mut order[slot];
+        for (i, a) in aggs.iter().enumerate() {
+            let v = match &a.arg {
+                Some(e) => ctx.eval(e, r)?,
+                None => Value::Bool(true),
+            };
+            if v.is_null() && a.func != AggFunc::ArrayAgg {
+                continue;
+            }
+            if a.distinct && !seen[i].insert(group_key(std::slice::from_ref(&v))) {
+                continue;
+            }
+            accumulate(&mut states[i], a, v)?;
+        }
+    }
+    if order.is_empty() && group_by.is_empty() {
+        order.push((Vec::new(), init, Vec::new()));
+    }
+    order
+        .into_iter()
+        .map(|(mut keys, states, _)| {
+            for (s, a) in states.into_iter().zip(aggs) {
+                keys.push(finish(s, a)?);
+            }
+            Ok(keys)
+        })
+        .collect()
+}
+
+fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
+    match state {
+        AggState::Count(n) => *n += 1,
+        AggState::Array(items) => items.push(v),
+        AggState::Avg { sum, count } => {
+            let v = match v {
+                Value::Float4(f) => Value::Float8(f as f64),
+                Value::Float8(f) => Value::Float8(f),
+                other => types::cast::cast(other.clone(), &natural(&other), &DataType::Numeric { precision_scale: None }, false)?,
+            };
+            *sum = if sum.is_null() { v } else { ops::eval_binary(BinaryOp::Add, sum, &v)? };
+            *count += 1;
+        }
+        AggState::Value(cur) => {
+            *cur = match agg.func {
+                AggFunc::Sum => {
+                    let v = types::cast::cast(v.clone(), &natural(&v), &agg.ty, false)?;
+                    if cur.is_null() {
+                        v
+                    } else {
+                        ops::eval_binary(BinaryOp::Add, cur, &v)?
+                    }
+                }
+                AggFunc::Min | AggFunc::Max => {
+                    let want = if agg.func == AggFunc::Min { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+                    if cur.is_null() || ops::sort_cmp(&v, cur) == want {
+                        v
+                    } else {
+                        return Ok(());
+                    }
+                }
+                AggFunc::BoolAnd => Value::Bool(cur.as_bool().unwrap_or(true) && v.as_bool().unwrap_or(false)),
+                AggFunc::BoolOr => Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false)),
+                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg => unreachable!("handled by their own states"),
+            };
+        }
+    }
+    Ok(())
+}
+
+fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
+    Ok(match state {
+        AggState::Count(n) => Value::Int8(n),
+        AggState::Value(v) => v,
+        AggState::Array(items) => if items.is_empty() { Value::Null } else { Value::Array(items) },
+        AggState::Avg { sum, count } => {
+            if count == 0 {
+                Value::Null
+            } else {
+                match sum {
+                    Value::Float8(f) => Value::Float8(f / count as f64),
+                    s => ops::eval_binary(BinaryOp::Div, &s, &Value::Numeric(count.into()))?,
+                }
+            }
+        }
+    })
+    .map(|v| if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) { Value::Int8(v.as_i64().unwrap_or(0)) } else { v })
+}
+
+fn natural(v: &Value) -> DataType {
+    sql::functions::natural_type(v)
+}
+
+/// Build a table row from an INSERT's source row, applying defaults and NOT NULL.
+pub fn insert_row(ctx: &EvalCtx, table: &TableDef, targets: &[InsertTarget], source: &[Value]) -> PgResult<Row> {
+    let mut row = Vec::with_capacity(targets.len());
+    for t in targets {
+        row.push(match t {
+            InsertTarget::Source(i) => source.get(*i).cloned().unwrap_or(Value::Null),
+            InsertTarget::Default(Some(e)) => ctx.eval(e, &[])?,
+            InsertTarget::Default(None) => Value::Null,
+        });
+    }
+    check_not_null(table, &row)?;
+    Ok(row)
+}
+
+pub fn check_not_null(table: &TableDef, row: &[Value]) -> PgResult<()> {
+    for (i, c) in table.columns.iter().enumerate() {
+        if c.not_null && row[i].is_null() {
+            return Err(PgError::new(
+                codes::NOT_NULL_VIOLATION,
+                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
+            )
+            .with_detail(format!("Failing row contains ({}).", row_text(table, row))));
+        }
+    }
+    Ok(())
+}
+
+fn row_text(table: &TableDef, row: &[Value]) -> String {
+    row.iter()
+        .zip(&table.columns)
+        .map(|(v, c)| {
+            if v.is_null() {
+                "null".to_string()
+            } else {
+                types::io::to_text_string(v, &c.ty.to_type()).unwrap_or_default()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// 23505 for a duplicate primary key, with PostgreSQL's detail line.
+pub fn unique_violation(table: &TableDef, row: &[Value]) -> PgError {
+    let pk = table.primary_key.clone().unwrap_or_default();
+    let cols: Vec<&str> = pk.iter().map(|&i| table.columns[i].name.as_str()).collect();
+    let vals: Vec<String> = pk.iter().map(|&i| types::io::to_text_string(&row[i], &table.columns[i].ty.to_type()).unwrap_or_default()).collect();
+    PgError::new(
+        codes::UNIQUE_VIOLATION,
+        format!("duplicate key value violates unique constraint \"{}\"", table.pk_name.clone().unwrap_or_default()),
+    )
+    .with_detail(format!("Key ({})=({}) already exists.", cols.join(", "), vals.join(", ")))
+}

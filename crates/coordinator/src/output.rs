@@ -1,0 +1,86 @@
+//! Result encoding: RowDescription and DataRow in text or binary format.
+
+use crate::exec::SessionView;
+use crate::system::relation_name;
+use bytes::BytesMut;
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::OutputColumn;
+use types::{DataType, Value};
+use wire::backend::{self, DataRowWriter, FieldDescription};
+
+/// The format of result column `i` given Bind's result-format codes.
+pub fn column_format(formats: &[i16], i: usize) -> i16 {
+    match formats.len() {
+        0 => 0,
+        1 => formats[0],
+        _ => formats.get(i).copied().unwrap_or(0),
+    }
+}
+
+pub fn validate_formats(formats: &[i16], columns: usize) -> PgResult<()> {
+    if formats.len() > 1 && formats.len() != columns {
+        return Err(PgError::new(
+            codes::PROTOCOL_VIOLATION,
+            format!("bind message has {} result formats but query has {} columns", formats.len(), columns),
+        ));
+    }
+    if let Some(f) = formats.iter().find(|f| !matches!(f, 0 | 1)) {
+        return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("unsupported format code: {f}")));
+    }
+    Ok(())
+}
+
+pub fn row_description(out: &mut BytesMut, columns: &[OutputColumn], formats: &[i16]) {
+    let fields: Vec<FieldDescription> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| FieldDescription {
+            name: c.name.clone(),
+            table_oid: c.table_oid,
+            column_attr: c.column_attr,
+            type_oid: c.ty.oid(),
+            type_len: c.ty.typlen(),
+            type_modifier: c.ty.typmod(),
+            format: column_format(formats, i),
+        })
+        .collect();
+    backend::row_description(out, &fields);
+}
+
+pub fn data_row(out: &mut BytesMut, row: &[Value], columns: &[OutputColumn], formats: &[i16], session: &SessionView) {
+    let mut w = DataRowWriter::begin(out, row.len() as i16);
+    let mut scratch = Vec::with_capacity(32);
+    for (i, v) in row.iter().enumerate() {
+        if v.is_null() {
+            w.null();
+            continue;
+        }
+        scratch.clear();
+        let ty = &columns[i].ty;
+        if column_format(formats, i) == 1 {
+            types::io::to_binary(v, ty, &mut scratch);
+        } else {
+            value_text(v, ty, session, &mut scratch);
+        }
+        w.field(&scratch);
+    }
+    w.finish();
+}
+
+/// Text output, resolving reg* types through the catalog as PostgreSQL's output functions do.
+pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec<u8>) {
+    match (ty, v) {
+        (DataType::RegClass, Value::Oid(o)) => out.extend_from_slice(relation_name(session, *o).as_bytes()),
+        (DataType::RegType, Value::Oid(o)) => match DataType::from_oid(*o) {
+            Some(t) => out.extend_from_slice(t.format_type().as_bytes()),
+            None => out.extend_from_slice(o.to_string().as_bytes()),
+        },
+        (DataType::RegNamespace, Value::Oid(o)) => out.extend_from_slice(match *o {
+            sql::catalog::PUBLIC_NAMESPACE_OID => b"public".as_slice(),
+            sql::catalog::PG_CATALOG_NAMESPACE_OID => b"pg_catalog",
+            _ => b"-",
+        }),
+        (DataType::RegProc, Value::Oid(0)) => out.push(b'-'),
+        _ => types::io::to_text(v, ty, out),
+    }
+}

@@ -1,0 +1,823 @@
+//! One client connection: the protocol state machine (simple and extended query,
+//! pipelining, COPY, error recovery to Sync) and the session's transaction state.
+
+use crate::copy::CopyParser;
+use crate::exec::{Executor, Row, SessionView};
+use crate::output;
+use crate::server::Shared;
+use crate::settings::Settings;
+use bytes::BytesMut;
+use datanode::{Isolation, Savepoint, Timestamp, Txn};
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult, Severity};
+use sql::binder::bind;
+use sql::parse::{parse, ParsedStatement};
+use sql::plan::{IsolationLevel, OutputColumn, Statement};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use types::{DataType, Value};
+use wire::backend::{self, NoticeSeverity, TransactionStatus};
+use wire::{decode_message, FrontendMessage};
+
+/// Largest message a client may send (PostgreSQL allows 1 GB; we bound memory per session).
+pub const MAX_MESSAGE_LEN: usize = 64 << 20;
+/// Flush the output buffer once it holds this much.
+const FLUSH_THRESHOLD: usize = 64 << 10;
+
+/// A statement prepared by Parse (or the unnamed one).
+struct Prepared {
+    parsed: Option<ParsedStatement>,
+    declared_types: Vec<u32>,
+    bound: Statement,
+    param_types: Vec<DataType>,
+    catalog_version: u64,
+}
+
+struct Portal {
+    statement: Arc<Prepared>,
+    bound: Statement,
+    params: Vec<Value>,
+    result_formats: Vec<i16>,
+    /// Rows produced but not yet sent (after an Execute with a row limit).
+    pending: Option<(std::collections::VecDeque<Row>, String)>,
+}
+
+/// The transaction the session is in.
+pub struct Transaction {
+    dn_txn: Option<Txn>,
+    explicit: bool,
+    failed: bool,
+    isolation: Isolation,
+    read_only: bool,
+    txn_time: i64,
+    savepoints: Vec<(String, Savepoint)>,
+}
+
+pub struct SessionState {
+    pub user: String,
+    pub database: String,
+    pub pid: i32,
+    pub settings: Mutex<Settings>,
+    pub reports: Mutex<Vec<(&'static str, String)>>,
+}
+
+pub struct Session<S> {
+    shared: Arc<Shared>,
+    stream: S,
+    inbuf: BytesMut,
+    out: BytesMut,
+    state: SessionState,
+    tx: Option<Transaction>,
+    prepared: HashMap<String, Arc<Prepared>>,
+    portals: HashMap<String, Portal>,
+    /// After an error in extended protocol: discard messages until Sync.
+    skip_to_sync: bool,
+    cancel: Arc<tokio::sync::Notify>,
+}
+
+/// Result of running one statement.
+struct Outcome {
+    rows: Vec<Row>,
+    tag: String,
+}
+
+impl Outcome {
+    fn tag(tag: impl Into<String>) -> Self {
+        Outcome { rows: Vec::new(), tag: tag.into() }
+    }
+}
+
+fn isolation_of(level: IsolationLevel) -> Isolation {
+    match level {
+        IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+        IsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+    }
+}
+
+fn in_failed_transaction() -> PgError {
+    PgError::new(
+        codes::IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+    pub fn new(shared: Arc<Shared>, stream: S, inbuf: BytesMut, state: SessionState, cancel: Arc<tokio::sync::Notify>) -> Self {
+        Session {
+            shared,
+            stream,
+            inbuf,
+            out: BytesMut::with_capacity(8 << 10),
+            state,
+            tx: None,
+            prepared: HashMap::new(),
+            portals: HashMap::new(),
+            skip_to_sync: false,
+            cancel,
+        }
+    }
+
+    /// Send the post-authentication greeting.
+    pub async fn greet(&mut self, secret: i32) -> std::io::Result<()> {
+        backend::authentication_ok(&mut self.out);
+        for (name, value) in self.state.settings.lock().reported() {
+            backend::parameter_status(&mut self.out, name, &value);
+        }
+        backend::backend_key_data(&mut self.out, self.state.pid, secret);
+        self.ready_for_query();
+        self.flush().await
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out).await?;
+            self.out.clear();
+            if self.out.capacity() > 1 << 20 {
+                // Do not keep a large buffer alive for an idle session.
+                self.out = BytesMut::with_capacity(8 << 10);
+            }
+        }
+        Ok(())
+    }
+
+    fn status(&self) -> TransactionStatus {
+        match &self.tx {
+            Some(t) if t.failed => TransactionStatus::Failed,
+            Some(t) if t.explicit => TransactionStatus::InBlock,
+            _ => TransactionStatus::Idle,
+        }
+    }
+
+    fn ready_for_query(&mut self) {
+        let status = self.status();
+        backend::ready_for_query(&mut self.out, status);
+    }
+
+    fn send_error(&mut self, err: &PgError) {
+        backend::error_response(&mut self.out, err);
+    }
+
+    fn notice(&mut self, severity: NoticeSeverity, code: &'static str, message: &str) {
+        backend::notice_response_with(&mut self.out, severity, &PgError::new(code, message));
+    }
+
+    /// Read the next message, or None at end of stream.
+    async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
+        loop {
+            if let Some(m) = decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())? {
+                return Ok(Some(m));
+            }
+            if self.inbuf.capacity() - self.inbuf.len() < 4096 {
+                self.inbuf.reserve(8192);
+            }
+            let n = self.stream.read_buf(&mut self.inbuf).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            if n == 0 {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The message loop. Returns when the client terminates or the connection fails.
+    pub async fn run(&mut self) {
+        loop {
+            let msg = match self.next_message().await {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(e) => {
+                    // Malformed or oversized message: report and end only this connection.
+                    let e = PgError { severity: Severity::Fatal, ..e };
+                    self.send_error(&e);
+                    let _ = self.flush().await;
+                    break;
+                }
+            };
+            if matches!(msg, FrontendMessage::Terminate) {
+                break;
+            }
+            let keep_going = self.dispatch(msg).await;
+            if !keep_going || self.flush().await.is_err() {
+                break;
+            }
+        }
+        self.end_session().await;
+    }
+
+    async fn end_session(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            self.abort(tx).await;
+        }
+    }
+
+    /// Handle one message; false ends the connection.
+    async fn dispatch(&mut self, msg: FrontendMessage) -> bool {
+        if self.skip_to_sync && !matches!(msg, FrontendMessage::Sync) {
+            return true;
+        }
+        let result = match msg {
+            FrontendMessage::Query(sql) => {
+                self.simple_query(&sql).await;
+                self.ready_for_query();
+                return true;
+            }
+            FrontendMessage::Parse { name, query, param_types } => self.parse_message(name, &query, param_types),
+            FrontendMessage::Bind { portal, statement, param_formats, params, result_formats } => {
+                self.bind_message(portal, &statement, &param_formats, params, result_formats)
+            }
+            FrontendMessage::Describe { kind, name } => self.describe(kind, &name),
+            FrontendMessage::Execute { portal, max_rows } => self.execute_message(&portal, max_rows).await,
+            FrontendMessage::Close { kind, name } => {
+                match kind {
+                    wire::frontend::DescribeKind::Statement => self.prepared.remove(&name),
+                    wire::frontend::DescribeKind::Portal => self.portals.remove(&name).map(|p| p.statement),
+                };
+                backend::close_complete(&mut self.out);
+                Ok(())
+            }
+            FrontendMessage::Sync => {
+                self.skip_to_sync = false;
+                if self.tx.as_ref().is_some_and(|t| !t.explicit) {
+                    let tx = self.tx.take().unwrap();
+                    if let Err(e) = self.commit(tx).await {
+                        self.send_error(&e);
+                    }
+                }
+                self.portals.remove("");
+                self.ready_for_query();
+                return true;
+            }
+            FrontendMessage::Flush => return true,
+            // Stray COPY messages outside COPY are ignored, as PostgreSQL does.
+            FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => return true,
+            FrontendMessage::Password(_) => Err(PgError::new(codes::PROTOCOL_VIOLATION, "unexpected password message")),
+            FrontendMessage::Terminate => return false,
+        };
+        if let Err(e) = result {
+            let fatal = e.severity == Severity::Fatal;
+            self.send_error(&e);
+            self.statement_failed().await;
+            self.skip_to_sync = true;
+            return !fatal;
+        }
+        true
+    }
+
+    /// An error ended the current statement: fail the block, or abort the implicit transaction.
+    async fn statement_failed(&mut self) {
+        match self.tx.take() {
+            Some(mut t) if t.explicit => {
+                t.failed = true;
+                self.tx = Some(t);
+            }
+            Some(t) => self.abort(t).await,
+            None => {}
+        }
+    }
+
+    // ------------------------------------------------------------ simple query
+
+    async fn simple_query(&mut self, sql: &str) {
+        let statements = match parse(sql) {
+            Ok(s) => s,
+            Err(e) => {
+                self.send_error(&e);
+                self.statement_failed().await;
+                return;
+            }
+        };
+        if statements.is_empty() {
+            backend::empty_query_response(&mut self.out);
+            return;
+        }
+        let count = statements.len();
+        for (i, parsed) in statements.into_iter().enumerate() {
+            let result = match bind(&parsed, &self.shared.catalog, &[]) {
+                Ok((bound, _)) => {
+                    let columns = bound.output_columns();
+                    if !columns.is_empty() && !matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
+                        output::row_description(&mut self.out, &columns, &[]);
+                    }
+                    match self.run_statement(&bound, &[]).await {
+                        Ok(outcome) => {
+                            if matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) && !columns.is_empty() {
+                                output::row_description(&mut self.out, &columns, &[]);
+                            }
+                            self.send_rows(&outcome.rows, &columns, &[]);
+                            backend::command_complete(&mut self.out, &outcome.tag);
+                            Ok(())
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                self.send_error(&e);
+                self.statement_failed().await;
+                return;
+            }
+            if self.out.len() > FLUSH_THRESHOLD && i + 1 < count && self.flush().await.is_err() {
+                return;
+            }
+        }
+        // A query string outside a block is one implicit transaction.
+        if self.tx.as_ref().is_some_and(|t| !t.explicit) {
+            let tx = self.tx.take().unwrap();
+            if let Err(e) = self.commit(tx).await {
+                self.send_error(&e);
+            }
+        }
+    }
+
+    fn send_rows(&mut self, rows: &[Row], columns: &[OutputColumn], formats: &[i16]) {
+        let view = view(&self.shared, &self.state, &self.tx, types::datetime::now_timestamp());
+        for r in rows {
+            output::data_row(&mut self.out, r, columns, formats, &view);
+        }
+    }
+
+    // ------------------------------------------------------------ extended query
+
+    fn parse_message(&mut self, name: String, query: &str, param_types: Vec<u32>) -> PgResult<()> {
+        if !name.is_empty() && self.prepared.contains_key(&name) {
+            return Err(PgError::new(codes::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists")));
+        }
+        let mut statements = parse(query)?;
+        if statements.len() > 1 {
+            return Err(PgError::new(codes::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement"));
+        }
+        let prepared = match statements.pop() {
+            None => Prepared {
+                parsed: None,
+                declared_types: param_types,
+                bound: Statement::Empty,
+                param_types: Vec::new(),
+                catalog_version: self.shared.catalog.version(),
+            },
+            Some(parsed) => {
+                if self.tx.as_ref().is_some_and(|t| t.failed) && !matches!(&parsed.parsed, sql::parse::Parsed::Ready(s) if s.ends_failed_transaction()) {
+                    return Err(in_failed_transaction());
+                }
+                let version = self.shared.catalog.version();
+                let (bound, types) = bind(&parsed, &self.shared.catalog, &param_types)?;
+                Prepared { parsed: Some(parsed), declared_types: param_types, bound, param_types: types, catalog_version: version }
+            }
+        };
+        self.prepared.insert(name, Arc::new(prepared));
+        backend::parse_complete(&mut self.out);
+        Ok(())
+    }
+
+    /// The prepared statement's plan, bound again if DDL changed the catalog since.
+    fn current_plan(&self, p: &Prepared) -> PgResult<Statement> {
+        if p.catalog_version == self.shared.catalog.version() {
+            return Ok(p.bound.clone());
+        }
+        match &p.parsed {
+            Some(parsed) => {
+                let (bound, types) = bind(parsed, &self.shared.catalog, &p.declared_types)?;
+                if types != p.param_types {
+                    return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "cached plan must not change result type"));
+                }
+                Ok(bound)
+            }
+            None => Ok(Statement::Empty),
+        }
+    }
+
+    fn bind_message(
+        &mut self,
+        portal: String,
+        statement: &str,
+        param_formats: &[i16],
+        params: Vec<Option<bytes::Bytes>>,
+        result_formats: Vec<i16>,
+    ) -> PgResult<()> {
+        let prepared = self.prepared.get(statement).cloned().ok_or_else(|| {
+            PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{statement}\" does not exist"))
+        })?;
+        if params.len() != prepared.param_types.len() {
+            return Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                format!(
+                    "bind message supplies {} parameters, but prepared statement \"{statement}\" requires {}",
+                    params.len(),
+                    prepared.param_types.len()
+                ),
+            ));
+        }
+        if param_formats.len() > 1 && param_formats.len() != params.len() {
+            return Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                format!("bind message has {} parameter formats but {} parameters", param_formats.len(), params.len()),
+            ));
+        }
+        if self.tx.as_ref().is_some_and(|t| t.failed) && !prepared.bound.ends_failed_transaction() {
+            return Err(in_failed_transaction());
+        }
+        let mut values = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let ty = &prepared.param_types[i];
+            let format = wire::frontend::param_format(param_formats, params.len(), i).unwrap_or(0);
+            values.push(match p {
+                None => Value::Null,
+                Some(bytes) if format == 1 => types::io::from_binary(bytes, ty)?,
+                Some(bytes) => {
+                    let text = std::str::from_utf8(bytes).map_err(|_| {
+                        PgError::new(codes::CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding \"UTF8\"")
+                    })?;
+                    types::io::from_text(text, ty)?
+                }
+            });
+        }
+        let bound = self.current_plan(&prepared)?;
+        output::validate_formats(&result_formats, bound.output_columns().len())?;
+        self.portals.insert(portal, Portal { statement: prepared, bound, params: values, result_formats, pending: None });
+        backend::bind_complete(&mut self.out);
+        Ok(())
+    }
+
+    fn describe(&mut self, kind: wire::frontend::DescribeKind, name: &str) -> PgResult<()> {
+        match kind {
+            wire::frontend::DescribeKind::Statement => {
+                let p = self.prepared.get(name).cloned().ok_or_else(|| {
+                    PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
+                })?;
+                let oids: Vec<u32> = p.param_types.iter().map(DataType::oid).collect();
+                backend::parameter_description(&mut self.out, &oids);
+                let columns = self.current_plan(&p)?.output_columns();
+                if columns.is_empty() {
+                    backend::no_data(&mut self.out);
+                } else {
+                    output::row_description(&mut self.out, &columns, &[]);
+                }
+            }
+            wire::frontend::DescribeKind::Portal => {
+                let p = self.portals.get(name).ok_or_else(|| {
+                    PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
+                })?;
+                let columns = p.bound.output_columns();
+                let formats = p.result_formats.clone();
+                if columns.is_empty() {
+                    backend::no_data(&mut self.out);
+                } else {
+                    output::row_description(&mut self.out, &columns, &formats);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn execute_message(&mut self, name: &str, max_rows: i32) -> PgResult<()> {
+        let mut portal = self.portals.remove(name).ok_or_else(|| {
+            PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
+        })?;
+        if matches!(portal.bound, Statement::Empty) {
+            backend::empty_query_response(&mut self.out);
+            return Ok(());
+        }
+        let columns = portal.bound.output_columns();
+        let (mut rows, tag) = match portal.pending.take() {
+            Some(p) => p,
+            None => {
+                if self.tx.as_ref().is_some_and(|t| t.failed) && !portal.bound.ends_failed_transaction() {
+                    return Err(in_failed_transaction());
+                }
+                let outcome = self.run_statement(&portal.bound, &portal.params).await?;
+                (outcome.rows.into(), outcome.tag)
+            }
+        };
+        let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
+        let view_formats = portal.result_formats.clone();
+        let mut sent = 0;
+        {
+            let view = view(&self.shared, &self.state, &self.tx, types::datetime::now_timestamp());
+            while sent < limit {
+                let Some(r) = rows.pop_front() else { break };
+                output::data_row(&mut self.out, &r, &columns, &view_formats, &view);
+                sent += 1;
+            }
+        }
+        if rows.is_empty() {
+            backend::command_complete(&mut self.out, &tag);
+        } else {
+            backend::portal_suspended(&mut self.out);
+            portal.pending = Some((rows, tag));
+            self.portals.insert(name.to_string(), portal);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ execution
+
+    /// Run one bound statement, honouring cancel requests.
+    async fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        let cancel = self.cancel.clone();
+        let notified = cancel.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        tokio::select! {
+            r = self.execute(stmt, params) => r,
+            _ = &mut notified => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")),
+        }
+    }
+
+    async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        match stmt {
+            Statement::Begin { isolation, read_only } => {
+                let default_iso = self.default_isolation();
+                match &mut self.tx {
+                    Some(t) if t.explicit => {
+                        self.notice(NoticeSeverity::Warning, codes::ACTIVE_SQL_TRANSACTION, "there is already a transaction in progress");
+                    }
+                    Some(t) => {
+                        t.explicit = true;
+                        if let Some(i) = isolation {
+                            t.isolation = isolation_of(*i);
+                        }
+                    }
+                    None => {
+                        let mut t = self.new_transaction(true);
+                        t.isolation = isolation.map(isolation_of).unwrap_or(default_iso);
+                        t.read_only = read_only.unwrap_or(t.read_only);
+                        self.tx = Some(t);
+                    }
+                }
+                Ok(Outcome::tag("BEGIN"))
+            }
+            Statement::Commit => match self.tx.take() {
+                Some(t) if t.explicit => {
+                    let failed = t.failed;
+                    if failed {
+                        self.abort(t).await;
+                        Ok(Outcome::tag("ROLLBACK"))
+                    } else {
+                        self.commit(t).await?;
+                        Ok(Outcome::tag("COMMIT"))
+                    }
+                }
+                other => {
+                    self.tx = other;
+                    self.notice(NoticeSeverity::Warning, codes::NO_ACTIVE_SQL_TRANSACTION, "there is no transaction in progress");
+                    Ok(Outcome::tag("COMMIT"))
+                }
+            },
+            Statement::Rollback => {
+                match self.tx.take() {
+                    Some(t) if t.explicit => self.abort(t).await,
+                    other => {
+                        self.tx = other;
+                        self.notice(NoticeSeverity::Warning, codes::NO_ACTIVE_SQL_TRANSACTION, "there is no transaction in progress");
+                    }
+                }
+                Ok(Outcome::tag("ROLLBACK"))
+            }
+            Statement::Savepoint(name) => {
+                self.require_block("SAVEPOINT")?;
+                self.ensure_started().await?;
+                let t = self.tx.as_mut().unwrap();
+                let sp = t.dn_txn.as_ref().unwrap().savepoint();
+                t.savepoints.push((name.clone(), sp));
+                Ok(Outcome::tag("SAVEPOINT"))
+            }
+            Statement::Release(name) => {
+                self.require_block("RELEASE SAVEPOINT")?;
+                let t = self.tx.as_mut().unwrap();
+                let pos = t.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| no_savepoint(name))?;
+                t.savepoints.truncate(pos);
+                Ok(Outcome::tag("RELEASE"))
+            }
+            Statement::RollbackTo(name) => {
+                self.require_block("ROLLBACK TO SAVEPOINT")?;
+                let t = self.tx.as_mut().unwrap();
+                let pos = t.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| no_savepoint(name))?;
+                t.savepoints.truncate(pos + 1);
+                if let Some(dn) = t.dn_txn.as_mut() {
+                    dn.rollback_to(&t.savepoints[pos].1);
+                }
+                t.failed = false;
+                Ok(Outcome::tag("ROLLBACK"))
+            }
+            Statement::SetTransaction { isolation, read_only } => {
+                match &mut self.tx {
+                    Some(t) if t.dn_txn.is_none() => {
+                        if let Some(i) = isolation {
+                            t.isolation = isolation_of(*i);
+                        }
+                        if let Some(r) = read_only {
+                            t.read_only = *r;
+                        }
+                    }
+                    Some(_) => {
+                        return Err(PgError::new(
+                            codes::ACTIVE_SQL_TRANSACTION,
+                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                        ))
+                    }
+                    None => self.notice(
+                        NoticeSeverity::Warning,
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    ),
+                }
+                Ok(Outcome::tag("SET"))
+            }
+            Statement::Set { name, value, local } => {
+                let report = self.state.settings.lock().set(name, value.as_deref(), *local)?;
+                if let Some((n, v)) = report {
+                    backend::parameter_status(&mut self.out, n, &v);
+                }
+                Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }))
+            }
+            Statement::Show { name } => {
+                let value = match name.as_str() {
+                    "transaction isolation level" | "transaction_isolation" => match self.tx.as_ref().map(|t| t.isolation) {
+                        Some(Isolation::RepeatableRead) => "repeatable read".to_string(),
+                        Some(Isolation::ReadCommitted) => "read committed".to_string(),
+                        None => self.state.settings.lock().get("default_transaction_isolation")?,
+                    },
+                    "all" => return Err(PgError::unsupported("SHOW ALL")),
+                    other => self.state.settings.lock().get(other)?,
+                };
+                Ok(Outcome { rows: vec![vec![Value::Text(value)]], tag: "SHOW".into() })
+            }
+            Statement::Discard => {
+                self.prepared.clear();
+                self.portals.clear();
+                Ok(Outcome::tag("DISCARD ALL"))
+            }
+            Statement::Empty => Ok(Outcome::tag("")),
+            Statement::CreateTable(_)
+            | Statement::DropTable { .. }
+            | Statement::Truncate { .. }
+            | Statement::AddPrimaryKey { .. }
+            | Statement::Vacuum { .. } => {
+                let tag = crate::ddl::execute(&self.shared, stmt, self.tx.as_ref().is_some_and(|t| t.explicit), &mut self.out).await?;
+                Ok(Outcome::tag(tag))
+            }
+            Statement::CopyFrom(copy) => self.copy_from(copy).await,
+            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.dml(stmt, params).await,
+        }
+    }
+
+    fn require_block(&self, what: &str) -> PgResult<()> {
+        if self.tx.as_ref().is_some_and(|t| t.explicit) {
+            Ok(())
+        } else {
+            Err(PgError::new(codes::NO_ACTIVE_SQL_TRANSACTION, format!("{what} can only be used in transaction blocks")))
+        }
+    }
+
+    fn default_isolation(&self) -> Isolation {
+        match self.state.settings.lock().get("default_transaction_isolation").as_deref() {
+            Ok("repeatable read") | Ok("serializable") => Isolation::RepeatableRead,
+            _ => Isolation::ReadCommitted,
+        }
+    }
+
+    fn new_transaction(&self, explicit: bool) -> Transaction {
+        Transaction {
+            dn_txn: None,
+            explicit,
+            failed: false,
+            isolation: self.default_isolation(),
+            read_only: self.state.settings.lock().get("default_transaction_read_only").as_deref() == Ok("on"),
+            txn_time: types::datetime::now_timestamp(),
+            savepoints: Vec::new(),
+        }
+    }
+
+    /// Make sure a transaction with a datanode transaction exists; returns the snapshot
+    /// for the next statement (a fresh one per statement under READ COMMITTED).
+    async fn ensure_started(&mut self) -> PgResult<Timestamp> {
+        if self.tx.is_none() {
+            self.tx = Some(self.new_transaction(false));
+        }
+        let t = self.tx.as_mut().unwrap();
+        match &t.dn_txn {
+            None => {
+                let start = self.shared.gtm.begin().await?;
+                t.dn_txn = Some(self.shared.datanode.begin(start, t.isolation));
+                Ok(start)
+            }
+            Some(dn) if t.isolation == Isolation::RepeatableRead => Ok(dn.start_ts()),
+            Some(_) => self.shared.gtm.timestamp().await,
+        }
+    }
+
+    async fn commit(&mut self, t: Transaction) -> PgResult<()> {
+        self.end_local_settings();
+        if let Some(dn) = t.dn_txn {
+            self.shared.datanode.commit(dn, &self.shared.gtm).await?;
+        }
+        Ok(())
+    }
+
+    async fn abort(&mut self, t: Transaction) {
+        self.end_local_settings();
+        if let Some(dn) = t.dn_txn {
+            self.shared.datanode.abort(dn, &self.shared.gtm).await;
+        }
+    }
+
+    fn end_local_settings(&mut self) {
+        let changed = self.state.settings.lock().end_transaction();
+        for (n, v) in changed {
+            backend::parameter_status(&mut self.out, n, &v);
+        }
+    }
+
+    /// SELECT / INSERT / UPDATE / DELETE inside the session's transaction.
+    async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        let snapshot = self.ensure_started().await?;
+        if self.tx.as_ref().is_some_and(|t| t.read_only) && !matches!(stmt, Statement::Query(_)) {
+            return Err(PgError::new(codes::READ_ONLY_SQL_TRANSACTION, "cannot execute this statement in a read-only transaction"));
+        }
+        let shared = self.shared.clone();
+        let view = view(&shared, &self.state, &self.tx, types::datetime::now_timestamp());
+        let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
+        let dn = &shared.datanode;
+        let outcome = match stmt {
+            Statement::Query(q) => {
+                let ex = Executor { dn, txn, snapshot, params, session: &view };
+                let rows = ex.query(q).await?;
+                Outcome { tag: format!("SELECT {}", rows.len()), rows }
+            }
+            Statement::Insert(ins) => {
+                let (rows, n) = crate::dml::insert(dn, txn, snapshot, params, &view, ins).await?;
+                Outcome { rows, tag: format!("INSERT 0 {n}") }
+            }
+            Statement::Update(upd) => {
+                let (rows, n) = crate::dml::update(dn, txn, snapshot, params, &view, upd).await?;
+                Outcome { rows, tag: format!("UPDATE {n}") }
+            }
+            Statement::Delete(del) => {
+                let (rows, n) = crate::dml::delete(dn, txn, snapshot, params, &view, del).await?;
+                Outcome { rows, tag: format!("DELETE {n}") }
+            }
+            _ => unreachable!("dml() handles queries and DML only"),
+        };
+        let reports: Vec<_> = std::mem::take(&mut *self.state.reports.lock());
+        for (n, v) in reports {
+            backend::parameter_status(&mut self.out, n, &v);
+        }
+        Ok(outcome)
+    }
+
+    /// COPY … FROM STDIN: the CopyIn sub-protocol, rows written as they arrive.
+    async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
+        self.ensure_started().await?;
+        backend::copy_in_response(&mut self.out, copy.columns.len() as i16);
+        self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+        let mut parser = CopyParser::new(copy.delimiter, copy.null_string.clone(), copy.csv, copy.header);
+        let mut loader = crate::dml::CopyLoader::new(copy.table.clone(), copy.columns.clone());
+        // After a bad row PostgreSQL still consumes the data up to CopyDone.
+        let mut failure: Option<PgError> = None;
+        loop {
+            let msg = self.next_message().await?.ok_or_else(|| PgError::new(codes::CONNECTION_FAILURE, "connection closed during COPY"))?;
+            let (rows, done) = match msg {
+                FrontendMessage::CopyData(data) => (parser.feed(&data), false),
+                FrontendMessage::CopyDone => (parser.finish(), true),
+                FrontendMessage::CopyFail(m) => {
+                    return Err(PgError::new(codes::QUERY_CANCELED, format!("COPY from stdin failed: {m}")));
+                }
+                FrontendMessage::Flush | FrontendMessage::Sync => continue,
+                _ => return Err(PgError::new(codes::PROTOCOL_VIOLATION, "unexpected message type during COPY from stdin")),
+            };
+            if failure.is_none() {
+                let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
+                let result = match rows {
+                    Ok(rows) => loader.load(&self.shared.datanode, txn, rows, parser.line).await,
+                    Err(e) => Err(e),
+                };
+                failure = result.err();
+            }
+            if done {
+                break;
+            }
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Outcome::tag(format!("COPY {}", loader.count()))),
+        }
+    }
+}
+
+/// The session as statements see it (built from disjoint fields so output can be
+/// written while it is borrowed).
+fn view<'a>(shared: &'a Shared, state: &'a SessionState, tx: &Option<Transaction>, statement_time: i64) -> SessionView<'a> {
+    SessionView {
+        catalog: &shared.catalog,
+        settings: &state.settings,
+        reports: &state.reports,
+        txn_time: tx.as_ref().map_or(statement_time, |t| t.txn_time),
+        statement_time,
+        backend_pid: state.pid,
+        user: &state.user,
+        database: &state.database,
+    }
+}
+
+fn no_savepoint(name: &str) -> PgError {
+    PgError::new(codes::INVALID_SAVEPOINT_SPECIFICATION, format!("savepoint \"{name}\" does not exist"))
+}

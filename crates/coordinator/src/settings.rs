@@ -1,0 +1,193 @@
+//! Session settings (PostgreSQL's GUCs) that clients read and write.
+
+use pgerror::{codes, PgError, PgResult};
+use std::collections::BTreeMap;
+
+/// The version string clients see; it must parse as 15.x (drivers check it).
+pub const SERVER_VERSION: &str = "15.0 (Meridian 0.1.0)";
+
+/// (canonical name, default value, reported to the client in ParameterStatus)
+const KNOWN: &[(&str, &str, bool)] = &[
+    ("application_name", "", true),
+    ("client_encoding", "UTF8", true),
+    ("DateStyle", "ISO, MDY", true),
+    ("default_transaction_read_only", "off", true),
+    ("in_hot_standby", "off", true),
+    ("integer_datetimes", "on", true),
+    ("IntervalStyle", "postgres", true),
+    ("is_superuser", "on", true),
+    ("server_encoding", "UTF8", true),
+    ("server_version", SERVER_VERSION, true),
+    ("session_authorization", "postgres", true),
+    ("standard_conforming_strings", "on", true),
+    ("TimeZone", "Etc/UTC", true),
+    ("server_version_num", "150000", false),
+    ("transaction_isolation", "read committed", false),
+    ("default_transaction_isolation", "read committed", false),
+    ("transaction_read_only", "off", false),
+    ("extra_float_digits", "1", false),
+    ("search_path", "\"$user\", public", false),
+    ("statement_timeout", "0", false),
+    ("lock_timeout", "0", false),
+    ("idle_in_transaction_session_timeout", "0", false),
+    ("deadlock_timeout", "1s", false),
+    ("synchronous_commit", "on", false),
+    ("max_connections", "10000", false),
+    ("max_identifier_length", "63", false),
+    ("lc_messages", "C", false),
+    ("lc_monetary", "C", false),
+    ("lc_numeric", "C", false),
+    ("lc_time", "C", false),
+    ("lc_collate", "C", false),
+    ("lc_ctype", "C", false),
+    ("work_mem", "4MB", false),
+    ("maintenance_work_mem", "64MB", false),
+    ("shared_buffers", "128MB", false),
+    ("block_size", "8192", false),
+    ("row_security", "on", false),
+    ("bytea_output", "hex", false),
+    ("client_min_messages", "notice", false),
+    ("escape_string_warning", "on", false),
+    ("check_function_bodies", "on", false),
+    ("default_with_oids", "off", false),
+    ("xmloption", "content", false),
+    ("jit", "off", false),
+    ("enable_seqscan", "on", false),
+    ("cpu_tuple_cost", "0.01", false),
+    ("geqo", "on", false),
+];
+
+fn canonical(name: &str) -> Option<(&'static str, &'static str, bool)> {
+    KNOWN.iter().copied().find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+}
+
+/// One session's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    values: BTreeMap<&'static str, String>,
+    /// Values to restore when the transaction ends (SET LOCAL).
+    local_saved: Vec<(&'static str, Option<String>)>,
+}
+
+impl Settings {
+    pub fn get(&self, name: &str) -> PgResult<String> {
+        let (canon, default, _) = canonical(name).ok_or_else(|| unrecognized(name))?;
+        Ok(self.values.get(canon).cloned().unwrap_or_else(|| default.to_string()))
+    }
+
+    /// Canonical (display) name of a setting, for SHOW's column header.
+    pub fn display_name(name: &str) -> String {
+        canonical(name).map(|(n, _, _)| n.to_ascii_lowercase()).unwrap_or_else(|| name.to_string())
+    }
+
+    /// Set (or reset, with None). Returns the (name, value) to report in ParameterStatus
+    /// if the setting is one clients track.
+    pub fn set(&mut self, name: &str, value: Option<&str>, local: bool) -> PgResult<Option<(&'static str, String)>> {
+        let (canon, default, reported) = canonical(name).ok_or_else(|| unrecognized(name))?;
+        if matches!(canon, "server_version" | "server_encoding" | "integer_datetimes" | "server_version_num" | "block_size" | "max_identifier_length" | "in_hot_standby") {
+            return Err(PgError::new(codes::CANT_CHANGE_RUNTIME_PARAM, format!("parameter \"{}\" cannot be changed", canon.to_ascii_lowercase())));
+        }
+        let value = match value {
+            None => default.to_string(),
+            Some(v) => validate(canon, v)?,
+        };
+        if local {
+            self.local_saved.push((canon, self.values.get(canon).cloned()));
+        }
+        self.values.insert(canon, value.clone());
+        Ok(reported.then_some((canon, value)))
+    }
+
+    /// End of transaction: undo SET LOCAL.
+    pub fn end_transaction(&mut self) -> Vec<(&'static str, String)> {
+        let mut changed = Vec::new();
+        while let Some((name, old)) = self.local_saved.pop() {
+            match old {
+                Some(v) => self.values.insert(name, v),
+                None => self.values.remove(name),
+            };
+            if let Some((_, default, true)) = canonical(name) {
+                changed.push((name, self.values.get(name).cloned().unwrap_or_else(|| default.to_string())));
+            }
+        }
+        changed
+    }
+
+    /// The ParameterStatus set sent after authentication.
+    pub fn reported(&self) -> Vec<(&'static str, String)> {
+        KNOWN
+            .iter()
+            .filter(|(_, _, r)| *r)
+            .map(|(n, d, _)| (*n, self.values.get(n).cloned().unwrap_or_else(|| d.to_string())))
+            .collect()
+    }
+
+    /// All settings, for pg_settings.
+    pub fn all(&self) -> Vec<(String, String)> {
+        KNOWN
+            .iter()
+            .map(|(n, d, _)| (n.to_ascii_lowercase(), self.values.get(n).cloned().unwrap_or_else(|| d.to_string())))
+            .collect()
+    }
+}
+
+fn unrecognized(name: &str) -> PgError {
+    PgError::new(codes::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+}
+
+fn invalid(name: &str, value: &str) -> PgError {
+    PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{}\": \"{value}\"", name.to_ascii_lowercase()))
+}
+
+/// Normalise values the way PostgreSQL reports them.
+fn validate(name: &'static str, v: &str) -> PgResult<String> {
+    let lower = v.to_ascii_lowercase();
+    Ok(match name {
+        "client_encoding" => match lower.replace(['-', '_', '\''], "").as_str() {
+            "utf8" | "unicode" => "UTF8".to_string(),
+            "sqlascii" => "SQL_ASCII".to_string(),
+            _ => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"client_encoding\": \"{v}\""))),
+        },
+        "DateStyle" => {
+            if lower.contains("iso") || lower.contains("mdy") {
+                "ISO, MDY".to_string()
+            } else {
+                return Err(PgError::unsupported(format!("DateStyle \"{v}\"")));
+            }
+        }
+        "IntervalStyle" if lower != "postgres" => return Err(PgError::unsupported(format!("IntervalStyle \"{v}\""))),
+        "TimeZone" => match lower.as_str() {
+            "utc" | "etc/utc" | "gmt" | "z" | "zulu" | "universal" | "etc/universal" | "0" | "+00" | "+00:00" => "Etc/UTC".to_string(),
+            _ => return Err(PgError::unsupported(format!("time zone \"{v}\" (only UTC is supported)"))),
+        },
+        "standard_conforming_strings" if !matches!(lower.as_str(), "on" | "true" | "1") => {
+            return Err(PgError::unsupported("standard_conforming_strings = off"));
+        }
+        "extra_float_digits" => {
+            let n: i32 = v.trim().parse().map_err(|_| invalid(name, v))?;
+            if !(-15..=3).contains(&n) {
+                return Err(invalid(name, v));
+            }
+            n.to_string()
+        }
+        "transaction_isolation" | "default_transaction_isolation" => match lower.as_str() {
+            "read committed" | "read uncommitted" => "read committed".to_string(),
+            "repeatable read" => "repeatable read".to_string(),
+            "serializable" => "serializable".to_string(),
+            _ => return Err(invalid(name, v)),
+        },
+        "synchronous_commit" => match lower.as_str() {
+            "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => "on".to_string(),
+            "off" | "false" | "no" | "0" => "off".to_string(),
+            _ => return Err(invalid(name, v)),
+        },
+        "default_transaction_read_only" | "transaction_read_only" | "row_security" | "escape_string_warning" | "check_function_bodies" | "jit" | "enable_seqscan" | "geqo" => {
+            match lower.as_str() {
+                "on" | "true" | "yes" | "1" => "on".to_string(),
+                "off" | "false" | "no" | "0" => "off".to_string(),
+                _ => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("parameter \"{}\" requires a Boolean value", name.to_ascii_lowercase()))),
+            }
+        }
+        _ => v.to_string(),
+    })
+}

@@ -1,0 +1,326 @@
+//! The system catalogs (pg_class, pg_type, …) computed from the live catalog, and the
+//! functions that read session or catalog state (`current_setting`, `format_type`, …).
+//!
+//! OIDs of built-in objects are PostgreSQL 15's, so that clients which hard-code them
+//! (psql, drivers' type caches) see what they expect.
+
+use crate::exec::SessionView;
+use crate::settings::SERVER_VERSION;
+use pgerror::{codes, PgError, PgResult};
+use sql::binder::{system_columns, system_table_oid};
+use sql::catalog::{PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID};
+use sql::functions::ScalarFunc;
+use sql::plan::SystemTable;
+use sql::TableDef;
+use types::{DataType, Value};
+
+const HEAP_AM_OID: u32 = 2;
+const BTREE_AM_OID: u32 = 403;
+const INFORMATION_SCHEMA_OID: u32 = 13_000;
+const PG_TOAST_NAMESPACE_OID: u32 = 99;
+const POSTGRES_DB_OID: u32 = 5;
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+fn oid(o: u32) -> Value {
+    Value::Oid(o)
+}
+
+fn chr(c: char) -> Value {
+    Value::Text(c.to_string())
+}
+
+/// The built-in types listed in pg_type (those Meridian implements).
+fn builtin_types() -> Vec<DataType> {
+    use DataType::*;
+    let scalars = vec![
+        Bool, Bytea, Char, Name, Int8, Int2, Int2Vector, Int4, RegProc, Text, Oid, OidVector, Float4, Float8, Bpchar { len: None },
+        Varchar { max_len: None }, Date, Time, Timestamp, TimestampTz, Interval, Numeric { precision_scale: None }, RegClass, RegType,
+        RegNamespace, PgNodeTree, Unknown,
+    ];
+    let arrays: Vec<DataType> = [Bool, Char, Name, Int2, Int4, Text, Varchar { max_len: None }, Int8, Float4, Float8, Oid, Bpchar { len: None }, Date, Timestamp, TimestampTz, Numeric { precision_scale: None }]
+        .into_iter()
+        .map(|t| Array(Box::new(t)))
+        .collect();
+    scalars.into_iter().chain(arrays).collect()
+}
+
+/// Rows of a system table, in its column order (see `sql::binder::system_columns`).
+pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value>>> {
+    use SystemTable::*;
+    let tables = session.catalog.tables();
+    let width = system_columns(table).len();
+    let mut rows: Vec<Vec<Value>> = match table {
+        PgNamespace => vec![
+            vec![oid(PG_CATALOG_NAMESPACE_OID), text("pg_catalog"), oid(SUPERUSER_OID), Value::Null],
+            vec![oid(PUBLIC_NAMESPACE_OID), text("public"), oid(SUPERUSER_OID), Value::Null],
+            vec![oid(INFORMATION_SCHEMA_OID), text("information_schema"), oid(SUPERUSER_OID), Value::Null],
+            vec![oid(PG_TOAST_NAMESPACE_OID), text("pg_toast"), oid(SUPERUSER_OID), Value::Null],
+        ],
+        PgClass => {
+            let mut out = Vec::new();
+            for t in &tables {
+                out.push(pg_class_row(t.oid, &t.name, 'r', t.columns.len(), t.pk_name.is_some(), HEAP_AM_OID, t.fillfactor));
+                if let (Some(idx), Some(name)) = (t.pk_index_oid, &t.pk_name) {
+                    let n = t.primary_key.as_ref().map_or(0, Vec::len);
+                    out.push(pg_class_row(idx, name, 'i', n, false, BTREE_AM_OID, None));
+                }
+            }
+            out
+        }
+        PgAttribute => {
+            let mut out = Vec::new();
+            for t in &tables {
+                for (i, c) in t.columns.iter().enumerate() {
+                    out.push(pg_attribute_row(t.oid, &c.name, &c.ty.to_type(), i as i16 + 1, c.not_null, c.default.is_some()));
+                }
+                if let (Some(idx), Some(pk)) = (t.pk_index_oid, &t.primary_key) {
+                    for (i, &col) in pk.iter().enumerate() {
+                        let c = &t.columns[col];
+                        out.push(pg_attribute_row(idx, &c.name, &c.ty.to_type(), i as i16 + 1, false, false));
+                    }
+                }
+            }
+            out
+        }
+        PgType => builtin_types().iter().map(pg_type_row).collect(),
+        PgIndex => tables
+            .iter()
+            .filter_map(|t| {
+                let (idx, pk) = (t.pk_index_oid?, t.primary_key.as_ref()?);
+                let keys: Vec<String> = pk.iter().map(|c| (c + 1).to_string()).collect();
+                let n = pk.len() as i16;
+                Some(vec![
+                    oid(idx), oid(t.oid), Value::Int2(n), Value::Int2(n), Value::Bool(true), Value::Bool(false), Value::Bool(true),
+                    Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(true), Value::Bool(false),
+                    Value::Bool(true), Value::Bool(true), Value::Bool(false), text(&keys.join(" ")),
+                    text(&vec!["0"; pk.len()].join(" ")), text(&vec!["1978"; pk.len()].join(" ")),
+                    text(&vec!["0"; pk.len()].join(" ")), Value::Null, Value::Null,
+                ])
+            })
+            .collect(),
+        PgConstraint => tables
+            .iter()
+            .filter_map(|t| {
+                let (idx, pk, name) = (t.pk_index_oid?, t.primary_key.as_ref()?, t.pk_name.as_ref()?);
+                Some(vec![
+                    oid(idx + 1), text(name), oid(PUBLIC_NAMESPACE_OID), chr('p'), Value::Bool(false), Value::Bool(false),
+                    Value::Bool(true), oid(t.oid), oid(0), oid(idx), oid(0), oid(0), chr(' '), chr(' '), chr(' '), Value::Bool(true),
+                    Value::Int4(0), Value::Bool(true), Value::Array(pk.iter().map(|&c| Value::Int2(c as i16 + 1)).collect()),
+                    Value::Null, Value::Null,
+                ])
+            })
+            .collect(),
+        PgAttrdef => {
+            let mut out = Vec::new();
+            for t in &tables {
+                for (i, c) in t.columns.iter().enumerate() {
+                    if let Some(d) = &c.default {
+                        out.push(vec![oid(t.oid * 1000 + i as u32), oid(t.oid), Value::Int2(i as i16 + 1), text(d)]);
+                    }
+                }
+            }
+            out
+        }
+        PgDatabase => ["postgres", "template1", "template0"]
+            .iter()
+            .zip([POSTGRES_DB_OID, 1, 4])
+            .map(|(name, o)| {
+                let template = *name != "postgres";
+                vec![
+                    oid(o), text(name), oid(SUPERUSER_OID), Value::Int4(6), chr('c'), Value::Bool(template), Value::Bool(*name != "template0"),
+                    Value::Int4(-1), Value::Int8(716), Value::Int8(1), oid(1663), text("C.UTF-8"), text("C.UTF-8"), Value::Null, Value::Null,
+                    if template { Value::Array(vec![text("=c/postgres"), text("postgres=CTc/postgres")]) } else { Value::Null },
+                ]
+            })
+            .collect(),
+        PgAm => vec![
+            vec![oid(HEAP_AM_OID), text("heap"), oid(3), chr('t')],
+            vec![oid(BTREE_AM_OID), text("btree"), oid(330), chr('i')],
+        ],
+        PgRoles | PgUser | PgAuthid => vec![vec![
+            text("postgres"), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true),
+            Value::Bool(true), Value::Int4(-1), text("********"), Value::Null, Value::Bool(true), Value::Null, oid(SUPERUSER_OID),
+        ]],
+        PgTablespace => vec![
+            vec![oid(1663), text("pg_default"), oid(SUPERUSER_OID), Value::Null, Value::Null],
+            vec![oid(1664), text("pg_global"), oid(SUPERUSER_OID), Value::Null, Value::Null],
+        ],
+        PgSettings => session
+            .settings
+            .lock()
+            .all()
+            .into_iter()
+            .map(|(n, v)| vec![text(&n), text(&v), Value::Null, text("Meridian"), Value::Null])
+            .collect(),
+        PgStatActivity => vec![vec![
+            oid(POSTGRES_DB_OID), text(session.database), Value::Int4(session.backend_pid), text(session.user),
+            text(&session.settings.lock().get("application_name").unwrap_or_default()), text("active"), Value::Null,
+        ]],
+        PgInherits | PgPartitionedTable | PgDescription | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
+        | PgPublication | PgPublicationRel | PgPublicationNamespace | PgTrigger | PgForeignTable | PgExtension => Vec::new(),
+    };
+    for r in &mut rows {
+        debug_assert_eq!(r.len(), width, "{table:?} row width");
+        r.resize(width, Value::Null);
+    }
+    Ok(rows)
+}
+
+fn pg_class_row(o: u32, name: &str, kind: char, natts: usize, has_index: bool, am: u32, fillfactor: Option<u32>) -> Vec<Value> {
+    vec![
+        oid(o), text(name), oid(PUBLIC_NAMESPACE_OID), oid(0), oid(0), oid(SUPERUSER_OID), oid(am), oid(o), oid(0),
+        Value::Int4(0), Value::Float4(-1.0), Value::Int4(0), oid(0), Value::Bool(has_index), Value::Bool(false), chr('p'),
+        chr(kind), Value::Int2(natts as i16), Value::Int2(0), Value::Bool(false), Value::Bool(false), Value::Bool(false),
+        Value::Bool(false), Value::Bool(false), Value::Bool(true), chr(if kind == 'r' { 'd' } else { 'n' }), Value::Bool(false),
+        oid(0), Value::Int8(0), Value::Int8(0), Value::Null,
+        fillfactor.map(|f| Value::Array(vec![text(&format!("fillfactor={f}"))])).unwrap_or(Value::Null), Value::Null,
+    ]
+}
+
+fn pg_attribute_row(rel: u32, name: &str, ty: &DataType, num: i16, not_null: bool, has_default: bool) -> Vec<Value> {
+    vec![
+        oid(rel), text(name), oid(ty.oid()), Value::Int4(-1), Value::Int2(ty.typlen()), Value::Int2(num), Value::Int4(0),
+        Value::Int4(-1), Value::Int4(ty.typmod()), Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr('i'), chr('p'),
+        chr('\0'), Value::Bool(not_null), Value::Bool(has_default), Value::Bool(false), chr('\0'), chr('\0'), Value::Bool(false),
+        Value::Bool(true), Value::Int4(0), oid(if ty.is_string() { 100 } else { 0 }), Value::Null, Value::Null, Value::Null,
+    ]
+}
+
+fn pg_type_row(ty: &DataType) -> Vec<Value> {
+    let elem = ty.element().map(|e| e.oid()).unwrap_or(0);
+    let array_oid = builtin_array_oid(ty);
+    vec![
+        oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(ty.typlen()),
+        Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr(if *ty == DataType::Unknown { 'p' } else { 'b' }),
+        chr(ty.category()), Value::Bool(false), Value::Bool(true), chr(','), oid(0), oid(0), oid(elem), oid(array_oid),
+        oid(0), oid(0), oid(0), oid(0), chr('i'), chr('p'), Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0),
+        oid(if ty.is_string() { 100 } else { 0 }), Value::Null,
+    ]
+}
+
+fn builtin_array_oid(ty: &DataType) -> u32 {
+    if matches!(ty, DataType::Array(_) | DataType::Unknown) {
+        return 0;
+    }
+    DataType::Array(Box::new(ty.clone())).oid()
+}
+
+/// Name of a relation for regclass output.
+pub fn relation_name(session: &SessionView, o: u32) -> String {
+    use sql::catalog::Catalog;
+    if let Some(t) = session.catalog.table_by_oid(o) {
+        return t.name.clone();
+    }
+    if let Some(t) = session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(o)) {
+        return t.pk_name.clone().unwrap_or_default();
+    }
+    system_table_name(o).map(str::to_string).unwrap_or_else(|| o.to_string())
+}
+
+fn system_table_name(o: u32) -> Option<&'static str> {
+    use SystemTable::*;
+    [
+        (PgClass, "pg_class"), (PgNamespace, "pg_namespace"), (PgAttribute, "pg_attribute"), (PgType, "pg_type"), (PgIndex, "pg_index"),
+        (PgDatabase, "pg_database"), (PgConstraint, "pg_constraint"), (PgAttrdef, "pg_attrdef"), (PgProc, "pg_proc"),
+    ]
+    .into_iter()
+    .find(|(t, _)| system_table_oid(*t) == o)
+    .map(|(_, n)| n)
+}
+
+fn find_table(session: &SessionView, o: u32) -> Option<std::sync::Arc<TableDef>> {
+    use sql::catalog::Catalog;
+    session.catalog.table_by_oid(o)
+}
+
+pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
+    use ScalarFunc as F;
+    let arg_oid = |i: usize| args.get(i).and_then(|v| v.as_i64()).unwrap_or(0) as u32;
+    let arg_text = |i: usize| args.get(i).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    Ok(match func {
+        F::Now => Value::TimestampTz(session.txn_time),
+        F::StatementTimestamp => Value::TimestampTz(session.statement_time),
+        F::ClockTimestamp => Value::TimestampTz(types::datetime::now_timestamp()),
+        F::Version => text(&format!("PostgreSQL {SERVER_VERSION} on x86_64-pc-linux-gnu, compiled by rustc, 64-bit")),
+        F::CurrentSchema => text("public"),
+        F::CurrentSchemas => {
+            let implicit = args.first().and_then(Value::as_bool).unwrap_or(false);
+            let mut v = Vec::new();
+            if implicit {
+                v.push(text("pg_catalog"));
+            }
+            v.push(text("public"));
+            Value::Array(v)
+        }
+        F::CurrentDatabase => text(session.database),
+        F::CurrentUser => text(session.user),
+        F::PgBackendPid => Value::Int4(session.backend_pid),
+        F::CurrentSetting => {
+            if args.iter().take(1).any(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            let missing_ok = args.get(1).and_then(Value::as_bool).unwrap_or(false);
+            match session.settings.lock().get(&arg_text(0)) {
+                Ok(v) => text(&v),
+                Err(_) if missing_ok => Value::Null,
+                Err(e) => return Err(e),
+            }
+        }
+        F::SetConfig => {
+            let local = args.get(2).and_then(Value::as_bool).unwrap_or(false);
+            let name = arg_text(0);
+            let value = if args.get(1).is_none_or(Value::is_null) { None } else { Some(arg_text(1)) };
+            let mut settings = session.settings.lock();
+            if let Some(report) = settings.set(&name, value.as_deref(), local)? {
+                session.reports.lock().push(report);
+            }
+            text(&settings.get(&name)?)
+        }
+        F::FormatType => {
+            if args.first().is_none_or(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            let typmod = args.get(1).and_then(Value::as_i64).unwrap_or(-1) as i32;
+            let def = sql::catalog::DataTypeDef { oid: arg_oid(0), typmod };
+            match DataType::from_oid(def.oid) {
+                Some(_) => text(&def.to_type().format_type()),
+                None => text("???"),
+            }
+        }
+        F::PgTableIsVisible | F::PgTypeIsVisible => Value::Bool(true),
+        F::PgGetUserById => text(if arg_oid(0) == SUPERUSER_OID { "postgres" } else { "unknown (OID)" }),
+        F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
+        F::PgGetIndexDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(arg_oid(0))) {
+            Some(t) => text(&format!("CREATE UNIQUE INDEX {} ON public.{} USING btree ({})", t.pk_name.clone().unwrap_or_default(), t.name, pk_columns(&t))),
+            None => Value::Null,
+        },
+        F::PgGetConstraintDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid.map(|i| i + 1) == Some(arg_oid(0))) {
+            Some(t) => text(&format!("PRIMARY KEY ({})", pk_columns(&t))),
+            None => Value::Null,
+        },
+        F::ObjDescription | F::ColDescription | F::ShobjDescription => Value::Null,
+        F::PgEncodingToChar => text(if args.first().and_then(Value::as_i64) == Some(6) { "UTF8" } else { "SQL_ASCII" }),
+        F::HasPrivilege => Value::Bool(true),
+        F::ToRegclass => {
+            use sql::catalog::Catalog;
+            match session.catalog.table(None, &arg_text(0)) {
+                Some(t) => Value::Oid(t.oid),
+                None => Value::Null,
+            }
+        }
+        F::PgGetStatisticsObjDefColumns => Value::Null,
+        F::PgRelationSize | F::PgTotalRelationSize => Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192)),
+        F::PgSizePretty => text(&format!("{} bytes", args.first().and_then(Value::as_i64).unwrap_or(0))),
+        F::PgIsInRecovery => Value::Bool(false),
+        F::PgPostmasterStartTime => Value::TimestampTz(session.txn_time),
+        F::InetServerAddr => Value::Null,
+        other => return Err(PgError::new(codes::INTERNAL_ERROR, format!("{other:?} is not a session function"))),
+    })
+}
+
+fn pk_columns(t: &TableDef) -> String {
+    t.primary_key.as_ref().map(|pk| pk.iter().map(|&i| t.columns[i].name.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+}

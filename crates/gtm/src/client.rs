@@ -1,0 +1,508 @@
+//! The batching client for a remote GTM.
+//!
+//! Callers push a request onto a shared queue and wait on a oneshot. One driver task owns
+//! the connection and keeps at most one batch in flight: it takes everything queued,
+//! sends it as one frame, waits for the reply, answers every waiter, and then takes what
+//! queued up meanwhile. Under light load a request goes out at once (no timer); under
+//! heavy load everything waiting at the same moment shares one round trip.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{oneshot, Notify};
+
+use crate::proto::*;
+use crate::Timestamp;
+
+/// Options for [`crate::GtmClient::connect`].
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Longest a request (or the initial connect) waits before failing with 08006.
+    pub request_timeout: Duration,
+    /// After a failed connection attempt, requests fail at once (08006) for this long
+    /// before the next attempt, so a down GTM is not hammered.
+    pub reconnect_backoff: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            request_timeout: Duration::from_secs(5),
+            reconnect_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Op {
+    Begin,
+    Timestamp,
+    Commit(Timestamp),
+    Finish(Timestamp),
+}
+
+struct Pending {
+    op: Op,
+    /// Enqueue time + request timeout: the driver answers (or fails) the request by then.
+    deadline: Instant,
+    tx: oneshot::Sender<PgResult<u64>>,
+}
+
+struct Shared {
+    addr: String,
+    opts: ClientOptions,
+    queue: Mutex<Vec<Pending>>,
+    notify: Notify,
+    horizon: AtomicU64,
+    closed: AtomicBool,
+    /// Set (under the queue lock) when the driver task is gone (its runtime shut down or
+    /// it panicked): requests then fail at once instead of waiting for nobody.
+    driver_gone: AtomicBool,
+}
+
+/// A connection to a remote GTM with a batching driver task.
+pub struct RemoteClient {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RemoteClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteClient")
+            .field("addr", &self.shared.addr)
+            .finish()
+    }
+}
+
+impl Drop for RemoteClient {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.notify.notify_one();
+    }
+}
+
+/// Most requests sent in one batch (frames stay well under the protocol limits).
+const MAX_BATCH: usize = 1 << 16;
+
+fn conn_failure(msg: impl Into<String>) -> PgError {
+    PgError::new(codes::CONNECTION_FAILURE, msg)
+}
+
+impl RemoteClient {
+    /// Connects (bounded by `opts.request_timeout`) and starts the driver task on the
+    /// current tokio runtime.
+    pub async fn connect(addr: &str, opts: ClientOptions) -> PgResult<RemoteClient> {
+        let conn = Conn::open(addr, &opts, &[]).await?;
+        let shared = Arc::new(Shared {
+            addr: addr.to_string(),
+            horizon: AtomicU64::new(conn.1),
+            opts,
+            queue: Mutex::new(Vec::with_capacity(1024)),
+            notify: Notify::new(),
+            closed: AtomicBool::new(false),
+            driver_gone: AtomicBool::new(false),
+        });
+        let driver = Driver {
+            shared: shared.clone(),
+            conn: Some(conn.0),
+            last_failure: None,
+            live: HashSet::default(),
+            orphans: Vec::new(),
+            seq: 0,
+            wbuf: Vec::with_capacity(4096),
+            rbuf: Vec::with_capacity(256),
+        };
+        tokio::spawn(driver.run());
+        Ok(RemoteClient { shared })
+    }
+
+    /// Queues a request and waits for the driver's answer. No timer per request: the
+    /// driver bounds every wait (connect, round trip) by the earliest deadline of the
+    /// batch it is working on, and fails requests whose deadline has passed before
+    /// sending them, so each request is answered by its own deadline.
+    async fn call(&self, op: Op) -> PgResult<u64> {
+        let (tx, rx) = oneshot::channel();
+        let deadline = Instant::now() + self.shared.opts.request_timeout;
+        let was_empty = {
+            let mut q = self.shared.queue.lock();
+            if self.shared.driver_gone.load(Ordering::Relaxed) {
+                return Err(conn_failure(
+                    "GTM client stopped (its runtime has shut down)",
+                ));
+            }
+            let was_empty = q.is_empty();
+            q.push(Pending { op, deadline, tx });
+            was_empty
+        };
+        if was_empty {
+            self.shared.notify.notify_one();
+        }
+        match rx.await {
+            Ok(r) => r,
+            Err(_) => Err(conn_failure("GTM client driver stopped")),
+        }
+    }
+
+    pub async fn begin(&self) -> PgResult<Timestamp> {
+        self.call(Op::Begin).await
+    }
+    pub async fn timestamp(&self) -> PgResult<Timestamp> {
+        self.call(Op::Timestamp).await
+    }
+    pub async fn commit(&self, start_ts: Timestamp) -> PgResult<Timestamp> {
+        self.call(Op::Commit(start_ts)).await
+    }
+    pub async fn finish(&self, start_ts: Timestamp) -> PgResult<()> {
+        self.call(Op::Finish(start_ts)).await.map(|_| ())
+    }
+    pub fn horizon(&self) -> Timestamp {
+        self.shared.horizon.load(Ordering::Acquire)
+    }
+}
+
+struct Conn {
+    rd: BufReader<OwnedReadHalf>,
+    wr: OwnedWriteHalf,
+}
+
+impl Conn {
+    /// Connects and handshakes, re-registering `live`. Returns the connection and the
+    /// server's horizon. Bounded by the request timeout.
+    async fn open(addr: &str, opts: &ClientOptions, live: &[Timestamp]) -> PgResult<(Conn, u64)> {
+        match tokio::time::timeout(opts.request_timeout, Conn::open_inner(addr, live)).await {
+            Ok(r) => r,
+            Err(_) => Err(conn_failure(format!(
+                "could not connect to GTM at {addr}: timed out after {} ms",
+                opts.request_timeout.as_millis()
+            ))),
+        }
+    }
+
+    async fn open_inner(addr: &str, live: &[Timestamp]) -> PgResult<(Conn, u64)> {
+        let fail =
+            |e: std::io::Error| conn_failure(format!("could not connect to GTM at {addr}: {e}"));
+        let sock = TcpStream::connect(addr).await.map_err(fail)?;
+        let _ = sock.set_nodelay(true);
+        let (rd, mut wr) = sock.into_split();
+        let mut rd = BufReader::with_capacity(64 * 1024, rd);
+        let mut out = Vec::with_capacity(12 + live.len() * 8);
+        out.extend_from_slice(MAGIC);
+        put_u16(&mut out, VERSION);
+        put_u16(&mut out, 0);
+        put_u32(&mut out, live.len() as u32);
+        for ts in live {
+            put_u64(&mut out, *ts);
+        }
+        wr.write_all(&out).await.map_err(fail)?;
+        let mut hdr = [0u8; HANDSHAKE_REPLY_LEN];
+        rd.read_exact(&mut hdr).await.map_err(fail)?;
+        let mut r = Reader::new(&hdr);
+        if r.bytes(4)? != MAGIC {
+            return Err(conn_failure(format!(
+                "{addr} is not a Meridian GTM (bad handshake magic)"
+            )));
+        }
+        let version = r.u16()?;
+        let status = r.u16()?;
+        let horizon = r.u64()?;
+        let _next = r.u64()?;
+        if status != STATUS_OK {
+            let mut len = [0u8; 4];
+            let mut msg = String::from("GTM refused the connection");
+            if rd.read_exact(&mut len).await.is_ok() {
+                let n = (u32::from_le_bytes(len) as usize).min(4096);
+                let mut m = vec![0u8; n];
+                if rd.read_exact(&mut m).await.is_ok() {
+                    msg = String::from_utf8_lossy(&m).into_owned();
+                }
+            }
+            return Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                format!("GTM at {addr} (protocol version {version}): {msg}"),
+            ));
+        }
+        Ok((Conn { rd, wr }, horizon))
+    }
+}
+
+struct Driver {
+    shared: Arc<Shared>,
+    conn: Option<Conn>,
+    last_failure: Option<Instant>,
+    /// Start timestamps begun through this client and not yet committed/finished: sent
+    /// again in the handshake after a reconnect so the horizon keeps honouring them.
+    live: HashSet<Timestamp, TsBuildHasher>,
+    /// Begins whose requester gave up (timed out) before the reply: finished in the next
+    /// batch so they do not hold the horizon back forever.
+    orphans: Vec<Timestamp>,
+    seq: u64,
+    wbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let pending = {
+            let mut q = self.shared.queue.lock();
+            self.shared.driver_gone.store(true, Ordering::Relaxed);
+            std::mem::take(&mut *q)
+        };
+        for p in pending {
+            let _ = p.tx.send(Err(conn_failure(
+                "GTM client stopped (its runtime has shut down)",
+            )));
+        }
+    }
+}
+
+#[derive(Default)]
+struct Batch {
+    begins: Vec<oneshot::Sender<PgResult<u64>>>,
+    stamps: Vec<oneshot::Sender<PgResult<u64>>>,
+    commits: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
+    finishes: Vec<(Timestamp, Option<oneshot::Sender<PgResult<u64>>>)>,
+}
+
+impl Batch {
+    fn fail(self, e: &PgError) {
+        for tx in self.begins.into_iter().chain(self.stamps) {
+            let _ = tx.send(Err(e.clone()));
+        }
+        for (_, tx) in self.commits {
+            let _ = tx.send(Err(e.clone()));
+        }
+        for (_, tx) in self
+            .finishes
+            .into_iter()
+            .filter_map(|(t, x)| x.map(|x| (t, x)))
+        {
+            let _ = tx.send(Err(e.clone()));
+        }
+    }
+}
+
+impl Driver {
+    async fn run(mut self) {
+        let mut taken: Vec<Pending> = Vec::with_capacity(1024);
+        let mut batch = Batch::default();
+        loop {
+            {
+                let mut q = self.shared.queue.lock();
+                std::mem::swap(&mut *q, &mut taken);
+                if taken.len() > MAX_BATCH {
+                    // Keep frames bounded: the excess goes first in the next batch.
+                    let mut rest = taken.split_off(MAX_BATCH);
+                    rest.append(&mut q);
+                    *q = rest;
+                }
+            }
+            if taken.is_empty() && self.orphans.is_empty() {
+                if self.shared.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                self.shared.notify.notified().await;
+                continue;
+            }
+            let now = Instant::now();
+            let mut deadline: Option<Instant> = None;
+            for p in taken.drain(..) {
+                if p.deadline <= now {
+                    let _ = p.tx.send(Err(self.timed_out()));
+                    continue;
+                }
+                deadline = Some(deadline.map_or(p.deadline, |d: Instant| d.min(p.deadline)));
+                match p.op {
+                    Op::Begin => batch.begins.push(p.tx),
+                    Op::Timestamp => batch.stamps.push(p.tx),
+                    Op::Commit(s) => batch.commits.push((s, p.tx)),
+                    Op::Finish(s) => batch.finishes.push((s, Some(p.tx))),
+                }
+            }
+            for s in self.orphans.drain(..) {
+                batch.finishes.push((s, None));
+            }
+            let b = std::mem::take(&mut batch);
+            let deadline = deadline.unwrap_or(now + self.shared.opts.request_timeout);
+            self.send_batch(b, deadline).await;
+        }
+    }
+
+    fn timed_out(&self) -> PgError {
+        conn_failure(format!(
+            "GTM request timed out after {} ms (GTM at {})",
+            self.shared.opts.request_timeout.as_millis(),
+            self.shared.addr
+        ))
+    }
+
+    async fn ensure_connected(&mut self, deadline: Instant) -> PgResult<()> {
+        if self.conn.is_some() {
+            return Ok(());
+        }
+        let opts = &self.shared.opts;
+        if let Some(t) = self.last_failure {
+            if t.elapsed() < opts.reconnect_backoff {
+                return Err(conn_failure(format!(
+                    "GTM at {} is unreachable (retrying shortly)",
+                    self.shared.addr
+                )));
+            }
+        }
+        let live: Vec<Timestamp> = self.live.iter().copied().collect();
+        let opened = match tokio::time::timeout_at(
+            deadline.into(),
+            Conn::open_inner(&self.shared.addr, &live),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(conn_failure(format!(
+                "could not connect to GTM at {}: timed out",
+                self.shared.addr
+            ))),
+        };
+        match opened {
+            Ok((c, h)) => {
+                tracing::info!(addr = %self.shared.addr, live = live.len(), "reconnected to GTM");
+                self.conn = Some(c);
+                self.last_failure = None;
+                self.shared.horizon.store(h, Ordering::Release);
+                Ok(())
+            }
+            Err(e) => {
+                self.last_failure = Some(Instant::now());
+                Err(e)
+            }
+        }
+    }
+
+    async fn send_batch(&mut self, b: Batch, deadline: Instant) {
+        if let Err(e) = self.ensure_connected(deadline).await {
+            // Finishes of transactions that are gone: the server drops a closed
+            // connection's registrations itself, and live ones are no longer live.
+            for (s, _) in &b.finishes {
+                self.live.remove(s);
+            }
+            for (s, _) in &b.commits {
+                self.live.remove(s);
+            }
+            b.fail(&e);
+            return;
+        }
+        // Encode.
+        self.seq += 1;
+        let seq = self.seq;
+        let w = &mut self.wbuf;
+        w.clear();
+        put_u32(w, 0);
+        w.push(KIND_BATCH);
+        put_u64(w, seq);
+        put_u32(w, b.begins.len() as u32);
+        put_u32(w, b.stamps.len() as u32);
+        put_u32(w, b.commits.len() as u32);
+        put_u32(w, b.finishes.len() as u32);
+        for (s, _) in &b.commits {
+            put_u64(w, *s);
+            self.live.remove(s);
+        }
+        for (s, _) in &b.finishes {
+            put_u64(w, *s);
+            self.live.remove(s);
+        }
+        let len = (w.len() - 4) as u32;
+        w[0..4].copy_from_slice(&len.to_le_bytes());
+
+        let conn = self.conn.as_mut().expect("connected");
+        let rbuf = &mut self.rbuf;
+        let io = async {
+            conn.wr.write_all(&self.wbuf).await?;
+            let mut len = [0u8; 4];
+            conn.rd.read_exact(&mut len).await?;
+            let len = u32::from_le_bytes(len) as usize;
+            if len > MAX_FRAME {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "GTM reply too large",
+                ));
+            }
+            rbuf.resize(len, 0);
+            conn.rd.read_exact(rbuf).await?;
+            Ok::<(), std::io::Error>(())
+        };
+        let res = match tokio::time::timeout_at(deadline.into(), io).await {
+            Ok(Ok(())) => self.decode(seq),
+            Ok(Err(e)) => Err(conn_failure(format!(
+                "lost connection to GTM at {}: {e}",
+                self.shared.addr
+            ))),
+            Err(_) => Err(self.timed_out()),
+        };
+        match res {
+            Ok(firsts) => self.answer(b, firsts),
+            Err(e) => {
+                if e.code == codes::CONNECTION_FAILURE || e.code == codes::PROTOCOL_VIOLATION {
+                    tracing::warn!("{e}");
+                    self.conn = None;
+                    self.last_failure = None; // try again at once on the next batch
+                }
+                b.fail(&e);
+            }
+        }
+    }
+
+    /// Decodes the reply in `rbuf`: the first timestamps of the begin, timestamp and
+    /// commit ranges, and the horizon.
+    fn decode(&self, seq: u64) -> PgResult<[u64; 4]> {
+        let mut r = Reader::new(&self.rbuf);
+        let parsed = (|| {
+            let kind = r.u8()?;
+            let rseq = r.u64()?;
+            if rseq != seq {
+                return Err(violation(format!(
+                    "GTM reply for batch {rseq}, expected {seq}"
+                )));
+            }
+            match kind {
+                KIND_BATCH => Ok(Ok([r.u64()?, r.u64()?, r.u64()?, r.u64()?])),
+                KIND_ERROR => {
+                    let code = static_code(r.bytes(5)?);
+                    let n = r.u32()? as usize;
+                    let msg = String::from_utf8_lossy(r.bytes(n)?).into_owned();
+                    Ok(Err(PgError::new(code, format!("GTM: {msg}"))))
+                }
+                k => Err(violation(format!("unknown GTM reply kind {k}"))),
+            }
+        })();
+        parsed?
+    }
+
+    /// Answers the batch's waiters from a successful reply.
+    fn answer(&mut self, b: Batch, [bf, tf, cf, horizon]: [u64; 4]) {
+        self.shared.horizon.store(horizon, Ordering::Release);
+        for (i, tx) in b.begins.into_iter().enumerate() {
+            let ts = bf + i as u64;
+            if tx.send(Ok(ts)).is_ok() {
+                self.live.insert(ts);
+            } else {
+                self.orphans.push(ts);
+            }
+        }
+        for (i, tx) in b.stamps.into_iter().enumerate() {
+            let _ = tx.send(Ok(tf + i as u64));
+        }
+        for (i, (_, tx)) in b.commits.into_iter().enumerate() {
+            let _ = tx.send(Ok(cf + i as u64));
+        }
+        for (_, tx) in b.finishes {
+            if let Some(tx) = tx {
+                let _ = tx.send(Ok(0));
+            }
+        }
+    }
+}

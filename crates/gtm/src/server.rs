@@ -1,0 +1,320 @@
+//! The GTM as a network service: one oracle, many client connections, one batch in
+//! flight per connection (the client batches; the server answers a batch with ranges).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pgerror::{codes, PgError, PgResult};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::oracle::{Oracle, OracleOptions};
+use crate::proto::*;
+use crate::Timestamp;
+
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Options for [`Server::bind`].
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    pub oracle: OracleOptions,
+}
+
+/// A bound, not yet serving, GTM server.
+pub struct Server {
+    listener: TcpListener,
+    oracle: Arc<Oracle>,
+    local_addr: SocketAddr,
+}
+
+/// Runs the GTM: opens the oracle under `data_dir`, listens on `listen`, logs
+/// "ready to accept connections" and serves until the process ends.
+pub async fn run(data_dir: PathBuf, listen: SocketAddr) -> PgResult<()> {
+    run_with(data_dir, listen, ServerOptions::default()).await
+}
+
+/// [`run`] with options (a smaller high-water window for tests).
+pub async fn run_with(data_dir: PathBuf, listen: SocketAddr, opts: ServerOptions) -> PgResult<()> {
+    Server::bind(data_dir, listen, opts).await?.serve().await
+}
+
+impl Server {
+    pub async fn bind(
+        data_dir: PathBuf,
+        listen: SocketAddr,
+        opts: ServerOptions,
+    ) -> PgResult<Server> {
+        let oracle = Arc::new(Oracle::open_with(&data_dir, opts.oracle)?);
+        let listener = TcpListener::bind(listen).await.map_err(|e| {
+            PgError::new(
+                codes::CONNECTION_FAILURE,
+                format!("could not listen on {listen}: {e}"),
+            )
+        })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| PgError::io("local_addr", e))?;
+        Ok(Server {
+            listener,
+            oracle,
+            local_addr,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn oracle(&self) -> &Arc<Oracle> {
+        &self.oracle
+    }
+
+    /// Accepts connections until the process ends.
+    pub async fn serve(self) -> PgResult<()> {
+        tracing::info!(
+            addr = %self.local_addr,
+            next = self.oracle.peek_next(),
+            "GTM listening on {}; ready to accept connections",
+            self.local_addr
+        );
+        loop {
+            let (sock, peer) = match self.listener.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    // EMFILE and friends: back off briefly instead of spinning.
+                    tracing::warn!("GTM accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let oracle = self.oracle.clone();
+            tokio::spawn(async move {
+                let mut conn = Connection {
+                    oracle,
+                    registered: HashMap::default(),
+                };
+                match conn.serve(sock).await {
+                    Ok(()) => tracing::debug!(%peer, "GTM client disconnected"),
+                    Err(e) => tracing::info!(%peer, "GTM connection closed: {e}"),
+                }
+                conn.cleanup();
+            });
+        }
+    }
+}
+
+/// One client connection. It remembers the start timestamps it registered, so that when
+/// the connection goes away (client crashed or reconnecting) they stop holding back the
+/// horizon; a reconnecting client re-registers its live ones in the handshake.
+struct Connection {
+    oracle: Arc<Oracle>,
+    registered: HashMap<Timestamp, u32, TsBuildHasher>,
+}
+
+impl Connection {
+    fn note_registered(&mut self, ts: Timestamp) {
+        *self.registered.entry(ts).or_insert(0) += 1;
+    }
+
+    /// Removes `ts` from this connection's registrations; false if it had none.
+    fn note_unregistered(&mut self, ts: Timestamp) -> bool {
+        match self.registered.get_mut(&ts) {
+            Some(c) if *c > 1 => {
+                *c -= 1;
+                true
+            }
+            Some(_) => {
+                self.registered.remove(&ts);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn cleanup(&mut self) {
+        let mut left = Vec::new();
+        for (ts, n) in self.registered.drain() {
+            for _ in 0..n {
+                left.push(ts);
+            }
+        }
+        if !left.is_empty() {
+            tracing::debug!(
+                count = left.len(),
+                "unregistering a closed connection's transactions"
+            );
+            self.oracle.finish(&left);
+        }
+    }
+
+    async fn serve(&mut self, sock: TcpStream) -> PgResult<()> {
+        let _ = sock.set_nodelay(true);
+        let (rd, mut wr) = sock.into_split();
+        let mut rd = BufReader::with_capacity(64 * 1024, rd);
+        let io = |e: std::io::Error| {
+            PgError::new(codes::CONNECTION_FAILURE, format!("GTM connection: {e}"))
+        };
+
+        // Handshake.
+        let mut hdr = [0u8; 12];
+        // A peer that connects and never says anything does not hold a task forever.
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, rd.read_exact(&mut hdr)).await {
+            Ok(r) => r.map_err(io)?,
+            Err(_) => return Err(violation("no GTM handshake within 10 s")),
+        };
+        let mut r = Reader::new(&hdr);
+        let magic = r.bytes(4)?;
+        if magic != MAGIC {
+            return Err(violation("not a GTM client (bad magic)"));
+        }
+        let version = r.u16()?;
+        let _flags = r.u16()?;
+        let n_live = r.u32()?;
+        let mut out = Vec::with_capacity(256);
+        if version != VERSION {
+            let msg = format!(
+                "GTM protocol version {version} is not supported (server speaks {VERSION})"
+            );
+            out.extend_from_slice(MAGIC);
+            put_u16(&mut out, VERSION);
+            put_u16(&mut out, STATUS_UNSUPPORTED_VERSION);
+            put_u64(&mut out, 0);
+            put_u64(&mut out, 0);
+            put_u32(&mut out, msg.len() as u32);
+            out.extend_from_slice(msg.as_bytes());
+            wr.write_all(&out).await.map_err(io)?;
+            return Err(violation(msg));
+        }
+        if n_live > MAX_COUNT {
+            return Err(violation("too many live transactions in GTM handshake"));
+        }
+        let mut live = vec![0u8; n_live as usize * 8];
+        rd.read_exact(&mut live).await.map_err(io)?;
+        let live: Vec<Timestamp> = live
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        self.oracle.register_existing(&live);
+        for ts in &live {
+            self.note_registered(*ts);
+        }
+        out.extend_from_slice(MAGIC);
+        put_u16(&mut out, VERSION);
+        put_u16(&mut out, STATUS_OK);
+        put_u64(&mut out, self.oracle.horizon());
+        put_u64(&mut out, self.oracle.peek_next());
+        wr.write_all(&out).await.map_err(io)?;
+
+        let mut body = Vec::with_capacity(4096);
+        let mut starts: Vec<Timestamp> = Vec::new();
+        loop {
+            let mut len = [0u8; 4];
+            match rd.read_exact(&mut len).await {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(io(e)),
+            }
+            let len = u32::from_le_bytes(len) as usize;
+            if len > MAX_FRAME {
+                return Err(violation(format!("GTM frame of {len} bytes is too large")));
+            }
+            body.resize(len, 0);
+            rd.read_exact(&mut body).await.map_err(io)?;
+            let mut r = Reader::new(&body);
+            let kind = r.u8()?;
+            if kind != KIND_BATCH {
+                return Err(violation(format!("unknown GTM message kind {kind}")));
+            }
+            let seq = r.u64()?;
+            let n_begin = r.u32()?;
+            let n_ts = r.u32()?;
+            let n_commit = r.u32()?;
+            let n_finish = r.u32()?;
+            if n_begin > MAX_COUNT
+                || n_ts > MAX_COUNT
+                || n_commit > MAX_COUNT
+                || n_finish > MAX_COUNT
+            {
+                return Err(violation("GTM batch too large"));
+            }
+            if r.remaining() != (n_commit as usize + n_finish as usize) * 8 {
+                return Err(violation("GTM batch length does not match its counts"));
+            }
+            out.clear();
+            put_u32(&mut out, 0); // length, patched below
+            match self.apply(&mut r, n_begin, n_ts, n_commit, n_finish, &mut starts) {
+                Ok([b, t, c]) => {
+                    out.push(KIND_BATCH);
+                    put_u64(&mut out, seq);
+                    put_u64(&mut out, b);
+                    put_u64(&mut out, t);
+                    put_u64(&mut out, c);
+                    put_u64(&mut out, self.oracle.horizon());
+                }
+                Err(e) => {
+                    tracing::warn!("GTM batch failed: {e}");
+                    out.push(KIND_ERROR);
+                    put_u64(&mut out, seq);
+                    out.extend_from_slice(e.code.as_bytes());
+                    put_u32(&mut out, e.message.len() as u32);
+                    out.extend_from_slice(e.message.as_bytes());
+                }
+            }
+            let blen = (out.len() - 4) as u32;
+            out[0..4].copy_from_slice(&blen.to_le_bytes());
+            wr.write_all(&out).await.map_err(io)?;
+        }
+    }
+
+    /// Applies one batch. Returns the first timestamps of the begin, timestamp and commit
+    /// ranges (0 for an empty range).
+    fn apply(
+        &mut self,
+        r: &mut Reader<'_>,
+        n_begin: u32,
+        n_ts: u32,
+        n_commit: u32,
+        n_finish: u32,
+        starts: &mut Vec<Timestamp>,
+    ) -> PgResult<[u64; 3]> {
+        let mut res = [0u64; 3];
+        if n_begin > 0 {
+            let first = self.oracle.begin_n(n_begin as u64)?;
+            for ts in first..first + n_begin as u64 {
+                self.note_registered(ts);
+            }
+            res[0] = first;
+        }
+        if n_ts > 0 {
+            res[1] = self.oracle.issue(n_ts as u64)?;
+        }
+        if n_commit > 0 {
+            starts.clear();
+            for _ in 0..n_commit {
+                let ts = r.u64()?;
+                // Only unregister what this connection registered: a stale commit from a
+                // previous connection must not remove someone else's registration.
+                if self.note_unregistered(ts) {
+                    starts.push(ts);
+                }
+            }
+            let first = self.oracle.issue(n_commit as u64)?;
+            self.oracle.finish(starts);
+            res[2] = first;
+        }
+        if n_finish > 0 {
+            starts.clear();
+            for _ in 0..n_finish {
+                let ts = r.u64()?;
+                if self.note_unregistered(ts) {
+                    starts.push(ts);
+                }
+            }
+            self.oracle.finish(starts);
+        }
+        Ok(res)
+    }
+}

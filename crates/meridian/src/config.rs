@@ -1,0 +1,109 @@
+//! `meridian start` settings: command-line flags over an optional TOML file over defaults.
+
+use clap::Args;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct StartArgs {
+    /// Data directory (created if missing). Default ./meridian-data.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Address to accept PostgreSQL connections on. Default 127.0.0.1:5433.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Memory for cached data, like shared_buffers (e.g. 128MB, 1GB). Default 128MB.
+    #[arg(long)]
+    cache_size: Option<String>,
+    /// on (default): a commit returns once durable; off: PostgreSQL's asynchronous commit.
+    #[arg(long)]
+    synchronous_commit: Option<String>,
+    /// Use a remote GTM (`meridian gtm`) at HOST:PORT instead of the in-process one.
+    #[arg(long)]
+    gtm: Option<String>,
+    /// TOML file with any of: data_dir, listen, cache_size, synchronous_commit, gtm.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    data_dir: Option<PathBuf>,
+    listen: Option<SocketAddr>,
+    cache_size: Option<String>,
+    synchronous_commit: Option<bool>,
+    gtm: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub cache_size: String,
+    pub synchronous_commit: bool,
+    pub gtm: Option<String>,
+}
+
+impl StartArgs {
+    pub fn resolve(&self) -> Result<Settings, String> {
+        let file: FileSettings = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            None => FileSettings::default(),
+        };
+        let synchronous_commit = match &self.synchronous_commit {
+            Some(v) => parse_bool(v)?,
+            None => file.synchronous_commit.unwrap_or(true),
+        };
+        Ok(Settings {
+            data_dir: self.data_dir.clone().or(file.data_dir).unwrap_or_else(|| PathBuf::from("./meridian-data")),
+            listen: self.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:5433".parse().unwrap()),
+            cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
+            synchronous_commit,
+            gtm: self.gtm.clone().or(file.gtm),
+        })
+    }
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("invalid boolean \"{v}\"")),
+    }
+}
+
+/// "128MB", "1GB", "512kB", "1048576" → bytes (PostgreSQL's memory units, base 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("invalid size \"{s}\""))?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" | "k" => 1 << 10,
+        "mb" | "m" => 1 << 20,
+        "gb" | "g" => 1 << 30,
+        "tb" | "t" => 1 << 40,
+        _ => return Err(format!("invalid size unit in \"{s}\" (use kB, MB, GB or TB)")),
+    };
+    n.checked_mul(mult).ok_or_else(|| format!("size \"{s}\" is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("128MB").unwrap(), 128 << 20);
+        assert_eq!(parse_size("1GB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("512kB").unwrap(), 512 << 10);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("12 parsecs").is_err());
+    }
+}

@@ -1,0 +1,89 @@
+//! The catalog as the binder sees it: user tables and their columns.
+//!
+//! The coordinator owns the live catalog and its persistence; this module only defines
+//! the shape and the lookup interface, so that binding stays free of I/O.
+
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use types::DataType;
+
+/// OID of the `public` schema, as in a fresh PostgreSQL cluster.
+pub const PUBLIC_NAMESPACE_OID: u32 = 2200;
+/// OID of `pg_catalog`.
+pub const PG_CATALOG_NAMESPACE_OID: u32 = 11;
+/// OID of the bootstrap superuser `postgres`.
+pub const SUPERUSER_OID: u32 = 10;
+/// OIDs handed to user objects start here, as in PostgreSQL.
+pub const FIRST_USER_OID: u32 = 16384;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColumnDef {
+    pub name: String,
+    pub ty: DataTypeDef,
+    pub not_null: bool,
+    /// Default expression as SQL text (re-bound when used).
+    pub default: Option<String>,
+}
+
+/// Serializable mirror of `types::DataType` (kept as OID + typmod, like pg_attribute).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DataTypeDef {
+    pub oid: u32,
+    pub typmod: i32,
+}
+
+impl DataTypeDef {
+    pub fn from_type(ty: &DataType) -> Self {
+        DataTypeDef { oid: ty.oid(), typmod: ty.typmod() }
+    }
+
+    pub fn to_type(&self) -> DataType {
+        let base = DataType::from_oid(self.oid).unwrap_or(DataType::Text);
+        match base {
+            DataType::Varchar { .. } if self.typmod >= 4 => {
+                DataType::Varchar { max_len: Some((self.typmod - 4) as u32) }
+            }
+            DataType::Bpchar { .. } if self.typmod >= 4 => {
+                DataType::Bpchar { len: Some((self.typmod - 4) as u32) }
+            }
+            DataType::Numeric { .. } if self.typmod >= 4 => {
+                let m = self.typmod - 4;
+                DataType::Numeric { precision_scale: Some(((m >> 16) as u16, (m & 0xffff) as u16)) }
+            }
+            other => other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TableDef {
+    pub oid: u32,
+    pub name: String,
+    pub columns: Vec<ColumnDef>,
+    /// Column indexes of the primary key, in key order.
+    pub primary_key: Option<Vec<usize>>,
+    /// Name of the primary-key constraint (and its index), e.g. `pgbench_accounts_pkey`.
+    pub pk_name: Option<String>,
+    /// OID of the primary key's index (pg_index.indexrelid).
+    pub pk_index_oid: Option<u32>,
+    /// Storage relation holding the rows; changes on TRUNCATE and primary-key rebuilds.
+    pub rel: u64,
+    pub fillfactor: Option<u32>,
+}
+
+impl TableDef {
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    pub fn column_types(&self) -> Vec<DataType> {
+        self.columns.iter().map(|c| c.ty.to_type()).collect()
+    }
+}
+
+/// What binding needs from the catalog.
+pub trait Catalog {
+    /// Look up a user table; `schema` is None for an unqualified name.
+    fn table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>>;
+    fn table_by_oid(&self, oid: u32) -> Option<Arc<TableDef>>;
+}

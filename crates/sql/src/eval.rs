@@ -1,0 +1,250 @@
+//! Evaluation of bound expressions against a row.
+
+use crate::functions::{eval_pure, ScalarFunc};
+use crate::plan::{Expr, Query, SubqueryKind};
+use pgerror::{codes, PgError, PgResult};
+use std::cmp::Ordering;
+use types::ops::{self, BinaryOp};
+use types::Value;
+
+/// What expression evaluation needs from the session that runs it.
+pub trait EvalEnv: Sync {
+    /// Run a (possibly correlated) subquery; `outer` is the stack of enclosing rows,
+    /// innermost last.
+    fn run_subquery(&self, plan: &Query, outer: &[&[Value]]) -> PgResult<Vec<Vec<Value>>>;
+    /// Evaluate a function that needs session or catalog state.
+    fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
+}
+
+pub struct EvalCtx<'a> {
+    pub params: &'a [Value],
+    /// Enclosing rows for correlated references, innermost last.
+    pub outer: &'a [&'a [Value]],
+    pub env: &'a dyn EvalEnv,
+}
+
+impl<'a> EvalCtx<'a> {
+    pub fn eval(&self, expr: &Expr, row: &[Value]) -> PgResult<Value> {
+        Ok(match expr {
+            Expr::Const(v, _) => v.clone(),
+            Expr::Param { index, .. } => self.params.get(*index).cloned().unwrap_or(Value::Null),
+            Expr::Column { depth: 0, index, .. } => row.get(*index).cloned().unwrap_or(Value::Null),
+            Expr::Column { depth, index, .. } => {
+                let outer = self
+                    .outer
+                    .len()
+                    .checked_sub(*depth)
+                    .and_then(|i| self.outer.get(i))
+                    .ok_or_else(|| PgError::internal("outer reference without an outer row"))?;
+                outer.get(*index).cloned().unwrap_or(Value::Null)
+            }
+            Expr::Binary { op, left, right, .. } => {
+                let l = self.eval(left, row)?;
+                let r = self.eval(right, row)?;
+                if l.is_null() || r.is_null() {
+                    Value::Null
+                } else {
+                    ops::eval_binary(*op, &l, &r)?
+                }
+            }
+            Expr::Unary { op, operand, .. } => {
+                let v = self.eval(operand, row)?;
+                if v.is_null() {
+                    Value::Null
+                } else {
+                    ops::eval_unary(*op, &v)?
+                }
+            }
+            Expr::And(a, b) => match self.eval_bool(a, row)? {
+                Some(false) => Value::Bool(false),
+                first => match (first, self.eval_bool(b, row)?) {
+                    (_, Some(false)) => Value::Bool(false),
+                    (Some(true), Some(true)) => Value::Bool(true),
+                    _ => Value::Null,
+                },
+            },
+            Expr::Or(a, b) => match self.eval_bool(a, row)? {
+                Some(true) => Value::Bool(true),
+                first => match (first, self.eval_bool(b, row)?) {
+                    (_, Some(true)) => Value::Bool(true),
+                    (Some(false), Some(false)) => Value::Bool(false),
+                    _ => Value::Null,
+                },
+            },
+            Expr::Not(e) => match self.eval_bool(e, row)? {
+                Some(b) => Value::Bool(!b),
+                None => Value::Null,
+            },
+            Expr::IsNull { operand, negated } => Value::Bool(self.eval(operand, row)?.is_null() != *negated),
+            Expr::IsDistinctFrom { left, right, negated } => {
+                let l = self.eval(left, row)?;
+                let r = self.eval(right, row)?;
+                let distinct = match (l.is_null(), r.is_null()) {
+                    (true, true) => false,
+                    (true, false) | (false, true) => true,
+                    _ => ops::compare(&l, &r) != Some(Ordering::Equal),
+                };
+                Value::Bool(distinct != *negated)
+            }
+            Expr::Cast { operand, from, to, explicit } => {
+                let v = self.eval(operand, row)?;
+                if v.is_null() {
+                    Value::Null
+                } else {
+                    types::cast::cast(v, from, to, *explicit)?
+                }
+            }
+            Expr::Func { func, args, .. } => {
+                let mut values = Vec::with_capacity(args.len());
+                for a in args {
+                    values.push(self.eval(a, row)?);
+                }
+                if func.needs_session() {
+                    self.env.session_function(*func, values)?
+                } else {
+                    eval_pure(*func, values)?
+                }
+            }
+            Expr::Case { operand, whens, otherwise, .. } => {
+                let subject = match operand {
+                    Some(o) => Some(self.eval(o, row)?),
+                    None => None,
+                };
+                for (cond, result) in whens {
+                    let hit = match &subject {
+                        Some(s) => {
+                            let c = self.eval(cond, row)?;
+                            !s.is_null() && !c.is_null() && ops::compare(s, &c) == Some(Ordering::Equal)
+                        }
+                        None => self.eval_bool(cond, row)? == Some(true),
+                    };
+                    if hit {
+                        return self.eval(result, row);
+                    }
+                }
+                match otherwise {
+                    Some(e) => self.eval(e, row)?,
+                    None => Value::Null,
+                }
+            }
+            Expr::InList { operand, list, negated } => {
+                let v = self.eval(operand, row)?;
+                let mut candidates = Vec::with_capacity(list.len());
+                for e in list {
+                    candidates.push(self.eval(e, row)?);
+                }
+                in_values(&v, candidates.iter(), *negated)
+            }
+            Expr::AnyArray { op, left, array, all } => {
+                let l = self.eval(left, row)?;
+                let arr = self.eval(array, row)?;
+                match arr {
+                    Value::Array(items) => quantified(*op, &l, &items, *all)?,
+                    _ => Value::Null,
+                }
+            }
+            Expr::Array { elements, .. } => {
+                let mut items = Vec::with_capacity(elements.len());
+                for e in elements {
+                    items.push(self.eval(e, row)?);
+                }
+                Value::Array(items)
+            }
+            Expr::Coalesce { args, .. } => {
+                for a in args {
+                    let v = self.eval(a, row)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                Value::Null
+            }
+            Expr::Subquery { plan, kind, .. } => self.eval_subquery(plan, kind, row)?,
+        })
+    }
+
+    /// Evaluate a boolean expression: Some(bool), or None for NULL.
+    pub fn eval_bool(&self, expr: &Expr, row: &[Value]) -> PgResult<Option<bool>> {
+        match self.eval(expr, row)? {
+            Value::Bool(b) => Ok(Some(b)),
+            Value::Null => Ok(None),
+            other => Err(PgError::new(
+                codes::DATATYPE_MISMATCH,
+                format!("argument must be type boolean, not {other:?}"),
+            )),
+        }
+    }
+
+    /// A WHERE clause: true only for TRUE.
+    pub fn matches(&self, predicate: Option<&Expr>, row: &[Value]) -> PgResult<bool> {
+        match predicate {
+            None => Ok(true),
+            Some(p) => Ok(self.eval_bool(p, row)? == Some(true)),
+        }
+    }
+
+    fn eval_subquery(&self, plan: &Query, kind: &SubqueryKind, row: &[Value]) -> PgResult<Value> {
+        let mut stack: Vec<&[Value]> = self.outer.to_vec();
+        stack.push(row);
+        let rows = self.env.run_subquery(plan, &stack)?;
+        Ok(match kind {
+            SubqueryKind::Scalar => match rows.len() {
+                0 => Value::Null,
+                1 => rows.into_iter().next().and_then(|r| r.into_iter().next()).unwrap_or(Value::Null),
+                _ => {
+                    return Err(PgError::new(
+                        codes::CARDINALITY_VIOLATION,
+                        "more than one row returned by a subquery used as an expression",
+                    ))
+                }
+            },
+            SubqueryKind::Exists => Value::Bool(!rows.is_empty()),
+            SubqueryKind::Array => Value::Array(rows.into_iter().filter_map(|r| r.into_iter().next()).collect()),
+            SubqueryKind::In { left, negated } => {
+                let v = self.eval(left, row)?;
+                let firsts: Vec<Value> = rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
+                in_values(&v, firsts.iter(), *negated)
+            }
+        })
+    }
+}
+
+/// SQL `IN`: TRUE if any equal, NULL if none equal but a NULL was involved, else FALSE.
+fn in_values<'v>(v: &Value, candidates: impl Iterator<Item = &'v Value>, negated: bool) -> Value {
+    if v.is_null() {
+        return Value::Null;
+    }
+    let mut saw_null = false;
+    for c in candidates {
+        if c.is_null() {
+            saw_null = true;
+        } else if ops::compare(v, c) == Some(Ordering::Equal) {
+            return Value::Bool(!negated);
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(negated)
+    }
+}
+
+fn quantified(op: BinaryOp, left: &Value, items: &[Value], all: bool) -> PgResult<Value> {
+    if left.is_null() {
+        return Ok(Value::Null);
+    }
+    let mut saw_null = false;
+    for item in items {
+        if item.is_null() {
+            saw_null = true;
+            continue;
+        }
+        match ops::eval_binary(op, left, item)? {
+            Value::Bool(true) if !all => return Ok(Value::Bool(true)),
+            Value::Bool(false) if all => return Ok(Value::Bool(false)),
+            Value::Null => saw_null = true,
+            _ => {}
+        }
+    }
+    Ok(if saw_null { Value::Null } else { Value::Bool(all) })
+}

@@ -1,0 +1,480 @@
+//! Built-in functions: name resolution to a typed function, and evaluation of the ones
+//! that need nothing but their arguments. Functions that need the session or the
+//! catalog (settings, `now()`, `format_type` of catalog state…) are evaluated by the
+//! coordinator through `eval::EvalEnv::session_function`.
+
+use pgerror::{codes, PgError, PgResult};
+use types::{DataType, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalarFunc {
+    // Session / catalog functions (evaluated by the coordinator).
+    Now,
+    StatementTimestamp,
+    ClockTimestamp,
+    Version,
+    CurrentSchema,
+    CurrentSchemas,
+    CurrentDatabase,
+    CurrentUser,
+    PgBackendPid,
+    CurrentSetting,
+    SetConfig,
+    FormatType,
+    PgTableIsVisible,
+    PgTypeIsVisible,
+    PgGetUserById,
+    PgGetExpr,
+    PgGetIndexDef,
+    PgGetConstraintDef,
+    ObjDescription,
+    ColDescription,
+    ShobjDescription,
+    PgEncodingToChar,
+    HasPrivilege,
+    ToRegclass,
+    PgGetStatisticsObjDefColumns,
+    PgRelationSize,
+    PgTotalRelationSize,
+    PgSizePretty,
+    PgIsInRecovery,
+    PgPostmasterStartTime,
+    InetServerAddr,
+    // Pure functions.
+    Random,
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Substr,
+    Concat,
+    NullIf,
+    Greatest,
+    Least,
+    Round,
+    Floor,
+    Ceil,
+    Trim,
+    ArrayToString,
+    ArrayPosition,
+    ArrayLength,
+    ArrayUpper,
+    ArrayLower,
+    Cardinality,
+    QuoteIdent,
+    PgTypeof,
+    Mod,
+    Sqrt,
+    Exp,
+    Ln,
+    Power,
+    Left,
+    Right,
+    Repeat,
+    Replace,
+    Md5,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    BoolAnd,
+    BoolOr,
+    ArrayAgg,
+}
+
+/// Resolve an aggregate by name, with its result type for the argument type.
+pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc, DataType)> {
+    use DataType::*;
+    let f = match name {
+        "count" => AggFunc::Count,
+        "sum" => AggFunc::Sum,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        "avg" => AggFunc::Avg,
+        "bool_and" | "every" => AggFunc::BoolAnd,
+        "bool_or" => AggFunc::BoolOr,
+        "array_agg" => AggFunc::ArrayAgg,
+        _ => return None,
+    };
+    let arg_ty = arg.cloned().unwrap_or(Int8);
+    let ty = match f {
+        AggFunc::Count => Int8,
+        // PostgreSQL: sum(int2|int4) → bigint, sum(int8|numeric) → numeric, floats keep their type.
+        AggFunc::Sum => match arg_ty {
+            Int2 | Int4 => Int8,
+            Int8 | Numeric { .. } => Numeric { precision_scale: None },
+            Float4 => Float4,
+            Float8 => Float8,
+            Interval => Interval,
+            Unknown => Float8,
+            _ => return None,
+        },
+        AggFunc::Avg => match arg_ty {
+            Float4 | Float8 => Float8,
+            Interval => Interval,
+            _ => Numeric { precision_scale: None },
+        },
+        AggFunc::Min | AggFunc::Max => arg_ty,
+        AggFunc::BoolAnd | AggFunc::BoolOr => Bool,
+        AggFunc::ArrayAgg => Array(Box::new(arg_ty)),
+    };
+    Some((f, ty))
+}
+
+/// Resolve a scalar function by (lower-case, schema-stripped) name and argument types.
+/// Returns the function, the types its arguments must be cast to, and the result type.
+pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Vec<DataType>, DataType)> {
+    use DataType::*;
+    use ScalarFunc as F;
+    let n = args.len();
+    let same = |t: DataType| vec![t; n];
+    let first = args.first().cloned().unwrap_or(Unknown);
+    let text_args = || same(Text);
+    let numeric_like = |t: &DataType| if *t == Unknown { Float8 } else { t.clone() };
+    let r = match (name, n) {
+        ("now" | "transaction_timestamp", 0) => (F::Now, vec![], TimestampTz),
+        ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], TimestampTz),
+        ("clock_timestamp", 0) => (F::ClockTimestamp, vec![], TimestampTz),
+        ("version", 0) => (F::Version, vec![], Text),
+        ("current_schema", 0) => (F::CurrentSchema, vec![], Name),
+        ("current_schemas", 1) => (F::CurrentSchemas, vec![Bool], Array(Box::new(Name))),
+        ("current_database", 0) => (F::CurrentDatabase, vec![], Name),
+        ("current_user" | "session_user" | "user" | "current_role", 0) => (F::CurrentUser, vec![], Name),
+        ("pg_backend_pid", 0) => (F::PgBackendPid, vec![], Int4),
+        ("current_setting", 1) => (F::CurrentSetting, vec![Text], Text),
+        ("current_setting", 2) => (F::CurrentSetting, vec![Text, Bool], Text),
+        ("set_config", 3) => (F::SetConfig, vec![Text, Text, Bool], Text),
+        ("format_type", 2) => (F::FormatType, vec![Oid, Int4], Text),
+        ("pg_table_is_visible", 1) => (F::PgTableIsVisible, vec![Oid], Bool),
+        ("pg_type_is_visible", 1) => (F::PgTypeIsVisible, vec![Oid], Bool),
+        ("pg_get_userbyid", 1) => (F::PgGetUserById, vec![Oid], Name),
+        ("pg_get_expr", 2) => (F::PgGetExpr, vec![PgNodeTree, Oid], Text),
+        ("pg_get_expr", 3) => (F::PgGetExpr, vec![PgNodeTree, Oid, Bool], Text),
+        ("pg_get_indexdef", 1) => (F::PgGetIndexDef, vec![Oid], Text),
+        ("pg_get_indexdef", 3) => (F::PgGetIndexDef, vec![Oid, Int4, Bool], Text),
+        ("pg_get_constraintdef", 1) => (F::PgGetConstraintDef, vec![Oid], Text),
+        ("pg_get_constraintdef", 2) => (F::PgGetConstraintDef, vec![Oid, Bool], Text),
+        ("obj_description", 1) => (F::ObjDescription, vec![Oid], Text),
+        ("obj_description", 2) => (F::ObjDescription, vec![Oid, Name], Text),
+        ("col_description", 2) => (F::ColDescription, vec![Oid, Int4], Text),
+        ("shobj_description", 2) => (F::ShobjDescription, vec![Oid, Name], Text),
+        ("pg_encoding_to_char", 1) => (F::PgEncodingToChar, vec![Int4], Name),
+        ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege", 2) => {
+            (F::HasPrivilege, vec![Text, Text], Bool)
+        }
+        ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege", 3) => {
+            (F::HasPrivilege, vec![Text, Text, Text], Bool)
+        }
+        ("to_regclass", 1) => (F::ToRegclass, vec![Text], RegClass),
+        ("pg_get_statisticsobjdef_columns", 1) => (F::PgGetStatisticsObjDefColumns, vec![Oid], Text),
+        ("pg_relation_size" | "pg_table_size" | "pg_indexes_size", 1) => (F::PgRelationSize, vec![RegClass], Int8),
+        ("pg_total_relation_size", 1) => (F::PgTotalRelationSize, vec![RegClass], Int8),
+        ("pg_size_pretty", 1) => (F::PgSizePretty, vec![Int8], Text),
+        ("pg_is_in_recovery", 0) => (F::PgIsInRecovery, vec![], Bool),
+        ("pg_postmaster_start_time", 0) => (F::PgPostmasterStartTime, vec![], TimestampTz),
+        ("inet_server_addr", 0) => (F::InetServerAddr, vec![], Text),
+        ("random", 0) => (F::Random, vec![], Float8),
+        ("abs", 1) => {
+            let t = numeric_like(&first);
+            (F::Abs, vec![t.clone()], t)
+        }
+        ("lower", 1) => (F::Lower, text_args(), Text),
+        ("upper", 1) => (F::Upper, text_args(), Text),
+        ("length" | "char_length" | "character_length", 1) => (F::Length, text_args(), Int4),
+        ("substr" | "substring", 2) => (F::Substr, vec![Text, Int4], Text),
+        ("substr" | "substring", 3) => (F::Substr, vec![Text, Int4, Int4], Text),
+        ("concat", _) => (F::Concat, args.iter().map(|t| if *t == Unknown { Text } else { t.clone() }).collect(), Text),
+        ("nullif", 2) => {
+            let t = if first == Unknown { args[1].clone() } else { first.clone() };
+            (F::NullIf, vec![t.clone(), t.clone()], t)
+        }
+        ("greatest" | "least", _) if n > 0 => {
+            let t = args.iter().find(|t| **t != Unknown).cloned().unwrap_or(Text);
+            let f = if name == "greatest" { F::Greatest } else { F::Least };
+            (f, same(t.clone()), t)
+        }
+        ("round", 1) => {
+            let t = numeric_like(&first);
+            (F::Round, vec![t.clone()], t)
+        }
+        ("round", 2) => (F::Round, vec![Numeric { precision_scale: None }, Int4], Numeric { precision_scale: None }),
+        ("floor", 1) => {
+            let t = numeric_like(&first);
+            (F::Floor, vec![t.clone()], t)
+        }
+        ("ceil" | "ceiling", 1) => {
+            let t = numeric_like(&first);
+            (F::Ceil, vec![t.clone()], t)
+        }
+        ("btrim" | "trim", 1) => (F::Trim, text_args(), Text),
+        ("array_to_string", 2) => (F::ArrayToString, vec![first.clone(), Text], Text),
+        ("array_position", 2) => {
+            let elem = first.element().cloned().unwrap_or(Text);
+            (F::ArrayPosition, vec![first.clone(), elem], Int4)
+        }
+        ("array_length", 2) => (F::ArrayLength, vec![first.clone(), Int4], Int4),
+        ("array_upper", 2) => (F::ArrayUpper, vec![first.clone(), Int4], Int4),
+        ("array_lower", 2) => (F::ArrayLower, vec![first.clone(), Int4], Int4),
+        ("cardinality", 1) => (F::Cardinality, vec![first.clone()], Int4),
+        ("quote_ident", 1) => (F::QuoteIdent, text_args(), Text),
+        ("pg_typeof", 1) => (F::PgTypeof, vec![first.clone()], RegType),
+        ("mod", 2) => {
+            let t = if first == Unknown { Int4 } else { first.clone() };
+            (F::Mod, same(t.clone()), t)
+        }
+        ("sqrt", 1) => (F::Sqrt, vec![Float8], Float8),
+        ("exp", 1) => (F::Exp, vec![Float8], Float8),
+        ("ln", 1) => (F::Ln, vec![Float8], Float8),
+        ("power" | "pow", 2) => (F::Power, vec![Float8, Float8], Float8),
+        ("left", 2) => (F::Left, vec![Text, Int4], Text),
+        ("right", 2) => (F::Right, vec![Text, Int4], Text),
+        ("repeat", 2) => (F::Repeat, vec![Text, Int4], Text),
+        ("replace", 3) => (F::Replace, text_args(), Text),
+        ("md5", 1) => (F::Md5, text_args(), Text),
+        _ => {
+            let shown: Vec<String> = args.iter().map(|t| t.format_type()).collect();
+            return Err(PgError::new(
+                codes::UNDEFINED_FUNCTION,
+                format!("function {}({}) does not exist", name, shown.join(", ")),
+            )
+            .with_hint(
+                "No function matches the given name and argument types. You might need to add explicit type casts.",
+            ));
+        }
+    };
+    Ok(r)
+}
+
+impl ScalarFunc {
+    /// Whether the coordinator evaluates this function (it needs session or catalog state).
+    pub fn needs_session(self) -> bool {
+        (self as u32) < (ScalarFunc::Random as u32)
+    }
+}
+
+/// Evaluate a pure function on already-cast arguments.
+pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
+    use ScalarFunc as F;
+    // Every pure function except these returns NULL on any NULL argument.
+    let null_tolerant = matches!(func, F::Concat | F::Greatest | F::Least | F::NullIf | F::ArrayToString | F::PgTypeof);
+    if !null_tolerant && args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let int = |v: &Value| v.as_i64().unwrap_or(0);
+    Ok(match func {
+        F::Random => Value::Float8(rand_f64()),
+        F::Abs => match &args[0] {
+            Value::Int2(v) => Value::Int2(v.checked_abs().ok_or_else(|| out_of_range("smallint"))?),
+            Value::Int4(v) => Value::Int4(v.checked_abs().ok_or_else(|| out_of_range("integer"))?),
+            Value::Int8(v) => Value::Int8(v.checked_abs().ok_or_else(|| out_of_range("bigint"))?),
+            Value::Float4(v) => Value::Float4(v.abs()),
+            Value::Float8(v) => Value::Float8(v.abs()),
+            Value::Numeric(v) => Value::Numeric(v.abs()),
+            other => other.clone(),
+        },
+        F::Lower => Value::Text(text(&args[0]).to_lowercase()),
+        F::Upper => Value::Text(text(&args[0]).to_uppercase()),
+        F::Length => Value::Int4(text(&args[0]).chars().count() as i32),
+        F::Substr => {
+            let s: Vec<char> = text(&args[0]).chars().collect();
+            let start = int(&args[1]);
+            let (from, to) = match args.get(2) {
+                Some(len) => {
+                    let len = int(len);
+                    if len < 0 {
+                        return Err(PgError::new(codes::SUBSTRING_ERROR, "negative substring length not allowed"));
+                    }
+                    (start, start.saturating_add(len))
+                }
+                None => (start, i64::MAX),
+            };
+            let from = (from.max(1) - 1) as usize;
+            let to = (to.max(1) - 1).min(s.len() as i64) as usize;
+            Value::Text(if from < to { s[from..to].iter().collect() } else { String::new() })
+        }
+        F::Concat => {
+            let mut out = String::new();
+            for a in &args {
+                if !a.is_null() {
+                    out.push_str(&value_to_text(a));
+                }
+            }
+            Value::Text(out)
+        }
+        F::NullIf => {
+            if !args[0].is_null() && types::ops::compare(&args[0], &args[1]) == Some(std::cmp::Ordering::Equal) {
+                Value::Null
+            } else {
+                args[0].clone()
+            }
+        }
+        F::Greatest | F::Least => {
+            let want = if func == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+            let mut best = Value::Null;
+            for a in args {
+                if a.is_null() {
+                    continue;
+                }
+                if best.is_null() || types::ops::compare(&a, &best) == Some(want) {
+                    best = a;
+                }
+            }
+            best
+        }
+        F::Round | F::Floor | F::Ceil => round_like(func, &args)?,
+        F::Trim => Value::Text(text(&args[0]).trim_matches(' ').to_string()),
+        F::ArrayToString => match &args[0] {
+            Value::Array(items) => {
+                let sep = text(&args[1]);
+                let parts: Vec<String> = items.iter().filter(|v| !v.is_null()).map(value_to_text).collect();
+                Value::Text(parts.join(&sep))
+            }
+            _ => Value::Null,
+        },
+        F::ArrayPosition => match &args[0] {
+            Value::Array(items) => items
+                .iter()
+                .position(|v| types::ops::compare(v, &args[1]) == Some(std::cmp::Ordering::Equal))
+                .map(|i| Value::Int4(i as i32 + 1))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        F::ArrayLength | F::ArrayUpper | F::Cardinality => match &args[0] {
+            Value::Array(items) if !items.is_empty() && (func == F::Cardinality || int(&args[1]) == 1) => {
+                Value::Int4(items.len() as i32)
+            }
+            Value::Array(_) if func == F::Cardinality => Value::Int4(0),
+            _ => Value::Null,
+        },
+        F::ArrayLower => match &args[0] {
+            Value::Array(items) if !items.is_empty() && int(&args[1]) == 1 => Value::Int4(1),
+            _ => Value::Null,
+        },
+        F::QuoteIdent => {
+            let s = text(&args[0]);
+            let plain = !s.is_empty()
+                && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            Value::Text(if plain { s } else { format!("\"{}\"", s.replace('"', "\"\"")) })
+        }
+        F::PgTypeof => unreachable!("pg_typeof is folded by the binder"),
+        F::Mod => types::ops::eval_binary(types::ops::BinaryOp::Mod, &args[0], &args[1])?,
+        F::Sqrt => {
+            let v = args[0].as_f64().unwrap_or(0.0);
+            if v < 0.0 {
+                return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_POWER, "cannot take square root of a negative number"));
+            }
+            Value::Float8(v.sqrt())
+        }
+        F::Exp => Value::Float8(args[0].as_f64().unwrap_or(0.0).exp()),
+        F::Ln => {
+            let v = args[0].as_f64().unwrap_or(0.0);
+            if v <= 0.0 {
+                let msg = if v == 0.0 { "cannot take logarithm of zero" } else { "cannot take logarithm of a negative number" };
+                return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_LOG, msg));
+            }
+            Value::Float8(v.ln())
+        }
+        F::Power => Value::Float8(args[0].as_f64().unwrap_or(0.0).powf(args[1].as_f64().unwrap_or(0.0))),
+        F::Left | F::Right => {
+            let s: Vec<char> = text(&args[0]).chars().collect();
+            let n = int(&args[1]);
+            let len = s.len() as i64;
+            let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) } as usize;
+            Value::Text(if func == F::Left { s[..keep].iter().collect() } else { s[s.len() - keep..].iter().collect() })
+        }
+        F::Repeat => {
+            let n = int(&args[1]).max(0) as usize;
+            let s = text(&args[0]);
+            if s.len().saturating_mul(n) > 1 << 30 {
+                return Err(PgError::new(codes::PROGRAM_LIMIT_EXCEEDED, "requested length too large"));
+            }
+            Value::Text(s.repeat(n))
+        }
+        F::Replace => Value::Text(text(&args[0]).replace(&text(&args[1]), &text(&args[2]))),
+        F::Md5 => return Err(PgError::unsupported("function md5")),
+        session => return Err(PgError::internal(format!("{session:?} must be evaluated by the session"))),
+    })
+}
+
+fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
+    use rust_decimal::prelude::*;
+    let scale = args.get(1).and_then(Value::as_i64).unwrap_or(0);
+    Ok(match &args[0] {
+        Value::Float8(v) => Value::Float8(match func {
+            ScalarFunc::Floor => v.floor(),
+            ScalarFunc::Ceil => v.ceil(),
+            _ => v.round(),
+        }),
+        Value::Float4(v) => Value::Float4(match func {
+            ScalarFunc::Floor => v.floor(),
+            ScalarFunc::Ceil => v.ceil(),
+            _ => v.round(),
+        }),
+        Value::Numeric(d) => Value::Numeric(match func {
+            ScalarFunc::Floor => d.floor(),
+            ScalarFunc::Ceil => d.ceil(),
+            _ => d.round_dp_with_strategy(scale.clamp(0, 28) as u32, RoundingStrategy::MidpointAwayFromZero),
+        }),
+        other => other.clone(),
+    })
+}
+
+fn out_of_range(type_name: &str) -> PgError {
+    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"))
+}
+
+/// Text form of a value for string building (concat, array_to_string).
+pub fn value_to_text(v: &Value) -> String {
+    let mut out = Vec::new();
+    types::io::to_text(v, &natural_type(v), &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The type a value prints as when nothing else is known about it.
+pub fn natural_type(v: &Value) -> DataType {
+    match v {
+        Value::Null | Value::Text(_) => DataType::Text,
+        Value::Bool(_) => DataType::Bool,
+        Value::Int2(_) => DataType::Int2,
+        Value::Int4(_) => DataType::Int4,
+        Value::Int8(_) => DataType::Int8,
+        Value::Float4(_) => DataType::Float4,
+        Value::Float8(_) => DataType::Float8,
+        Value::Numeric(_) => DataType::Numeric { precision_scale: None },
+        Value::Bytea(_) => DataType::Bytea,
+        Value::Date(_) => DataType::Date,
+        Value::Time(_) => DataType::Time,
+        Value::Timestamp(_) => DataType::Timestamp,
+        Value::TimestampTz(_) => DataType::TimestampTz,
+        Value::Interval { .. } => DataType::Interval,
+        Value::Oid(_) => DataType::Oid,
+        Value::Array(items) => {
+            DataType::Array(Box::new(items.iter().find(|v| !v.is_null()).map(natural_type).unwrap_or(DataType::Text)))
+        }
+    }
+}
+
+/// A fast, per-thread xorshift generator: `random()` needs no cryptographic quality.
+fn rand_f64() -> f64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0x9e3779b97f4a7c15) | 1,
+        );
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    })
+}

@@ -1,0 +1,410 @@
+//! Text → statements. Splits a query string into statements the way PostgreSQL's lexer
+//! does (quotes, comments, dollar quoting), answers the statements that need no catalog
+//! (transaction control, SET/SHOW, VACUUM) with a hand-written fast path, and hands the
+//! rest to `sqlparser`.
+
+use crate::plan::{IsolationLevel, Statement};
+use pgerror::{codes, PgError, PgResult};
+use sqlparser::ast;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    /// Fully understood without the catalog.
+    Ready(Statement),
+    /// `VACUUM [ANALYZE] [table, …]` — table names still to resolve.
+    Vacuum { tables: Vec<String>, analyze: bool },
+    Sql(Box<ast::Statement>),
+}
+
+/// One statement of a query string, with its text (for logs and error positions).
+#[derive(Debug, Clone)]
+pub struct ParsedStatement {
+    pub parsed: Parsed,
+    pub text: String,
+}
+
+/// Split `sql` at top-level semicolons. Empty statements are dropped.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' => {
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == quote {
+                        if i + 1 < bytes.len() && bytes[i + 1] == quote {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0;
+                while i < bytes.len() {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'$' => {
+                // Dollar quote: $tag$ … $tag$ (a bare $1 parameter has a digit after '$').
+                let tag_end = bytes[i + 1..].iter().position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'));
+                match tag_end {
+                    Some(len) if bytes[i + 1 + len] == b'$' && !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                        let tag = &sql[i..i + len + 2];
+                        let body_start = i + len + 2;
+                        i = match sql[body_start..].find(tag) {
+                            Some(p) => body_start + p + tag.len(),
+                            None => bytes.len(),
+                        };
+                    }
+                    _ => i += 1,
+                }
+            }
+            b';' => {
+                push_nonempty(&mut out, &sql[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    push_nonempty(&mut out, &sql[start..sql.len().min(bytes.len())]);
+    out
+}
+
+fn push_nonempty<'a>(out: &mut Vec<&'a str>, s: &'a str) {
+    if !is_blank(s) {
+        out.push(s.trim());
+    }
+}
+
+/// Whitespace and comments only.
+fn is_blank(s: &str) -> bool {
+    let mut rest = s.trim_start();
+    loop {
+        if rest.is_empty() {
+            return true;
+        }
+        if let Some(r) = rest.strip_prefix("--") {
+            rest = r.find('\n').map(|p| &r[p..]).unwrap_or("").trim_start();
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.find("*/").map(|p| &r[p + 2..]).unwrap_or("").trim_start();
+        } else {
+            return false;
+        }
+    }
+}
+
+/// Parse every statement in a query string.
+pub fn parse(sql: &str) -> PgResult<Vec<ParsedStatement>> {
+    split_statements(sql)
+        .into_iter()
+        .map(|text| Ok(ParsedStatement { parsed: parse_one(text)?, text: text.to_string() }))
+        .collect()
+}
+
+fn parse_one(text: &str) -> PgResult<Parsed> {
+    if let Some(p) = fast_path(text)? {
+        return Ok(p);
+    }
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(text, &e.to_string()))?;
+    match stmts.len() {
+        1 => Ok(Parsed::Sql(Box::new(stmts.remove(0)))),
+        0 => Ok(Parsed::Ready(Statement::Empty)),
+        _ => Err(PgError::new(codes::SYNTAX_ERROR, "syntax error: unexpected statement separator")),
+    }
+}
+
+/// Words of a statement, lower-cased, with a trailing `;` and comments removed.
+fn words(text: &str) -> Vec<String> {
+    text.trim_end_matches(';')
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_lowercase())
+        .collect()
+}
+
+fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
+    let first = text.split_whitespace().next().unwrap_or("").trim_end_matches(';').to_ascii_lowercase();
+    let ready = |s| Ok(Some(Parsed::Ready(s)));
+    match first.as_str() {
+        "begin" | "start" | "commit" | "end" | "rollback" | "abort" | "savepoint" | "release" => {
+            transaction_statement(text).map(|s| s.map(Parsed::Ready))
+        }
+        "set" => set_statement(text).map(|s| s.map(Parsed::Ready)),
+        "reset" => {
+            let w = words(text);
+            match w.as_slice() {
+                [_, name] => ready(Statement::Set { name: name.clone(), value: None, local: false }),
+                _ => Ok(None),
+            }
+        }
+        "show" => {
+            let w = words(text);
+            match w.as_slice() {
+                [_, rest @ ..] if !rest.is_empty() => ready(Statement::Show { name: rest.join(" ") }),
+                _ => Ok(None),
+            }
+        }
+        "discard" => ready(Statement::Discard),
+        "vacuum" | "analyze" => {
+            let mut w = words(text);
+            // The tag is ANALYZE only for a bare ANALYZE command.
+            let analyze = first == "analyze";
+            w.retain(|x| !matches!(x.as_str(), "vacuum" | "analyze" | "full" | "freeze" | "verbose"));
+            if w.iter().any(|x| x.contains('(')) {
+                return Ok(None);
+            }
+            Ok(Some(Parsed::Vacuum { tables: w, analyze }))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn isolation_from(words: &[String]) -> PgResult<(Option<IsolationLevel>, Option<bool>)> {
+    let mut isolation = None;
+    let mut read_only = None;
+    let mut i = 0;
+    while i < words.len() {
+        match words[i].as_str() {
+            "isolation" if words.get(i + 1).map(String::as_str) == Some("level") => {
+                let level = words.get(i + 2).map(String::as_str).unwrap_or("");
+                let next = words.get(i + 3).map(String::as_str).unwrap_or("");
+                isolation = Some(match (level, next) {
+                    ("read", "committed") | ("read", "uncommitted") => IsolationLevel::ReadCommitted,
+                    ("repeatable", "read") => IsolationLevel::RepeatableRead,
+                    // SERIALIZABLE runs as snapshot isolation until SSI exists (documented).
+                    ("serializable", _) => IsolationLevel::RepeatableRead,
+                    _ => return Err(syntax_error_at(level)),
+                });
+                i += if level == "serializable" { 3 } else { 4 };
+            }
+            "read" if words.get(i + 1).map(String::as_str) == Some("only") => {
+                read_only = Some(true);
+                i += 2;
+            }
+            "read" if words.get(i + 1).map(String::as_str) == Some("write") => {
+                read_only = Some(false);
+                i += 2;
+            }
+            "deferrable" | "not" | "transaction" | "work" => i += 1,
+            other => return Err(syntax_error_at(other)),
+        }
+    }
+    Ok((isolation, read_only))
+}
+
+fn transaction_statement(text: &str) -> PgResult<Option<Statement>> {
+    let w = words(text);
+    let rest: Vec<String> = w.iter().skip(1).cloned().collect();
+    let only_noise = |r: &[String]| r.iter().all(|x| x == "transaction" || x == "work");
+    Ok(Some(match w[0].as_str() {
+        "begin" => {
+            let (isolation, read_only) = isolation_from(&rest)?;
+            Statement::Begin { isolation, read_only }
+        }
+        "start" if rest.first().map(String::as_str) == Some("transaction") => {
+            let (isolation, read_only) = isolation_from(&rest[1..])?;
+            Statement::Begin { isolation, read_only }
+        }
+        "commit" | "end" if only_noise(&rest) => Statement::Commit,
+        "rollback" | "abort" if only_noise(&rest) => Statement::Rollback,
+        "rollback" => {
+            // ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] name
+            let mut r = rest.iter().filter(|x| !matches!(x.as_str(), "work" | "transaction"));
+            match (r.next().map(String::as_str), r.next(), r.next(), r.next()) {
+                (Some("to"), Some(sp), Some(name), None) if sp == "savepoint" => Statement::RollbackTo(ident(text, name)),
+                (Some("to"), Some(name), None, None) => Statement::RollbackTo(ident(text, name)),
+                _ => return Ok(None),
+            }
+        }
+        "savepoint" if rest.len() == 1 => Statement::Savepoint(ident(text, &rest[0])),
+        "release" => match rest.as_slice() {
+            [sp, name] if sp == "savepoint" => Statement::Release(ident(text, name)),
+            [name] => Statement::Release(ident(text, name)),
+            _ => return Ok(None),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// A savepoint name as written: quoted names keep their case, others fold to lower case.
+fn ident(text: &str, lowered: &str) -> String {
+    if lowered.starts_with('"') {
+        // Find the original spelling in the text.
+        let orig = text.split_whitespace().find(|w| w.eq_ignore_ascii_case(lowered.trim_end_matches(';')));
+        orig.unwrap_or(lowered).trim_end_matches(';').trim_matches('"').to_string()
+    } else {
+        lowered.to_string()
+    }
+}
+
+fn set_statement(text: &str) -> PgResult<Option<Statement>> {
+    let body = text.trim().trim_end_matches(';').trim();
+    let mut rest = body[3..].trim_start();
+    let mut local = false;
+    let lower = rest.to_ascii_lowercase();
+    if lower.starts_with("session characteristics as transaction") {
+        let w = words(&rest["session characteristics as transaction".len()..]);
+        let (isolation, read_only) = isolation_from(&w)?;
+        let mut stmts = Vec::new();
+        if let Some(level) = isolation {
+            let v = match level {
+                IsolationLevel::ReadCommitted => "read committed",
+                IsolationLevel::RepeatableRead => "repeatable read",
+            };
+            stmts.push(Statement::Set { name: "default_transaction_isolation".into(), value: Some(v.into()), local: false });
+        }
+        if let Some(ro) = read_only {
+            stmts.push(Statement::Set {
+                name: "default_transaction_read_only".into(),
+                value: Some(if ro { "on" } else { "off" }.into()),
+                local: false,
+            });
+        }
+        return Ok(stmts.into_iter().next());
+    }
+    if lower.starts_with("transaction") {
+        let (isolation, read_only) = isolation_from(&words(&rest["transaction".len()..]))?;
+        return Ok(Some(Statement::SetTransaction { isolation, read_only }));
+    }
+    if lower.starts_with("session ") {
+        rest = rest[8..].trim_start();
+    } else if lower.starts_with("local ") {
+        rest = rest[6..].trim_start();
+        local = true;
+    }
+    let lower = rest.to_ascii_lowercase();
+    let (name, value) = if lower.starts_with("time zone") {
+        ("timezone".to_string(), rest[9..].trim())
+    } else if lower.starts_with("names") {
+        ("client_encoding".to_string(), rest[5..].trim())
+    } else {
+        let end = rest.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(rest.len());
+        let name = rest[..end].trim_matches('"').to_ascii_lowercase();
+        let mut v = rest[end..].trim_start();
+        if let Some(s) = v.strip_prefix('=') {
+            v = s.trim_start();
+        } else if v.len() >= 2 && v[..2].eq_ignore_ascii_case("to") {
+            v = v[2..].trim_start();
+        } else {
+            return Err(syntax_error_at(v.split_whitespace().next().unwrap_or("end of input")));
+        }
+        (name, v)
+    };
+    if name.is_empty() || value.is_empty() {
+        return Err(PgError::new(codes::SYNTAX_ERROR, "syntax error at end of input"));
+    }
+    let value = if value.eq_ignore_ascii_case("default") || value.eq_ignore_ascii_case("local") && name == "timezone" {
+        None
+    } else {
+        Some(
+            value
+                .split(',')
+                .map(|part| {
+                    let p = part.trim();
+                    if p.len() >= 2 && (p.starts_with('\'') && p.ends_with('\'')) {
+                        p[1..p.len() - 1].replace("''", "'")
+                    } else {
+                        p.trim_matches('"').to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        )
+    };
+    Ok(Some(Statement::Set { name, value, local }))
+}
+
+fn syntax_error_at(token: &str) -> PgError {
+    PgError::new(codes::SYNTAX_ERROR, format!("syntax error at or near \"{token}\""))
+}
+
+/// Turn a sqlparser message into PostgreSQL's "syntax error at or near" with a position.
+fn syntax_error(text: &str, message: &str) -> PgError {
+    let found = message.split("found: ").nth(1).map(|r| r.split(" at Line:").next().unwrap_or(r).trim());
+    let position = message.split("Line: ").nth(1).and_then(|r| {
+        let mut it = r.split(", Column: ");
+        let line: usize = it.next()?.trim().parse().ok()?;
+        let col: usize = it.next()?.trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+        let offset: usize = text.split('\n').take(line.saturating_sub(1)).map(|l| l.chars().count() + 1).sum();
+        Some((offset + col) as u32)
+    });
+    let err = match found {
+        Some("EOF") | None => PgError::new(codes::SYNTAX_ERROR, "syntax error at end of input"),
+        Some(tok) => syntax_error_at(tok),
+    };
+    match position {
+        Some(p) => err.with_position(p),
+        None => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_respecting_quotes_and_comments() {
+        let s = split_statements("select ';'; -- x;\n select $$a;b$$; /* c; */ select 1;;");
+        assert_eq!(s, vec!["select ';'", "-- x;\n select $$a;b$$", "/* c; */ select 1"]);
+    }
+
+    #[test]
+    fn transaction_fast_paths() {
+        assert!(matches!(parse_one("BEGIN;").unwrap(), Parsed::Ready(Statement::Begin { isolation: None, .. })));
+        assert!(matches!(parse_one("end").unwrap(), Parsed::Ready(Statement::Commit)));
+        assert!(matches!(
+            parse_one("begin isolation level repeatable read").unwrap(),
+            Parsed::Ready(Statement::Begin { isolation: Some(IsolationLevel::RepeatableRead), .. })
+        ));
+        assert!(matches!(parse_one("rollback to savepoint a").unwrap(), Parsed::Ready(Statement::RollbackTo(n)) if n == "a"));
+    }
+
+    #[test]
+    fn set_forms() {
+        match parse_one("SET extra_float_digits = 3").unwrap() {
+            Parsed::Ready(Statement::Set { name, value, .. }) => {
+                assert_eq!(name, "extra_float_digits");
+                assert_eq!(value.as_deref(), Some("3"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_one("set datestyle to 'ISO', 'MDY'").unwrap() {
+            Parsed::Ready(Statement::Set { value, .. }) => assert_eq!(value.as_deref(), Some("ISO, MDY")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_the_token() {
+        let e = parse("selec 1").unwrap_err();
+        assert_eq!(e.code, codes::SYNTAX_ERROR);
+        assert!(e.message.contains("selec"), "{}", e.message);
+    }
+}

@@ -1,0 +1,307 @@
+//! Bound statements: names resolved, types known, ready to execute.
+
+use crate::catalog::TableDef;
+use crate::functions::{AggFunc, ScalarFunc};
+use std::sync::Arc;
+use types::ops::{BinaryOp, UnaryOp};
+use types::{DataType, Value};
+
+/// A bound expression. Column references are positions in the row of the relation the
+/// expression is evaluated against (`depth` 0), or in an enclosing query's row (depth > 0).
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Const(Value, DataType),
+    Param { index: usize, ty: DataType },
+    Column { depth: usize, index: usize, ty: DataType },
+    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, ty: DataType },
+    Unary { op: UnaryOp, operand: Box<Expr>, ty: DataType },
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Not(Box<Expr>),
+    IsNull { operand: Box<Expr>, negated: bool },
+    IsDistinctFrom { left: Box<Expr>, right: Box<Expr>, negated: bool },
+    Cast { operand: Box<Expr>, from: DataType, to: DataType, explicit: bool },
+    Func { func: ScalarFunc, args: Vec<Expr>, ty: DataType },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>>, ty: DataType },
+    /// `x IN (a, b, …)`; NULL semantics as in SQL.
+    InList { operand: Box<Expr>, list: Vec<Expr>, negated: bool },
+    /// `x op ANY (array)` / `x op ALL (array)`.
+    AnyArray { op: BinaryOp, left: Box<Expr>, array: Box<Expr>, all: bool },
+    Array { elements: Vec<Expr>, ty: DataType },
+    Subquery { plan: Box<Query>, kind: SubqueryKind, ty: DataType },
+    Coalesce { args: Vec<Expr>, ty: DataType },
+}
+
+#[derive(Debug, Clone)]
+pub enum SubqueryKind {
+    Scalar,
+    Exists,
+    /// `left IN (subquery)` (negated for NOT IN).
+    In { left: Box<Expr>, negated: bool },
+    /// `ARRAY(subquery)`.
+    Array,
+}
+
+impl Expr {
+    pub fn ty(&self) -> DataType {
+        match self {
+            Expr::Const(_, ty)
+            | Expr::Param { ty, .. }
+            | Expr::Column { ty, .. }
+            | Expr::Binary { ty, .. }
+            | Expr::Unary { ty, .. }
+            | Expr::Func { ty, .. }
+            | Expr::Case { ty, .. }
+            | Expr::Array { ty, .. }
+            | Expr::Subquery { ty, .. }
+            | Expr::Coalesce { ty, .. } => ty.clone(),
+            Expr::Cast { to, .. } => to.clone(),
+            Expr::And(..)
+            | Expr::Or(..)
+            | Expr::Not(_)
+            | Expr::IsNull { .. }
+            | Expr::IsDistinctFrom { .. }
+            | Expr::InList { .. }
+            | Expr::AnyArray { .. } => DataType::Bool,
+        }
+    }
+
+    pub fn is_const(&self) -> bool {
+        matches!(self, Expr::Const(..))
+    }
+}
+
+/// How a base-table scan reaches its rows.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every row.
+    Full,
+    /// Exactly the row whose primary key equals these expressions (in key order).
+    PrimaryKey(Vec<Expr>),
+}
+
+/// A built-in table-valued source whose rows the coordinator computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemTable {
+    PgClass,
+    PgNamespace,
+    PgAttribute,
+    PgType,
+    PgIndex,
+    PgDatabase,
+    PgAm,
+    PgConstraint,
+    PgInherits,
+    PgPartitionedTable,
+    PgRoles,
+    PgAttrdef,
+    PgDescription,
+    PgTablespace,
+    PgSettings,
+    PgRange,
+    PgEnum,
+    PgProc,
+    PgCollation,
+    PgPolicy,
+    PgStatisticExt,
+    PgPublication,
+    PgPublicationRel,
+    PgPublicationNamespace,
+    PgTrigger,
+    PgForeignTable,
+    PgStatActivity,
+    PgExtension,
+    PgUser,
+    PgAuthid,
+}
+
+#[derive(Debug, Clone)]
+pub enum Rel {
+    /// One row, no columns (SELECT without FROM).
+    Unit,
+    Scan { table: Arc<TableDef>, access: Access },
+    System { table: SystemTable },
+    Values { rows: Vec<Vec<Expr>> },
+    GenerateSeries { start: Expr, stop: Expr, step: Option<Expr> },
+    Filter { input: Box<Rel>, predicate: Expr },
+    Project { input: Box<Rel>, exprs: Vec<Expr> },
+    Join { left: Box<Rel>, right: Box<Rel>, kind: JoinKind, on: Option<Expr>, lateral: bool },
+    Aggregate { input: Box<Rel>, group_by: Vec<Expr>, aggs: Vec<AggCall> },
+    Sort { input: Box<Rel>, keys: Vec<SortKey> },
+    Limit { input: Box<Rel>, limit: Option<Expr>, offset: Option<Expr> },
+    Distinct { input: Box<Rel> },
+    Union { left: Box<Rel>, right: Box<Rel>, all: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+#[derive(Debug, Clone)]
+pub struct AggCall {
+    pub func: AggFunc,
+    /// None for count(*).
+    pub arg: Option<Expr>,
+    pub distinct: bool,
+    pub ty: DataType,
+}
+
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+/// A column of a statement's result, as RowDescription reports it.
+#[derive(Debug, Clone)]
+pub struct OutputColumn {
+    pub name: String,
+    pub ty: DataType,
+    pub table_oid: u32,
+    pub column_attr: i16,
+}
+
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub root: Rel,
+    pub columns: Vec<OutputColumn>,
+    /// Whether any expression refers to an enclosing query (correlated subquery).
+    pub correlated: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Insert {
+    pub table: Arc<TableDef>,
+    /// For each table column: the source position in the input row, or the default.
+    pub targets: Vec<InsertTarget>,
+    pub source: Rel,
+    pub source_types: Vec<DataType>,
+    pub on_conflict_do_nothing: bool,
+    pub returning: Option<Vec<(Expr, OutputColumn)>>,
+}
+
+#[derive(Debug, Clone)]
+pub enum InsertTarget {
+    Source(usize),
+    Default(Option<Expr>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Update {
+    pub table: Arc<TableDef>,
+    pub access: Access,
+    pub filter: Option<Expr>,
+    /// (column index, new value expression over the old row).
+    pub assignments: Vec<(usize, Expr)>,
+    pub returning: Option<Vec<(Expr, OutputColumn)>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Delete {
+    pub table: Arc<TableDef>,
+    pub access: Access,
+    pub filter: Option<Expr>,
+    pub returning: Option<Vec<(Expr, OutputColumn)>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IsolationLevel {
+    ReadCommitted,
+    RepeatableRead,
+}
+
+#[derive(Debug, Clone)]
+pub struct CreateTable {
+    pub name: String,
+    pub if_not_exists: bool,
+    pub columns: Vec<crate::catalog::ColumnDef>,
+    pub primary_key: Option<Vec<usize>>,
+    pub fillfactor: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CopyFrom {
+    pub table: Arc<TableDef>,
+    /// Table column index for each input field.
+    pub columns: Vec<usize>,
+    pub delimiter: u8,
+    pub null_string: String,
+    pub csv: bool,
+    pub header: bool,
+}
+
+/// A bound statement.
+#[derive(Debug, Clone)]
+pub enum Statement {
+    Query(Query),
+    Insert(Insert),
+    Update(Update),
+    Delete(Delete),
+    CreateTable(CreateTable),
+    DropTable { names: Vec<String>, if_exists: bool },
+    Truncate { tables: Vec<Arc<TableDef>> },
+    AddPrimaryKey { table: Arc<TableDef>, columns: Vec<usize>, constraint_name: Option<String> },
+    /// VACUUM [ANALYZE] or ANALYZE (`analyze`: the command was ANALYZE).
+    Vacuum { tables: Vec<Arc<TableDef>>, analyze: bool },
+    Begin { isolation: Option<IsolationLevel>, read_only: Option<bool> },
+    Commit,
+    Rollback,
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
+    SetTransaction { isolation: Option<IsolationLevel>, read_only: Option<bool> },
+    /// SET name = value; `None` means DEFAULT (i.e. RESET). `local` for SET LOCAL.
+    Set { name: String, value: Option<String>, local: bool },
+    Show { name: String },
+    CopyFrom(CopyFrom),
+    Discard,
+    Empty,
+}
+
+impl Statement {
+    /// Result columns (empty for statements that return no rows).
+    pub fn output_columns(&self) -> Vec<OutputColumn> {
+        let returning = |r: &Option<Vec<(Expr, OutputColumn)>>| {
+            r.as_ref().map(|v| v.iter().map(|(_, c)| c.clone()).collect()).unwrap_or_default()
+        };
+        match self {
+            Statement::Query(q) => q.columns.clone(),
+            Statement::Insert(i) => returning(&i.returning),
+            Statement::Update(u) => returning(&u.returning),
+            Statement::Delete(d) => returning(&d.returning),
+            Statement::Show { name } => vec![OutputColumn {
+                name: name.clone(),
+                ty: DataType::Text,
+                table_oid: 0,
+                column_attr: 0,
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Statements allowed in a failed transaction block (they end it).
+    pub fn ends_failed_transaction(&self) -> bool {
+        matches!(self, Statement::Commit | Statement::Rollback | Statement::RollbackTo(_))
+    }
+}
+
+impl Rel {
+    /// Number of columns this relation produces.
+    pub fn width(&self) -> usize {
+        match self {
+            Rel::Unit => 0,
+            Rel::Scan { table, .. } => table.columns.len(),
+            Rel::System { table } => crate::binder::system_columns(*table).len(),
+            Rel::Values { rows } => rows.first().map_or(0, Vec::len),
+            Rel::GenerateSeries { .. } => 1,
+            Rel::Project { exprs, .. } => exprs.len(),
+            Rel::Join { left, right, .. } => left.width() + right.width(),
+            Rel::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),
+            Rel::Filter { input, .. } | Rel::Sort { input, .. } | Rel::Limit { input, .. } | Rel::Distinct { input } => input.width(),
+            Rel::Union { left, .. } => left.width(),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# THE test command: installs what is missing on a fresh Debian machine, builds Meridian,
+# runs the Rust tests (cargo test --workspace --release) and the end-to-end suite
+# (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN).
+#
+# Environment:
+#   MERIDIAN_BIN              server binary under test (default target/release/meridian)
+#   MERIDIAN_TEST_TARGETS     meridian (default) | postgres | meridian,postgres
+#                             "postgres" runs every pytest test against a real PostgreSQL 15
+#                             instead, to validate the tests themselves
+#   MERIDIAN_PGBENCH_SECONDS  duration of each pgbench run (default 10)
+#   MERIDIAN_SKIP_CARGO=1     skip the cargo build and cargo test steps
+#   PYTEST_ARGS               extra pytest arguments (e.g. "-k drivers -x")
+# Exits non-zero if anything fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+START=$(date +%s)
+step() { printf '\n==> [%4ss] %s\n' "$(( $(date +%s) - START ))" "$*"; }
+die() { printf '\nERROR: %s\n' "$*" >&2; exit 1; }
+
+SUDO=()
+if [ "$(id -u)" != 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); fi
+fi
+
+# ---------------------------------------------------------------------------------------
+step "checking system packages"
+PG_BIN=${MERIDIAN_PG_BINDIR:-/usr/lib/postgresql/15/bin}
+missing=()
+[ -x "$PG_BIN/postgres" ] && [ -x "$PG_BIN/initdb" ] || missing+=(postgresql-15)
+[ -x "$PG_BIN/psql" ] && [ -x "$PG_BIN/pgbench" ] || missing+=(postgresql-client-15)
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv python3-pip)
+command -v cc >/dev/null || missing+=(build-essential)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+{ [ -f /usr/include/openssl/ssl.h ] || [ -f /usr/include/x86_64-linux-gnu/openssl/opensslconf.h ]; } || missing+=(libssl-dev)
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  if [ "$(id -u)" != 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
+    die "missing packages (${missing[*]}) and not root (no sudo): apt-get install ${missing[*]}"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -qq
+  "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    || die "apt-get install ${missing[*]} failed (postgresql-15 is in Debian 12 'bookworm')"
+fi
+[ -x "$PG_BIN/postgres" ] || die "PostgreSQL 15 server not found in $PG_BIN"
+echo "PostgreSQL: $("$PG_BIN/postgres" --version); $("$PG_BIN/pgbench" --version); $("$PG_BIN/psql" --version)"
+
+# PostgreSQL refuses to run as root: the tests run the reference server as this user.
+if [ "$(id -u)" = 0 ] && ! id meridian-test >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin meridian-test
+fi
+
+# ---------------------------------------------------------------------------------------
+if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
+  step "checking the Rust toolchain"
+  if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    echo "cargo not found; trying Debian's rustup package"
+    if "${SUDO[@]}" apt-get install -y -qq rustup >/dev/null 2>&1 && rustup default stable; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+  fi
+  command -v cargo >/dev/null 2>&1 || die "cargo (Rust) is not installed. Install a current
+  stable toolchain with rustup (https://rustup.rs: curl https://sh.rustup.rs -sSf | sh),
+  then re-run ./scripts/test.sh"
+  cargo --version
+fi
+
+# ---------------------------------------------------------------------------------------
+step "Python test environment (.venv)"
+REQ=tests/requirements.txt
+STAMP=.venv/.requirements.sha256
+want=$(sha256sum "$REQ" | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
+  python3 -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r "$REQ"
+  echo "$want" > "$STAMP"
+fi
+.venv/bin/python -c 'import pytest, psycopg, asyncpg, hypothesis; print("pytest", pytest.__version__, "psycopg", psycopg.__version__, "asyncpg", asyncpg.__version__, "hypothesis", hypothesis.__version__)'
+
+step "node-postgres (tests/node)"
+(cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+
+# ---------------------------------------------------------------------------------------
+status=0
+if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
+  step "cargo build --release -p meridian"
+  cargo build --release -p meridian || die "building the server failed"
+fi
+
+MERIDIAN_BIN=${MERIDIAN_BIN:-target/release/meridian}
+case "$MERIDIAN_BIN" in /*) ;; *) MERIDIAN_BIN="$ROOT/$MERIDIAN_BIN" ;; esac
+export MERIDIAN_BIN
+echo "server under test: $MERIDIAN_BIN (targets: ${MERIDIAN_TEST_TARGETS:-meridian})"
+
+if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
+  step "cargo test --workspace --release"
+  cargo test --workspace --release || { status=1; echo "cargo test FAILED"; }
+fi
+
+step "pytest tests/"
+# shellcheck disable=SC2086
+.venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
+  ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
+
+step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
+exit $status
