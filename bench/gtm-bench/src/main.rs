@@ -559,13 +559,15 @@ fn main() {
             });
         }
     }
-    // Runs are interleaved (run 1 of every N and system, then run 2, ...) so that load
+    // Runs are interleaved (run 1 of every system and N, then run 2, ...) so that load
     // from other processes on a shared machine spreads over all points instead of
-    // skewing one N.
+    // skewing one N; within a run, one system's N sweep is back to back (a few seconds)
+    // so that the per-run ratios compare like with like.
     for run in 0..cfg.runs {
-        for &n in &cfg.ns {
-            let log = |sys: &str, r: &RunResult| {
-                eprintln!(
+        for system in ["x2-list", "meridian-local", "meridian-tcp"] {
+            for &n in &cfg.ns {
+                let log = |sys: &str, r: &RunResult| {
+                    eprintln!(
                     "[{:>5.1}s] run {} N={n:<5} {sys:<15} {:>12.0} txn/s  {:>7.3} CPU-us/txn  p50 {:>8.2} us  p99 {:>8.2} us",
                     started.elapsed().as_secs_f64(),
                     run + 1,
@@ -574,77 +576,83 @@ fn main() {
                     r.hist.pct(0.5) / 1e3,
                     r.hist.pct(0.99) / 1e3
                 )
-            };
-            let row = |rows: &mut Vec<Row>, sys: &str, r: RunResult| {
-                rows.iter_mut()
-                    .find(|x| x.system == sys && x.n == n)
-                    .unwrap()
-                    .runs
-                    .push(r)
-            };
+                };
+                let row = |rows: &mut Vec<Row>, sys: &str, r: RunResult| {
+                    rows.iter_mut()
+                        .find(|x| x.system == sys && x.n == n)
+                        .unwrap()
+                        .runs
+                        .push(r)
+                };
 
-            // x2-list: hold N open, measure, release.
-            let open: Vec<u64> = (0..n).map(|_| x2.begin()).collect();
-            let g = x2.clone();
-            let r = run_threads(threads, cfg.warmup, cfg.dur, &move || {
-                let x = g.begin();
-                let s = g.snapshot(x);
-                black_box((s.xmin, s.xmax, &s.xip));
-                g.commit(x);
-            });
-            log("x2-list", &r);
-            row(&mut rows, "x2-list", r);
-            for x in open {
-                x2.commit(x);
-            }
-
-            // meridian-local.
-            let open: Vec<Timestamp> = (0..n).map(|_| now(local.begin()).unwrap()).collect();
-            assert_eq!(local.horizon(), open[0]);
-            let c = local.clone();
-            let r = run_threads(threads, cfg.warmup, cfg.dur, &move || {
-                let s = now(c.begin()).unwrap();
-                black_box(now(c.timestamp()).unwrap());
-                black_box(now(c.commit(s)).unwrap());
-            });
-            log("meridian-local", &r);
-            row(&mut rows, "meridian-local", r);
-            assert_eq!(local.horizon(), open[0]);
-            for s in open {
-                now(local.finish(s)).unwrap();
-            }
-
-            // meridian-tcp.
-            let c = remote.clone();
-            let r = rt.block_on(async move {
-                let hs: Vec<_> = (0..n)
-                    .map(|_| {
-                        let c = c.clone();
-                        tokio::spawn(async move { c.begin().await.unwrap() })
-                    })
-                    .collect();
-                let mut open = Vec::with_capacity(n);
-                for h in hs {
-                    open.push(h.await.unwrap());
-                }
-                let c2 = c.clone();
-                let r = run_tasks(cfg.workers, cfg.warmup, cfg.dur, move || {
-                    let c = c2.clone();
-                    async move {
-                        let s = c.begin().await.unwrap();
-                        black_box(c.timestamp().await.unwrap());
-                        black_box(c.commit(s).await.unwrap());
+                // x2-list: hold N open, measure, release.
+                if system == "x2-list" {
+                    let open: Vec<u64> = (0..n).map(|_| x2.begin()).collect();
+                    let g = x2.clone();
+                    let r = run_threads(threads, cfg.warmup, cfg.dur, &move || {
+                        let x = g.begin();
+                        let s = g.snapshot(x);
+                        black_box((s.xmin, s.xmax, &s.xip));
+                        g.commit(x);
+                    });
+                    log("x2-list", &r);
+                    row(&mut rows, "x2-list", r);
+                    for x in open {
+                        x2.commit(x);
                     }
-                })
-                .await;
-                assert!(c.horizon() <= *open.iter().min().unwrap());
-                for s in open {
-                    c.finish(s).await.unwrap();
                 }
-                r
-            });
-            log("meridian-tcp", &r);
-            row(&mut rows, "meridian-tcp", r);
+                // meridian-local.
+                if system == "meridian-local" {
+                    let open: Vec<Timestamp> =
+                        (0..n).map(|_| now(local.begin()).unwrap()).collect();
+                    assert_eq!(local.horizon(), open[0]);
+                    let c = local.clone();
+                    let r = run_threads(threads, cfg.warmup, cfg.dur, &move || {
+                        let s = now(c.begin()).unwrap();
+                        black_box(now(c.timestamp()).unwrap());
+                        black_box(now(c.commit(s)).unwrap());
+                    });
+                    log("meridian-local", &r);
+                    row(&mut rows, "meridian-local", r);
+                    assert_eq!(local.horizon(), open[0]);
+                    for s in open {
+                        now(local.finish(s)).unwrap();
+                    }
+                }
+                // meridian-tcp.
+                if system == "meridian-tcp" {
+                    let c = remote.clone();
+                    let r = rt.block_on(async move {
+                        let hs: Vec<_> = (0..n)
+                            .map(|_| {
+                                let c = c.clone();
+                                tokio::spawn(async move { c.begin().await.unwrap() })
+                            })
+                            .collect();
+                        let mut open = Vec::with_capacity(n);
+                        for h in hs {
+                            open.push(h.await.unwrap());
+                        }
+                        let c2 = c.clone();
+                        let r = run_tasks(cfg.workers, cfg.warmup, cfg.dur, move || {
+                            let c = c2.clone();
+                            async move {
+                                let s = c.begin().await.unwrap();
+                                black_box(c.timestamp().await.unwrap());
+                                black_box(c.commit(s).await.unwrap());
+                            }
+                        })
+                        .await;
+                        assert!(c.horizon() <= *open.iter().min().unwrap());
+                        for s in open {
+                            c.finish(s).await.unwrap();
+                        }
+                        r
+                    });
+                    log("meridian-tcp", &r);
+                    row(&mut rows, "meridian-tcp", r);
+                }
+            }
         }
     }
 
@@ -688,6 +696,20 @@ fn main() {
     let _ = std::fs::remove_dir_all(&tmp);
 
     write_results(&cfg, threads, &rows, &ts_rows, &local_ts, started.elapsed());
+}
+
+/// Median over runs of throughput(row, run i) / throughput(base, run i): the ratio
+/// between two points measured seconds apart in the same run, which shared-machine load
+/// that changes over minutes does not skew.
+fn paired(row: &Row, base: &Row) -> f64 {
+    let mut v: Vec<f64> = row
+        .runs
+        .iter()
+        .zip(&base.runs)
+        .map(|(a, b)| a.tput() / b.tput())
+        .collect();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
 }
 
 fn read(path: &str) -> String {
@@ -762,14 +784,14 @@ fn write_results(
     let _ = writeln!(md, "Generated by `cargo run --release -p gtm-bench` (bench/gtm-bench); raw numbers in `gtm.csv`, chart in `gtm.png`.\n");
     let _ = writeln!(md, "## Machine\n\n{}", machine());
     let _ = writeln!(md, "## Method\n");
-    let _ = writeln!(md, "For each N, N transactions are begun and held open (registered) in each system; then workers loop *begin + snapshot + commit* for {} s after a {} ms warm-up; {} runs per point, interleaved (run 1 of every N and system, then run 2, ...) so that load from other tenants of the machine spreads over all points. Latency is per begin+snapshot+commit cycle (histogram with ~6% resolution).\n", cfg.dur.as_secs_f64(), cfg.warmup.as_millis(), cfg.runs);
+    let _ = writeln!(md, "For each N, N transactions are begun and held open (registered) in each system; then workers loop *begin + snapshot + commit* for {} s after a {} ms warm-up; {} runs per point, interleaved (run 1 of every system and N, then run 2, ...; within a run one system's N sweep is back to back) so that load from other tenants of the machine spreads over all points. Latency is per begin+snapshot+commit cycle (histogram with ~6% resolution).\n", cfg.dur.as_secs_f64(), cfg.warmup.as_millis(), cfg.runs);
     let _ = writeln!(md, "- **x2-list**: the Postgres-X2 GTM's way, implemented inside the benchmark only: open transactions in a list under one lock; a snapshot finds the caller by scanning the list (`GTM_GXIDToHandle`) and scans it again, copying every open xid (`GTM_GetTransactionSnapshot`); commit scans to unlink. A `Vec` stands in for X2's linked list (faster to scan, so this flatters the baseline). {threads} OS threads.");
     let _ = writeln!(md, "- **meridian-local**: `GtmClient::local` (in-process oracle): begin (register start ts), timestamp (snapshot), commit. {threads} OS threads.");
     let _ = writeln!(md, "- **meridian-tcp**: `meridian`'s GTM server as a separate process, `GtmClient::connect` over loopback with the batching client; {} concurrent worker tasks in one client process, each doing begin, timestamp, commit (three round trips, batched with everyone else's).\n", cfg.workers);
     let _ = writeln!(md, "## Results\n");
-    let _ = writeln!(md, "Throughput is wall-clock (the run with the median throughput, with its latencies). *CPU µs/txn* is the median over runs of the CPU time consumed during the measured window (benchmark process, plus the GTM server process for loopback) divided by the transactions completed: the cost per transaction, which CPU time taken by other tenants of a shared machine does not distort. Relative columns compare with N = {n_lo} for the same system (for CPU cost: cost at {n_lo} / cost at N, so 100% = as cheap).\n");
-    let _ = writeln!(md, "| system | open txns | txn/s | p50 µs | p99 µs | CPU µs/txn | txn/s vs N={n_lo} | CPU cost vs N={n_lo} |");
-    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "Throughput is wall-clock (the run with the median throughput, with its latencies). *CPU µs/txn* is the median over runs of the CPU time consumed during the measured window (benchmark process, plus the GTM server process for loopback) divided by the transactions completed: the cost per transaction, which CPU time taken by other tenants of a shared machine does not distort. Relative columns compare with N = {n_lo} for the same system: *txn/s vs* divides the medians; *per-run txn/s vs* is the median of the per-run ratios (within a run one system's N sweep runs back to back, so both points see the same machine load); *CPU cost vs* is cost at {n_lo} / cost at N (100% = as cheap).\n");
+    let _ = writeln!(md, "| system | open txns | txn/s | p50 µs | p99 µs | CPU µs/txn | txn/s vs N={n_lo} | per-run txn/s vs N={n_lo} | CPU cost vs N={n_lo} |");
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for sys in ["x2-list", "meridian-local", "meridian-tcp"] {
         let base = find(sys, n_lo).unwrap();
         for &n in &cfg.ns {
@@ -777,12 +799,13 @@ fn write_results(
             let m = r.median();
             let _ = writeln!(
                 md,
-                "| {sys} | {n} | {:.0} | {:.2} | {:.2} | {:.3} | {:.1}% | {:.1}% |",
+                "| {sys} | {n} | {:.0} | {:.2} | {:.2} | {:.3} | {:.1}% | {:.1}% | {:.1}% |",
                 m.tput(),
                 m.hist.pct(0.5) / 1e3,
                 m.hist.pct(0.99) / 1e3,
                 r.median_cpu_us(),
                 100.0 * m.tput() / base.median().tput(),
+                100.0 * paired(r, base),
                 100.0 * base.median_cpu_us() / r.median_cpu_us()
             );
         }
@@ -840,7 +863,33 @@ fn write_results(
         ratio("x2-list"),
     );
     let (cl, ct) = (cpu_ratio("meridian-local"), cpu_ratio("meridian-tcp"));
-    let _ = writeln!(md, "- Meridian throughput at {n_hi} open transactions ≥ 95% of that at {n_lo}: wall-clock in-process {:.1}%, loopback {:.1}% — {}; by CPU cost per transaction in-process {:.1}%, loopback {:.1}% — {}.", rl * 100.0, rt_ * 100.0, verdict(rl >= 0.95 && rt_ >= 0.95), cl * 100.0, ct * 100.0, verdict(cl >= 0.95 && ct >= 0.95));
+    let pr = |sys: &str| paired(find(sys, n_hi).unwrap(), find(sys, n_lo).unwrap());
+    let (pl, pt) = (pr("meridian-local"), pr("meridian-tcp"));
+    let _ = writeln!(
+        md,
+        "- Meridian throughput at {n_hi} open transactions ≥ 95% of that at {n_lo}:"
+    );
+    let _ = writeln!(
+        md,
+        "  - ratio of median throughputs: in-process {:.1}%, loopback {:.1}% — {};",
+        rl * 100.0,
+        rt_ * 100.0,
+        verdict(rl >= 0.95 && rt_ >= 0.95)
+    );
+    let _ = writeln!(
+        md,
+        "  - median of per-run ratios: in-process {:.1}%, loopback {:.1}% — {};",
+        pl * 100.0,
+        pt * 100.0,
+        verdict(pl >= 0.95 && pt >= 0.95)
+    );
+    let _ = writeln!(
+        md,
+        "  - CPU cost per transaction: in-process {:.1}%, loopback {:.1}% — {}.",
+        cl * 100.0,
+        ct * 100.0,
+        verdict(cl >= 0.95 && ct >= 0.95)
+    );
     let _ = writeln!(md, "- The baseline falls with the number of open transactions: x2-list at {n_hi} is {:.1}% of its throughput at {n_lo} — {}.", rx * 100.0, verdict(rx < 0.5));
     let best = ts_rows
         .iter()

@@ -7,7 +7,7 @@
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
 use pgerror::{codes, PgError, PgResult};
-use sql::binder::{system_columns, system_table_oid};
+use sql::system_tables::{system_columns, system_table_oid};
 use sql::catalog::{PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID};
 use sql::functions::ScalarFunc;
 use sql::plan::SystemTable;

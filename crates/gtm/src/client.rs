@@ -6,7 +6,6 @@
 //! queued up meanwhile. Under light load a request goes out at once (no timer); under
 //! heavy load everything waiting at the same moment shares one round trip.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +17,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
+use crate::horizon::HorizonSet;
 use crate::proto::*;
 use crate::Timestamp;
 
@@ -112,7 +112,7 @@ impl RemoteClient {
             shared: shared.clone(),
             conn: Some(conn.0),
             last_failure: None,
-            live: HashSet::default(),
+            live: HorizonSet::new(),
             orphans: Vec::new(),
             seq: 0,
             wbuf: Vec::with_capacity(4096),
@@ -237,7 +237,7 @@ struct Driver {
     last_failure: Option<Instant>,
     /// Start timestamps begun through this client and not yet committed/finished: sent
     /// again in the handshake after a reconnect so the horizon keeps honouring them.
-    live: HashSet<Timestamp, TsBuildHasher>,
+    live: HorizonSet,
     /// Begins whose requester gave up (timed out) before the reply: finished in the next
     /// batch so they do not hold the horizon back forever.
     orphans: Vec<Timestamp>,
@@ -354,7 +354,7 @@ impl Driver {
                 )));
             }
         }
-        let live: Vec<Timestamp> = self.live.iter().copied().collect();
+        let live: Vec<Timestamp> = self.live.to_vec();
         let opened = match tokio::time::timeout_at(
             deadline.into(),
             Conn::open_inner(&self.shared.addr, &live),
@@ -387,10 +387,10 @@ impl Driver {
             // Finishes of transactions that are gone: the server drops a closed
             // connection's registrations itself, and live ones are no longer live.
             for (s, _) in &b.finishes {
-                self.live.remove(s);
+                self.live.remove(*s);
             }
             for (s, _) in &b.commits {
-                self.live.remove(s);
+                self.live.remove(*s);
             }
             b.fail(&e);
             return;
@@ -409,11 +409,11 @@ impl Driver {
         put_u32(w, b.finishes.len() as u32);
         for (s, _) in &b.commits {
             put_u64(w, *s);
-            self.live.remove(s);
+            self.live.remove(*s);
         }
         for (s, _) in &b.finishes {
             put_u64(w, *s);
-            self.live.remove(s);
+            self.live.remove(*s);
         }
         let len = (w.len() - 4) as u32;
         w[0..4].copy_from_slice(&len.to_le_bytes());

@@ -53,6 +53,27 @@ impl HorizonSet {
         self.live == 0 && self.extra.is_empty()
     }
 
+    /// Every registration (a timestamp registered twice appears twice), ascending within
+    /// the deque part.
+    pub fn to_vec(&self) -> Vec<Timestamp> {
+        let mut v = Vec::with_capacity(self.live + self.extra.len());
+        let deque = self.q.iter().map(|&(t, n)| (t, n));
+        let extra = self.extra.iter().map(|(&t, &n)| (t, n));
+        for (ts, n) in deque.chain(extra) {
+            for _ in 0..n {
+                v.push(ts);
+            }
+        }
+        v
+    }
+
+    /// Removes and returns every registration (see [`HorizonSet::to_vec`]).
+    pub fn drain(&mut self) -> Vec<Timestamp> {
+        let v = self.to_vec();
+        *self = HorizonSet::new();
+        v
+    }
+
     /// Minimum registered timestamp. O(1) for the deque; the extra map is almost always
     /// empty (its first key is O(log M) otherwise).
     #[inline]
@@ -223,6 +244,25 @@ impl HorizonSet {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn to_vec_and_drain_keep_multiplicity() {
+        let mut s = HorizonSet::new();
+        for t in [5, 7, 9, 11] {
+            s.insert(t);
+        }
+        s.insert(9); // twice
+        s.remove(7);
+        s.insert(3); // out of order: side map
+        let mut v = s.to_vec();
+        v.sort();
+        assert_eq!(v, vec![3, 5, 9, 9, 11]);
+        let mut d = s.drain();
+        d.sort();
+        assert_eq!(d, v);
+        assert!(s.is_empty());
+        assert_eq!(s.min(), None);
+    }
 
     /// Deterministic random sequences against a BTreeMap model.
     #[test]

@@ -104,29 +104,3 @@ pub fn static_code(code: &[u8]) -> &'static str {
         .find(|k| k.as_bytes() == code)
         .unwrap_or(codes::INTERNAL_ERROR)
 }
-
-/// A cheap hasher for timestamp keys (the client's live set, the server's
-/// per-connection registrations): one multiply instead of SipHash. Timestamps are not
-/// attacker-chosen in a way that matters here: a client can only hurt its own connection.
-#[derive(Default, Clone, Copy)]
-pub struct TsHasher(u64);
-
-impl std::hash::Hasher for TsHasher {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ *b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    #[inline]
-    fn write_u64(&mut self, v: u64) {
-        let x = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = x ^ (x >> 29);
-    }
-}
-
-pub type TsBuildHasher = std::hash::BuildHasherDefault<TsHasher>;

@@ -1,7 +1,6 @@
 //! The GTM as a network service: one oracle, many client connections, one batch in
 //! flight per connection (the client batches; the server answers a batch with ranges).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,6 +9,7 @@ use pgerror::{codes, PgError, PgResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::horizon::HorizonSet;
 use crate::oracle::{Oracle, OracleOptions};
 use crate::proto::*;
 use crate::Timestamp;
@@ -94,7 +94,7 @@ impl Server {
             tokio::spawn(async move {
                 let mut conn = Connection {
                     oracle,
-                    registered: HashMap::default(),
+                    registered: HorizonSet::new(),
                 };
                 match conn.serve(sock).await {
                     Ok(()) => tracing::debug!(%peer, "GTM client disconnected"),
@@ -111,36 +111,26 @@ impl Server {
 /// horizon; a reconnecting client re-registers its live ones in the handshake.
 struct Connection {
     oracle: Arc<Oracle>,
-    registered: HashMap<Timestamp, u32, TsBuildHasher>,
+    registered: HorizonSet,
 }
 
 impl Connection {
+    /// The connection's own registrations use the same structure as the oracle's set:
+    /// begins arrive in increasing order (O(1) append) and commits are found from the
+    /// newest end, so the cost does not grow with the number of open transactions.
+    #[inline]
     fn note_registered(&mut self, ts: Timestamp) {
-        *self.registered.entry(ts).or_insert(0) += 1;
+        self.registered.insert(ts);
     }
 
     /// Removes `ts` from this connection's registrations; false if it had none.
+    #[inline]
     fn note_unregistered(&mut self, ts: Timestamp) -> bool {
-        match self.registered.get_mut(&ts) {
-            Some(c) if *c > 1 => {
-                *c -= 1;
-                true
-            }
-            Some(_) => {
-                self.registered.remove(&ts);
-                true
-            }
-            None => false,
-        }
+        self.registered.remove(ts)
     }
 
     fn cleanup(&mut self) {
-        let mut left = Vec::new();
-        for (ts, n) in self.registered.drain() {
-            for _ in 0..n {
-                left.push(ts);
-            }
-        }
+        let left = self.registered.drain();
         if !left.is_empty() {
             tracing::debug!(
                 count = left.len(),

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod functions;
 pub mod parse;
 pub mod plan;
+pub mod system_tables;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};
 pub use plan::*;

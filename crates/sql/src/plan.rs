@@ -294,7 +294,7 @@ impl Rel {
         match self {
             Rel::Unit => 0,
             Rel::Scan { table, .. } => table.columns.len(),
-            Rel::System { table } => crate::binder::system_columns(*table).len(),
+            Rel::System { table } => crate::system_tables::system_columns(*table).len(),
             Rel::Values { rows } => rows.first().map_or(0, Vec::len),
             Rel::GenerateSeries { .. } => 1,
             Rel::Project { exprs, .. } => exprs.len(),
