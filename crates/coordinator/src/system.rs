@@ -317,6 +317,27 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
         F::PgIsInRecovery => Value::Bool(false),
         F::PgPostmasterStartTime => Value::TimestampTz(session.txn_time),
         F::InetServerAddr => Value::Null,
+        F::PgRelationIsPublishable => {
+            // PostgreSQL: true for permanent user tables (not system catalogs).
+            Value::Bool(find_table(session, arg_oid(0)).is_some())
+        }
+        F::ToRegtype => {
+            if args.first().is_none_or(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            match DataType::from_sql_name(&arg_text(0), &[]) {
+                Ok(t) => Value::Oid(t.oid()),
+                Err(_) => Value::Null,
+            }
+        }
+        F::ToRegnamespace => match arg_text(0).as_str() {
+            "pg_catalog" => oid(PG_CATALOG_NAMESPACE_OID),
+            "public" => oid(PUBLIC_NAMESPACE_OID),
+            "information_schema" => oid(INFORMATION_SCHEMA_OID),
+            "pg_toast" => oid(PG_TOAST_NAMESPACE_OID),
+            _ => Value::Null,
+        },
+        F::PgGetViewDef | F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
         other => return Err(PgError::new(codes::INTERNAL_ERROR, format!("{other:?} is not a session function"))),
     })
 }

@@ -40,6 +40,12 @@ pub enum ScalarFunc {
     PgIsInRecovery,
     PgPostmasterStartTime,
     InetServerAddr,
+    PgRelationIsPublishable,
+    ToRegtype,
+    ToRegnamespace,
+    PgGetViewDef,
+    PgGetFunctionResult,
+    PgGetFunctionArguments,
     // Pure functions.
     Random,
     Abs,
@@ -178,6 +184,13 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         ("pg_is_in_recovery", 0) => (F::PgIsInRecovery, vec![], Bool),
         ("pg_postmaster_start_time", 0) => (F::PgPostmasterStartTime, vec![], TimestampTz),
         ("inet_server_addr", 0) => (F::InetServerAddr, vec![], Text),
+        ("pg_relation_is_publishable", 1) => (F::PgRelationIsPublishable, vec![RegClass], Bool),
+        ("to_regtype", 1) => (F::ToRegtype, vec![Text], RegType),
+        ("to_regnamespace", 1) => (F::ToRegnamespace, vec![Text], RegNamespace),
+        ("pg_get_viewdef", 1) => (F::PgGetViewDef, vec![Oid], Text),
+        ("pg_get_viewdef", 2) => (F::PgGetViewDef, vec![Oid, Bool], Text),
+        ("pg_get_function_result", 1) => (F::PgGetFunctionResult, vec![Oid], Text),
+        ("pg_get_function_arguments", 1) => (F::PgGetFunctionArguments, vec![Oid], Text),
         ("random", 0) => (F::Random, vec![], Float8),
         ("abs", 1) => {
             let t = numeric_like(&first);
