@@ -294,14 +294,17 @@ def fuzz_conn(target):
 def test_random_sql_text(target, fuzz_conn, sql):
     conn = fuzz_conn
     try:
-        conn.execute(sql.encode())  # as bytes: no client-side placeholder handling
+        # bytes: no client-side placeholder handling; prepare=False: always a simple Query
+        # (psycopg would otherwise switch to named prepared statements after 5 uses)
+        conn.execute(sql.encode(), prepare=False)
     except psycopg.Error as e:
         assert not conn.closed and not conn.broken, (
             f"connection lost after {sql!r}: {e!r} (log {target.log_path})")
         assert e.sqlstate is not None, f"error without SQLSTATE for {sql!r}: {e!r}"
     if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        conn.execute("ROLLBACK")
-    assert conn.execute("SELECT 1").fetchone() == (1,), f"session unusable after {sql!r}"
+        conn.execute("ROLLBACK", prepare=False)
+    assert conn.execute("SELECT 1", prepare=False).fetchone() == (1,), (
+        f"session unusable after {sql!r}")
 
 
 def test_server_still_alive_at_the_end(target, witness):

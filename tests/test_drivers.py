@@ -110,6 +110,25 @@ def test_psycopg3_transactions_and_savepoints(target):
             (10,), (12,)]
 
 
+def test_psycopg3_repeated_statements_get_prepared(target):
+    """psycopg prepares a statement (named Parse) from its 5th execution on -- including
+    transaction control like BEGIN/COMMIT/ROLLBACK/SAVEPOINT that applications run in loops."""
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS drv_prep")
+        conn.execute("CREATE TABLE drv_prep (id int PRIMARY KEY, v int)")
+        for i in range(12):
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO drv_prep (id, v) VALUES (%s, %s)", (i, i * i))
+            conn.execute("SAVEPOINT sp")
+            conn.execute("UPDATE drv_prep SET v = v + 1 WHERE id = %s", (i,))
+            conn.execute("ROLLBACK TO SAVEPOINT sp")
+            conn.execute("RELEASE SAVEPOINT sp")
+            conn.execute("COMMIT" if i % 2 == 0 else "ROLLBACK")
+            assert conn.execute("SELECT count(*) FROM drv_prep").fetchone() == (i // 2 + 1,)
+        assert conn.execute("SELECT id, v FROM drv_prep ORDER BY id").fetchall() == [
+            (i, i * i) for i in range(0, 12, 2)]
+
+
 @pytest.mark.parametrize("sql, sqlstate", [
     ("INSERT INTO drv_err VALUES (1)", "23505"),
     ("SELECT 1 / 0", "22012"),

@@ -244,8 +244,19 @@ def test_isolation_matches_postgres(postgres, target, name, setup, steps, summar
     else:
         expected_view, actual_view = expected, actual
     if actual_view != expected_view:
+        diffs = []
+        if not summary:
+            for i, (e, a) in enumerate(zip(expected["steps"], actual["steps"])):
+                if e != a:
+                    diffs.append(f"  step {i} {e['session']}: {e['sql']}\n"
+                                 f"    PostgreSQL: blocked={e['blocked']} {e['result']}\n"
+                                 f"    {target.kind}: blocked={a['blocked']} {a['result']}")
+            if expected["final"] != actual["final"]:
+                diffs.append(f"  final rows: PostgreSQL {expected['final']}, "
+                             f"{target.kind} {actual['final']}")
         pytest.fail(
             f"scenario {name}: {target.kind} differs from PostgreSQL 15\n"
+            + "".join(d + "\n" for d in diffs) +
             f"--- PostgreSQL 15\n{json.dumps(expected_view, indent=1, default=str)}\n"
             f"--- {target.kind}\n{json.dumps(actual_view, indent=1, default=str)}\n"
             f"--- raw {target.kind} outcome\n{json.dumps(actual, indent=1, default=str)}")

@@ -15,8 +15,8 @@ import psycopg
 MB = 1024 * 1024
 CACHE_SIZE_MB = 32
 # Fixed memory overhead on top of --cache-size (code, runtime, connection buffers,
-# catalog, write buffers, ...).  docs/architecture.md documents this bound; keep the two
-# in sync.
+# catalog, write buffers, ...).  docs/architecture.md documents this bound (its "Memory"
+# section, which points at crates/storage/README.md); keep them in sync.
 DOCUMENTED_OVERHEAD_BYTES = 160 * MB
 LOAD_MB = int(os.environ.get("MERIDIAN_MEMTEST_MB", "150"))
 assert LOAD_MB >= 4 * CACHE_SIZE_MB, "the load must be at least 4x the cache"

@@ -120,6 +120,41 @@ impl<'a> Executor<'a> {
                     rows.into_iter().skip(skip).take(take).collect()
                 }
                 Rel::Distinct { input } => distinct(self.rel(input, outer).await?),
+                Rel::WorkTable { work, .. } => work.lock().map_err(|_| poisoned())?.clone(),
+                Rel::RecursiveUnion { base, recursive, all, work } => {
+                    let mut seen = HashSet::new();
+                    let mut keep = |rows: Vec<Row>| -> Vec<Row> {
+                        if *all {
+                            rows
+                        } else {
+                            rows.into_iter().filter(|r| seen.insert(group_key(r))).collect()
+                        }
+                    };
+                    let mut working = keep(self.rel(base, outer).await?);
+                    let mut result = working.clone();
+                    // Save the cell: this node may run inside an iteration of itself (a
+                    // correlated subquery re-evaluated per row).
+                    let saved = std::mem::take(&mut *work.lock().map_err(|_| poisoned())?);
+                    let mut outcome = Ok(());
+                    while !working.is_empty() {
+                        *work.lock().map_err(|_| poisoned())? = std::mem::take(&mut working);
+                        match self.rel(recursive, outer).await {
+                            Ok(rows) => working = keep(rows),
+                            Err(e) => {
+                                outcome = Err(e);
+                                break;
+                            }
+                        }
+                        result.extend(working.iter().cloned());
+                        if result.len() > 10_000_000 {
+                            outcome = Err(PgError::new(codes::PROGRAM_LIMIT_EXCEEDED, "recursive query produced too many rows"));
+                            break;
+                        }
+                    }
+                    *work.lock().map_err(|_| poisoned())? = saved;
+                    outcome?;
+                    result
+                }
                 Rel::Union { left, right, all } => {
                     let mut rows = self.rel(left, outer).await?;
                     rows.extend(self.rel(right, outer).await?);
@@ -304,6 +339,10 @@ fn generate_series(ctx: &EvalCtx, start: &Expr, stop: &Expr, step: Option<&Expr>
         }
     }
     Ok(out)
+}
+
+fn poisoned() -> PgError {
+    PgError::new(codes::INTERNAL_ERROR, "recursive query work table poisoned")
 }
 
 /// A byte string equal for rows whose values are equal (GROUP BY, DISTINCT).

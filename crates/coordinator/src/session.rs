@@ -29,14 +29,14 @@ const FLUSH_THRESHOLD: usize = 64 << 10;
 struct Prepared {
     parsed: Option<ParsedStatement>,
     declared_types: Vec<u32>,
-    bound: Statement,
+    bound: Arc<Statement>,
     param_types: Vec<DataType>,
     catalog_version: u64,
 }
 
 struct Portal {
     statement: Arc<Prepared>,
-    bound: Statement,
+    bound: Arc<Statement>,
     params: Vec<Value>,
     result_formats: Vec<i16>,
     /// Rows produced but not yet sent (after an Execute with a row limit).
@@ -291,7 +291,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let count = statements.len();
         for (i, parsed) in statements.into_iter().enumerate() {
-            let result = match bind(&parsed, &self.shared.catalog, &[]) {
+            let failed = self.tx.as_ref().is_some_and(|t| t.failed) && !parsed.ends_failed_transaction();
+            let result = match if failed { Err(in_failed_transaction()) } else { bind(&parsed, &self.shared.catalog, &[]) } {
                 Ok((bound, _)) => {
                     let columns = bound.output_columns();
                     if !columns.is_empty() && !matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
@@ -350,17 +351,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => Prepared {
                 parsed: None,
                 declared_types: param_types,
-                bound: Statement::Empty,
+                bound: Arc::new(Statement::Empty),
                 param_types: Vec::new(),
                 catalog_version: self.shared.catalog.version(),
             },
             Some(parsed) => {
-                if self.tx.as_ref().is_some_and(|t| t.failed) && !matches!(&parsed.parsed, sql::parse::Parsed::Ready(s) if s.ends_failed_transaction()) {
+                if self.tx.as_ref().is_some_and(|t| t.failed) && !parsed.ends_failed_transaction() {
                     return Err(in_failed_transaction());
                 }
                 let version = self.shared.catalog.version();
                 let (bound, types) = bind(&parsed, &self.shared.catalog, &param_types)?;
-                Prepared { parsed: Some(parsed), declared_types: param_types, bound, param_types: types, catalog_version: version }
+                Prepared { parsed: Some(parsed), declared_types: param_types, bound: Arc::new(bound), param_types: types, catalog_version: version }
             }
         };
         self.prepared.insert(name, Arc::new(prepared));
@@ -369,7 +370,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     /// The prepared statement's plan, bound again if DDL changed the catalog since.
-    fn current_plan(&self, p: &Prepared) -> PgResult<Statement> {
+    fn current_plan(&self, p: &Prepared) -> PgResult<Arc<Statement>> {
         if p.catalog_version == self.shared.catalog.version() {
             return Ok(p.bound.clone());
         }
@@ -379,9 +380,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 if types != p.param_types {
                     return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "cached plan must not change result type"));
                 }
-                Ok(bound)
+                Ok(Arc::new(bound))
             }
-            None => Ok(Statement::Empty),
+            None => Ok(Arc::new(Statement::Empty)),
         }
     }
 
@@ -472,7 +473,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let mut portal = self.portals.remove(name).ok_or_else(|| {
             PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
         })?;
-        if matches!(portal.bound, Statement::Empty) {
+        if matches!(*portal.bound, Statement::Empty) {
             backend::empty_query_response(&mut self.out);
             return Ok(());
         }

@@ -19,6 +19,8 @@ const BTREE_AM_OID: u32 = 403;
 const INFORMATION_SCHEMA_OID: u32 = 13_000;
 const PG_TOAST_NAMESPACE_OID: u32 = 99;
 const POSTGRES_DB_OID: u32 = 5;
+/// The built-in role that owns schema public in PostgreSQL 15.
+const PG_DATABASE_OWNER_OID: u32 = 6171;
 
 fn text(s: &str) -> Value {
     Value::Text(s.to_string())
@@ -55,7 +57,10 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
     let mut rows: Vec<Vec<Value>> = match table {
         PgNamespace => vec![
             vec![oid(PG_CATALOG_NAMESPACE_OID), text("pg_catalog"), oid(SUPERUSER_OID), Value::Null],
-            vec![oid(PUBLIC_NAMESPACE_OID), text("public"), oid(SUPERUSER_OID), Value::Null],
+            vec![
+                oid(PUBLIC_NAMESPACE_OID), text("public"), oid(PG_DATABASE_OWNER_OID),
+                Value::Array(vec![text("pg_database_owner=UC/pg_database_owner"), text("=U/pg_database_owner")]),
+            ],
             vec![oid(INFORMATION_SCHEMA_OID), text("information_schema"), oid(SUPERUSER_OID), Value::Null],
             vec![oid(PG_TOAST_NAMESPACE_OID), text("pg_toast"), oid(SUPERUSER_OID), Value::Null],
         ],
@@ -140,10 +145,21 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             vec![oid(HEAP_AM_OID), text("heap"), oid(3), chr('t')],
             vec![oid(BTREE_AM_OID), text("btree"), oid(330), chr('i')],
         ],
-        PgRoles | PgUser | PgAuthid => vec![vec![
-            text("postgres"), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true),
-            Value::Bool(true), Value::Int4(-1), text("********"), Value::Null, Value::Bool(true), Value::Null, oid(SUPERUSER_OID),
-        ]],
+        PgRoles | PgUser | PgAuthid => {
+            let mut out = vec![vec![
+                text("postgres"), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true),
+                Value::Bool(true), Value::Int4(-1), text("********"), Value::Null, Value::Bool(true), Value::Null, oid(SUPERUSER_OID),
+            ]];
+            if table != PgUser {
+                // pg_user lists only roles that can log in.
+                out.push(vec![
+                    text("pg_database_owner"), Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(false),
+                    Value::Bool(false), Value::Bool(false), Value::Int4(-1), text("********"), Value::Null, Value::Bool(false),
+                    Value::Null, oid(PG_DATABASE_OWNER_OID),
+                ]);
+            }
+            out
+        }
         PgTablespace => vec![
             vec![oid(1663), text("pg_default"), oid(SUPERUSER_OID), Value::Null, Value::Null],
             vec![oid(1664), text("pg_global"), oid(SUPERUSER_OID), Value::Null, Value::Null],
@@ -291,7 +307,11 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             }
         }
         F::PgTableIsVisible | F::PgTypeIsVisible => Value::Bool(true),
-        F::PgGetUserById => text(if arg_oid(0) == SUPERUSER_OID { "postgres" } else { "unknown (OID)" }),
+        F::PgGetUserById => match arg_oid(0) {
+            SUPERUSER_OID => text("postgres"),
+            PG_DATABASE_OWNER_OID => text("pg_database_owner"),
+            o => text(&format!("unknown (OID={o})")),
+        },
         F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
         F::PgGetIndexDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(arg_oid(0))) {
             Some(t) => text(&format!("CREATE UNIQUE INDEX {} ON public.{} USING btree ({})", t.pk_name.clone().unwrap_or_default(), t.name, pk_columns(&t))),

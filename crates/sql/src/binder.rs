@@ -48,6 +48,8 @@ pub struct Binder<'a> {
     /// Enclosing scopes (outermost first); the current scope is passed explicitly.
     outer: Vec<Scope>,
     correlated: bool,
+    /// Common table expressions in scope (innermost last): name, bound relation, columns.
+    ctes: Vec<(String, Rel, Vec<ScopeColumn>)>,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -61,7 +63,7 @@ pub fn bind(
         .iter()
         .map(|&oid| if oid == 0 { Ok(DataType::Unknown) } else { DataType::from_oid(oid).ok_or_else(|| unknown_type_oid(oid)) })
         .collect::<PgResult<Vec<_>>>()?;
-    let mut binder = Binder { catalog, params, outer: Vec::new(), correlated: false };
+    let mut binder = Binder { catalog, params, outer: Vec::new(), correlated: false, ctes: Vec::new() };
     let bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
         Parsed::Vacuum { tables, analyze } => {
@@ -222,17 +224,95 @@ impl<'a> Binder<'a> {
 
     /// Bind a query whose enclosing scope (for correlation) is `enclosing`.
     fn query_in(&mut self, q: &ast::Query, enclosing: &Scope) -> PgResult<Query> {
-        if q.with.is_some() {
-            return Err(unsupported("WITH queries"));
-        }
         self.outer.push(enclosing.clone());
         let was_correlated = std::mem::replace(&mut self.correlated, false);
-        let result = self.query_body(q);
+        let ctes_before = self.ctes.len();
+        let result = match &q.with {
+            Some(with) => self.with_clause(with).and_then(|_| self.query_body(q)),
+            None => self.query_body(q),
+        };
+        self.ctes.truncate(ctes_before);
         self.outer.pop();
         let correlated = std::mem::replace(&mut self.correlated, was_correlated);
         let mut query = result?;
         query.correlated = correlated;
         Ok(query)
+    }
+
+    /// Bind the CTEs of a WITH clause (at the level of the query that owns it) and put
+    /// them in scope. A recursive CTE must be `base UNION [ALL] recursive-term`.
+    fn with_clause(&mut self, with: &ast::With) -> PgResult<()> {
+        for cte in &with.cte_tables {
+            let name = ident_name(&cte.alias.name);
+            let col_names: Vec<String> = cte.alias.columns.iter().map(|c| ident_name(&c.name)).collect();
+            let name_cols = |cols: &[OutputColumn]| -> PgResult<Vec<ScopeColumn>> {
+                if col_names.len() > cols.len() {
+                    return Err(syntax(format!(
+                        "WITH query \"{name}\" has {} columns available but {} columns specified",
+                        cols.len(),
+                        col_names.len()
+                    )));
+                }
+                Ok(cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ScopeColumn {
+                        qualifier: Some(name.clone()),
+                        name: col_names.get(i).cloned().unwrap_or_else(|| c.name.clone()),
+                        ty: if c.ty == DataType::Unknown { DataType::Text } else { c.ty.clone() },
+                        table_oid: 0,
+                        attnum: 0,
+                    })
+                    .collect())
+            };
+            let recursive_parts = match cte.query.body.as_ref() {
+                ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right }
+                    if with.recursive && cte.query.order_by.is_none() && cte.query.limit_clause.is_none() =>
+                {
+                    Some((left, right, matches!(set_quantifier, ast::SetQuantifier::All)))
+                }
+                _ => None,
+            };
+            let (rel, cols) = match recursive_parts {
+                Some((left, right, all)) => {
+                    let (base, base_cols) = self.set_expr(left)?;
+                    let cols = name_cols(&base_cols)?;
+                    let base = if base_cols.iter().any(|c| c.ty == DataType::Unknown) {
+                        let exprs = base_cols
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                            .collect::<PgResult<Vec<_>>>()?;
+                        Rel::Project { input: Box::new(base), exprs }
+                    } else {
+                        base
+                    };
+                    let work: WorkTableCell = Default::default();
+                    let width = cols.len();
+                    self.ctes.push((name.clone(), Rel::WorkTable { work: work.clone(), width }, cols.clone()));
+                    let rec = self.set_expr(right);
+                    self.ctes.pop();
+                    let (rec, rec_cols) = rec?;
+                    if rec_cols.len() != width {
+                        return Err(syntax("each UNION query must have the same number of columns"));
+                    }
+                    let exprs = rec_cols
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                        .collect::<PgResult<Vec<_>>>()?;
+                    let rec = Rel::Project { input: Box::new(rec), exprs };
+                    (Rel::RecursiveUnion { base: Box::new(base), recursive: Box::new(rec), all, work }, cols)
+                }
+                None => {
+                    let q = self.query_body(&cte.query)?;
+                    let cols = name_cols(&q.columns)?;
+                    (q.root, cols)
+                }
+            };
+            self.ctes.push((name, rel, cols));
+        }
+        Ok(())
     }
 
     fn query_body(&mut self, q: &ast::Query) -> PgResult<Query> {
@@ -440,6 +520,14 @@ impl<'a> Binder<'a> {
                 let parts = object_name_parts(name);
                 if let Some(args) = args {
                     return self.table_function(&parts, &args.args, alias);
+                }
+                if let [single] = parts.as_slice() {
+                    if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
+                        let mut cols = cols.clone();
+                        let rel = rel.clone();
+                        apply_alias(&mut cols, alias, single.clone());
+                        return Ok((rel, Scope { columns: cols }));
+                    }
                 }
                 let (rel, mut cols, default) = self.relation(&parts)?;
                 apply_alias(&mut cols, alias, default);

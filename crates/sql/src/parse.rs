@@ -28,6 +28,13 @@ pub struct ParsedStatement {
     pub text: String,
 }
 
+impl ParsedStatement {
+    /// COMMIT/ROLLBACK/ROLLBACK TO: the statements a failed transaction block accepts.
+    pub fn ends_failed_transaction(&self) -> bool {
+        matches!(&self.parsed, Parsed::Ready(s) if s.ends_failed_transaction())
+    }
+}
+
 /// Split `sql` at top-level semicolons. Empty statements are dropped.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let bytes = sql.as_bytes();

@@ -131,7 +131,16 @@ pub enum Rel {
     Limit { input: Box<Rel>, limit: Option<Expr>, offset: Option<Expr> },
     Distinct { input: Box<Rel> },
     Union { left: Box<Rel>, right: Box<Rel>, all: bool },
+    /// `WITH RECURSIVE` term: `base UNION [ALL] recursive`, where `recursive` reads the
+    /// rows of the previous iteration through a `WorkTable` sharing `work`.
+    RecursiveUnion { base: Box<Rel>, recursive: Box<Rel>, all: bool, work: WorkTableCell },
+    /// The rows of the current iteration of the enclosing `RecursiveUnion`.
+    WorkTable { work: WorkTableCell, width: usize },
 }
+
+/// The working table of a recursive CTE, shared between its `RecursiveUnion` and the
+/// `WorkTable` scans in its recursive term (set by the executor on each iteration).
+pub type WorkTableCell = Arc<std::sync::Mutex<Vec<Vec<Value>>>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinKind {
@@ -302,6 +311,8 @@ impl Rel {
             Rel::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),
             Rel::Filter { input, .. } | Rel::Sort { input, .. } | Rel::Limit { input, .. } | Rel::Distinct { input } => input.width(),
             Rel::Union { left, .. } => left.width(),
+            Rel::RecursiveUnion { base, .. } => base.width(),
+            Rel::WorkTable { width, .. } => *width,
         }
     }
 }
