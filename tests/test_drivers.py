@@ -129,6 +129,19 @@ def test_psycopg3_repeated_statements_get_prepared(target):
             (i, i * i) for i in range(0, 12, 2)]
 
 
+def test_psycopg3_prepared_statement_cache_eviction(target):
+    """When psycopg's prepared-statement cache (prepared_max, default 100) is full it evicts
+    the oldest statement with SQL ``DEALLOCATE _pg3_N``; long-running applications hit this."""
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        conn.prepared_max = 3
+        for n in range(8):
+            for _ in range(6):  # prepared from the 5th execution on
+                assert conn.execute(f"SELECT {n} + %s", (1,)).fetchone() == (n + 1,)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        conn.execute("DEALLOCATE ALL")
+        assert conn.execute("SELECT 2").fetchone() == (2,)
+
+
 @pytest.mark.parametrize("sql, sqlstate", [
     ("INSERT INTO drv_err VALUES (1)", "23505"),
     ("SELECT 1 / 0", "22012"),

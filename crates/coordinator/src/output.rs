@@ -81,6 +81,10 @@ pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec
             _ => b"-",
         }),
         (DataType::RegProc, Value::Oid(0)) => out.push(b'-'),
+        (DataType::RegProc, Value::Oid(o)) => match crate::system::proc_name(*o) {
+            Some(n) => out.extend_from_slice(n.as_bytes()),
+            None => out.extend_from_slice(o.to_string().as_bytes()),
+        },
         _ => types::io::to_text(v, ty, out),
     }
 }

@@ -205,15 +205,118 @@ fn pg_attribute_row(rel: u32, name: &str, ty: &DataType, num: i16, not_null: boo
     ]
 }
 
+/// I/O functions of a built-in type (typinput, typoutput, typreceive, typsend), as in PostgreSQL 15.
+fn type_io_procs(ty: &DataType) -> [u32; 4] {
+    use DataType::*;
+    match ty {
+        Array(_) => [750, 751, 2400, 2401],
+        Bool => [1242, 1243, 2436, 2437],
+        Bytea => [1244, 31, 2412, 2413],
+        Char => [1245, 33, 2434, 2435],
+        Name => [34, 35, 2422, 2423],
+        Int8 => [460, 461, 2408, 2409],
+        Int2 => [38, 39, 2404, 2405],
+        Int2Vector => [40, 41, 2410, 2411],
+        Int4 => [42, 43, 2406, 2407],
+        RegProc => [44, 45, 2444, 2445],
+        Text => [46, 47, 2414, 2415],
+        Oid => [1798, 1799, 2418, 2419],
+        OidVector => [54, 55, 2420, 2421],
+        Float4 => [200, 201, 2424, 2425],
+        Float8 => [214, 215, 2426, 2427],
+        Bpchar { .. } => [1044, 1045, 2430, 2431],
+        Varchar { .. } => [1046, 1047, 2432, 2433],
+        Date => [1084, 1085, 2468, 2469],
+        Time => [1143, 1144, 2470, 2471],
+        Timestamp => [1312, 1313, 2474, 2475],
+        TimestampTz => [1150, 1151, 2476, 2477],
+        Interval => [1160, 1161, 2478, 2479],
+        Numeric { .. } => [1701, 1702, 2460, 2461],
+        RegClass => [2218, 2219, 2452, 2453],
+        RegType => [2220, 2221, 2454, 2455],
+        RegNamespace => [4084, 4085, 4086, 4087],
+        PgNodeTree => [195, 196, 197, 198],
+        Unknown => [109, 110, 2416, 2417],
+        _ => [0, 0, 0, 0],
+    }
+}
+
+/// Names of the procedures in `type_io_procs` (regproc output).
+pub fn proc_name(o: u32) -> Option<&'static str> {
+    const NAMES: &[(u32, &str)] = &[
+        (750, "array_in"), (751, "array_out"), (2400, "array_recv"), (2401, "array_send"),
+        (1242, "boolin"), (1243, "boolout"), (2436, "boolrecv"), (2437, "boolsend"),
+        (1244, "byteain"), (31, "byteaout"), (2412, "bytearecv"), (2413, "byteasend"),
+        (1245, "charin"), (33, "charout"), (2434, "charrecv"), (2435, "charsend"),
+        (34, "namein"), (35, "nameout"), (2422, "namerecv"), (2423, "namesend"),
+        (460, "int8in"), (461, "int8out"), (2408, "int8recv"), (2409, "int8send"),
+        (38, "int2in"), (39, "int2out"), (2404, "int2recv"), (2405, "int2send"),
+        (40, "int2vectorin"), (41, "int2vectorout"), (2410, "int2vectorrecv"), (2411, "int2vectorsend"),
+        (42, "int4in"), (43, "int4out"), (2406, "int4recv"), (2407, "int4send"),
+        (44, "regprocin"), (45, "regprocout"), (2444, "regprocrecv"), (2445, "regprocsend"),
+        (46, "textin"), (47, "textout"), (2414, "textrecv"), (2415, "textsend"),
+        (1798, "oidin"), (1799, "oidout"), (2418, "oidrecv"), (2419, "oidsend"),
+        (54, "oidvectorin"), (55, "oidvectorout"), (2420, "oidvectorrecv"), (2421, "oidvectorsend"),
+        (200, "float4in"), (201, "float4out"), (2424, "float4recv"), (2425, "float4send"),
+        (214, "float8in"), (215, "float8out"), (2426, "float8recv"), (2427, "float8send"),
+        (1044, "bpcharin"), (1045, "bpcharout"), (2430, "bpcharrecv"), (2431, "bpcharsend"),
+        (1046, "varcharin"), (1047, "varcharout"), (2432, "varcharrecv"), (2433, "varcharsend"),
+        (1084, "date_in"), (1085, "date_out"), (2468, "date_recv"), (2469, "date_send"),
+        (1143, "time_in"), (1144, "time_out"), (2470, "time_recv"), (2471, "time_send"),
+        (1312, "timestamp_in"), (1313, "timestamp_out"), (2474, "timestamp_recv"), (2475, "timestamp_send"),
+        (1150, "timestamptz_in"), (1151, "timestamptz_out"), (2476, "timestamptz_recv"), (2477, "timestamptz_send"),
+        (1160, "interval_in"), (1161, "interval_out"), (2478, "interval_recv"), (2479, "interval_send"),
+        (1701, "numeric_in"), (1702, "numeric_out"), (2460, "numeric_recv"), (2461, "numeric_send"),
+        (2218, "regclassin"), (2219, "regclassout"), (2452, "regclassrecv"), (2453, "regclasssend"),
+        (2220, "regtypein"), (2221, "regtypeout"), (2454, "regtyperecv"), (2455, "regtypesend"),
+        (4084, "regnamespacein"), (4085, "regnamespaceout"), (4086, "regnamespacerecv"), (4087, "regnamespacesend"),
+        (195, "pg_node_tree_in"), (196, "pg_node_tree_out"), (197, "pg_node_tree_recv"), (198, "pg_node_tree_send"),
+        (109, "unknownin"), (110, "unknownout"), (2416, "unknownrecv"), (2417, "unknownsend"),
+        (2290, "record_in"), (3504, "enum_in"), (3834, "range_in"), (2597, "domain_in"),
+        (6179, "array_subscript_handler"), (6180, "raw_array_subscript_handler"),
+    ];
+    NAMES.iter().find(|(x, _)| *x == o).map(|(_, n)| *n)
+}
+
+/// typalign as in PostgreSQL 15.
+fn type_align(ty: &DataType) -> char {
+    use DataType::*;
+    match ty {
+        Bool | Char | Name | Unknown => 'c',
+        Int2 => 's',
+        Int8 | Float8 | Timestamp | TimestampTz | Time | Interval => 'd',
+        Array(e) => match e.as_ref() {
+            Int8 | Float8 | Timestamp | TimestampTz | Time | Interval => 'd',
+            _ => 'i',
+        },
+        _ => 'i',
+    }
+}
+
 fn pg_type_row(ty: &DataType) -> Vec<Value> {
+    use DataType::*;
     let elem = ty.element().map(|e| e.oid()).unwrap_or(0);
     let array_oid = builtin_array_oid(ty);
+    let [input, output, receive, send] = type_io_procs(ty);
+    let len = ty.typlen();
+    let preferred = matches!(ty, Bool | Text | Float8 | Oid | TimestampTz | Interval);
+    // Subscripting: arrays use array_subscript_handler, fixed-length vectors raw_array_subscript_handler.
+    let subscript = match ty {
+        Array(_) => 6179,
+        Int2Vector | OidVector | Name => 6180,
+        _ => 0,
+    };
+    let collation = match ty {
+        Name => 950,
+        t if t.is_string() => 100,
+        _ => 0,
+    };
     vec![
-        oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(ty.typlen()),
-        Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr(if *ty == DataType::Unknown { 'p' } else { 'b' }),
-        chr(ty.category()), Value::Bool(false), Value::Bool(true), chr(','), oid(0), oid(0), oid(elem), oid(array_oid),
-        oid(0), oid(0), oid(0), oid(0), chr('i'), chr('p'), Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0),
-        oid(if ty.is_string() { 100 } else { 0 }), Value::Null,
+        oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len),
+        Value::Bool(len > 0 && len <= 8), chr(if *ty == Unknown { 'p' } else { 'b' }),
+        chr(ty.category()), Value::Bool(preferred), Value::Bool(true), chr(','), oid(0), oid(subscript), oid(elem), oid(array_oid),
+        oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)), chr(if len == -1 { 'x' } else { 'p' }),
+        Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(collation), Value::Null,
     ]
 }
 
@@ -357,6 +460,22 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             "pg_toast" => oid(PG_TOAST_NAMESPACE_OID),
             _ => Value::Null,
         },
+        F::RegclassText | F::RegtypeText | F::RegnamespaceText | F::RegprocText => {
+            let (v, ty) = match func {
+                F::RegclassText => (args.into_iter().next(), DataType::RegClass),
+                F::RegtypeText => (args.into_iter().next(), DataType::RegType),
+                F::RegnamespaceText => (args.into_iter().next(), DataType::RegNamespace),
+                _ => (args.into_iter().next(), DataType::RegProc),
+            };
+            match v {
+                None | Some(Value::Null) => Value::Null,
+                Some(v) => {
+                    let mut out = Vec::new();
+                    crate::output::value_text(&v, &ty, session, &mut out);
+                    text(&String::from_utf8_lossy(&out))
+                }
+            }
+        }
         F::PgGetViewDef | F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
         other => return Err(PgError::new(codes::INTERNAL_ERROR, format!("{other:?} is not a session function"))),
     })

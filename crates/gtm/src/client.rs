@@ -314,6 +314,11 @@ impl Driver {
             for p in taken.drain(..) {
                 if p.deadline <= now {
                     let _ = p.tx.send(Err(self.timed_out()));
+                    // The caller gives up on the transaction: still unregister it, so a
+                    // timed-out commit or finish does not pin the horizon.
+                    if let Op::Commit(s) | Op::Finish(s) = p.op {
+                        batch.finishes.push((s, None));
+                    }
                     continue;
                 }
                 deadline = Some(deadline.map_or(p.deadline, |d: Instant| d.min(p.deadline)));
@@ -326,6 +331,13 @@ impl Driver {
             }
             for s in self.orphans.drain(..) {
                 batch.finishes.push((s, None));
+            }
+            if batch.begins.is_empty()
+                && batch.stamps.is_empty()
+                && batch.commits.is_empty()
+                && batch.finishes.is_empty()
+            {
+                continue;
             }
             let b = std::mem::take(&mut batch);
             let deadline = deadline.unwrap_or(now + self.shared.opts.request_timeout);

@@ -1220,6 +1220,14 @@ impl<'a> Binder<'a> {
     }
 
     fn explicit_cast(&mut self, inner: Expr, to: &DataType) -> PgResult<Expr> {
+        // A numeric string is an OID for every reg* type ('16602'::regclass).
+        if matches!(to, DataType::RegClass | DataType::RegType | DataType::RegNamespace | DataType::RegProc) {
+            if let Expr::Const(Value::Text(s), _) = &inner {
+                if let Ok(o) = s.trim().parse::<u32>() {
+                    return Ok(const_expr(Value::Oid(o), to.clone()));
+                }
+            }
+        }
         // 'name'::regclass resolves against the catalog now, as PostgreSQL's regclassin does.
         if *to == DataType::RegClass {
             if let Expr::Const(Value::Text(name), _) = &inner {
@@ -1232,6 +1240,31 @@ impl<'a> Binder<'a> {
                     }
                 };
                 return Ok(const_expr(Value::Oid(oid), DataType::RegClass));
+            }
+        }
+        // reg* → text needs the catalog (regclassout, regtypeout…): a session function.
+        let reg_text = match inner.ty() {
+            DataType::RegClass => Some(ScalarFunc::RegclassText),
+            DataType::RegType => Some(ScalarFunc::RegtypeText),
+            DataType::RegNamespace => Some(ScalarFunc::RegnamespaceText),
+            DataType::RegProc => Some(ScalarFunc::RegprocText),
+            _ => None,
+        };
+        if let Some(func) = reg_text {
+            if matches!(to, DataType::Text | DataType::Name | DataType::Varchar { .. } | DataType::Bpchar { .. }) {
+                let e = Expr::Func { func, args: vec![inner], ty: DataType::Text };
+                return cast_to_explicit(e, to);
+            }
+        }
+        if matches!(to, DataType::RegType | DataType::RegProc) {
+            if let Expr::Const(Value::Text(s), _) = &inner {
+                if *to == DataType::RegType {
+                    let t = DataType::from_sql_name(s, &[])?;
+                    return Ok(const_expr(Value::Oid(t.oid()), DataType::RegType));
+                }
+                if *to == DataType::RegProc {
+                    return Ok(const_expr(Value::Oid(sql_regproc_oid(s)?), DataType::RegProc));
+                }
             }
         }
         let inner = self.infer_param(inner, to);
@@ -1770,6 +1803,22 @@ fn cast_with(e: Expr, to: &DataType, assignment: bool) -> PgResult<Expr> {
 
 fn assign_cast(e: Expr, to: &DataType) -> PgResult<Expr> {
     cast_with(e, to, true)
+}
+
+/// OIDs of the few built-in functions clients name as regproc literals.
+fn sql_regproc_oid(name: &str) -> PgResult<u32> {
+    let n = name.trim().to_ascii_lowercase();
+    let n = n.strip_prefix("pg_catalog.").unwrap_or(&n);
+    Ok(match n {
+        "-" => 0,
+        "array_in" => 750,
+        "array_out" => 751,
+        "record_in" => 2290,
+        "enum_in" => 3504,
+        "range_in" => 3834,
+        "domain_in" => 2597,
+        _ => return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function \"{name}\" does not exist"))),
+    })
 }
 
 fn cast_to_explicit(e: Expr, to: &DataType) -> PgResult<Expr> {

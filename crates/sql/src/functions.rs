@@ -46,6 +46,12 @@ pub enum ScalarFunc {
     PgGetViewDef,
     PgGetFunctionResult,
     PgGetFunctionArguments,
+    /// Text output of reg* values (regclassout, regtypeout, …): built by the binder for
+    /// casts such as `oid::regtype::text`, which need the catalog.
+    RegclassText,
+    RegtypeText,
+    RegnamespaceText,
+    RegprocText,
     // Pure functions.
     Random,
     Abs,

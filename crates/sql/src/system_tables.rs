@@ -105,8 +105,8 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
         PgType => vec![
             ("oid", Oid), ("typname", Name), ("typnamespace", Oid), ("typowner", Oid), ("typlen", Int2), ("typbyval", Bool),
             ("typtype", Char), ("typcategory", Char), ("typispreferred", Bool), ("typisdefined", Bool), ("typdelim", Char),
-            ("typrelid", Oid), ("typsubscript", Oid), ("typelem", Oid), ("typarray", Oid), ("typinput", Oid), ("typoutput", Oid),
-            ("typreceive", Oid), ("typsend", Oid), ("typalign", Char), ("typstorage", Char), ("typnotnull", Bool),
+            ("typrelid", Oid), ("typsubscript", RegProc), ("typelem", Oid), ("typarray", Oid), ("typinput", RegProc), ("typoutput", RegProc),
+            ("typreceive", RegProc), ("typsend", RegProc), ("typalign", Char), ("typstorage", Char), ("typnotnull", Bool),
             ("typbasetype", Oid), ("typtypmod", Int4), ("typndims", Int4), ("typcollation", Oid), ("typdefault", Text),
         ],
         PgIndex => vec![
