@@ -24,7 +24,6 @@ import time
 from collections import defaultdict
 
 import psycopg
-import pytest
 
 THREADS = 8
 CYCLES = max(3, int(os.environ.get("MERIDIAN_DURABILITY_CYCLES", "4")))

@@ -17,7 +17,6 @@ surviving transaction".
 
 import json
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 
 import psycopg

@@ -400,7 +400,7 @@ fn aggregate(ctx: &EvalCtx, rows: Vec<Row>, group_by: &[Expr], aggs: &[AggCall])
         .map(|a| match a.func {
             AggFunc::Count => AggState::Count(0),
             AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
-            AggFunc::ArrayAgg => AggState::Array(Vec::new()),
+            AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
             _ => AggState::Value(Value::Null),
         })
         .collect();
@@ -479,7 +479,7 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                 }
                 AggFunc::BoolAnd => Value::Bool(cur.as_bool().unwrap_or(true) && v.as_bool().unwrap_or(false)),
                 AggFunc::BoolOr => Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false)),
-                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg => unreachable!("handled by their own states"),
+                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg | AggFunc::StringAgg => unreachable!("handled by their own states"),
             };
         }
     }
@@ -490,6 +490,23 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
     Ok(match state {
         AggState::Count(n) => Value::Int8(n),
         AggState::Value(v) => v,
+        AggState::Array(items) if agg.func == AggFunc::StringAgg => {
+            // items are [value, delimiter] pairs; NULL values are skipped, and each
+            // value after the first is preceded by its own delimiter.
+            let mut out: Option<String> = None;
+            for item in items {
+                let Value::Array(pair) = item else { continue };
+                let Some(v) = pair.first().and_then(Value::as_str) else { continue };
+                match &mut out {
+                    None => out = Some(v.to_string()),
+                    Some(s) => {
+                        s.push_str(pair.get(1).and_then(Value::as_str).unwrap_or(""));
+                        s.push_str(v);
+                    }
+                }
+            }
+            out.map(Value::Text).unwrap_or(Value::Null)
+        }
         AggState::Array(items) => if items.is_empty() { Value::Null } else { Value::Array(items) },
         AggState::Avg { sum, count } => {
             if count == 0 {

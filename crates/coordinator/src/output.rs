@@ -70,10 +70,14 @@ pub fn data_row(out: &mut BytesMut, row: &[Value], columns: &[OutputColumn], for
 /// Text output, resolving reg* types through the catalog as PostgreSQL's output functions do.
 pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec<u8>) {
     match (ty, v) {
+        (DataType::RegClass | DataType::RegType | DataType::RegNamespace, Value::Oid(0)) => out.push(b'-'),
         (DataType::RegClass, Value::Oid(o)) => out.extend_from_slice(relation_name(session, *o).as_bytes()),
         (DataType::RegType, Value::Oid(o)) => match DataType::from_oid(*o) {
             Some(t) => out.extend_from_slice(t.format_type().as_bytes()),
-            None => out.extend_from_slice(o.to_string().as_bytes()),
+            None => match crate::system::pseudo_type_name(*o) {
+                Some(n) => out.extend_from_slice(n.as_bytes()),
+                None => out.extend_from_slice(o.to_string().as_bytes()),
+            },
         },
         (DataType::RegNamespace, Value::Oid(o)) => out.extend_from_slice(match *o {
             sql::catalog::PUBLIC_NAMESPACE_OID => b"public".as_slice(),

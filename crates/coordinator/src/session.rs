@@ -647,6 +647,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.portals.clear();
                 Ok(Outcome::tag("DISCARD ALL"))
             }
+            Statement::Deallocate(None) => {
+                self.prepared.clear();
+                Ok(Outcome::tag("DEALLOCATE ALL"))
+            }
+            Statement::Deallocate(Some(name)) => {
+                self.prepared.remove(name).ok_or_else(|| {
+                    PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
+                })?;
+                Ok(Outcome::tag("DEALLOCATE"))
+            }
             Statement::Empty => Ok(Outcome::tag("")),
             Statement::CreateTable(_)
             | Statement::DropTable { .. }

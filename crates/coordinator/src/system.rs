@@ -90,7 +90,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             }
             out
         }
-        PgType => builtin_types().iter().map(pg_type_row).collect(),
+        PgType => builtin_types().iter().map(pg_type_row).chain(PSEUDO_TYPES.iter().map(pseudo_type_row)).collect(),
         PgIndex => tables
             .iter()
             .filter_map(|t| {
@@ -237,7 +237,6 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
         RegNamespace => [4084, 4085, 4086, 4087],
         PgNodeTree => [195, 196, 197, 198],
         Unknown => [109, 110, 2416, 2417],
-        _ => [0, 0, 0, 0],
     }
 }
 
@@ -273,6 +272,9 @@ pub fn proc_name(o: u32) -> Option<&'static str> {
         (195, "pg_node_tree_in"), (196, "pg_node_tree_out"), (197, "pg_node_tree_recv"), (198, "pg_node_tree_send"),
         (109, "unknownin"), (110, "unknownout"), (2416, "unknownrecv"), (2417, "unknownsend"),
         (2290, "record_in"), (3504, "enum_in"), (3834, "range_in"), (2597, "domain_in"),
+        (2291, "record_out"), (2292, "cstring_in"), (2293, "cstring_out"), (2294, "any_in"), (2295, "any_out"),
+        (2296, "anyarray_in"), (2297, "anyarray_out"), (2298, "void_in"), (2299, "void_out"), (2300, "trigger_in"),
+        (2301, "trigger_out"), (2304, "internal_in"), (2305, "internal_out"), (2312, "anyelement_in"), (2313, "anyelement_out"),
         (6179, "array_subscript_handler"), (6180, "raw_array_subscript_handler"),
     ];
     NAMES.iter().find(|(x, _)| *x == o).map(|(_, n)| *n)
@@ -317,6 +319,34 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
         chr(ty.category()), Value::Bool(preferred), Value::Bool(true), chr(','), oid(0), oid(subscript), oid(elem), oid(array_oid),
         oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)), chr(if len == -1 { 'x' } else { 'p' }),
         Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(collation), Value::Null,
+    ]
+}
+
+/// Pseudo-types clients look up (oid, name, typlen, typbyval, typelem, typarray, typinput, typoutput, typalign).
+const PSEUDO_TYPES: &[(u32, &str, i16, bool, u32, u32, u32, u32, char)] = &[
+    (2249, "record", -1, false, 0, 2287, 2290, 2291, 'd'),
+    (2287, "_record", -1, false, 2249, 0, 750, 751, 'd'),
+    (2275, "cstring", -2, false, 0, 1263, 2292, 2293, 'c'),
+    (2276, "any", 4, true, 0, 0, 2294, 2295, 'i'),
+    (2277, "anyarray", -1, false, 0, 0, 2296, 2297, 'd'),
+    (2278, "void", 4, true, 0, 0, 2298, 2299, 'i'),
+    (2279, "trigger", 4, true, 0, 0, 2300, 2301, 'i'),
+    (2281, "internal", 8, true, 0, 0, 2304, 2305, 'd'),
+    (2283, "anyelement", 4, true, 0, 0, 2312, 2313, 'i'),
+];
+
+/// Name of a pseudo-type (regtype output for types Meridian has no DataType for).
+pub fn pseudo_type_name(o: u32) -> Option<&'static str> {
+    PSEUDO_TYPES.iter().find(|t| t.0 == o).map(|t| t.1)
+}
+
+fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, u32, u32, char)) -> Vec<Value> {
+    let &(o, name, len, byval, elem, array, input, output, align) = t;
+    vec![
+        oid(o), text(name), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len), Value::Bool(byval), chr('p'),
+        chr('P'), Value::Bool(false), Value::Bool(true), chr(','), oid(0), oid(if elem != 0 { 6179 } else { 0 }), oid(elem),
+        oid(array), oid(input), oid(output), oid(0), oid(0), chr(align), chr(if len == -1 { 'x' } else { 'p' }),
+        Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(0), Value::Null,
     ]
 }
 
@@ -406,7 +436,7 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             let def = sql::catalog::DataTypeDef { oid: arg_oid(0), typmod };
             match DataType::from_oid(def.oid) {
                 Some(_) => text(&def.to_type().format_type()),
-                None => text("???"),
+                None => text(pseudo_type_name(def.oid).unwrap_or("???")),
             }
         }
         F::PgTableIsVisible | F::PgTypeIsVisible => Value::Bool(true),

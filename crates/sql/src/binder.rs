@@ -826,6 +826,20 @@ impl<'a> Binder<'a> {
         };
         let arg = match args.as_slice() {
             [] | [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if name == "count" => None,
+            // string_agg(value, delimiter): both go to the aggregate as ARRAY[value, delimiter].
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(d))]
+                if name == "string_agg" =>
+            {
+                if contains_aggregate(v) || contains_aggregate(d) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                let v = self.expr(v, scope)?;
+                let v = self.infer_param(v, &DataType::Text);
+                let d = self.expr(d, scope)?;
+                let d = self.infer_param(d, &DataType::Text);
+                let elements = vec![cast_to(v, &DataType::Text)?, cast_to(d, &DataType::Text)?];
+                Some(Expr::Array { elements, ty: DataType::Array(Box::new(DataType::Text)) })
+            }
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
                 if contains_aggregate(e) {
                     return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
@@ -985,6 +999,37 @@ impl<'a> Binder<'a> {
             E::Value(v) => self.literal(&v.value, None)?,
             E::Nested(inner) => child(self, inner)?,
             E::Collate { expr, .. } => child(self, expr)?,
+            E::CompoundFieldAccess { root, access_chain } => {
+                let mut e = child(self, root)?;
+                for access in access_chain {
+                    let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
+                        return Err(unsupported(format!("expression \"{access}\"")));
+                    };
+                    let elem = match e.ty() {
+                        DataType::Array(t) => *t,
+                        DataType::Int2Vector => DataType::Int2,
+                        DataType::OidVector => DataType::Oid,
+                        other => {
+                            return Err(PgError::new(
+                                codes::DATATYPE_MISMATCH,
+                                format!("cannot subscript type {} because it does not support subscripting", other.format_type()),
+                            ))
+                        }
+                    };
+                    let i = child(self, index)?;
+                    let i = self.infer_param(i, &DataType::Int4);
+                    let i = cast_to(i, &DataType::Int4)?;
+                    let args = vec![e, i];
+                    e = if matches!(elem, DataType::Int2 | DataType::Oid) {
+                        // vector elements come back as int8 from their text form
+                        let f = Expr::Func { func: ScalarFunc::ArraySubscript, args, ty: DataType::Int8 };
+                        Expr::Cast { operand: Box::new(f), from: DataType::Int8, to: elem, explicit: true }
+                    } else {
+                        Expr::Func { func: ScalarFunc::ArraySubscript, args, ty: elem }
+                    };
+                }
+                e
+            }
             E::BinaryOp { left, op, right } => {
                 use ast::BinaryOperator as B;
                 let l = child(self, left)?;
@@ -1915,28 +1960,41 @@ fn is_aggregate_name(name: &str) -> bool {
 fn contains_aggregate(e: &ast::Expr) -> bool {
     let s = format!("{e}").to_ascii_lowercase();
     // Cheap pre-check, then a structural walk.
-    if !["count(", "sum(", "min(", "max(", "avg(", "bool_and(", "bool_or(", "every(", "array_agg("]
+    if !["count(", "sum(", "min(", "max(", "avg(", "bool_and(", "bool_or(", "every(", "array_agg(", "string_agg("]
         .iter()
         .any(|p| s.contains(p))
     {
         return false;
     }
-    let mut found = false;
-    let _ = sqlparser::ast::visit_expressions(e, |x| {
-        if let ast::Expr::Function(f) = x {
-            let name = object_name_parts(&f.name).pop().unwrap_or_default();
-            if is_aggregate_name(&name) && f.over.is_none() {
-                found = true;
-                return std::ops::ControlFlow::Break(());
+    // Aggregates inside subqueries belong to the subquery: track query nesting.
+    struct Finder {
+        depth: usize,
+        found: bool,
+    }
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &ast::Expr) -> std::ops::ControlFlow<()> {
+            if let ast::Expr::Function(f) = x {
+                let name = object_name_parts(&f.name).pop().unwrap_or_default();
+                if self.depth == 0 && is_aggregate_name(&name) && f.over.is_none() {
+                    self.found = true;
+                    return std::ops::ControlFlow::Break(());
+                }
             }
+            std::ops::ControlFlow::Continue(())
         }
-        if let ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } = x {
-            // Aggregates inside subqueries belong to the subquery.
-            return std::ops::ControlFlow::Continue(());
-        }
-        std::ops::ControlFlow::Continue(())
-    });
-    found
+    }
+    let mut finder = Finder { depth: 0, found: false };
+    let _ = sqlparser::ast::Visit::visit(e, &mut finder);
+    finder.found
 }
 
 /// PostgreSQL's default output column name for an expression ("?column?" when none).

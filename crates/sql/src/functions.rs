@@ -69,6 +69,8 @@ pub enum ScalarFunc {
     Trim,
     ArrayToString,
     ArrayPosition,
+    /// `array[i]` (built by the binder for subscripts; 1-based, int2vector/oidvector 0-based).
+    ArraySubscript,
     ArrayLength,
     ArrayUpper,
     ArrayLower,
@@ -97,6 +99,8 @@ pub enum AggFunc {
     BoolAnd,
     BoolOr,
     ArrayAgg,
+    /// string_agg(text, delimiter): the binder passes ARRAY[value, delimiter] as the argument.
+    StringAgg,
 }
 
 /// Resolve an aggregate by name, with its result type for the argument type.
@@ -111,6 +115,7 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         "bool_and" | "every" => AggFunc::BoolAnd,
         "bool_or" => AggFunc::BoolOr,
         "array_agg" => AggFunc::ArrayAgg,
+        "string_agg" => AggFunc::StringAgg,
         _ => return None,
     };
     let arg_ty = arg.cloned().unwrap_or(Int8);
@@ -134,6 +139,7 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         AggFunc::Min | AggFunc::Max => arg_ty,
         AggFunc::BoolAnd | AggFunc::BoolOr => Bool,
         AggFunc::ArrayAgg => Array(Box::new(arg_ty)),
+        AggFunc::StringAgg => Text,
     };
     Some((f, ty))
 }
@@ -356,6 +362,18 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             }
             _ => Value::Null,
         },
+        F::ArraySubscript => {
+            let i = int(&args[1]);
+            match &args[0] {
+                Value::Array(items) if i >= 1 => items.get(i as usize - 1).cloned().unwrap_or(Value::Null),
+                // int2vector / oidvector: space-separated text, subscripts from 0.
+                Value::Text(s) if i >= 0 => match s.split_whitespace().nth(i as usize) {
+                    Some(x) => x.parse::<i64>().map(|n| Value::Int8(n)).unwrap_or(Value::Null),
+                    None => Value::Null,
+                },
+                _ => Value::Null,
+            }
+        }
         F::ArrayPosition => match &args[0] {
             Value::Array(items) => items
                 .iter()

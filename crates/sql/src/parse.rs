@@ -177,11 +177,28 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         "show" => {
             let w = words(text);
             match w.as_slice() {
-                [_, rest @ ..] if !rest.is_empty() => ready(Statement::Show { name: rest.join(" ") }),
+                [_, rest @ ..] if !rest.is_empty() => {
+                    // PostgreSQL names the result column after the parameter's own name.
+                    let name = match rest.join(" ").to_ascii_lowercase().as_str() {
+                        "transaction isolation level" => "transaction_isolation".to_string(),
+                        "session authorization" => "session_authorization".to_string(),
+                        _ => rest.join(" "),
+                    };
+                    ready(Statement::Show { name })
+                }
                 _ => Ok(None),
             }
         }
         "discard" => ready(Statement::Discard),
+        "deallocate" => {
+            let w = words(text);
+            let rest: Vec<&String> = w.iter().skip(1).filter(|x| *x != "prepare").collect();
+            match rest.as_slice() {
+                [all] if *all == "all" => ready(Statement::Deallocate(None)),
+                [name] => ready(Statement::Deallocate(Some(ident(text, name)))),
+                _ => Ok(None),
+            }
+        }
         "copy" => copy_statement(text).map(Some),
         "vacuum" | "analyze" => {
             let mut w = words(text);

@@ -267,6 +267,8 @@ pub enum Statement {
     Show { name: String },
     CopyFrom(CopyFrom),
     Discard,
+    /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
+    Deallocate(Option<String>),
     Empty,
 }
 
