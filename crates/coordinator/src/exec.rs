@@ -61,7 +61,15 @@ impl<'a> Executor<'a> {
             let ctx = self.ctx(outer);
             Ok(match rel {
                 Rel::Unit => vec![Vec::new()],
-                Rel::Scan { table, access } => self.scan(table, access, outer).await?,
+                Rel::Scan { .. } | Rel::Filter { .. } | Rel::Project { .. } => {
+                    let mut out = Vec::new();
+                    self.stream(rel, outer, &mut |r| {
+                        out.push(r);
+                        Ok(())
+                    })
+                    .await?;
+                    out
+                }
                 Rel::System { table } => system::rows(*table, self.session)?,
                 Rel::Values { rows } => {
                     let mut out = Vec::with_capacity(rows.len());
@@ -71,28 +79,11 @@ impl<'a> Executor<'a> {
                     out
                 }
                 Rel::GenerateSeries { start, stop, step } => generate_series(&ctx, start, stop, step.as_ref())?,
-                Rel::Filter { input, predicate } => {
-                    let rows = self.rel(input, outer).await?;
-                    let mut out = Vec::with_capacity(rows.len());
-                    for r in rows {
-                        if ctx.matches(Some(predicate), &r)? {
-                            out.push(r);
-                        }
-                    }
-                    out
-                }
-                Rel::Project { input, exprs } => {
-                    let rows = self.rel(input, outer).await?;
-                    let mut out = Vec::with_capacity(rows.len());
-                    for r in rows {
-                        out.push(exprs.iter().map(|e| ctx.eval(e, &r)).collect::<PgResult<Row>>()?);
-                    }
-                    out
-                }
                 Rel::Join { left, right, kind, on, lateral } => self.join(left, right, *kind, on.as_ref(), *lateral, outer).await?,
                 Rel::Aggregate { input, group_by, aggs } => {
-                    let rows = self.rel(input, outer).await?;
-                    aggregate(&ctx, rows, group_by, aggs)?
+                    let mut agg = Aggregator::new(group_by, aggs);
+                    self.stream(input, outer, &mut |r| agg.push(&ctx, &r)).await?;
+                    agg.finish()?
                 }
                 Rel::Sort { input, keys } => {
                     let rows = self.rel(input, outer).await?;
@@ -169,54 +160,88 @@ impl<'a> Executor<'a> {
         .boxed()
     }
 
-    async fn scan(&self, table: &TableDef, access: &Access, outer: &[&[Value]]) -> PgResult<Vec<Row>> {
-        match access {
-            Access::PrimaryKey(exprs) => {
-                let ctx = self.ctx(outer);
-                let Some(key) = primary_key(&ctx, exprs)? else { return Ok(Vec::new()) };
-                match self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
-                    Some(bytes) => Ok(vec![decode(&bytes, table)?]),
-                    None => Ok(Vec::new()),
+    /// Feed the rows of `rel` to `sink` one at a time: scans, filters and projections
+    /// stream; other operators are materialised first.
+    fn stream<'f>(
+        &'f self,
+        rel: &'f Rel,
+        outer: &'f [&'f [Value]],
+        sink: &'f mut (dyn FnMut(Row) -> PgResult<()> + Send),
+    ) -> BoxFuture<'f, PgResult<()>> {
+        async move {
+            match rel {
+                Rel::Scan { table, access } => {
+                    self.scan_keyed(table, access, outer, &mut |_, _, row| sink(row)).await
                 }
-            }
-            Access::Full => {
-                let iter = self.dn.scan(self.txn, table.rel, Bound::Unbounded, Bound::Unbounded, self.snapshot).await?;
-                let mut rows = Vec::new();
-                for item in iter {
-                    let (_, bytes) = item?;
-                    rows.push(decode(&bytes, table)?);
+                Rel::Filter { input, predicate } => {
+                    let ctx = self.ctx(outer);
+                    self.stream(input, outer, &mut |r| if ctx.matches(Some(predicate), &r)? { sink(r) } else { Ok(()) }).await
                 }
-                Ok(rows)
+                Rel::Project { input, exprs } => {
+                    let ctx = self.ctx(outer);
+                    self.stream(input, outer, &mut |r| sink(exprs.iter().map(|e| ctx.eval(e, &r)).collect::<PgResult<Row>>()?))
+                        .await
+                }
+                other => {
+                    for r in self.rel(other, outer).await? {
+                        sink(r)?;
+                    }
+                    Ok(())
+                }
             }
         }
+        .boxed()
     }
 
-    /// Rows of a table with their storage keys, for UPDATE and DELETE.
+    /// Visit the rows of a table reached by `access`, with their storage keys and bytes.
+    async fn scan_keyed(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        outer: &[&[Value]],
+        visit: &mut (dyn FnMut(Vec<u8>, RowBytes, Row) -> PgResult<()> + Send),
+    ) -> PgResult<()> {
+        let ctx = self.ctx(outer);
+        let (lo, hi) = match access {
+            Access::PrimaryKey(exprs) => {
+                let Some(key) = primary_key(&ctx, exprs)? else { return Ok(()) };
+                if let Some(bytes) = self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
+                    let row = decode(&bytes, table)?;
+                    visit(key, bytes, row)?;
+                }
+                return Ok(());
+            }
+            Access::Full => (Bound::Unbounded, Bound::Unbounded),
+            Access::KeyRange { lower, upper } => {
+                let bound = |b: &Option<KeyBound>| -> PgResult<Option<Bound<Vec<u8>>>> {
+                    let Some(b) = b else { return Ok(Some(Bound::Unbounded)) };
+                    let Some(key) = primary_key(&ctx, std::slice::from_ref(&b.value))? else { return Ok(None) };
+                    Ok(Some(if b.inclusive { Bound::Included(key) } else { Bound::Excluded(key) }))
+                };
+                // A NULL bound matches nothing.
+                let (Some(lo), Some(hi)) = (bound(lower)?, bound(upper)?) else { return Ok(()) };
+                (lo, hi)
+            }
+        };
+        for item in self.dn.scan(self.txn, table.rel, lo, hi, self.snapshot).await? {
+            let (key, bytes) = item?;
+            let row = decode(&bytes, table)?;
+            visit(key, bytes, row)?;
+        }
+        Ok(())
+    }
+
+    /// Rows of a table matching `filter`, with their storage keys, for UPDATE and DELETE.
     pub async fn keyed_rows(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
         let ctx = self.ctx(&[]);
         let mut out = Vec::new();
-        match access {
-            Access::PrimaryKey(exprs) => {
-                if let Some(key) = primary_key(&ctx, exprs)? {
-                    if let Some(bytes) = self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
-                        let row = decode(&bytes, table)?;
-                        if ctx.matches(filter, &row)? {
-                            out.push((key, bytes, row));
-                        }
-                    }
-                }
+        self.scan_keyed(table, access, &[], &mut |key, bytes, row| {
+            if ctx.matches(filter, &row)? {
+                out.push((key, bytes, row));
             }
-            Access::Full => {
-                let iter = self.dn.scan(self.txn, table.rel, Bound::Unbounded, Bound::Unbounded, self.snapshot).await?;
-                for item in iter {
-                    let (key, bytes) = item?;
-                    let row = decode(&bytes, table)?;
-                    if ctx.matches(filter, &row)? {
-                        out.push((key, bytes, row));
-                    }
-                }
-            }
-        }
+            Ok(())
+        })
+        .await?;
         Ok(out)
     }
 
@@ -394,31 +419,42 @@ enum AggState {
     Array(Vec<Value>),
 }
 
-fn aggregate(ctx: &EvalCtx, rows: Vec<Row>, group_by: &[Expr], aggs: &[AggCall]) -> PgResult<Vec<Row>> {
-    let init: Vec<AggState> = aggs
-        .iter()
-        .map(|a| match a.func {
-            AggFunc::Count => AggState::Count(0),
-            AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
-            AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
-            _ => AggState::Value(Value::Null),
-        })
-        .collect();
-    let mut order: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)> = Vec::new();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
-    for r in &rows {
-        let keys = group_by.iter().map(|g| ctx.eval(g, r)).collect::<PgResult<Vec<_>>>()?;
+/// Hash aggregation fed one row at a time; groups keep first-seen order.
+struct Aggregator<'p> {
+    group_by: &'p [Expr],
+    aggs: &'p [AggCall],
+    init: Vec<AggState>,
+    groups: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)>,
+    index: HashMap<Vec<u8>, usize>,
+}
+
+impl<'p> Aggregator<'p> {
+    fn new(group_by: &'p [Expr], aggs: &'p [AggCall]) -> Self {
+        let init = aggs
+            .iter()
+            .map(|a| match a.func {
+                AggFunc::Count => AggState::Count(0),
+                AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
+                AggFunc::ArrayAgg => AggState::Array(Vec::new()),
+                _ => AggState::Value(Value::Null),
+            })
+            .collect();
+        Aggregator { group_by, aggs, init, groups: Vec::new(), index: HashMap::new() }
+    }
+
+    fn push(&mut self, ctx: &EvalCtx, r: &[Value]) -> PgResult<()> {
+        let keys = self.group_by.iter().map(|g| ctx.eval(g, r)).collect::<PgResult<Vec<_>>>()?;
         let gk = group_key(&keys);
-        let slot = match index.get(&gk) {
+        let slot = match self.index.get(&gk) {
             Some(&i) => i,
             None => {
-                order.push((keys, init.clone(), vec![HashSet::new(); aggs.len()]));
-                index.insert(gk, order.len() - 1);
-                order.len() - 1
+                self.groups.push((keys, self.init.clone(), vec![HashSet::new(); self.aggs.len()]));
+                self.index.insert(gk, self.groups.len() - 1);
+                self.groups.len() - 1
             }
         };
-        let (_, states, seen) = &mut order[slot];
-        for (i, a) in aggs.iter().enumerate() {
+        let (_, states, seen) = &mut self.groups[slot];
+        for (i, a) in self.aggs.iter().enumerate() {
             let v = match &a.arg {
                 Some(e) => ctx.eval(e, r)?,
                 None => Value::Bool(true),
@@ -431,19 +467,24 @@ fn aggregate(ctx: &EvalCtx, rows: Vec<Row>, group_by: &[Expr], aggs: &[AggCall])
             }
             accumulate(&mut states[i], a, v)?;
         }
+        Ok(())
     }
-    if order.is_empty() && group_by.is_empty() {
-        order.push((Vec::new(), init, Vec::new()));
+
+    fn finish(mut self) -> PgResult<Vec<Row>> {
+        if self.groups.is_empty() && self.group_by.is_empty() {
+            self.groups.push((Vec::new(), self.init.clone(), Vec::new()));
+        }
+        let aggs = self.aggs;
+        self.groups
+            .into_iter()
+            .map(|(mut keys, states, _)| {
+                for (s, a) in states.into_iter().zip(aggs) {
+                    keys.push(finish(s, a)?);
+                }
+                Ok(keys)
+            })
+            .collect()
     }
-    order
-        .into_iter()
-        .map(|(mut keys, states, _)| {
-            for (s, a) in states.into_iter().zip(aggs) {
-                keys.push(finish(s, a)?);
-            }
-            Ok(keys)
-        })
-        .collect()
 }
 
 fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {

@@ -130,15 +130,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
-        if !self.out.is_empty() {
-            self.stream.write_all(&self.out).await?;
-            self.out.clear();
-            if self.out.capacity() > 1 << 20 {
-                // Do not keep a large buffer alive for an idle session.
-                self.out = BytesMut::with_capacity(8 << 10);
-            }
-        }
-        Ok(())
+        write_out(&mut self.stream, &mut self.out).await
     }
 
     fn status(&self) -> TransactionStatus {
@@ -303,9 +295,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                             if matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) && !columns.is_empty() {
                                 output::row_description(&mut self.out, &columns, &[]);
                             }
-                            self.send_rows(&outcome.rows, &columns, &[]);
-                            backend::command_complete(&mut self.out, &outcome.tag);
-                            Ok(())
+                            self.send_rows(&outcome.rows, &columns, &[]).await.map(|()| backend::command_complete(&mut self.out, &outcome.tag))
                         }
                         Err(e) => Err(e),
                     }
@@ -330,11 +320,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    fn send_rows(&mut self, rows: &[Row], columns: &[OutputColumn], formats: &[i16]) {
+    async fn send_rows(&mut self, rows: &[Row], columns: &[OutputColumn], formats: &[i16]) -> PgResult<()> {
         let view = view(&self.shared, &self.state, &self.tx, types::datetime::now_timestamp());
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view);
+            if self.out.len() > FLUSH_THRESHOLD {
+                write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            }
         }
+        Ok(())
     }
 
     // ------------------------------------------------------------ extended query
@@ -497,6 +491,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 let Some(r) = rows.pop_front() else { break };
                 output::data_row(&mut self.out, &r, &columns, &view_formats, &view);
                 sent += 1;
+                if self.out.len() > FLUSH_THRESHOLD {
+                    write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                }
             }
         }
         if rows.is_empty() {
@@ -812,6 +809,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => Ok(Outcome::tag(format!("COPY {}", loader.count()))),
         }
     }
+}
+
+/// Write and clear the output buffer; a large one is not kept for an idle session.
+async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, out: &mut BytesMut) -> std::io::Result<()> {
+    if !out.is_empty() {
+        stream.write_all(out).await?;
+        out.clear();
+        if out.capacity() > 1 << 20 {
+            *out = BytesMut::with_capacity(8 << 10);
+        }
+    }
+    Ok(())
 }
 
 /// The session as statements see it (built from disjoint fields so output can be

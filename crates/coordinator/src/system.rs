@@ -175,7 +175,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             oid(POSTGRES_DB_OID), text(session.database), Value::Int4(session.backend_pid), text(session.user),
             text(&session.settings.lock().get("application_name").unwrap_or_default()), text("active"), Value::Null,
         ]],
-        PgInherits | PgPartitionedTable | PgDescription | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
+        PgAuthMembers | PgInherits | PgPartitionedTable | PgDescription | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
         | PgPublication | PgPublicationRel | PgPublicationNamespace | PgTrigger | PgForeignTable | PgExtension => Vec::new(),
     };
     for r in &mut rows {
@@ -199,7 +199,12 @@ fn pg_class_row(o: u32, name: &str, kind: char, natts: usize, has_index: bool, a
 fn pg_attribute_row(rel: u32, name: &str, ty: &DataType, num: i16, not_null: bool, has_default: bool) -> Vec<Value> {
     vec![
         oid(rel), text(name), oid(ty.oid()), Value::Int4(-1), Value::Int2(ty.typlen()), Value::Int2(num), Value::Int4(0),
-        Value::Int4(-1), Value::Int4(ty.typmod()), Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr('i'), chr('p'),
+        Value::Int4(-1), Value::Int4(ty.typmod()), Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr(type_align(ty)),
+        chr(match ty {
+            DataType::Numeric { .. } => 'm',
+            t if t.typlen() == -1 => 'x',
+            _ => 'p',
+        }),
         chr('\0'), Value::Bool(not_null), Value::Bool(has_default), Value::Bool(false), chr('\0'), chr('\0'), Value::Bool(false),
         Value::Bool(true), Value::Int4(0), oid(if ty.is_string() { 100 } else { 0 }), Value::Null, Value::Null, Value::Null,
     ]
@@ -317,7 +322,12 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
         oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len),
         Value::Bool(len > 0 && len <= 8), chr(if *ty == Unknown { 'p' } else { 'b' }),
         chr(ty.category()), Value::Bool(preferred), Value::Bool(true), chr(','), oid(0), oid(subscript), oid(elem), oid(array_oid),
-        oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)), chr(if len == -1 { 'x' } else { 'p' }),
+        oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)),
+        chr(match ty {
+            Numeric { .. } => 'm',
+            _ if len == -1 => 'x',
+            _ => 'p',
+        }),
         Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(collation), Value::Null,
     ]
 }
@@ -439,7 +449,7 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
                 None => text(pseudo_type_name(def.oid).unwrap_or("???")),
             }
         }
-        F::PgTableIsVisible | F::PgTypeIsVisible => Value::Bool(true),
+        F::PgTableIsVisible | F::PgTypeIsVisible | F::PgFunctionIsVisible => Value::Bool(true),
         F::PgGetUserById => match arg_oid(0) {
             SUPERUSER_OID => text("postgres"),
             PG_DATABASE_OWNER_OID => text("pg_database_owner"),
@@ -466,7 +476,10 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
         }
         F::PgGetStatisticsObjDefColumns => Value::Null,
         F::PgRelationSize | F::PgTotalRelationSize => Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192)),
-        F::PgSizePretty => text(&format!("{} bytes", args.first().and_then(Value::as_i64).unwrap_or(0))),
+        F::PgSizePretty => match args.first().and_then(Value::as_i64) {
+            Some(n) => text(&size_pretty(n)),
+            None => Value::Null,
+        },
         F::PgIsInRecovery => Value::Bool(false),
         F::PgPostmasterStartTime => Value::TimestampTz(session.txn_time),
         F::InetServerAddr => Value::Null,
@@ -511,6 +524,64 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
     })
 }
 
+/// pg_size_pretty(bigint) as in PostgreSQL 15: bytes below 10 kB, then kB, MB, GB, TB, PB,
+/// each unit used below 10240 of it, rounding half away from zero.
+fn size_pretty(size: i64) -> String {
+    const LIMIT: i64 = 10 * 1024;
+    const LIMIT2: i64 = LIMIT * 2 - 1;
+    let half_rounded = |x: i64| (x + if x < 0 { -1 } else { 1 }) / 2;
+    if size.abs() < LIMIT {
+        return format!("{size} bytes");
+    }
+    // keep one extra bit for rounding
+    let mut size = size >> 9;
+    for unit in ["kB", "MB", "GB", "TB"] {
+        if size.abs() < LIMIT2 {
+            return format!("{} {unit}", half_rounded(size));
+        }
+        size >>= 10;
+    }
+    format!("{} PB", half_rounded(size))
+}
+
 fn pk_columns(t: &TableDef) -> String {
     t.primary_key.as_ref().map(|pk| pk.iter().map(|&i| t.columns[i].name.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_pretty_matches_postgres() {
+        assert_eq!(size_pretty(0), "0 bytes");
+        assert_eq!(size_pretty(8192), "8192 bytes");
+        assert_eq!(size_pretty(10239), "10239 bytes");
+        assert_eq!(size_pretty(10240), "10 kB");
+        assert_eq!(size_pretty(40960), "40 kB");
+        assert_eq!(size_pretty(13_656_064), "13 MB");
+        assert_eq!(size_pretty(-10240), "-10 kB");
+        assert_eq!(size_pretty(1 << 40), "1024 GB");
+    }
+
+    #[test]
+    fn pg_type_rows_have_the_declared_width() {
+        let width = system_columns(SystemTable::PgType).len();
+        for t in builtin_types() {
+            assert_eq!(pg_type_row(&t).len(), width, "{t:?}");
+        }
+        for p in PSEUDO_TYPES {
+            assert_eq!(pseudo_type_row(p).len(), width, "{}", p.1);
+        }
+    }
+
+    #[test]
+    fn io_procs_have_names() {
+        for t in builtin_types() {
+            for p in type_io_procs(&t) {
+                assert!(proc_name(p).is_some(), "{t:?}: proc {p} has no name");
+            }
+        }
+        assert_eq!(pseudo_type_name(2249), Some("record"));
+    }
 }

@@ -549,6 +549,10 @@ impl<'a> Binder<'a> {
                 let args: Vec<ast::FunctionArg> = args.clone();
                 self.table_function(&object_name_parts(name), &args, alias)
             }
+            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. } if array_exprs.len() == 1 => {
+                let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()))];
+                self.table_function(&["unnest".to_string()], &args, alias)
+            }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {
                 let (rel, mut scope) = self.from_clause(std::slice::from_ref(table_with_joins))?;
                 if let Some(a) = alias {
@@ -564,6 +568,32 @@ impl<'a> Binder<'a> {
 
     fn table_function(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>) -> PgResult<(Rel, Scope)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
+        if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args) {
+            // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
+            let arr = self.expr(e, &Scope::default())?;
+            let elem = match arr.ty() {
+                DataType::Array(t) => *t,
+                other => {
+                    return Err(PgError::new(
+                        codes::UNDEFINED_FUNCTION,
+                        format!("function unnest({}) does not exist", other.format_type()),
+                    ))
+                }
+            };
+            let stop = Expr::Func { func: ScalarFunc::Cardinality, args: vec![arr.clone()], ty: DataType::Int4 };
+            let series = Rel::GenerateSeries { start: const_expr(Value::Int4(1), DataType::Int4), stop, step: None };
+            let index = Expr::Column { depth: 0, index: 0, ty: DataType::Int4 };
+            let item = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![arr, index], ty: elem.clone() };
+            let col_name = alias
+                .as_ref()
+                .and_then(|a| a.columns.first().map(|c| ident_name(&c.name)).or_else(|| Some(ident_name(&a.name))))
+                .unwrap_or_else(|| "unnest".to_string());
+            let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| "unnest".into());
+            let scope = Scope {
+                columns: vec![ScopeColumn { qualifier: Some(qualifier), name: col_name, ty: elem, table_oid: 0, attnum: 0 }],
+            };
+            return Ok((Rel::Project { input: Box::new(series), exprs: vec![item] }, scope));
+        }
         if name != "generate_series" {
             return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
         }
@@ -979,8 +1009,12 @@ impl<'a> Binder<'a> {
             (l, r)
         };
         let (lt, rt, result) = resolve_binary(op, &l.ty(), &r.ty())?;
-        let l = cast_to(l, &lt)?;
-        let r = cast_to(r, &rt)?;
+        // `text || anynonarray` converts the other side with its output function.
+        let (l, r) = if op == BinaryOp::Concat {
+            (cast_to_explicit(l, &lt)?, cast_to_explicit(r, &rt)?)
+        } else {
+            (cast_to(l, &lt)?, cast_to(r, &rt)?)
+        };
         Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty: result })
     }
 
@@ -1906,30 +1940,61 @@ fn push_filter(rel: Rel, predicate: Expr) -> Rel {
 }
 
 /// If the conjuncts of `filter` pin every primary-key column to a row-independent value,
-/// the row can be fetched by key. The filter is still applied to the fetched row.
+/// the row can be fetched by key; bounds on a single-column key give a key range. The
+/// filter is still applied to the rows fetched.
 pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     let (Some(pk), Some(filter)) = (&table.primary_key, filter) else { return Access::Full };
     let mut conjuncts = Vec::new();
     collect_conjuncts(filter, &mut conjuncts);
+    // (op, value) with the key column on the left.
+    let comparisons = |col: usize| -> Vec<(BinaryOp, Expr)> {
+        conjuncts
+            .iter()
+            .filter_map(|c| match c {
+                Expr::Binary { op, left, right, .. } => match (left.as_ref(), right.as_ref()) {
+                    (Expr::Column { depth: 0, index, .. }, other) if *index == col && row_independent(other) => Some((*op, other.clone())),
+                    (other, Expr::Column { depth: 0, index, .. }) if *index == col && row_independent(other) => {
+                        let flipped = match op {
+                            BinaryOp::Lt => BinaryOp::Gt,
+                            BinaryOp::LtEq => BinaryOp::GtEq,
+                            BinaryOp::Gt => BinaryOp::Lt,
+                            BinaryOp::GtEq => BinaryOp::LtEq,
+                            other => *other,
+                        };
+                        Some((flipped, other.clone()))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    };
     let mut key = Vec::with_capacity(pk.len());
     for &col in pk {
-        let found = conjuncts.iter().find_map(|c| match c {
-            Expr::Binary { op: BinaryOp::Eq, left, right, .. } => match (left.as_ref(), right.as_ref()) {
-                (Expr::Column { depth: 0, index, .. }, other) | (other, Expr::Column { depth: 0, index, .. })
-                    if *index == col && row_independent(other) =>
-                {
-                    Some(other.clone())
-                }
-                _ => None,
-            },
-            _ => None,
-        });
-        match found {
-            Some(e) => key.push(e),
-            None => return Access::Full,
+        match comparisons(col).into_iter().find(|(op, _)| *op == BinaryOp::Eq) {
+            Some((_, e)) => key.push(e),
+            None => break,
         }
     }
-    Access::PrimaryKey(key)
+    if key.len() == pk.len() {
+        return Access::PrimaryKey(key);
+    }
+    if pk.len() != 1 {
+        return Access::Full;
+    }
+    let (mut lower, mut upper) = (None, None);
+    for (op, value) in comparisons(pk[0]) {
+        match op {
+            BinaryOp::Gt | BinaryOp::GtEq if lower.is_none() => lower = Some(KeyBound { value, inclusive: op == BinaryOp::GtEq }),
+            BinaryOp::Lt | BinaryOp::LtEq if upper.is_none() => upper = Some(KeyBound { value, inclusive: op == BinaryOp::LtEq }),
+            _ => {}
+        }
+    }
+    if lower.is_none() && upper.is_none() {
+        Access::Full
+    } else {
+        Access::KeyRange { lower, upper }
+    }
 }
 
 fn collect_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {

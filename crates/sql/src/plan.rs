@@ -78,6 +78,14 @@ pub enum Access {
     Full,
     /// Exactly the row whose primary key equals these expressions (in key order).
     PrimaryKey(Vec<Expr>),
+    /// Rows of a single-column primary key between two bounds (either may be open).
+    KeyRange { lower: Option<KeyBound>, upper: Option<KeyBound> },
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyBound {
+    pub value: Expr,
+    pub inclusive: bool,
 }
 
 /// A built-in table-valued source whose rows the coordinator computes.
@@ -113,6 +121,7 @@ pub enum SystemTable {
     PgExtension,
     PgUser,
     PgAuthid,
+    PgAuthMembers,
 }
 
 #[derive(Debug, Clone)]

@@ -38,6 +38,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_extension" => PgExtension,
         "pg_user" => PgUser,
         "pg_authid" => PgAuthid,
+        "pg_auth_members" => PgAuthMembers,
         _ => return None,
     })
 }
@@ -76,6 +77,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgExtension => 3079,
         PgUser => 12004,
         PgAuthid => 1260,
+        PgAuthMembers => 1261,
     }
 }
 
@@ -167,5 +169,6 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("datid", Oid), ("datname", Name), ("pid", Int4), ("usename", Name), ("application_name", Text), ("state", Text), ("query", Text),
         ],
         PgExtension => vec![("oid", Oid), ("extname", Name), ("extowner", Oid), ("extnamespace", Oid), ("extversion", Text)],
+        PgAuthMembers => vec![("roleid", Oid), ("member", Oid), ("grantor", Oid), ("admin_option", Bool)],
     }
 }
