@@ -435,7 +435,7 @@ impl<'p> Aggregator<'p> {
             .map(|a| match a.func {
                 AggFunc::Count => AggState::Count(0),
                 AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
-                AggFunc::ArrayAgg => AggState::Array(Vec::new()),
+                AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
                 _ => AggState::Value(Value::Null),
             })
             .collect();

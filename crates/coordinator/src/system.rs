@@ -21,6 +21,13 @@ const PG_TOAST_NAMESPACE_OID: u32 = 99;
 const POSTGRES_DB_OID: u32 = 5;
 /// The built-in role that owns schema public in PostgreSQL 15.
 const PG_DATABASE_OWNER_OID: u32 = 6171;
+/// PostgreSQL 15's predefined (non-login) roles.
+const PREDEFINED_ROLES: &[(&str, u32)] = &[
+    ("pg_database_owner", PG_DATABASE_OWNER_OID), ("pg_read_all_data", 6181), ("pg_write_all_data", 6182),
+    ("pg_monitor", 3373), ("pg_read_all_settings", 3374), ("pg_read_all_stats", 3375), ("pg_stat_scan_tables", 3377),
+    ("pg_read_server_files", 4569), ("pg_write_server_files", 4570), ("pg_execute_server_program", 4571),
+    ("pg_signal_backend", 4200), ("pg_checkpoint", 4544),
+];
 
 fn text(s: &str) -> Value {
     Value::Text(s.to_string())
@@ -56,12 +63,18 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
     let width = system_columns(table).len();
     let mut rows: Vec<Vec<Value>> = match table {
         PgNamespace => vec![
-            vec![oid(PG_CATALOG_NAMESPACE_OID), text("pg_catalog"), oid(SUPERUSER_OID), Value::Null],
+            vec![
+                oid(PG_CATALOG_NAMESPACE_OID), text("pg_catalog"), oid(SUPERUSER_OID),
+                Value::Array(vec![text("postgres=UC/postgres"), text("=U/postgres")]),
+            ],
             vec![
                 oid(PUBLIC_NAMESPACE_OID), text("public"), oid(PG_DATABASE_OWNER_OID),
                 Value::Array(vec![text("pg_database_owner=UC/pg_database_owner"), text("=U/pg_database_owner")]),
             ],
-            vec![oid(INFORMATION_SCHEMA_OID), text("information_schema"), oid(SUPERUSER_OID), Value::Null],
+            vec![
+                oid(INFORMATION_SCHEMA_OID), text("information_schema"), oid(SUPERUSER_OID),
+                Value::Array(vec![text("postgres=UC/postgres"), text("=U/postgres")]),
+            ],
             vec![oid(PG_TOAST_NAMESPACE_OID), text("pg_toast"), oid(SUPERUSER_OID), Value::Null],
         ],
         PgClass => {
@@ -95,14 +108,14 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .iter()
             .filter_map(|t| {
                 let (idx, pk) = (t.pk_index_oid?, t.primary_key.as_ref()?);
-                let keys: Vec<String> = pk.iter().map(|c| (c + 1).to_string()).collect();
                 let n = pk.len() as i16;
+                let int2s = |f: &dyn Fn(usize) -> i16| Value::Array(pk.iter().map(|&c| Value::Int2(f(c))).collect());
+                let oids = |o: u32| Value::Array(pk.iter().map(|_| Value::Oid(o)).collect());
                 Some(vec![
                     oid(idx), oid(t.oid), Value::Int2(n), Value::Int2(n), Value::Bool(true), Value::Bool(false), Value::Bool(true),
                     Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(true), Value::Bool(false),
-                    Value::Bool(true), Value::Bool(true), Value::Bool(false), text(&keys.join(" ")),
-                    text(&vec!["0"; pk.len()].join(" ")), text(&vec!["1978"; pk.len()].join(" ")),
-                    text(&vec!["0"; pk.len()].join(" ")), Value::Null, Value::Null,
+                    Value::Bool(true), Value::Bool(true), Value::Bool(false), int2s(&|c| c as i16 + 1),
+                    oids(0), oids(1978), int2s(&|_| 0), Value::Null, Value::Null,
                 ])
             })
             .collect(),
@@ -123,7 +136,8 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             for t in &tables {
                 for (i, c) in t.columns.iter().enumerate() {
                     if let Some(d) = &c.default {
-                        out.push(vec![oid(t.oid * 1000 + i as u32), oid(t.oid), Value::Int2(i as i16 + 1), text(d)]);
+                        let d = deparse_default(d, &c.ty.to_type());
+                        out.push(vec![oid(t.oid * 1000 + i as u32), oid(t.oid), Value::Int2(i as i16 + 1), text(&d)]);
                     }
                 }
             }
@@ -151,12 +165,14 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 Value::Bool(true), Value::Int4(-1), text("********"), Value::Null, Value::Bool(true), Value::Null, oid(SUPERUSER_OID),
             ]];
             if table != PgUser {
-                // pg_user lists only roles that can log in.
-                out.push(vec![
-                    text("pg_database_owner"), Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(false),
-                    Value::Bool(false), Value::Bool(false), Value::Int4(-1), text("********"), Value::Null, Value::Bool(false),
-                    Value::Null, oid(PG_DATABASE_OWNER_OID),
-                ]);
+                // pg_user lists only roles that can log in; these are PostgreSQL 15's predefined roles.
+                for (name, o) in PREDEFINED_ROLES {
+                    out.push(vec![
+                        text(name), Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(false),
+                        Value::Bool(false), Value::Bool(false), Value::Int4(-1), text("********"), Value::Null, Value::Bool(false),
+                        Value::Null, oid(*o),
+                    ]);
+                }
             }
             out
         }
@@ -175,7 +191,8 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             oid(POSTGRES_DB_OID), text(session.database), Value::Int4(session.backend_pid), text(session.user),
             text(&session.settings.lock().get("application_name").unwrap_or_default()), text("active"), Value::Null,
         ]],
-        PgAuthMembers | PgInherits | PgPartitionedTable | PgDescription | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
+        PgDescription => vec![vec![oid(PUBLIC_NAMESPACE_OID), oid(system_table_oid(PgNamespace)), Value::Int4(0), text("standard public schema")]],
+        PgAuthMembers | PgDbRoleSetting | PgEventTrigger | PgInherits | PgPartitionedTable | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
         | PgPublication | PgPublicationRel | PgPublicationNamespace | PgTrigger | PgForeignTable | PgExtension => Vec::new(),
     };
     for r in &mut rows {
@@ -277,7 +294,8 @@ pub fn proc_name(o: u32) -> Option<&'static str> {
         (195, "pg_node_tree_in"), (196, "pg_node_tree_out"), (197, "pg_node_tree_recv"), (198, "pg_node_tree_send"),
         (109, "unknownin"), (110, "unknownout"), (2416, "unknownrecv"), (2417, "unknownsend"),
         (2290, "record_in"), (3504, "enum_in"), (3834, "range_in"), (2597, "domain_in"),
-        (2291, "record_out"), (2292, "cstring_in"), (2293, "cstring_out"), (2294, "any_in"), (2295, "any_out"),
+        (2291, "record_out"), (2402, "record_recv"), (2403, "record_send"), (2500, "cstring_recv"), (2501, "cstring_send"),
+        (2502, "anyarray_recv"), (2503, "anyarray_send"), (3120, "void_recv"), (3121, "void_send"), (2292, "cstring_in"), (2293, "cstring_out"), (2294, "any_in"), (2295, "any_out"),
         (2296, "anyarray_in"), (2297, "anyarray_out"), (2298, "void_in"), (2299, "void_out"), (2300, "trigger_in"),
         (2301, "trigger_out"), (2304, "internal_in"), (2305, "internal_out"), (2312, "anyelement_in"), (2313, "anyelement_out"),
         (6179, "array_subscript_handler"), (6180, "raw_array_subscript_handler"),
@@ -309,15 +327,19 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
     let preferred = matches!(ty, Bool | Text | Float8 | Oid | TimestampTz | Interval);
     // Subscripting: arrays use array_subscript_handler, fixed-length vectors raw_array_subscript_handler.
     let subscript = match ty {
-        Array(_) => 6179,
-        Int2Vector | OidVector | Name => 6180,
+        Array(_) | Int2Vector | OidVector => 6179,
+        Name => 6180,
         _ => 0,
     };
     let collation = match ty {
         Name => 950,
+        PgNodeTree => 100,
+        Array(e) if e.is_string() => 100,
         t if t.is_string() => 100,
         _ => 0,
     };
+    // name is a fixed-length array of char
+    let elem = if *ty == Name { 18 } else { elem };
     vec![
         oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len),
         Value::Bool(len > 0 && len <= 8), chr(if *ty == Unknown { 'p' } else { 'b' }),
@@ -325,6 +347,7 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
         oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)),
         chr(match ty {
             Numeric { .. } => 'm',
+            Int2Vector | OidVector => 'p',
             _ if len == -1 => 'x',
             _ => 'p',
         }),
@@ -332,17 +355,17 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
     ]
 }
 
-/// Pseudo-types clients look up (oid, name, typlen, typbyval, typelem, typarray, typinput, typoutput, typalign).
-const PSEUDO_TYPES: &[(u32, &str, i16, bool, u32, u32, u32, u32, char)] = &[
-    (2249, "record", -1, false, 0, 2287, 2290, 2291, 'd'),
-    (2287, "_record", -1, false, 2249, 0, 750, 751, 'd'),
-    (2275, "cstring", -2, false, 0, 1263, 2292, 2293, 'c'),
-    (2276, "any", 4, true, 0, 0, 2294, 2295, 'i'),
-    (2277, "anyarray", -1, false, 0, 0, 2296, 2297, 'd'),
-    (2278, "void", 4, true, 0, 0, 2298, 2299, 'i'),
-    (2279, "trigger", 4, true, 0, 0, 2300, 2301, 'i'),
-    (2281, "internal", 8, true, 0, 0, 2304, 2305, 'd'),
-    (2283, "anyelement", 4, true, 0, 0, 2312, 2313, 'i'),
+/// Pseudo-types clients look up (oid, name, typlen, typbyval, typelem, typarray, [typinput, typoutput, typreceive, typsend], typalign).
+const PSEUDO_TYPES: &[(u32, &str, i16, bool, u32, u32, [u32; 4], char)] = &[
+    (2249, "record", -1, false, 0, 2287, [2290, 2291, 2402, 2403], 'd'),
+    (2287, "_record", -1, false, 2249, 0, [750, 751, 2400, 2401], 'd'),
+    (2275, "cstring", -2, false, 0, 1263, [2292, 2293, 2500, 2501], 'c'),
+    (2276, "any", 4, true, 0, 0, [2294, 2295, 0, 0], 'i'),
+    (2277, "anyarray", -1, false, 0, 0, [2296, 2297, 2502, 2503], 'd'),
+    (2278, "void", 4, true, 0, 0, [2298, 2299, 3120, 3121], 'i'),
+    (2279, "trigger", 4, true, 0, 0, [2300, 2301, 0, 0], 'i'),
+    (2281, "internal", 8, true, 0, 0, [2304, 2305, 0, 0], 'd'),
+    (2283, "anyelement", 4, true, 0, 0, [2312, 2313, 0, 0], 'i'),
 ];
 
 /// Name of a pseudo-type (regtype output for types Meridian has no DataType for).
@@ -350,12 +373,12 @@ pub fn pseudo_type_name(o: u32) -> Option<&'static str> {
     PSEUDO_TYPES.iter().find(|t| t.0 == o).map(|t| t.1)
 }
 
-fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, u32, u32, char)) -> Vec<Value> {
-    let &(o, name, len, byval, elem, array, input, output, align) = t;
+fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, [u32; 4], char)) -> Vec<Value> {
+    let &(o, name, len, byval, elem, array, [input, output, receive, send], align) = t;
     vec![
         oid(o), text(name), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len), Value::Bool(byval), chr('p'),
         chr('P'), Value::Bool(false), Value::Bool(true), chr(','), oid(0), oid(if elem != 0 { 6179 } else { 0 }), oid(elem),
-        oid(array), oid(input), oid(output), oid(0), oid(0), chr(align), chr(if len == -1 { 'x' } else { 'p' }),
+        oid(array), oid(input), oid(output), oid(receive), oid(send), chr(align), chr(if len == -1 { 'x' } else { 'p' }),
         Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(0), Value::Null,
     ]
 }
@@ -452,19 +475,49 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
         F::PgTableIsVisible | F::PgTypeIsVisible | F::PgFunctionIsVisible => Value::Bool(true),
         F::PgGetUserById => match arg_oid(0) {
             SUPERUSER_OID => text("postgres"),
-            PG_DATABASE_OWNER_OID => text("pg_database_owner"),
-            o => text(&format!("unknown (OID={o})")),
+            o => match PREDEFINED_ROLES.iter().find(|r| r.1 == o) {
+                Some((name, _)) => text(name),
+                None => text(&format!("unknown (OID={o})")),
+            },
         },
         F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
         F::PgGetIndexDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(arg_oid(0))) {
-            Some(t) => text(&format!("CREATE UNIQUE INDEX {} ON public.{} USING btree ({})", t.pk_name.clone().unwrap_or_default(), t.name, pk_columns(&t))),
+            // pg_get_indexdef(index, column, pretty): with column > 0, just that key column.
+            Some(t) => match args.get(1).and_then(Value::as_i64).filter(|&c| c > 0) {
+                Some(c) => match t.primary_key.as_ref().and_then(|pk| pk.get(c as usize - 1)) {
+                    Some(&col) => text(&t.columns[col].name),
+                    None => text(""),
+                },
+                None => text(&format!(
+                    "CREATE UNIQUE INDEX {} ON public.{} USING btree ({})",
+                    t.pk_name.clone().unwrap_or_default(),
+                    t.name,
+                    pk_columns(&t)
+                )),
+            },
             None => Value::Null,
         },
         F::PgGetConstraintDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid.map(|i| i + 1) == Some(arg_oid(0))) {
             Some(t) => text(&format!("PRIMARY KEY ({})", pk_columns(&t))),
             None => Value::Null,
         },
-        F::ObjDescription | F::ColDescription | F::ShobjDescription => Value::Null,
+        // The built-in objects' comments of PostgreSQL 15 (user objects have none: no COMMENT ON).
+        F::ObjDescription => match (arg_oid(0), arg_text(1).as_str()) {
+            (PUBLIC_NAMESPACE_OID, "pg_namespace") => text("standard public schema"),
+            _ => Value::Null,
+        },
+        F::ShobjDescription => match (arg_oid(0), arg_text(1).as_str()) {
+            (POSTGRES_DB_OID, "pg_database") => text("default administrative connection database"),
+            (1, "pg_database") => text("default template for new databases"),
+            (4, "pg_database") => text("unmodifiable empty database"),
+            _ => Value::Null,
+        },
+        F::ColDescription => Value::Null,
+        F::PgTablespaceLocation => text(""),
+        F::PgDatabaseSize => {
+            // Meridian has no per-database files: report the tables' (nominal) sizes.
+            Value::Int8(8192 * session.catalog.tables().len() as i64)
+        }
         F::PgEncodingToChar => text(if args.first().and_then(Value::as_i64) == Some(6) { "UTF8" } else { "SQL_ASCII" }),
         F::HasPrivilege => Value::Bool(true),
         F::ToRegclass => {
@@ -524,6 +577,25 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
     })
 }
 
+/// A column default as pg_get_expr deparses it: PostgreSQL shows string constants and
+/// negative numbers with an explicit cast to the column type (`'x'::text`, `'-1'::integer`).
+fn deparse_default(d: &str, ty: &DataType) -> String {
+    let t = d.trim();
+    let type_name = || match ty {
+        DataType::Bpchar { .. } => "bpchar".to_string(),
+        other => other.without_typmod().format_type(),
+    };
+    let quoted = t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') && !t[1..t.len() - 1].replace("''", "").contains('\'');
+    if quoted {
+        return format!("{t}::{}", type_name());
+    }
+    let negative_number = t.strip_prefix('-').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    if negative_number && matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Numeric { .. }) {
+        return format!("'{t}'::{}", type_name());
+    }
+    t.to_string()
+}
+
 /// pg_size_pretty(bigint) as in PostgreSQL 15: bytes below 10 kB, then kB, MB, GB, TB, PB,
 /// each unit used below 10240 of it, rounding half away from zero.
 fn size_pretty(size: i64) -> String {
@@ -562,6 +634,17 @@ mod tests {
         assert_eq!(size_pretty(13_656_064), "13 MB");
         assert_eq!(size_pretty(-10240), "-10 kB");
         assert_eq!(size_pretty(1 << 40), "1024 GB");
+    }
+
+    #[test]
+    fn defaults_deparse_like_postgres() {
+        assert_eq!(deparse_default("'x'", &DataType::Text), "'x'::text");
+        assert_eq!(deparse_default("'it''s'", &DataType::Varchar { max_len: Some(10) }), "'it''s'::character varying");
+        assert_eq!(deparse_default("'a'", &DataType::Bpchar { len: Some(3) }), "'a'::bpchar");
+        assert_eq!(deparse_default("-1", &DataType::Int4), "'-1'::integer");
+        assert_eq!(deparse_default("5", &DataType::Int4), "5");
+        assert_eq!(deparse_default("now()", &DataType::Timestamp), "now()");
+        assert_eq!(deparse_default("'a' || 'b'", &DataType::Text), "'a' || 'b'");
     }
 
     #[test]

@@ -1050,17 +1050,15 @@ impl<'a> Binder<'a> {
                             ))
                         }
                     };
+                    let vector = matches!(e.ty(), DataType::Int2Vector | DataType::OidVector);
                     let i = child(self, index)?;
                     let i = self.infer_param(i, &DataType::Int4);
-                    let i = cast_to(i, &DataType::Int4)?;
-                    let args = vec![e, i];
-                    e = if matches!(elem, DataType::Int2 | DataType::Oid) {
-                        // vector elements come back as int8 from their text form
-                        let f = Expr::Func { func: ScalarFunc::ArraySubscript, args, ty: DataType::Int8 };
-                        Expr::Cast { operand: Box::new(f), from: DataType::Int8, to: elem, explicit: true }
-                    } else {
-                        Expr::Func { func: ScalarFunc::ArraySubscript, args, ty: elem }
-                    };
+                    let mut i = cast_to(i, &DataType::Int4)?;
+                    if vector {
+                        // int2vector / oidvector subscripts start at 0
+                        i = self.binary(BinaryOp::Add, i, const_expr(Value::Int4(1), DataType::Int4))?;
+                    }
+                    e = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![e, i], ty: elem };
                 }
                 e
             }
@@ -2075,7 +2073,9 @@ fn default_column_name(e: &ast::Expr) -> String {
             }
         }
         ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
-            ast::Expr::Value(_) => type_column_name(data_type),
+            // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
+            ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),
+            ast::Expr::Nested(n) if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) => type_column_name(data_type),
             inner => {
                 let n = default_column_name(inner);
                 if n == "?column?" {
@@ -2086,6 +2086,10 @@ fn default_column_name(e: &ast::Expr) -> String {
             }
         },
         ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => default_column_name(inner),
+        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(id))) => ident_name(id),
+            _ => default_column_name(root),
+        },
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
         ast::Expr::Array(_) => "array".into(),

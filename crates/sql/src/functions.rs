@@ -42,6 +42,8 @@ pub enum ScalarFunc {
     PgPostmasterStartTime,
     InetServerAddr,
     PgRelationIsPublishable,
+    PgTablespaceLocation,
+    PgDatabaseSize,
     ToRegtype,
     ToRegnamespace,
     PgGetViewDef,
@@ -70,7 +72,7 @@ pub enum ScalarFunc {
     Trim,
     ArrayToString,
     ArrayPosition,
-    /// `array[i]` (built by the binder for subscripts; 1-based, int2vector/oidvector 0-based).
+    /// `array[i]`, 1-based (built by the binder for subscripts, which shifts int2vector/oidvector's 0-based ones).
     ArraySubscript,
     ArrayLength,
     ArrayUpper,
@@ -198,6 +200,9 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         ("pg_is_in_recovery", 0) => (F::PgIsInRecovery, vec![], Bool),
         ("pg_postmaster_start_time", 0) => (F::PgPostmasterStartTime, vec![], TimestampTz),
         ("inet_server_addr", 0) => (F::InetServerAddr, vec![], Text),
+        ("pg_tablespace_location", 1) => (F::PgTablespaceLocation, vec![Oid], Text),
+        ("pg_database_size", 1) if args[0] == Oid => (F::PgDatabaseSize, vec![Oid], Int8),
+        ("pg_database_size", 1) => (F::PgDatabaseSize, vec![Name], Int8),
         ("pg_relation_is_publishable", 1) => (F::PgRelationIsPublishable, vec![RegClass], Bool),
         ("to_regtype", 1) => (F::ToRegtype, vec![Text], RegType),
         ("to_regnamespace", 1) => (F::ToRegnamespace, vec![Text], RegNamespace),
@@ -368,11 +373,6 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             let i = int(&args[1]);
             match &args[0] {
                 Value::Array(items) if i >= 1 => items.get(i as usize - 1).cloned().unwrap_or(Value::Null),
-                // int2vector / oidvector: space-separated text, subscripts from 0.
-                Value::Text(s) if i >= 0 => match s.split_whitespace().nth(i as usize) {
-                    Some(x) => x.parse::<i64>().map(|n| Value::Int8(n)).unwrap_or(Value::Null),
-                    None => Value::Null,
-                },
                 _ => Value::Null,
             }
         }

@@ -122,6 +122,8 @@ pub enum SystemTable {
     PgUser,
     PgAuthid,
     PgAuthMembers,
+    PgDbRoleSetting,
+    PgEventTrigger,
 }
 
 #[derive(Debug, Clone)]

@@ -39,6 +39,8 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_user" => PgUser,
         "pg_authid" => PgAuthid,
         "pg_auth_members" => PgAuthMembers,
+        "pg_db_role_setting" => PgDbRoleSetting,
+        "pg_event_trigger" => PgEventTrigger,
         _ => return None,
     })
 }
@@ -78,6 +80,8 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgUser => 12004,
         PgAuthid => 1260,
         PgAuthMembers => 1261,
+        PgDbRoleSetting => 2964,
+        PgEventTrigger => 3466,
     }
 }
 
@@ -169,6 +173,11 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("datid", Oid), ("datname", Name), ("pid", Int4), ("usename", Name), ("application_name", Text), ("state", Text), ("query", Text),
         ],
         PgExtension => vec![("oid", Oid), ("extname", Name), ("extowner", Oid), ("extnamespace", Oid), ("extversion", Text)],
+        PgEventTrigger => vec![
+            ("oid", Oid), ("evtname", Name), ("evtevent", Name), ("evtowner", Oid), ("evtfoid", Oid), ("evtenabled", Char),
+            ("evttags", arr(Text)),
+        ],
+        PgDbRoleSetting => vec![("setdatabase", Oid), ("setrole", Oid), ("setconfig", arr(Text))],
         PgAuthMembers => vec![("roleid", Oid), ("member", Oid), ("grantor", Oid), ("admin_option", Bool)],
     }
 }
