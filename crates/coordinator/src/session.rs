@@ -154,12 +154,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         backend::notice_response_with(&mut self.out, severity, &PgError::new(code, message));
     }
 
-    /// Read the next message, or None at end of stream.
+    /// Read the next message, or None at end of stream. Output is flushed only before
+    /// waiting for input, so a pipelined batch (Bind/Execute/Sync…) costs one write.
     async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
         loop {
             if let Some(m) = decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())? {
                 return Ok(Some(m));
             }
+            self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             if self.inbuf.capacity() - self.inbuf.len() < 4096 {
                 self.inbuf.reserve(8192);
             }
@@ -187,11 +189,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if matches!(msg, FrontendMessage::Terminate) {
                 break;
             }
-            let keep_going = self.dispatch(msg).await;
-            if !keep_going || self.flush().await.is_err() {
+            if !self.dispatch(msg).await {
                 break;
             }
         }
+        let _ = self.flush().await;
         self.end_session().await;
     }
 
@@ -677,9 +679,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     fn default_isolation(&self) -> Isolation {
-        match self.state.settings.lock().get("default_transaction_isolation").as_deref() {
-            Ok("repeatable read") | Ok("serializable") => Isolation::RepeatableRead,
-            _ => Isolation::ReadCommitted,
+        if self.state.settings.lock().default_repeatable_read() {
+            Isolation::RepeatableRead
+        } else {
+            Isolation::ReadCommitted
         }
     }
 
@@ -689,7 +692,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             explicit,
             failed: false,
             isolation: self.default_isolation(),
-            read_only: self.state.settings.lock().get("default_transaction_read_only").as_deref() == Ok("on"),
+            read_only: self.state.settings.lock().default_read_only(),
             txn_time: types::datetime::now_timestamp(),
             savepoints: Vec::new(),
         }

@@ -75,6 +75,16 @@ impl Settings {
         Ok(self.values.get(canon).cloned().unwrap_or_else(|| default.to_string()))
     }
 
+    /// default_transaction_isolation is REPEATABLE READ or SERIALIZABLE (no allocation:
+    /// read per transaction).
+    pub fn default_repeatable_read(&self) -> bool {
+        matches!(self.values.get("default_transaction_isolation").map(String::as_str), Some("repeatable read" | "serializable"))
+    }
+
+    pub fn default_read_only(&self) -> bool {
+        self.values.get("default_transaction_read_only").map(String::as_str) == Some("on")
+    }
+
     /// Canonical (display) name of a setting, for SHOW's column header.
     pub fn display_name(name: &str) -> String {
         canonical(name).map(|(n, _, _)| n.to_ascii_lowercase()).unwrap_or_else(|| name.to_string())

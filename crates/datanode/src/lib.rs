@@ -630,6 +630,10 @@ impl Datanode {
     }
 
     pub async fn commit(&self, txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        if txn.n_writes == 0 {
+            // Nothing to apply: no state a dropped future could leave half done.
+            return self.inner.commit(txn, gtm).await;
+        }
         // Run to completion even if the caller's future is dropped: a half-done commit
         // would leave rows CommittingPending forever.
         let inner = self.inner.clone();
