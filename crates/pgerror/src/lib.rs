@@ -69,9 +69,9 @@ impl PgError {
         self
     }
 
-    /// 0A000 with a message naming the missing feature.
+    /// 0A000 with a message naming the missing feature ("not supported yet: foreign keys").
     pub fn unsupported(feature: impl fmt::Display) -> Self {
-        PgError::new(codes::FEATURE_NOT_SUPPORTED, format!("{feature} is not supported"))
+        PgError::new(codes::FEATURE_NOT_SUPPORTED, format!("not supported yet: {feature}"))
     }
 
     /// XX000: a broken invariant inside Meridian; never expected.
