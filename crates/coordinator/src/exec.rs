@@ -1,8 +1,10 @@
 //! Statement execution: bound plans run against the datanode inside a transaction.
 //!
-//! Relational operators materialise their input (OLTP statements touch few rows; the
-//! catalog queries of psql and drivers are small). Base-table access goes through the
-//! datanode interface only: point reads by primary key, or ordered scans.
+//! Scans, filters, projections and aggregation stream row by row (memory stays bounded
+//! for large tables); joins, sorts and set operations materialise their inputs (OLTP
+//! statements and the catalog queries of psql and drivers are small). Base-table access
+//! goes through the datanode interface only: point reads by primary key, key ranges, or
+//! ordered scans.
 
 use crate::catalog::LiveCatalog;
 use crate::settings::Settings;
