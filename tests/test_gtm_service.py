@@ -136,3 +136,78 @@ def test_gtm_killed_and_restarted(cluster):
     assert results["ok_after"] > 0, f"no transaction succeeded after the GTM restarted: {results}"
     assert_invariant(server)
     assert server.is_alive()
+
+
+class RawGtmClient:
+    """Speaks the GTM wire format (crates/gtm/README.md, version 1) over a plain socket."""
+
+    def __init__(self, host, port):
+        import socket
+        import struct
+        self.struct = struct
+        self.sock = socket.create_connection((host, port), timeout=10)
+        self.sock.sendall(b"MGTM" + struct.pack("<HHI", 1, 0, 0))
+        reply = self._read(4 + 2 + 2 + 8 + 8)
+        assert reply[:4] == b"MGTM", reply
+        assert struct.unpack("<H", reply[6:8])[0] == 0, "handshake refused"
+        self.seq = 0
+
+    def _read(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("GTM closed the connection")
+            buf += chunk
+        return buf
+
+    def timestamps(self, n):
+        """n fresh timestamps (one batch)."""
+        s = self.struct
+        self.seq += 1
+        body = bytes([1]) + s.pack("<Q", self.seq) + s.pack("<IIII", 0, n, 0, 0)
+        self.sock.sendall(s.pack("<I", len(body)) + body)
+        (length,) = s.unpack("<I", self._read(4))
+        resp = self._read(length)
+        assert resp[0] == 1, f"GTM error: {resp!r}"
+        _, _, ts_first, _, _ = s.unpack("<QQQQQ", resp[1:41])
+        return list(range(ts_first, ts_first + n))
+
+    def close(self):
+        self.sock.close()
+
+
+def test_meridian_gtm_never_reissues_after_kill9():
+    gtm = GtmServer(_new_base_dir("gtm")).start()
+    try:
+        highest = 0
+        for round_no in range(3):
+            seen_this_round = []
+            stop = threading.Event()
+
+            def hammer():
+                try:
+                    c = RawGtmClient(gtm.host, gtm.port)
+                    while not stop.is_set():
+                        seen_this_round.extend(c.timestamps(1000))
+                except (ConnectionError, OSError):
+                    pass  # the GTM was killed under us
+
+            t = threading.Thread(target=hammer)
+            t.start()
+            time.sleep(0.5)
+            gtm.kill9()
+            stop.set()
+            t.join(30)
+            assert not t.is_alive()
+            assert seen_this_round, f"round {round_no}: no timestamps before the kill"
+            assert min(seen_this_round) > highest, f"round {round_no}: reissued a timestamp"
+            assert len(set(seen_this_round)) == len(seen_this_round), "duplicate timestamps"
+            highest = max(seen_this_round)
+            gtm.start()
+        c = RawGtmClient(gtm.host, gtm.port)
+        after = c.timestamps(10)
+        c.close()
+        assert min(after) > highest, f"after restart the GTM issued {min(after)} <= {highest}"
+    finally:
+        finish_server(gtm)
