@@ -24,7 +24,7 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
 }
 
 /// Execute a DDL statement; returns the command tag.
-pub async fn execute(shared: &Shared, stmt: &Statement, _in_block: bool, out: &mut BytesMut) -> PgResult<String> {
+pub async fn execute(shared: &Shared, stmt: &Statement, out: &mut BytesMut) -> PgResult<String> {
     use sql::catalog::Catalog;
     match stmt {
         Statement::CreateTable(ct) => {

@@ -497,7 +497,7 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
             let v = match v {
                 Value::Float4(f) => Value::Float8(f as f64),
                 Value::Float8(f) => Value::Float8(f),
-                other => types::cast::cast(other.clone(), &natural(&other), &DataType::Numeric { precision_scale: None }, false)?,
+                other => types::cast::cast(other.clone(), &other.natural_type(), &DataType::Numeric { precision_scale: None }, false)?,
             };
             *sum = if sum.is_null() { v } else { ops::eval_binary(BinaryOp::Add, sum, &v)? };
             *count += 1;
@@ -505,7 +505,7 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
         AggState::Value(cur) => {
             *cur = match agg.func {
                 AggFunc::Sum => {
-                    let v = types::cast::cast(v.clone(), &natural(&v), &agg.ty, false)?;
+                    let v = types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
                     if cur.is_null() {
                         v
                     } else {
@@ -563,10 +563,6 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
         }
     })
     .map(|v| if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) { Value::Int8(v.as_i64().unwrap_or(0)) } else { v })
-}
-
-fn natural(v: &Value) -> DataType {
-    sql::functions::natural_type(v)
 }
 
 /// Build a table row from an INSERT's source row, applying defaults and NOT NULL.

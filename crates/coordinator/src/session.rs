@@ -35,7 +35,6 @@ struct Prepared {
 }
 
 struct Portal {
-    statement: Arc<Prepared>,
     bound: Arc<Statement>,
     params: Vec<Value>,
     result_formats: Vec<i16>,
@@ -222,9 +221,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             FrontendMessage::Execute { portal, max_rows } => self.execute_message(&portal, max_rows).await,
             FrontendMessage::Close { kind, name } => {
                 match kind {
-                    wire::frontend::DescribeKind::Statement => self.prepared.remove(&name),
-                    wire::frontend::DescribeKind::Portal => self.portals.remove(&name).map(|p| p.statement),
-                };
+                    wire::frontend::DescribeKind::Statement => drop(self.prepared.remove(&name)),
+                    wire::frontend::DescribeKind::Portal => drop(self.portals.remove(&name)),
+                }
                 backend::close_complete(&mut self.out);
                 Ok(())
             }
@@ -429,7 +428,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         let bound = self.current_plan(&prepared)?;
         output::validate_formats(&result_formats, bound.output_columns().len())?;
-        self.portals.insert(portal, Portal { statement: prepared, bound, params: values, result_formats, pending: None });
+        self.portals.insert(portal, Portal { bound, params: values, result_formats, pending: None });
         backend::bind_complete(&mut self.out);
         Ok(())
     }
@@ -662,7 +661,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             | Statement::Truncate { .. }
             | Statement::AddPrimaryKey { .. }
             | Statement::Vacuum { .. } => {
-                let tag = crate::ddl::execute(&self.shared, stmt, self.tx.as_ref().is_some_and(|t| t.explicit), &mut self.out).await?;
+                let tag = crate::ddl::execute(&self.shared, stmt, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,

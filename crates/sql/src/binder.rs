@@ -584,15 +584,7 @@ impl<'a> Binder<'a> {
             let series = Rel::GenerateSeries { start: const_expr(Value::Int4(1), DataType::Int4), stop, step: None };
             let index = Expr::Column { depth: 0, index: 0, ty: DataType::Int4 };
             let item = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![arr, index], ty: elem.clone() };
-            let col_name = alias
-                .as_ref()
-                .and_then(|a| a.columns.first().map(|c| ident_name(&c.name)).or_else(|| Some(ident_name(&a.name))))
-                .unwrap_or_else(|| "unnest".to_string());
-            let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| "unnest".into());
-            let scope = Scope {
-                columns: vec![ScopeColumn { qualifier: Some(qualifier), name: col_name, ty: elem, table_oid: 0, attnum: 0 }],
-            };
-            return Ok((Rel::Project { input: Box::new(series), exprs: vec![item] }, scope));
+            return Ok((Rel::Project { input: Box::new(series), exprs: vec![item] }, function_scope("unnest", alias, elem)));
         }
         if name != "generate_series" {
             return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
@@ -613,15 +605,7 @@ impl<'a> Binder<'a> {
         let start = it.next().unwrap()?;
         let stop = it.next().unwrap()?;
         let step = it.next().transpose()?;
-        let col_name = alias
-            .as_ref()
-            .and_then(|a| a.columns.first().map(|c| ident_name(&c.name)).or_else(|| Some(ident_name(&a.name))))
-            .unwrap_or_else(|| "generate_series".to_string());
-        let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".into());
-        let scope = Scope {
-            columns: vec![ScopeColumn { qualifier: Some(qualifier), name: col_name, ty, table_oid: 0, attnum: 0 }],
-        };
-        Ok((Rel::GenerateSeries { start, stop, step }, scope))
+        Ok((Rel::GenerateSeries { start, stop, step }, function_scope("generate_series", alias, ty)))
     }
 
     fn select(&mut self, sel: &ast::Select, order_by: &[ast::OrderByExpr]) -> PgResult<(Rel, Vec<OutputColumn>)> {
@@ -1817,6 +1801,17 @@ impl<'a> Binder<'a> {
         }
         Ok(Statement::CopyFrom(copy))
     }
+}
+
+/// The one column of a table function in FROM: named by the alias's column list, else
+/// the alias, else the function (as PostgreSQL does).
+fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType) -> Scope {
+    let name = alias
+        .as_ref()
+        .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
+        .unwrap_or_else(|| function.to_string());
+    let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
+    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0 }] }
 }
 
 fn table_fillfactor(ct: &ast::CreateTable) -> PgResult<Option<u32>> {

@@ -472,32 +472,8 @@ fn out_of_range(type_name: &str) -> PgError {
 /// Text form of a value for string building (concat, array_to_string).
 pub fn value_to_text(v: &Value) -> String {
     let mut out = Vec::new();
-    types::io::to_text(v, &natural_type(v), &mut out);
+    types::io::to_text(v, &v.natural_type(), &mut out);
     String::from_utf8(out).unwrap_or_default()
-}
-
-/// The type a value prints as when nothing else is known about it.
-pub fn natural_type(v: &Value) -> DataType {
-    match v {
-        Value::Null | Value::Text(_) => DataType::Text,
-        Value::Bool(_) => DataType::Bool,
-        Value::Int2(_) => DataType::Int2,
-        Value::Int4(_) => DataType::Int4,
-        Value::Int8(_) => DataType::Int8,
-        Value::Float4(_) => DataType::Float4,
-        Value::Float8(_) => DataType::Float8,
-        Value::Numeric(_) => DataType::Numeric { precision_scale: None },
-        Value::Bytea(_) => DataType::Bytea,
-        Value::Date(_) => DataType::Date,
-        Value::Time(_) => DataType::Time,
-        Value::Timestamp(_) => DataType::Timestamp,
-        Value::TimestampTz(_) => DataType::TimestampTz,
-        Value::Interval { .. } => DataType::Interval,
-        Value::Oid(_) => DataType::Oid,
-        Value::Array(items) => {
-            DataType::Array(Box::new(items.iter().find(|v| !v.is_null()).map(natural_type).unwrap_or(DataType::Text)))
-        }
-    }
 }
 
 /// A fast, per-thread xorshift generator: `random()` needs no cryptographic quality.
