@@ -38,6 +38,7 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     let result = runtime.block_on(async {
         match cli.command {
@@ -74,6 +75,21 @@ async fn start(args: StartArgs) -> Result<(), String> {
         _ = shutdown_signal() => tracing::info!("shutting down"),
     }
     Ok(())
+}
+
+/// Each connection is a socket: lift the soft open-file limit to the hard limit so that
+/// thousands of clients do not hit the common default of 1024.
+fn raise_open_file_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
+    unsafe {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                tracing::warn!("could not raise the open-file limit to {}", lim.rlim_max);
+            }
+        }
+    }
 }
 
 /// SIGTERM or SIGINT. Acknowledged commits are already durable, so stopping is immediate.
