@@ -11,7 +11,7 @@ use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_ke
 use datanode::{Datanode, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::EvalCtx;
-use sql::plan::{Delete, Expr, Insert, OutputColumn, Update};
+use sql::plan::{Access, Delete, Expr, Insert, OutputColumn, Update};
 use sql::TableDef;
 use std::sync::Arc;
 use types::{DataType, Value};
@@ -61,102 +61,104 @@ fn returning(ex: &Executor, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[R
     rows.iter().map(|r| items.iter().map(|(e, _)| ctx.eval(e, r)).collect()).collect()
 }
 
-pub async fn insert(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, ins: &Insert) -> PgResult<DmlResult> {
-    let table = &ins.table;
-    let rows: Vec<Row> = {
-        let ex = Executor { dn, txn, snapshot, params, session: view };
-        let source = ex.rel(&ins.source, &[]).await?;
-        let ctx = EvalCtx { params, outer: &[], env: &ex };
-        source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
-    };
-    let mut ids = RowIds::new();
-    let mut written = Vec::with_capacity(rows.len());
-    for row in rows {
-        match write_new_row(dn, txn, table, &row, &mut ids).await {
-            Ok(()) => written.push(row),
-            Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let ex = Executor { dn, txn, snapshot, params, session: view };
-    let out = returning(&ex, &ins.returning, &written)?;
-    Ok((out, written.len() as u64))
+/// What every DML statement runs with: the datanode, the statement snapshot, the
+/// parameters and the session. The transaction is passed separately because reads
+/// borrow it shared and writes borrow it exclusively, in turns.
+pub struct Dml<'a> {
+    pub dn: &'a Datanode,
+    pub snapshot: Timestamp,
+    pub params: &'a [Value],
+    pub view: &'a SessionView<'a>,
 }
 
-/// Lock each candidate row and return the version to modify (re-checked if it changed).
-async fn lock_candidates(
-    dn: &Datanode,
-    txn: &mut Txn,
-    snapshot: Timestamp,
-    params: &[Value],
-    view: &SessionView<'_>,
-    table: &TableDef,
-    access: &sql::plan::Access,
-    filter: Option<&Expr>,
-) -> PgResult<Vec<(Vec<u8>, Row)>> {
-    let candidates = {
-        let ex = Executor { dn, txn, snapshot, params, session: view };
-        ex.keyed_rows(table, access, filter).await?
-    };
-    let mut locked = Vec::with_capacity(candidates.len());
-    for (key, seen, row) in candidates {
-        let Some(current) = dn.lock_row(txn, table.rel, &key).await? else {
-            continue; // deleted by a transaction that committed after our snapshot
+impl<'a> Dml<'a> {
+    /// A read-only executor over `txn` at the statement snapshot.
+    pub fn reader<'t>(&'t self, txn: &'t Txn) -> Executor<'t> {
+        Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view }
+    }
+
+    pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
+        let table = &ins.table;
+        let rows: Vec<Row> = {
+            let ex = self.reader(txn);
+            let source = ex.rel(&ins.source, &[]).await?;
+            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
+            source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
         };
-        if current == seen {
-            locked.push((key, row));
-            continue;
-        }
-        let newest = decode(&current, table)?;
-        let ex = Executor { dn, txn, snapshot, params, session: view };
-        let ctx = EvalCtx { params, outer: &[], env: &ex };
-        if ctx.matches(filter, &newest)? {
-            locked.push((key, newest));
-        }
-    }
-    Ok(locked)
-}
-
-pub async fn update(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, upd: &Update) -> PgResult<DmlResult> {
-    let table = &upd.table;
-    let locked = lock_candidates(dn, txn, snapshot, params, view, table, &upd.access, upd.filter.as_ref()).await?;
-    let mut updated = Vec::with_capacity(locked.len());
-    for (key, old) in locked {
-        let new = {
-            let ex = Executor { dn, txn, snapshot, params, session: view };
-            let ctx = EvalCtx { params, outer: &[], env: &ex };
-            let mut new = old.clone();
-            for (col, e) in &upd.assignments {
-                new[*col] = ctx.eval(e, &old)?;
+        let mut ids = RowIds::new();
+        let mut written = Vec::with_capacity(rows.len());
+        for row in rows {
+            match write_new_row(self.dn, txn, table, &row, &mut ids).await {
+                Ok(()) => written.push(row),
+                Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
+                Err(e) => return Err(e),
             }
-            new
-        };
-        check_not_null(table, &new)?;
-        match row_key(table, &new) {
-            Some(new_key) if new_key != key => {
-                dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new)).await?;
-                dn.put(txn, table.rel, &key, None)?;
-            }
-            _ => dn.put(txn, table.rel, &key, Some(encode(&new)))?,
         }
-        updated.push(new);
+        let out = returning(&self.reader(txn), &ins.returning, &written)?;
+        Ok((out, written.len() as u64))
     }
-    let ex = Executor { dn, txn, snapshot, params, session: view };
-    let out = returning(&ex, &upd.returning, &updated)?;
-    Ok((out, updated.len() as u64))
-}
 
-pub async fn delete(dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, params: &[Value], view: &SessionView<'_>, del: &Delete) -> PgResult<DmlResult> {
-    let table = &del.table;
-    let locked = lock_candidates(dn, txn, snapshot, params, view, table, &del.access, del.filter.as_ref()).await?;
-    let mut deleted = Vec::with_capacity(locked.len());
-    for (key, old) in locked {
-        dn.put(txn, table.rel, &key, None)?;
-        deleted.push(old);
+    /// Lock each candidate row and return the version to modify (re-checked if it changed).
+    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
+        let candidates = self.reader(txn).keyed_rows(table, access, filter).await?;
+        let mut locked = Vec::with_capacity(candidates.len());
+        for (key, seen, row) in candidates {
+            let Some(current) = self.dn.lock_row(txn, table.rel, &key).await? else {
+                continue; // deleted by a transaction that committed after our snapshot
+            };
+            if current == seen {
+                locked.push((key, row));
+                continue;
+            }
+            let newest = decode(&current, table)?;
+            let ex = self.reader(txn);
+            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
+            if ctx.matches(filter, &newest)? {
+                locked.push((key, newest));
+            }
+        }
+        Ok(locked)
     }
-    let ex = Executor { dn, txn, snapshot, params, session: view };
-    let out = returning(&ex, &del.returning, &deleted)?;
-    Ok((out, deleted.len() as u64))
+
+    pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
+        let table = &upd.table;
+        let locked = self.lock_candidates(txn, table, &upd.access, upd.filter.as_ref()).await?;
+        let mut updated = Vec::with_capacity(locked.len());
+        for (key, old) in locked {
+            let new = {
+                let ex = self.reader(txn);
+                let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
+                let mut new = old.clone();
+                for (col, e) in &upd.assignments {
+                    new[*col] = ctx.eval(e, &old)?;
+                }
+                new
+            };
+            check_not_null(table, &new)?;
+            match row_key(table, &new) {
+                Some(new_key) if new_key != key => {
+                    self.dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new)).await?;
+                    self.dn.put(txn, table.rel, &key, None)?;
+                }
+                _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
+            }
+            updated.push(new);
+        }
+        let out = returning(&self.reader(txn), &upd.returning, &updated)?;
+        Ok((out, updated.len() as u64))
+    }
+
+    pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
+        let table = &del.table;
+        let locked = self.lock_candidates(txn, table, &del.access, del.filter.as_ref()).await?;
+        let mut deleted = Vec::with_capacity(locked.len());
+        for (key, old) in locked {
+            self.dn.put(txn, table.rel, &key, None)?;
+            deleted.push(old);
+        }
+        let out = returning(&self.reader(txn), &del.returning, &deleted)?;
+        Ok((out, deleted.len() as u64))
+    }
 }
 
 /// Turns COPY lines into table rows and writes them.

@@ -276,7 +276,7 @@ impl<'a> Executor<'a> {
             }
             if !matched && kind == JoinKind::Left {
                 let mut joined = l.clone();
-                joined.extend(std::iter::repeat(Value::Null).take(right_width));
+                joined.extend(std::iter::repeat_n(Value::Null, right_width));
                 out.push(joined);
             }
         }

@@ -2,7 +2,7 @@
 //! pipelining, COPY, error recovery to Sync) and the session's transaction state.
 
 use crate::copy::CopyParser;
-use crate::exec::{Executor, Row, SessionView};
+use crate::exec::{Row, SessionView};
 use crate::output;
 use crate::server::Shared;
 use crate::settings::Settings;
@@ -746,23 +746,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         let shared = self.shared.clone();
         let view = view(&shared, &self.state, &self.tx, types::datetime::now_timestamp());
         let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
-        let dn = &shared.datanode;
+        let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view };
         let outcome = match stmt {
             Statement::Query(q) => {
-                let ex = Executor { dn, txn, snapshot, params, session: &view };
-                let rows = ex.query(q).await?;
+                let rows = dml.reader(txn).query(q).await?;
                 Outcome { tag: format!("SELECT {}", rows.len()), rows }
             }
             Statement::Insert(ins) => {
-                let (rows, n) = crate::dml::insert(dn, txn, snapshot, params, &view, ins).await?;
+                let (rows, n) = dml.insert(txn, ins).await?;
                 Outcome { rows, tag: format!("INSERT 0 {n}") }
             }
             Statement::Update(upd) => {
-                let (rows, n) = crate::dml::update(dn, txn, snapshot, params, &view, upd).await?;
+                let (rows, n) = dml.update(txn, upd).await?;
                 Outcome { rows, tag: format!("UPDATE {n}") }
             }
             Statement::Delete(del) => {
-                let (rows, n) = crate::dml::delete(dn, txn, snapshot, params, &view, del).await?;
+                let (rows, n) = dml.delete(txn, del).await?;
                 Outcome { rows, tag: format!("DELETE {n}") }
             }
             _ => unreachable!("dml() handles queries and DML only"),
