@@ -8,6 +8,10 @@
 //!   terminator: the encoding is order-preserving and no encoded key is a prefix of another.
 //! * A read at snapshot `s` seeks to `rel|key|00 00|!s` and takes the first entry with the
 //!   same prefix: the newest version with `commit_ts <= s`.
+//! * Keyspace `latest` maps `rel | escape(user_key) | 0x00 0x00` to
+//!   `commit_ts (u64 BE) | tag | row`: the newest committed version of every key that has
+//!   one, written in the same atomic batch as the version in `data`. A read whose snapshot
+//!   is at or after that version is one exact-key `get`; older snapshots seek `data`.
 //! * Transactions commit through [`Store::apply`]: one atomic fjall write batch, written by a
 //!   single writer thread that group-commits (one journal fsync for every batch written
 //!   since the last one).
@@ -33,6 +37,11 @@ const TS_LEN: usize = 8;
 
 /// How often the writer thread persists asynchronously committed batches.
 pub const ASYNC_FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+
+/// `sys` key holding the on-disk format version (u64 BE).
+const FORMAT_KEY: &[u8] = b"storage_format";
+/// Format 2: keyspace `latest` exists and is complete.
+const FORMAT_VERSION: u64 = 2;
 
 /// Memory used beyond `cache_size` that does not depend on the data size: fjall's
 /// worker threads and file-descriptor cache, journal buffers, pinned filter/index blocks of
@@ -199,8 +208,10 @@ enum Msg {
     Shutdown,
 }
 
+/// One write of a commit: (version prefix, `data` value), all at the request's `ts`.
 struct WriteReq {
     items: Vec<(Vec<u8>, Vec<u8>)>,
+    ts: Timestamp,
     durable: bool,
     reply: tokio::sync::oneshot::Sender<PgResult<()>>,
 }
@@ -215,6 +226,11 @@ pub struct WriterStats {
 pub struct Store {
     db: Database,
     data: Keyspace,
+    latest: Keyspace,
+    /// Serializes writers of `latest` entries that depend on its current contents: the
+    /// writer thread (while it writes a round of batches) and GC (while it checks and
+    /// removes `latest` entries of collected tombstones).
+    latest_lock: Arc<parking_lot::Mutex<()>>,
     meta: Keyspace,
     sys: Keyspace,
     writer_tx: mpsc::Sender<Msg>,
@@ -226,14 +242,15 @@ pub struct Store {
 /// Memory split of `cache_size`: (block cache, memtable budget, max size of one memtable).
 ///
 /// fjall keeps at most one active plus four sealed (being flushed) memtables per keyspace
-/// before it stalls writers, so the `data` keyspace's memtables use at most
-/// `5 * memtable` bytes; that is half of `cache_size`, the block cache the other half.
+/// before it stalls writers, so the `data` and `latest` keyspaces' memtables use at most
+/// `2 * 5 * memtable` bytes; that is half of `cache_size`, the block cache the other half.
 /// (fjall 3's database-wide `max_write_buffer_size` is not enforced, so it is not used.)
 pub fn memory_split(cache_size: u64) -> (u64, u64, u64) {
-    const MIB: u64 = 1024 * 1024;
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
     let cache_size = cache_size.max(8 * MIB);
-    let memtable = (cache_size / 10).clamp(MIB, 64 * MIB);
-    let write_buffer = 5 * memtable;
+    let memtable = (cache_size / 20).clamp(512 * KIB, 32 * MIB);
+    let write_buffer = 2 * 5 * memtable;
     (
         cache_size.saturating_sub(write_buffer).max(MIB),
         write_buffer,
@@ -260,23 +277,30 @@ impl Store {
             .map_err(|e| io_err("open keyspace", e))
         };
         let data = ks("data", memtable)?;
+        let latest = ks("latest", memtable)?;
         let meta = ks("meta", 1 << 20)?;
         let sys = ks("sys", 1 << 20)?;
+        ensure_format(&db, &data, &latest, &sys)?;
+        let latest_lock = Arc::new(parking_lot::Mutex::new(()));
 
         let (tx, rx) = mpsc::channel::<Msg>();
         let stats = Arc::new(WriterStats::default());
         let thread = {
             let db = db.clone();
             let data = data.clone();
+            let latest = latest.clone();
+            let lock = latest_lock.clone();
             let stats = stats.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, rx, stats))
+                .spawn(move || writer_loop(db, data, latest, lock, rx, stats))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
             db,
             data,
+            latest,
+            latest_lock,
             meta,
             sys,
             writer_tx: tx,
@@ -305,11 +329,12 @@ impl Store {
     ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let items = writes
             .iter()
-            .map(|w| (encode_version(w.rel, &w.key, ts), encode_value(&w.row)))
+            .map(|w| (encode_prefix(w.rel, &w.key), encode_value(&w.row)))
             .collect();
         let (reply, rx) = tokio::sync::oneshot::channel();
         let req = WriteReq {
             items,
+            ts,
             durable,
             reply,
         };
@@ -322,8 +347,29 @@ impl Store {
     }
 
     /// The newest version of `key` with `commit_ts <= snapshot`.
+    ///
+    /// One exact-key read of `latest` when the newest version is visible at `snapshot` (or
+    /// the key has no version at all); a seek in `data` only for older snapshots.
     pub fn get(&self, rel: RelId, key: &[u8], snapshot: Timestamp) -> PgResult<Option<Version>> {
         let prefix = encode_prefix(rel, key);
+        match self.latest_entry(&prefix)? {
+            None => return Ok(None),
+            Some(v) if v.commit_ts <= snapshot => return Ok(Some(v)),
+            Some(_) => {}
+        }
+        self.get_in_data(prefix, snapshot)
+    }
+
+    /// The `latest` entry of a version prefix.
+    fn latest_entry(&self, prefix: &[u8]) -> PgResult<Option<Version>> {
+        match self.latest.get(prefix).map_err(|e| io_err("read", e))? {
+            None => Ok(None),
+            Some(v) => decode_latest(v).map(Some),
+        }
+    }
+
+    /// The newest version with `commit_ts <= snapshot`, sought in `data`.
+    fn get_in_data(&self, prefix: Vec<u8>, snapshot: Timestamp) -> PgResult<Option<Version>> {
         let end = prefix_end(&prefix);
         let mut start = prefix;
         start.extend_from_slice(&(!snapshot).to_be_bytes());
@@ -342,7 +388,7 @@ impl Store {
 
     /// The newest committed version of `key`.
     pub fn latest(&self, rel: RelId, key: &[u8]) -> PgResult<Option<Version>> {
-        self.get(rel, key, Timestamp::MAX)
+        self.latest_entry(&encode_prefix(rel, key))
     }
 
     /// Live rows of `rel` in `[lo, hi)` (user-key bounds) as of `snapshot`, in key order.
@@ -422,11 +468,12 @@ impl Store {
         let mut batch = self.db.batch();
         let mut removed = 0u64;
         let mut again = Vec::with_capacity(keys.len());
+        let mut gone: Vec<(Vec<u8>, Timestamp)> = Vec::new();
         for (rel, key) in keys {
             let prefix = encode_prefix(*rel, key);
             let end = prefix_end(&prefix);
             let mut versions = Vec::new();
-            for g in self.data.range(prefix..end) {
+            for g in self.data.range(prefix.clone()..end) {
                 let (k, v) = g.into_inner().map_err(|e| io_err("gc read", e))?;
                 let tomb = v.first() == Some(&TAG_DELETE);
                 versions.push((k, tomb));
@@ -434,12 +481,14 @@ impl Store {
             let (n, remaining, last_tomb) = gc_versions(&versions, horizon, |k| {
                 batch.remove(&self.data, k.clone());
             });
+            if n > 0 && remaining == 0 {
+                gone.push((prefix, ts_of_key(&versions[0].0)));
+            }
             removed += n;
             again.push(remaining > 1 || (remaining == 1 && last_tomb));
         }
-        if !batch.is_empty() {
-            batch.commit().map_err(|e| io_err("gc write", e))?;
-        }
+        self.commit_gc(batch, &gone)
+            .map_err(|e| io_err("gc write", e))?;
         Ok((removed, again))
     }
 
@@ -447,11 +496,18 @@ impl Store {
     pub fn gc_rel(&self, rel: RelId, horizon: Timestamp) -> PgResult<u64> {
         let mut removed = 0u64;
         let mut batch = self.db.batch();
+        let mut gone: Vec<(Vec<u8>, Timestamp)> = Vec::new();
         let mut cur_prefix: Vec<u8> = Vec::new();
         let mut versions: Vec<(fjall::UserKey, bool)> = Vec::new();
         let flush_key = |versions: &mut Vec<(fjall::UserKey, bool)>,
-                         batch: &mut fjall::OwnedWriteBatch| {
-            let (n, _, _) = gc_versions(versions, horizon, |k| batch.remove(&self.data, k.clone()));
+                         batch: &mut fjall::OwnedWriteBatch,
+                         gone: &mut Vec<(Vec<u8>, Timestamp)>| {
+            let (n, remaining, _) =
+                gc_versions(versions, horizon, |k| batch.remove(&self.data, k.clone()));
+            if n > 0 && remaining == 0 {
+                let k = &versions[0].0;
+                gone.push((k[..k.len() - TS_LEN].to_vec(), ts_of_key(k)));
+            }
             versions.clear();
             n
         };
@@ -459,22 +515,50 @@ impl Store {
             let (k, v) = g.into_inner().map_err(|e| io_err("vacuum read", e))?;
             let p = &k[..k.len() - TS_LEN];
             if p != cur_prefix.as_slice() {
-                removed += flush_key(&mut versions, &mut batch);
+                removed += flush_key(&mut versions, &mut batch, &mut gone);
                 cur_prefix.clear();
                 cur_prefix.extend_from_slice(p);
                 if batch.len() >= 10_000 {
                     let b = std::mem::replace(&mut batch, self.db.batch());
-                    b.commit().map_err(|e| io_err("vacuum write", e))?;
+                    self.commit_gc(b, &gone)
+                        .map_err(|e| io_err("vacuum write", e))?;
+                    gone.clear();
                 }
             }
             let tomb = v.first() == Some(&TAG_DELETE);
             versions.push((k, tomb));
         }
-        removed += flush_key(&mut versions, &mut batch);
-        if !batch.is_empty() {
-            batch.commit().map_err(|e| io_err("vacuum write", e))?;
-        }
+        removed += flush_key(&mut versions, &mut batch, &mut gone);
+        self.commit_gc(batch, &gone)
+            .map_err(|e| io_err("vacuum write", e))?;
         Ok(removed)
+    }
+
+    /// Commits a GC batch of `data` removals. `gone` lists the keys whose every version
+    /// the batch removes (their newest version, a tombstone at the given ts, included):
+    /// their `latest` entry is removed in the same batch, but only if it still is that
+    /// tombstone. The check and the commit happen under `latest_lock`, so a newer version
+    /// committed concurrently by the writer thread is never lost.
+    fn commit_gc(
+        &self,
+        mut batch: fjall::OwnedWriteBatch,
+        gone: &[(Vec<u8>, Timestamp)],
+    ) -> Result<(), fjall::Error> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if gone.is_empty() {
+            return batch.commit();
+        }
+        let _g = self.latest_lock.lock();
+        for (prefix, ts) in gone {
+            if let Some(v) = self.latest.get(prefix)? {
+                if latest_ts(&v) == Some(*ts) {
+                    batch.remove(&self.latest, prefix.clone());
+                }
+            }
+        }
+        batch.commit()
     }
 
     /// Removes every version of every key of `rel`, in batches of 10,000, until done or
@@ -484,6 +568,17 @@ impl Store {
         loop {
             if stop() {
                 return Ok((n, false));
+            }
+            // `latest` entries first: a key whose `latest` entry is gone has no versions left
+            // that a reader could miss (the relation is being dropped; nobody reads it).
+            let mut batch = self.db.batch();
+            for g in self.latest.range(rel_start(rel)..rel_end(rel)).take(10_000) {
+                let k = g.key().map_err(|e| io_err("drop read", e))?;
+                batch.remove(&self.latest, k);
+            }
+            if !batch.is_empty() {
+                batch.commit().map_err(|e| io_err("drop write", e))?;
+                continue;
             }
             let mut batch = self.db.batch();
             for g in self.data.range(rel_start(rel)..rel_end(rel)).take(10_000) {
@@ -532,6 +627,95 @@ impl Drop for Store {
     }
 }
 
+fn ts_of_key(k: &[u8]) -> Timestamp {
+    !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap())
+}
+
+/// Commit ts of a `latest` value.
+fn latest_ts(v: &[u8]) -> Option<Timestamp> {
+    v.get(..TS_LEN)
+        .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
+}
+
+/// `latest` value: `commit_ts (u64 BE) | tag | row`.
+fn encode_latest(ts: Timestamp, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(TS_LEN + value.len());
+    v.extend_from_slice(&ts.to_be_bytes());
+    v.extend_from_slice(value);
+    v
+}
+
+fn decode_latest(v: fjall::UserValue) -> PgResult<Version> {
+    let b: Bytes = v.into();
+    let Some(ts) = latest_ts(&b) else {
+        return Err(PgError::internal("storage: malformed latest value"));
+    };
+    Ok(Version {
+        commit_ts: ts,
+        row: decode_value(b.slice(TS_LEN..).into())?,
+    })
+}
+
+/// Checks the on-disk format; a directory written before keyspace `latest` existed (data
+/// present, no format key) gets `latest` rebuilt from `data` first.
+fn ensure_format(
+    db: &Database,
+    data: &Keyspace,
+    latest: &Keyspace,
+    sys: &Keyspace,
+) -> PgResult<()> {
+    let cur = sys
+        .get(FORMAT_KEY)
+        .map_err(|e| io_err("read storage format", e))?;
+    match cur {
+        Some(v)
+            if v.len() == 8 && u64::from_be_bytes(v[..].try_into().unwrap()) == FORMAT_VERSION =>
+        {
+            return Ok(())
+        }
+        Some(v) => {
+            return Err(PgError::new(
+                pgerror::codes::DATA_CORRUPTED,
+                format!(
+                    "storage: unsupported on-disk format {:?} (expected {FORMAT_VERSION})",
+                    &v[..]
+                ),
+            ))
+        }
+        None => {}
+    }
+    // Old format (or a fresh directory): (re)build `latest` from `data`. Idempotent, so a
+    // crash before the format key is written just repeats it.
+    let mut batch = db.batch();
+    let mut cur_prefix: Vec<u8> = Vec::new();
+    for g in data.iter() {
+        let (k, v) = g.into_inner().map_err(|e| io_err("rebuild latest", e))?;
+        if k.len() < 8 + 2 + TS_LEN {
+            return Err(PgError::internal("storage: malformed data key"));
+        }
+        let p = &k[..k.len() - TS_LEN];
+        if p == cur_prefix.as_slice() {
+            continue; // an older version
+        }
+        cur_prefix.clear();
+        cur_prefix.extend_from_slice(p);
+        batch.insert(latest, p.to_vec(), encode_latest(ts_of_key(&k), &v));
+        if batch.len() >= 10_000 {
+            let b = std::mem::replace(&mut batch, db.batch());
+            b.commit().map_err(|e| io_err("rebuild latest", e))?;
+        }
+    }
+    batch.insert(
+        sys,
+        FORMAT_KEY.to_vec(),
+        FORMAT_VERSION.to_be_bytes().to_vec(),
+    );
+    batch = batch.durability(Some(PersistMode::SyncAll));
+    batch
+        .commit()
+        .map_err(|e| io_err("write storage format", e))
+}
+
 /// `versions` are one key's versions, newest first: (encoded key, is tombstone).
 /// Calls `remove` for each removable version; returns (removed, remaining, newest remaining
 /// is a tombstone).
@@ -558,7 +742,14 @@ fn gc_versions(
     (n, remaining, remaining > 0 && versions[0].1)
 }
 
-fn writer_loop(db: Database, data: Keyspace, rx: mpsc::Receiver<Msg>, stats: Arc<WriterStats>) {
+fn writer_loop(
+    db: Database,
+    data: Keyspace,
+    latest: Keyspace,
+    latest_lock: Arc<parking_lot::Mutex<()>>,
+    rx: mpsc::Receiver<Msg>,
+    stats: Arc<WriterStats>,
+) {
     let mut shutdown = false;
     let mut unsynced = false;
     let mut last_sync = Instant::now();
@@ -593,12 +784,32 @@ fn writer_loop(db: Database, data: Keyspace, rx: mpsc::Receiver<Msg>, stats: Arc
         }
         // Write every queued batch (each atomically), then one fsync for all durable ones.
         let mut async_waiters = Vec::new();
+        let guard = if reqs.is_empty() {
+            None
+        } else {
+            Some(latest_lock.lock())
+        };
         for req in reqs.drain(..) {
             let mut b = db.batch();
-            for (k, v) in req.items {
-                b.insert(&data, k, v);
-            }
-            match b.commit() {
+            let ts = req.ts;
+            let res = (|| -> Result<(), fjall::Error> {
+                for (prefix, v) in req.items {
+                    // Commits may reach the writer out of timestamp order: `latest` keeps
+                    // the newest.
+                    let newer = match latest.get(&prefix)? {
+                        Some(cur) => latest_ts(&cur).is_some_and(|c| c > ts),
+                        None => false,
+                    };
+                    if !newer {
+                        b.insert(&latest, prefix.clone(), encode_latest(ts, &v));
+                    }
+                    let mut k = prefix;
+                    k.extend_from_slice(&(!ts).to_be_bytes());
+                    b.insert(&data, k, v);
+                }
+                b.commit()
+            })();
+            match res {
                 Ok(()) => {
                     stats.batches.fetch_add(1, Ordering::Relaxed);
                     unsynced = true;
@@ -613,6 +824,7 @@ fn writer_loop(db: Database, data: Keyspace, rx: mpsc::Receiver<Msg>, stats: Arc
                 }
             }
         }
+        drop(guard);
         if !async_waiters.is_empty() {
             // Hand asynchronously committed data to the OS (so that a process crash keeps
             // it), then acknowledge without waiting for the fsync.
