@@ -154,6 +154,11 @@ impl Shard {
         self.map.get_mut(&rel).and_then(|m| m.get_mut(key))
     }
 
+    /// Record `txn` as the owner of a free lock.
+    fn grant(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>) {
+        self.map.entry(rel).or_default().insert(key.to_vec(), LockEntry { owner: txn.clone(), queue: VecDeque::new() });
+    }
+
     fn remove_entry(&mut self, rel: RelId, key: &[u8]) {
         if let Some(m) = self.map.get_mut(&rel) {
             m.remove(key);
@@ -236,13 +241,7 @@ impl LockTable {
         let mut shard = self.shard(rel, key).lock();
         match shard.entry_mut(rel, key) {
             None => {
-                shard.map.entry(rel).or_default().insert(
-                    key.to_vec(),
-                    LockEntry {
-                        owner: txn.clone(),
-                        queue: VecDeque::new(),
-                    },
-                );
+                shard.grant(rel, key, txn);
                 TryLock::Acquired
             }
             Some(e) => {
@@ -267,13 +266,7 @@ impl LockTable {
         let mut shard = self.shard(rel, key).lock();
         match shard.entry_mut(rel, key) {
             None => {
-                shard.map.entry(rel).or_default().insert(
-                    key.to_vec(),
-                    LockEntry {
-                        owner: txn.clone(),
-                        queue: VecDeque::new(),
-                    },
-                );
+                shard.grant(rel, key, txn);
                 true
             }
             Some(e) => e.owner.id == txn.id,
