@@ -614,7 +614,8 @@ class Bench:
                       if any(r["latency_ms"] is not None for r in ok) else None,
                       "min": min(r["tps"] for r in ok), "max": max(r["tps"] for r in ok),
                       "failed": sum(r.get("failed") or 0 for r in rs),
-                      "aborted": sum(1 for r in rs if r.get("aborted") or r["rc"] != 0)}
+                      "aborted": sum(1 for r in rs if r.get("aborted") or r["rc"] != 0
+                                     or r["tps"] is None)}
         return out
 
     def checks(self, med) -> list[tuple[str, str, str]]:
@@ -803,7 +804,9 @@ class Bench:
                                 flag = " ‡"
                                 notes.append(f"{SYSTEM_LABEL[s]} {w} -M {m} -c {c}: "
                                              f"{v['failed']} failed transactions, "
-                                             f"{v['aborted']} runs with errors/aborts")
+                                             f"{v['aborted']} runs with errors/aborts or "
+                                             f"no result (median of {v['n']} of "
+                                             f"{v['attempts']} runs)")
                             row += [f"{v['tps']:,.0f}{rng}{flag}",
                                     f"{v['lat']:.2f}" if v["lat"] is not None else ""]
                     mv, pv = cells["meridian"], cells["postgres"]
