@@ -81,9 +81,6 @@ pub struct Txn {
     /// (rel, key, previous write-set value) for every `put`, in order.
     undo: Vec<(RelId, Vec<u8>, Option<Option<RowBytes>>)>,
     locks: FxHashMap<RelId, FxHashSet<Vec<u8>>>,
-    /// Locked keys that had no stored version at all when locked: committing a row to
-    /// them creates a key's only version, which GC never needs to visit.
-    fresh: FxHashMap<RelId, FxHashSet<Vec<u8>>>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -447,7 +444,6 @@ impl Datanode {
             n_writes: 0,
             undo: Vec::new(),
             locks: FxHashMap::default(),
-            fresh: FxHashMap::default(),
             inner: self.inner.clone(),
             finished: false,
         }
@@ -566,10 +562,7 @@ impl Datanode {
         self.acquire(txn, rel, key).await?;
         let latest = self.inner.store.latest(rel, key)?;
         match latest {
-            None => {
-                txn.fresh.entry(rel).or_default().insert(key.to_vec());
-                Ok(None)
-            }
+            None => Ok(None),
             Some(v) => {
                 if txn.isolation == Isolation::RepeatableRead && v.commit_ts > txn.shared.start_ts {
                     return Err(serialization_failure());
@@ -616,10 +609,7 @@ impl Datanode {
         let exists = match txn.own_write(rel, key) {
             Some(w) => w.is_some(),
             None => match self.inner.store.latest(rel, key)? {
-                None => {
-                    txn.fresh.entry(rel).or_default().insert(key.to_vec());
-                    false
-                }
+                None => false,
                 Some(v) => v.row.is_some(),
             },
         };
@@ -733,7 +723,7 @@ impl Datanode {
 
     /// Number of keys waiting for GC (tests, monitoring).
     pub fn gc_tracked_keys(&self) -> usize {
-        self.inner.recent.iter().map(|s| s.lock().len()).sum()
+        self.inner.recent.iter().map(|s| s.lock().len()).sum::<usize>() + self.inner.store.superseded_len()
     }
 
     /// Number of lock-table entries (tests, monitoring).
@@ -833,12 +823,9 @@ impl Inner {
             Err(_) => Err(PgError::io("commit", "storage writer stopped")),
         };
         if res.is_ok() {
-            let fresh = std::mem::take(&mut txn.fresh);
-            self.note_written(writes.into_iter().filter_map(|w| {
-                let only_version =
-                    w.row.is_some() && fresh.get(&w.rel).is_some_and(|s| s.contains(&w.key));
-                (!only_version).then_some((w.rel, w.key))
-            }));
+            // A version replaced by a row version is listed by the storage writer (exact-key
+            // GC); delete tombstones need the per-key pass.
+            self.note_written(writes.into_iter().filter(|w| w.row.is_none()).map(|w| (w.rel, w.key)));
         }
         txn.release_all();
         unregister(&txn);
@@ -871,7 +858,8 @@ impl Inner {
     fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
         self.last_horizon.fetch_max(horizon, Ordering::Relaxed);
         let _g = self.gc_lock.lock();
-        let mut removed = 0;
+        let mut removed = self.store.gc_superseded(horizon)?;
+        self.overflow_rels.lock().extend(self.store.take_superseded_overflow());
         for shard in self.recent.iter() {
             let keys: Vec<(RelId, Vec<u8>)> =
                 std::mem::take(&mut *shard.lock()).into_iter().collect();

@@ -236,7 +236,32 @@ pub struct Store {
     writer_tx: mpsc::Sender<Msg>,
     writer_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
+    superseded: Arc<parking_lot::Mutex<Superseded>>,
     cache_size: u64,
+}
+
+/// Versions replaced by a newer row version, noted by the writer thread as it writes the
+/// newer one. Once the newer version's commit is at or below the GC horizon no snapshot
+/// can see the old one, and GC deletes it by its exact key: no per-key range scan. (A
+/// version replaced by a delete tombstone is not listed: the tombstone and its `latest`
+/// entry need the per-key pass of `gc_keys`, which removes the older versions too.)
+struct Superseded {
+    /// (`data` key of the old version, commit ts of the version that replaced it).
+    entries: Vec<(Vec<u8>, Timestamp)>,
+    /// Relations whose entries were dropped because the list was full: they need a
+    /// full-scan GC (`gc_rel`).
+    overflow: std::collections::HashSet<RelId>,
+    cap: usize,
+}
+
+impl Superseded {
+    fn push(&mut self, version_key: Vec<u8>, replaced_at: Timestamp) {
+        if self.entries.len() < self.cap {
+            self.entries.push((version_key, replaced_at));
+        } else {
+            self.overflow.insert(u64::from_be_bytes(version_key[..8].try_into().unwrap()));
+        }
+    }
 }
 
 /// Memory split of `cache_size`: (block cache, memtable budget, max size of one memtable).
@@ -266,6 +291,10 @@ impl Store {
         let db = Database::builder(&opts.path)
             .cache_size(block_cache)
             .manual_journal_persist(true)
+            // One flush/compaction worker: with more, fjall 3.1's worker 0 hands compaction
+            // requests back to the queue while another worker compacts, spinning a core
+            // (6% of all CPU under pgbench tpcb-like, docs/performance.md).
+            .worker_threads(1)
             .open()
             .map_err(|e| io_err("open storage", e))?;
         let ks = |name: &str, memtable: u64| {
@@ -282,6 +311,13 @@ impl Store {
         let sys = ks("sys", 1 << 20)?;
         ensure_format(&db, &data, &latest, &sys)?;
         let latest_lock = Arc::new(parking_lot::Mutex::new(()));
+        // As many entries as the datanode's recent-key list: about 100 bytes each, a tenth
+        // of the cache.
+        let superseded = Arc::new(parking_lot::Mutex::new(Superseded {
+            entries: Vec::new(),
+            overflow: Default::default(),
+            cap: ((opts.cache_size / 1024) as usize).max(16 * 1024),
+        }));
 
         let (tx, rx) = mpsc::channel::<Msg>();
         let stats = Arc::new(WriterStats::default());
@@ -291,9 +327,10 @@ impl Store {
             let latest = latest.clone();
             let lock = latest_lock.clone();
             let stats = stats.clone();
+            let superseded = superseded.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, latest, lock, rx, stats))
+                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -306,6 +343,7 @@ impl Store {
             writer_tx: tx,
             writer_thread: parking_lot::Mutex::new(Some(thread)),
             stats,
+            superseded,
             cache_size: opts.cache_size,
         }))
     }
@@ -490,6 +528,32 @@ impl Store {
         self.commit_gc(batch, &gone)
             .map_err(|e| io_err("gc write", e))?;
         Ok((removed, again))
+    }
+
+    /// Deletes the versions replaced by row versions committed at or before `horizon`
+    /// (see `Superseded`); returns how many.
+    pub fn gc_superseded(&self, horizon: Timestamp) -> PgResult<u64> {
+        let all = std::mem::take(&mut self.superseded.lock().entries);
+        let (due, later): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, ts)| *ts <= horizon);
+        self.superseded.lock().entries.extend(later);
+        for chunk in due.chunks(10_000) {
+            let mut batch = self.db.batch();
+            for (k, _) in chunk {
+                batch.remove(&self.data, k.clone());
+            }
+            batch.commit().map_err(|e| io_err("gc write", e))?;
+        }
+        Ok(due.len() as u64)
+    }
+
+    /// Relations that need a full-scan GC because the superseded list overflowed.
+    pub fn take_superseded_overflow(&self) -> Vec<RelId> {
+        self.superseded.lock().overflow.drain().collect()
+    }
+
+    /// Number of superseded versions waiting for GC.
+    pub fn superseded_len(&self) -> usize {
+        self.superseded.lock().entries.len()
     }
 
     /// Full-scan garbage collection of one relation (VACUUM).
@@ -747,6 +811,7 @@ fn writer_loop(
     data: Keyspace,
     latest: Keyspace,
     latest_lock: Arc<parking_lot::Mutex<()>>,
+    superseded: Arc<parking_lot::Mutex<Superseded>>,
     rx: mpsc::Receiver<Msg>,
     stats: Arc<WriterStats>,
 ) {
@@ -756,8 +821,13 @@ fn writer_loop(
     let mut reqs: Vec<WriteReq> = Vec::new();
     let mut durable_waiters: Vec<tokio::sync::oneshot::Sender<PgResult<()>>> = Vec::new();
     loop {
-        // Wait for work (or for the periodic flush of asynchronous commits).
-        let first = if unsynced {
+        // Wait for work (or for the periodic flush of asynchronous commits). Under load the
+        // next commit is usually microseconds away: poll for it briefly before sleeping,
+        // as waking a sleeping thread costs more than that on a VM.
+        let polled = poll_briefly(&rx);
+        let first = if polled.is_some() {
+            polled
+        } else if unsynced {
             let left = ASYNC_FLUSH_INTERVAL.saturating_sub(last_sync.elapsed());
             match rx.recv_timeout(left) {
                 Ok(r) => Some(r),
@@ -789,28 +859,47 @@ fn writer_loop(
         } else {
             Some(latest_lock.lock())
         };
+        let mut replaced = Vec::new();
         for req in reqs.drain(..) {
             let mut b = db.batch();
             let ts = req.ts;
+            replaced.clear();
             let res = (|| -> Result<(), fjall::Error> {
                 for (prefix, v) in req.items {
+                    let cur = latest.get(&prefix)?;
+                    let cur_ts = cur.as_deref().and_then(latest_ts);
+                    let is_row = |value: &[u8]| value.first() != Some(&TAG_DELETE);
+                    let version_key = |prefix: &[u8], ts: Timestamp| {
+                        let mut k = prefix.to_vec();
+                        k.extend_from_slice(&(!ts).to_be_bytes());
+                        k
+                    };
                     // Commits may reach the writer out of timestamp order: `latest` keeps
                     // the newest.
-                    let newer = match latest.get(&prefix)? {
-                        Some(cur) => latest_ts(&cur).is_some_and(|c| c > ts),
-                        None => false,
-                    };
-                    if !newer {
-                        b.insert(&latest, prefix.clone(), encode_latest(ts, &v));
+                    match cur_ts {
+                        Some(c) if c > ts => {
+                            if cur.as_deref().is_some_and(|cur| is_row(&cur[TS_LEN..])) {
+                                replaced.push((version_key(&prefix, ts), c));
+                            }
+                        }
+                        _ => {
+                            if let Some(c) = cur_ts.filter(|_| is_row(&v)) {
+                                replaced.push((version_key(&prefix, c), ts));
+                            }
+                            b.insert(&latest, prefix.clone(), encode_latest(ts, &v));
+                        }
                     }
-                    let mut k = prefix;
-                    k.extend_from_slice(&(!ts).to_be_bytes());
-                    b.insert(&data, k, v);
+                    b.insert(&data, version_key(&prefix, ts), v);
                 }
                 b.commit()
             })();
             match res {
                 Ok(()) => {
+                    let mut list = superseded.lock();
+                    for (k, at) in replaced.drain(..) {
+                        list.push(k, at);
+                    }
+                    drop(list);
                     stats.batches.fetch_add(1, Ordering::Relaxed);
                     unsynced = true;
                     if req.durable {
@@ -855,6 +944,21 @@ fn writer_loop(
     }
     if unsynced {
         let _ = db.persist(PersistMode::SyncAll);
+    }
+}
+
+/// How long the writer polls for the next commit before it sleeps.
+const WRITER_POLL: Duration = Duration::from_micros(100);
+
+fn poll_briefly(rx: &mpsc::Receiver<Msg>) -> Option<Msg> {
+    let start = Instant::now();
+    loop {
+        match rx.try_recv() {
+            Ok(m) => return Some(m),
+            Err(mpsc::TryRecvError::Disconnected) => return None,
+            Err(mpsc::TryRecvError::Empty) if start.elapsed() >= WRITER_POLL => return None,
+            Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
+        }
     }
 }
 

@@ -90,6 +90,32 @@ fn older_snapshots_fall_back_to_data() {
 }
 
 #[test]
+fn gc_superseded_removes_replaced_row_versions_by_exact_key() {
+    let d = tmpdir("superseded");
+    let s = open(&d);
+    put(&s, 1, b"k", Some("a"), 10);
+    put(&s, 1, b"k", Some("b"), 20);
+    put(&s, 1, b"k", Some("c"), 40);
+    // out of order: 30 arrives after 40, so 30 is the replaced one (by 40)
+    put(&s, 1, b"k", Some("x"), 30);
+    // replaced by a tombstone: left to the per-key pass
+    put(&s, 1, b"t", Some("a"), 10);
+    put(&s, 1, b"t", None, 20);
+    assert_eq!(s.superseded_len(), 3);
+    // horizon 25: only "a"@10 (replaced at 20) may go; a snapshot at 25 still sees "b"
+    assert_eq!(s.gc_superseded(25).unwrap(), 1);
+    assert_eq!(row(&s, 1, b"k", 25), Some((20, Some("b".into()))));
+    assert_eq!(row(&s, 1, b"k", 15), None);
+    assert_eq!(s.version_count(1, b"t").unwrap(), 2);
+    assert_eq!(s.gc_superseded(40).unwrap(), 2);
+    assert_eq!(s.superseded_len(), 0);
+    assert_eq!(s.version_count(1, b"k").unwrap(), 1);
+    assert_eq!(row(&s, 1, b"k", 45), Some((40, Some("c".into()))));
+    drop(s);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn gc_of_tombstone_then_reinsert() {
     let d = tmpdir("gc");
     let s = open(&d);
