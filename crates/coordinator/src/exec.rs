@@ -225,10 +225,14 @@ impl<'a> Executor<'a> {
                 (lo, hi)
             }
         };
-        for item in self.dn.scan(self.txn, table.rel, lo, hi, self.snapshot).await? {
+        for (i, item) in self.dn.scan(self.txn, table.rel, lo, hi, self.snapshot).await?.enumerate() {
             let (key, bytes) = item?;
             let row = decode(&bytes, table)?;
             visit(key, bytes, row)?;
+            // A session thread serves many sessions: let the others run during long scans.
+            if i % 256 == 255 {
+                tokio::task::yield_now().await;
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ pub mod copy;
 pub mod ddl;
 pub mod dml;
 pub mod exec;
+pub mod executors;
 pub mod output;
 pub mod server;
 pub mod session;

@@ -2,6 +2,7 @@
 //! parameters) and the state shared by all sessions.
 
 use crate::catalog::LiveCatalog;
+use crate::executors::SessionExecutors;
 use crate::session::{Session, SessionState};
 use crate::settings::Settings;
 use bytes::BytesMut;
@@ -29,6 +30,10 @@ pub struct CoordinatorConfig {
     pub synchronous_commit: bool,
     /// Address of a remote GTM; None runs the GTM in process.
     pub gtm: Option<String>,
+    /// Threads that run sessions (see `executors`).
+    pub session_threads: usize,
+    /// How long a session thread polls for the next request before sleeping (zero: never).
+    pub busy_poll: Duration,
 }
 
 /// State shared by every session of this coordinator.
@@ -43,6 +48,7 @@ pub struct Shared {
 pub struct Coordinator {
     shared: Arc<Shared>,
     listener: TcpListener,
+    executors: SessionExecutors,
 }
 
 /// A per-connection secret for CancelRequest: unpredictable enough for a key that only
@@ -70,25 +76,33 @@ impl Coordinator {
             .await
             .map_err(|e| PgError::io(&format!("could not listen on {}", config.listen), e))?;
         let shared = Arc::new(Shared { datanode, gtm, catalog, cancels: Mutex::new(HashMap::new()), next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1) });
-        Ok(Coordinator { shared, listener })
+        let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
+            .map_err(|e| PgError::io("could not start session threads", e))?;
+        Ok(Coordinator { shared, listener, executors })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
-    /// Accept connections until the process ends; each runs as its own task.
+    /// Accept connections until the process ends; each runs as a task on a session thread.
     pub async fn serve(self) {
         loop {
             match self.listener.accept().await {
                 Ok((socket, peer)) => {
+                    let _ = socket.set_nodelay(true);
                     let shared = self.shared.clone();
-                    tokio::spawn(async move {
-                        let _ = socket.set_nodelay(true);
-                        if let Err(e) = handle_connection(shared, socket).await {
-                            tracing::debug!(%peer, "connection ended: {e}");
-                        }
-                    });
+                    // A socket belongs to the runtime that registered it: hand the session
+                    // thread the std socket to register there.
+                    match socket.into_std() {
+                        Ok(socket) => drop(self.executors.next().spawn(async move {
+                            match TcpStream::from_std(socket) {
+                                Ok(socket) => serve_connection(shared, socket, peer).await,
+                                Err(e) => tracing::warn!(%peer, "could not register the connection: {e}"),
+                            }
+                        })),
+                        Err(e) => tracing::warn!(%peer, "could not hand the connection over: {e}"),
+                    }
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");
@@ -96,6 +110,12 @@ impl Coordinator {
                 }
             }
         }
+    }
+}
+
+async fn serve_connection(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
+    if let Err(e) = handle_connection(shared, socket).await {
+        tracing::debug!(%peer, "connection ended: {e}");
     }
 }
 

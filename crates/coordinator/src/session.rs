@@ -11,7 +11,8 @@ use datanode::{Isolation, Savepoint, Timestamp, Txn};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult, Severity};
 use sql::binder::bind;
-use sql::parse::{parse, ParsedStatement};
+use sql::normalize::{normalize, parse_normalized, Normalized};
+use sql::parse::{parse, parse_statement, split_statements, ParsedStatement};
 use sql::plan::{IsolationLevel, OutputColumn, Statement};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +33,49 @@ struct Prepared {
     bound: Arc<Statement>,
     param_types: Vec<DataType>,
     catalog_version: u64,
+}
+
+/// A cached plan for auto-parameterized simple-query statements (see `sql::normalize`),
+/// keyed by `simple_cache_key`.
+enum SimplePlan {
+    /// The normalized text, bound with the literals' types as declared parameter types.
+    Bound {
+        /// Kept to bind again after DDL.
+        parsed: Box<ParsedStatement>,
+        bound: Arc<Statement>,
+        param_types: Vec<DataType>,
+        catalog_version: u64,
+    },
+    /// Not cacheable: statements with this key take the ordinary path. With a catalog
+    /// version, the key failed to bind then and is retried after DDL; without one it can
+    /// never be cached (it does not parse, or binds to something other than DML/queries).
+    Uncacheable { catalog_version: Option<u64> },
+}
+
+/// Bound on the number of cached simple-query plans per session (cleared when full).
+const SIMPLE_PLAN_CACHE_SIZE: usize = 256;
+
+/// The cache key: the normalized text plus the literals' kinds (`aid = 5` and
+/// `aid = 5000000000` share the text but bind their parameter as int4 vs int8).
+fn simple_cache_key(norm: &Normalized) -> String {
+    let mut key = String::with_capacity(norm.key.len() + 1 + norm.literals.len());
+    key.push_str(&norm.key);
+    key.push('\0');
+    key.extend(norm.literals.iter().map(|(_, kind)| kind.code()));
+    key
+}
+
+/// One statement of a simple query, parsed (or found in the plan cache) before any runs.
+enum SimpleStep<'a> {
+    /// The ordinary path: the statement's own text, parsed; bound when it runs.
+    Plain(ParsedStatement),
+    /// Auto-parameterized: the cache entry, or the parsed normalized text on a miss.
+    Auto { text: &'a str, norm: Normalized, cache_key: String, found: AutoPlan },
+}
+
+enum AutoPlan {
+    Cached(Arc<SimplePlan>),
+    Parsed(Box<ParsedStatement>),
 }
 
 struct Portal {
@@ -69,6 +113,8 @@ pub struct Session<S> {
     state: SessionState,
     tx: Option<Transaction>,
     prepared: HashMap<String, Arc<Prepared>>,
+    /// Plans of auto-parameterized simple-query statements; allocates on first use only.
+    simple_plans: HashMap<String, Arc<SimplePlan>>,
     portals: HashMap<String, Portal>,
     /// After an error in extended protocol: discard messages until Sync.
     skip_to_sync: bool,
@@ -111,6 +157,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             state,
             tx: None,
             prepared: HashMap::new(),
+            simple_plans: HashMap::new(),
             portals: HashMap::new(),
             skip_to_sync: false,
             cancel,
@@ -168,6 +215,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if n == 0 {
                 return Ok(None);
             }
+            crate::executors::note_request();
         }
     }
 
@@ -270,38 +318,33 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     // ------------------------------------------------------------ simple query
 
     async fn simple_query(&mut self, sql: &str) {
-        let statements = match parse(sql) {
-            Ok(s) => s,
-            Err(e) => {
-                self.send_error(&e);
-                self.statement_failed().await;
-                return;
-            }
-        };
-        if statements.is_empty() {
+        // Parse every statement before running any (a syntax error anywhere runs nothing).
+        let texts = split_statements(sql);
+        if texts.is_empty() {
             backend::empty_query_response(&mut self.out);
             return;
         }
-        let count = statements.len();
-        for (i, parsed) in statements.into_iter().enumerate() {
-            let failed = self.tx.as_ref().is_some_and(|t| t.failed) && !parsed.ends_failed_transaction();
-            let result = match if failed { Err(in_failed_transaction()) } else { bind(&parsed, &self.shared.catalog, &[]) } {
-                Ok((bound, _)) => {
-                    let columns = bound.output_columns();
-                    if !columns.is_empty() && !matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
-                        output::row_description(&mut self.out, &columns, &[]);
-                    }
-                    match self.run_statement(&bound, &[]).await {
-                        Ok(outcome) => {
-                            if matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) && !columns.is_empty() {
-                                output::row_description(&mut self.out, &columns, &[]);
-                            }
-                            self.send_rows(&outcome.rows, &columns, &[]).await.map(|()| backend::command_complete(&mut self.out, &outcome.tag))
-                        }
-                        Err(e) => Err(e),
-                    }
+        let mut steps = Vec::with_capacity(texts.len());
+        for text in texts {
+            match self.simple_step(text) {
+                Ok(step) => steps.push(step),
+                Err(e) => {
+                    self.send_error(&e);
+                    self.statement_failed().await;
+                    return;
                 }
-                Err(e) => Err(e),
+            }
+        }
+        let count = steps.len();
+        for (i, step) in steps.into_iter().enumerate() {
+            let ends_failed = matches!(&step, SimpleStep::Plain(p) if p.ends_failed_transaction());
+            let result = if self.tx.as_ref().is_some_and(|t| t.failed) && !ends_failed {
+                Err(in_failed_transaction())
+            } else {
+                match step {
+                    SimpleStep::Plain(parsed) => self.run_simple_parsed(&parsed).await,
+                    SimpleStep::Auto { text, norm, cache_key, found } => self.run_simple_auto(text, norm, cache_key, found).await,
+                }
             };
             if let Err(e) = result {
                 self.send_error(&e);
@@ -319,6 +362,121 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 self.send_error(&e);
             }
         }
+    }
+
+    /// Parse one statement of a simple query, or find its auto-parameterized plan.
+    fn simple_step<'a>(&mut self, text: &'a str) -> PgResult<SimpleStep<'a>> {
+        let Some(norm) = normalize(text) else {
+            return Ok(SimpleStep::Plain(parse_statement(text)?));
+        };
+        let cache_key = simple_cache_key(&norm);
+        let found = match self.simple_plans.get(&cache_key) {
+            Some(p) => match **p {
+                SimplePlan::Bound { .. } => AutoPlan::Cached(p.clone()),
+                SimplePlan::Uncacheable { catalog_version: None } => return Ok(SimpleStep::Plain(parse_statement(text)?)),
+                SimplePlan::Uncacheable { catalog_version: Some(v) } if v == self.shared.catalog.version() => {
+                    return Ok(SimpleStep::Plain(parse_statement(text)?))
+                }
+                // It failed to bind before DDL since: try again.
+                SimplePlan::Uncacheable { .. } => match parse_normalized(text, &norm) {
+                    Some(parsed) => AutoPlan::Parsed(Box::new(parsed)),
+                    None => return Ok(SimpleStep::Plain(parse_statement(text)?)),
+                },
+            },
+            None => match parse_normalized(text, &norm) {
+                Some(parsed) => AutoPlan::Parsed(Box::new(parsed)),
+                None => {
+                    self.cache_simple_plan(cache_key, SimplePlan::Uncacheable { catalog_version: None });
+                    return Ok(SimpleStep::Plain(parse_statement(text)?));
+                }
+            },
+        };
+        Ok(SimpleStep::Auto { text, norm, cache_key, found })
+    }
+
+    fn cache_simple_plan(&mut self, key: String, plan: SimplePlan) -> Arc<SimplePlan> {
+        if self.simple_plans.len() >= SIMPLE_PLAN_CACHE_SIZE && !self.simple_plans.contains_key(&key) {
+            self.simple_plans.clear();
+        }
+        let plan = Arc::new(plan);
+        self.simple_plans.insert(key, plan.clone());
+        plan
+    }
+
+    /// The ordinary simple-query path: bind the statement's own text and run it.
+    async fn run_simple_parsed(&mut self, parsed: &ParsedStatement) -> PgResult<()> {
+        let (bound, _) = bind(parsed, &self.shared.catalog, &[])?;
+        self.run_simple(&bound, &[]).await
+    }
+
+    /// Run an auto-parameterized statement with its literals as parameters, binding and
+    /// caching its normalized text first if needed. Whenever the normalized text does not
+    /// bind (to a query or DML, with the literals' own types), the statement takes the
+    /// ordinary path, so that errors are reported exactly as they are without the cache.
+    async fn run_simple_auto(&mut self, text: &str, norm: Normalized, cache_key: String, found: AutoPlan) -> PgResult<()> {
+        let version = self.shared.catalog.version();
+        let plan = match found {
+            AutoPlan::Cached(p) if matches!(*p, SimplePlan::Bound { catalog_version, .. } if catalog_version == version) => Some(p),
+            AutoPlan::Cached(p) => match &*p {
+                // DDL since it was bound: bind again.
+                SimplePlan::Bound { parsed, .. } => self.bind_simple_plan(cache_key, parsed.clone(), &norm, version),
+                SimplePlan::Uncacheable { .. } => None,
+            },
+            AutoPlan::Parsed(parsed) => self.bind_simple_plan(cache_key, parsed, &norm, version),
+        };
+        let Some(plan) = plan else {
+            // The original text is parsed only now, after the statements before it ran.
+            // It tokenizes like the normalized text that parsed (parse_normalized checks
+            // that), so a syntax error here, which would have stopped the whole query
+            // string before anything ran, is not a practical concern.
+            return self.run_simple_parsed(&parse_statement(text)?).await;
+        };
+        let SimplePlan::Bound { bound, param_types, .. } = &*plan else { unreachable!("only bound plans are returned") };
+        let params = norm
+            .literals
+            .iter()
+            .zip(param_types)
+            .map(|((literal, _), ty)| types::io::from_text(literal, ty))
+            .collect::<PgResult<Vec<Value>>>()?;
+        self.run_simple(bound, &params).await
+    }
+
+    /// Bind a normalized statement and cache the result (a plan, or "uncacheable").
+    fn bind_simple_plan(&mut self, cache_key: String, parsed: Box<ParsedStatement>, norm: &Normalized, version: u64) -> Option<Arc<SimplePlan>> {
+        let declared: Vec<u32> = norm.literals.iter().map(|(_, kind)| kind.type_oid()).collect();
+        let entry = match bind(&parsed, &self.shared.catalog, &declared) {
+            Ok((bound, types)) => {
+                let usable = matches!(bound, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_))
+                    && types.len() == norm.literals.len()
+                    && types.iter().zip(&norm.literals).all(|(ty, (_, kind))| *ty == kind.data_type());
+                if usable {
+                    SimplePlan::Bound { parsed, bound: Arc::new(bound), param_types: types, catalog_version: version }
+                } else {
+                    SimplePlan::Uncacheable { catalog_version: None }
+                }
+            }
+            // Possibly a missing table or column that DDL may yet create.
+            Err(_) => SimplePlan::Uncacheable { catalog_version: Some(version) },
+        };
+        let plan = self.cache_simple_plan(cache_key, entry);
+        matches!(*plan, SimplePlan::Bound { .. }).then_some(plan)
+    }
+
+    /// Run one bound statement of a simple query: RowDescription, DataRows in text
+    /// format, CommandComplete.
+    async fn run_simple(&mut self, bound: &Statement, params: &[Value]) -> PgResult<()> {
+        let columns = bound.output_columns();
+        let returning = matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_));
+        if !columns.is_empty() && !returning {
+            output::row_description(&mut self.out, &columns, &[]);
+        }
+        let outcome = self.run_statement(bound, params).await?;
+        if returning && !columns.is_empty() {
+            output::row_description(&mut self.out, &columns, &[]);
+        }
+        self.send_rows(&outcome.rows, &columns, &[]).await?;
+        backend::command_complete(&mut self.out, &outcome.tag);
+        Ok(())
     }
 
     async fn send_rows(&mut self, rows: &[Row], columns: &[OutputColumn], formats: &[i16]) -> PgResult<()> {
@@ -643,6 +801,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();
+                self.simple_plans = HashMap::new();
                 Ok(Outcome::tag("DISCARD ALL"))
             }
             Statement::Deallocate(None) => {

@@ -22,7 +22,15 @@ pub struct StartArgs {
     /// Use a remote GTM (`meridian gtm`) at HOST:PORT instead of the in-process one.
     #[arg(long)]
     gtm: Option<String>,
-    /// TOML file with any of: data_dir, listen, cache_size, synchronous_commit, gtm.
+    /// Threads that run sessions. Default: one per CPU.
+    #[arg(long)]
+    session_threads: Option<usize>,
+    /// Microseconds a session thread keeps polling for the next request before it sleeps
+    /// (0: never poll). Default 200.
+    #[arg(long)]
+    busy_poll_us: Option<u64>,
+    /// TOML file with any of: data_dir, listen, cache_size, synchronous_commit, gtm,
+    /// session_threads, busy_poll_us.
     #[arg(long)]
     config: Option<PathBuf>,
 }
@@ -35,6 +43,8 @@ struct FileSettings {
     cache_size: Option<String>,
     synchronous_commit: Option<bool>,
     gtm: Option<String>,
+    session_threads: Option<usize>,
+    busy_poll_us: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -44,6 +54,8 @@ pub struct Settings {
     pub cache_size: String,
     pub synchronous_commit: bool,
     pub gtm: Option<String>,
+    pub session_threads: usize,
+    pub busy_poll_us: u64,
 }
 
 impl StartArgs {
@@ -65,6 +77,12 @@ impl StartArgs {
             cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
             synchronous_commit,
             gtm: self.gtm.clone().or(file.gtm),
+            session_threads: self
+                .session_threads
+                .or(file.session_threads)
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1),
+            busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
         })
     }
 }

@@ -65,6 +65,8 @@ async fn start(args: StartArgs) -> Result<(), String> {
         cache_size: parse_size(&settings.cache_size)?,
         synchronous_commit: settings.synchronous_commit,
         gtm: settings.gtm.clone(),
+        session_threads: settings.session_threads,
+        busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
     };
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;

@@ -6,6 +6,7 @@ pub mod binder;
 pub mod catalog;
 pub mod eval;
 pub mod functions;
+pub mod normalize;
 pub mod parse;
 pub mod plan;
 pub mod system_tables;

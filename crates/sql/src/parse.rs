@@ -134,8 +134,13 @@ fn is_blank(s: &str) -> bool {
 pub fn parse(sql: &str) -> PgResult<Vec<ParsedStatement>> {
     split_statements(sql)
         .into_iter()
-        .map(|text| Ok(ParsedStatement { parsed: parse_one(text)?, text: text.to_string() }))
+        .map(parse_statement)
         .collect()
+}
+
+/// Parse one statement as returned by `split_statements`.
+pub fn parse_statement(text: &str) -> PgResult<ParsedStatement> {
+    Ok(ParsedStatement { parsed: parse_one(text)?, text: text.to_string() })
 }
 
 fn parse_one(text: &str) -> PgResult<Parsed> {

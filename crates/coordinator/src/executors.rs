@@ -1,0 +1,88 @@
+//! Session executors: one single-threaded tokio runtime per thread, each connection
+//! pinned to one of them (round-robin).
+//!
+//! Why not one work-stealing runtime: a pgbench-style client waits for each answer before
+//! sending the next request, so a server's throughput is bounded by how fast it turns a
+//! request around, and on a VM the dearest part of that is waking a thread whose CPU has
+//! gone idle (an inter-processor interrupt and a halt exit). A pinned session is read,
+//! executed and answered on one thread with no hand-off between workers; and while
+//! requests keep arriving an executor busy-polls its sockets for a short while instead of
+//! sleeping, so a client's request finds it awake (docs/performance.md has the numbers).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+thread_local! {
+    /// Requests served on this thread (a counter the spinner watches for progress).
+    static SERVED: Cell<u64> = const { Cell::new(0) };
+    /// Wakes this thread's spinner; set only on executor threads.
+    static SPINNER: Cell<Option<&'static Notify>> = const { Cell::new(None) };
+}
+
+/// Called by a session for every request: keeps its executor polling.
+pub fn note_request() {
+    SERVED.with(|s| s.set(s.get().wrapping_add(1)));
+    SPINNER.with(|s| {
+        if let Some(n) = s.get() {
+            n.notify_one();
+        }
+    });
+}
+
+pub struct SessionExecutors {
+    handles: Vec<Handle>,
+    next: AtomicUsize,
+}
+
+impl SessionExecutors {
+    /// Starts `threads` executors, each polling for `spin` after its last request.
+    pub fn start(threads: usize, spin: Duration) -> std::io::Result<SessionExecutors> {
+        let mut handles = Vec::new();
+        for i in 0..threads.max(1) {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            handles.push(runtime.handle().clone());
+            std::thread::Builder::new().name(format!("session-{i}")).spawn(move || {
+                if !spin.is_zero() {
+                    // Lives as long as the thread, which lives as long as the process.
+                    let notify: &'static Notify = Box::leak(Box::new(Notify::new()));
+                    SPINNER.with(|s| s.set(Some(notify)));
+                    runtime.block_on(spin_while_busy(notify, spin))
+                } else {
+                    runtime.block_on(std::future::pending::<()>())
+                }
+            })?;
+        }
+        Ok(SessionExecutors { handles, next: AtomicUsize::new(0) })
+    }
+
+    /// The executor for the next connection.
+    pub fn next(&self) -> &Handle {
+        &self.handles[self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len()]
+    }
+}
+
+/// Busy-polls while this thread serves requests: `yield_now` makes the current-thread
+/// runtime poll its sockets with a zero timeout before running this task again, so the
+/// thread never sleeps in epoll while requests keep coming. After `spin` with no request
+/// it sleeps until the next one.
+async fn spin_while_busy(notify: &'static Notify, spin: Duration) {
+    loop {
+        notify.notified().await;
+        let mut seen = SERVED.with(Cell::get);
+        let mut last = Instant::now();
+        while last.elapsed() < spin {
+            tokio::task::yield_now().await;
+            // Let a runnable client thread on this CPU go first: spinning must only use
+            // time nobody else wants.
+            std::thread::yield_now();
+            let now = SERVED.with(Cell::get);
+            if now != seen {
+                seen = now;
+                last = Instant::now();
+            }
+        }
+    }
+}
