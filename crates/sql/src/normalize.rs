@@ -11,7 +11,7 @@
 //! the key is first used, so a disagreement between the two lexers can only make a
 //! statement uncacheable, never change its meaning.
 
-use crate::parse::{parse, Parsed, ParsedStatement};
+use crate::parse::{block_comment_end, parse, Parsed, ParsedStatement};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
 use std::fmt::Write;
@@ -124,24 +124,7 @@ pub fn normalize(text: &str) -> Option<Normalized> {
                 continue;
             }
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let mut depth = 0;
-                loop {
-                    if i >= bytes.len() {
-                        return None; // unterminated comment
-                    }
-                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
+                i = block_comment_end(bytes, i)?; // unterminated: not parameterized
                 continue;
             }
             _ => {}

@@ -63,23 +63,7 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
                     i += 1;
                 }
             }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let mut depth = 0;
-                while i < bytes.len() {
-                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => i = block_comment_end(bytes, i).unwrap_or(bytes.len()),
             b'$' => {
                 // Dollar quote: $tag$ … $tag$ (a bare $1 parameter has a digit after '$').
                 let tag_end = bytes[i + 1..].iter().position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'));
@@ -105,6 +89,28 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     }
     push_nonempty(&mut out, &sql[start..sql.len().min(bytes.len())]);
     out
+}
+
+/// The index just past the (nested) `/* … */` comment that starts at `start`, or None when
+/// it is not terminated.
+pub(crate) fn block_comment_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0;
+    let mut i = start;
+    while i < bytes.len() {
+        if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                return Some(i);
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 fn push_nonempty<'a>(out: &mut Vec<&'a str>, s: &'a str) {
