@@ -283,6 +283,17 @@ pub fn memory_split(cache_size: u64) -> (u64, u64, u64) {
     )
 }
 
+/// `latest` serves one exact-key `get` per point read (docs/performance.md): a hash index
+/// in each data block finds the key without a binary search over restart points, and a
+/// short restart interval leaves little to decode after it. (Index and filter blocks keep
+/// fjall's default pinning, of the small upper levels only: pinning every level would hold
+/// memory in proportion to the number of keys, outside the cache budget.)
+fn tune_for_point_reads(o: KeyspaceCreateOptions) -> KeyspaceCreateOptions {
+    use fjall::config::{HashRatioPolicy, RestartIntervalPolicy};
+    o.data_block_hash_ratio_policy(HashRatioPolicy::all(0.75))
+        .data_block_restart_interval_policy(RestartIntervalPolicy::all(4))
+}
+
 impl Store {
     /// Opens (creating or recovering) the store. Recovery is fjall's journal replay.
     pub fn open(opts: StoreOptions) -> PgResult<Arc<Store>> {
@@ -297,18 +308,16 @@ impl Store {
             .worker_threads(1)
             .open()
             .map_err(|e| io_err("open storage", e))?;
-        let ks = |name: &str, memtable: u64| {
+        let ks = |name: &str, memtable: u64, tune: fn(KeyspaceCreateOptions) -> KeyspaceCreateOptions| {
             db.keyspace(name, || {
-                KeyspaceCreateOptions::default()
-                    .max_memtable_size(memtable)
-                    .manual_journal_persist(true)
+                tune(KeyspaceCreateOptions::default().max_memtable_size(memtable).manual_journal_persist(true))
             })
             .map_err(|e| io_err("open keyspace", e))
         };
-        let data = ks("data", memtable)?;
-        let latest = ks("latest", memtable)?;
-        let meta = ks("meta", 1 << 20)?;
-        let sys = ks("sys", 1 << 20)?;
+        let data = ks("data", memtable, |o| o)?;
+        let latest = ks("latest", memtable, tune_for_point_reads)?;
+        let meta = ks("meta", 1 << 20, |o| o)?;
+        let sys = ks("sys", 1 << 20, |o| o)?;
         ensure_format(&db, &data, &latest, &sys)?;
         let latest_lock = Arc::new(parking_lot::Mutex::new(()));
         // As many entries as the datanode's recent-key list: about 100 bytes each, a tenth
@@ -926,8 +935,12 @@ fn writer_loop(
         }
         if unsynced && (!durable_waiters.is_empty() || last_sync.elapsed() >= ASYNC_FLUSH_INTERVAL)
         {
+            // fdatasync, as PostgreSQL's default wal_sync_method: the journal's length is
+            // set when it is created, so the data and the block allocation are all a commit
+            // needs; fsync would also write back the inode's mtime, a second journal commit
+            // in ext4 on every group commit.
             let res = db
-                .persist(PersistMode::SyncAll)
+                .persist(PersistMode::SyncData)
                 .map_err(|e| io_err("fsync journal", e));
             stats.fsyncs.fetch_add(1, Ordering::Relaxed);
             last_sync = Instant::now();
@@ -943,7 +956,7 @@ fn writer_loop(
         }
     }
     if unsynced {
-        let _ = db.persist(PersistMode::SyncAll);
+        let _ = db.persist(PersistMode::SyncData);
     }
 }
 
