@@ -20,6 +20,26 @@ thread_local! {
     static SERVED: Cell<u64> = const { Cell::new(0) };
     /// Wakes this thread's spinner; set only on executor threads.
     static SPINNER: Cell<Option<&'static Notify>> = const { Cell::new(None) };
+    /// Set while the spinner polls: the end of the current pass over runnable sessions.
+    static PASS_END: Cell<Option<&'static Notify>> = const { Cell::new(None) };
+    /// Sessions waiting in `end_of_pass`.
+    static AT_PASS_END: Cell<usize> = const { Cell::new(0) };
+}
+
+/// While this thread busy-polls, waits until the sessions runnable now have all run, so
+/// that their answers leave together at the end of the pass.
+///
+/// Why: a client like pgbench sleeps in poll() on all its connections once it has nothing
+/// to read; each answer written on its own wakes it again (on a VM an inter-processor
+/// interrupt and a halt exit), it finds one socket ready, sends one request and sleeps
+/// again, paying for polling every connection each time. Answers written back to back
+/// wake it once and are read in one pass.
+pub async fn end_of_pass() {
+    if let Some(pass_end) = PASS_END.with(Cell::get) {
+        AT_PASS_END.with(|n| n.set(n.get() + 1));
+        pass_end.notified().await;
+        AT_PASS_END.with(|n| n.set(n.get() - 1));
+    }
 }
 
 /// Called by a session for every request: keeps its executor polling.
@@ -46,10 +66,11 @@ impl SessionExecutors {
             handles.push(runtime.handle().clone());
             std::thread::Builder::new().name(format!("session-{i}")).spawn(move || {
                 if !spin.is_zero() {
-                    // Lives as long as the thread, which lives as long as the process.
+                    // Live as long as the thread, which lives as long as the process.
                     let notify: &'static Notify = Box::leak(Box::new(Notify::new()));
+                    let pass_end: &'static Notify = Box::leak(Box::new(Notify::new()));
                     SPINNER.with(|s| s.set(Some(notify)));
-                    runtime.block_on(spin_while_busy(notify, spin))
+                    runtime.block_on(spin_while_busy(notify, pass_end, spin))
                 } else {
                     runtime.block_on(std::future::pending::<()>())
                 }
@@ -68,21 +89,33 @@ impl SessionExecutors {
 /// runtime poll its sockets with a zero timeout before running this task again, so the
 /// thread never sleeps in epoll while requests keep coming. After `spin` with no request
 /// it sleeps until the next one.
-async fn spin_while_busy(notify: &'static Notify, spin: Duration) {
+///
+/// The spinner runs once per pass (`yield_now` queues it behind the sessions that the
+/// socket poll woke), so it also ends each pass: it releases the answers held in
+/// `end_of_pass`.
+async fn spin_while_busy(notify: &'static Notify, pass_end: &'static Notify, spin: Duration) {
     loop {
         notify.notified().await;
+        PASS_END.with(|p| p.set(Some(pass_end)));
         let mut seen = SERVED.with(Cell::get);
         let mut last = Instant::now();
         while last.elapsed() < spin {
             tokio::task::yield_now().await;
-            // Let a runnable client thread on this CPU go first: spinning must only use
-            // time nobody else wants.
-            std::thread::yield_now();
+            if AT_PASS_END.with(Cell::get) > 0 {
+                pass_end.notify_waiters();
+            } else {
+                // Let a runnable client thread on this CPU go first: spinning must only
+                // use time nobody else wants.
+                std::thread::yield_now();
+            }
             let now = SERVED.with(Cell::get);
             if now != seen {
                 seen = now;
                 last = Instant::now();
             }
         }
+        // Nobody may wait for a pass end once no spinner ends passes.
+        PASS_END.with(|p| p.set(None));
+        pass_end.notify_waiters();
     }
 }

@@ -207,6 +207,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if let Some(m) = decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())? {
                 return Ok(Some(m));
             }
+            if !self.out.is_empty() {
+                crate::executors::end_of_pass().await;
+            }
             self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             if self.inbuf.capacity() - self.inbuf.len() < 4096 {
                 self.inbuf.reserve(8192);
