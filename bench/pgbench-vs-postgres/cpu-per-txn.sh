@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Where one pgbench transaction's CPU goes, against a server that is already running.
+#
+#   bench/pgbench-vs-postgres/cpu-per-txn.sh PORT SERVER_PID [pgbench options...]
+#   e.g. cpu-per-txn.sh 5433 "$(pgrep -f 'meridian start')" -b tpcb-like -M prepared -c 32 -j 2 -T 10
+#
+# Prints pgbench's TPS, then CPU microseconds per transaction: for each thread name of
+# the server process (for PostgreSQL, pass the postmaster's PID: its child processes,
+# backends included, are summed as "children"), and for pgbench itself (user + system,
+# from its rusage). With perf and tracepoint access it also counts pgbench's ppoll and
+# sendto calls per transaction (docs/performance.md, "Round 3"). CPU time varies far
+# less than TPS on a shared machine: compare builds by it, from alternating runs.
+set -euo pipefail
+[[ $# -ge 2 ]] || { sed -n 2,12p "$0"; exit 2; }
+port=$1 pid=$2
+shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# utime + stime in clock ticks, summed by thread name (Meridian) or over the children
+# of a postmaster (PostgreSQL forks a backend per connection).
+cpu_by_thread() {
+    local t
+    for t in /proc/"$pid"/task/*; do
+        [[ -r $t/stat ]] && echo "$(tr ' ' '_' <"$t/comm") $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+    done
+    for t in $(pgrep -P "$pid" || true); do
+        [[ -r /proc/$t/stat ]] && echo "children $(awk '{print $14 + $15}' /proc/"$t"/stat 2>/dev/null)"
+    done
+}
+snapshot() { cpu_by_thread | awk 'NF == 2 {a[$1] += $2} END {for (k in a) print k, a[k]}' | sort; }
+
+snapshot >"$tmp/before"
+/usr/bin/time -f "rusage %U %S" -o "$tmp/rusage" \
+    pgbench -h 127.0.0.1 -p "$port" -U postgres -n "$@" postgres >"$tmp/out" 2>&1 &
+bench=$!
+# Count pgbench's syscalls over the middle of the run, if perf may.
+if command -v perf >/dev/null; then
+    sleep 3
+    child=$(pgrep -P "$bench" pgbench || true)
+    if [[ -n $child ]]; then
+        perf stat -x, -e syscalls:sys_enter_ppoll -e syscalls:sys_enter_sendto -p "$child" \
+            -o "$tmp/perf" -- sleep 2 >/dev/null 2>&1 || true
+    fi
+fi
+wait "$bench" || { cat "$tmp/out"; exit 1; }
+snapshot >"$tmp/after"
+
+n=$(awk '/actually processed/ {print $NF}' "$tmp/out")
+tps=$(awk '/^tps/ {print $3}' "$tmp/out")
+[[ -n $n && $n -gt 0 ]] || { cat "$tmp/out"; exit 1; }
+hz=$(getconf CLK_TCK)
+echo "tps $tps ($n transactions)"
+echo "CPU per transaction (us):"
+join "$tmp/before" "$tmp/after" | awk -v n="$n" -v hz="$hz" \
+    '{us = ($3 - $2) * 1e6 / hz / n; if (us >= 0.05) printf "  %-18s %8.1f\n", $1, us}'
+awk -v n="$n" '/^rusage/ {printf "  %-18s %8.1f\n", "pgbench", ($2 + $3) * 1e6 / n}' "$tmp/rusage"
+if [[ -s $tmp/perf ]] && grep -q sys_enter_ppoll "$tmp/perf"; then
+    awk -F, -v tps="$tps" '
+        /sys_enter_ppoll/ {p = $1} /sys_enter_sendto/ {s = $1}
+        END {if (p > 0) printf "pgbench: %.2f ppoll calls per transaction, %.2f sends per ppoll\n", p / (tps * 2), s / p}' "$tmp/perf"
+fi
