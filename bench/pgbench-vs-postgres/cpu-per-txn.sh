@@ -17,13 +17,15 @@ shift 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# utime + stime in clock ticks, summed by thread name (Meridian) or over the children
-# of a postmaster (PostgreSQL forks a backend per connection).
+# utime + stime in clock ticks, summed by thread name (Meridian), plus the children of
+# a postmaster (PostgreSQL forks a backend per connection): the live ones' own time and,
+# once they have exited and been reaped, the parent's cutime + cstime.
 cpu_by_thread() {
     local t
     for t in /proc/"$pid"/task/*; do
         [[ -r $t/stat ]] && echo "$(tr ' ' '_' <"$t/comm") $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
     done
+    echo "children $(awk '{print $16 + $17}' /proc/"$pid"/stat)"
     for t in $(pgrep -P "$pid" || true); do
         [[ -r /proc/$t/stat ]] && echo "children $(awk '{print $14 + $15}' /proc/"$t"/stat 2>/dev/null)"
     done
@@ -44,6 +46,7 @@ if command -v perf >/dev/null; then
     fi
 fi
 wait "$bench" || { cat "$tmp/out"; exit 1; }
+sleep 1 # let the server reap the backends of the connections pgbench closed
 snapshot >"$tmp/after"
 
 n=$(awk '/actually processed/ {print $NF}' "$tmp/out")
