@@ -36,13 +36,14 @@ snapshot >"$tmp/before"
 /usr/bin/time -f "rusage %U %S" -o "$tmp/rusage" \
     pgbench -h 127.0.0.1 -p "$port" -U postgres -n "$@" postgres >"$tmp/out" 2>&1 &
 bench=$!
-# Count pgbench's syscalls over the middle of the run, if perf may.
+# Count pgbench's syscalls over a window in the middle of the run, if perf may.
+window=2
 if command -v perf >/dev/null; then
     sleep 3
     child=$(pgrep -P "$bench" pgbench || true)
     if [[ -n $child ]]; then
         perf stat -x, -e syscalls:sys_enter_ppoll -e syscalls:sys_enter_sendto -p "$child" \
-            -o "$tmp/perf" -- sleep 2 >/dev/null 2>&1 || true
+            -o "$tmp/perf" -- sleep "$window" >/dev/null 2>&1 || true
     fi
 fi
 wait "$bench" || { cat "$tmp/out"; exit 1; }
@@ -59,7 +60,7 @@ join "$tmp/before" "$tmp/after" | awk -v n="$n" -v hz="$hz" \
     '{us = ($3 - $2) * 1e6 / hz / n; if (us >= 0.05) printf "  %-18s %8.1f\n", $1, us}'
 awk -v n="$n" '/^rusage/ {printf "  %-18s %8.1f\n", "pgbench", ($2 + $3) * 1e6 / n}' "$tmp/rusage"
 if [[ -s $tmp/perf ]] && grep -q sys_enter_ppoll "$tmp/perf"; then
-    awk -F, -v tps="$tps" '
+    awk -F, -v tps="$tps" -v window="$window" '
         /sys_enter_ppoll/ {p = $1} /sys_enter_sendto/ {s = $1}
-        END {if (p > 0) printf "pgbench: %.2f ppoll calls per transaction, %.2f sends per ppoll\n", p / (tps * 2), s / p}' "$tmp/perf"
+        END {if (p > 0) printf "pgbench: %.2f ppoll calls per transaction, %.2f sends per ppoll\n", p / (tps * window), s / p}' "$tmp/perf"
 fi

@@ -35,10 +35,17 @@ thread_local! {
 /// again, paying for polling every connection each time. Answers written back to back
 /// wake it once and are read in one pass.
 pub async fn end_of_pass() {
+    /// Counts a waiter for as long as it waits, also if its future is dropped.
+    struct Waiting;
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            AT_PASS_END.with(|n| n.set(n.get() - 1));
+        }
+    }
     if let Some(pass_end) = PASS_END.with(Cell::get) {
         AT_PASS_END.with(|n| n.set(n.get() + 1));
+        let _waiting = Waiting;
         pass_end.notified().await;
-        AT_PASS_END.with(|n| n.set(n.get() - 1));
     }
 }
 
