@@ -3,7 +3,8 @@
 Servers
 -------
 * ``meridian`` (function scope): a fresh server under test in its own temporary data
-  directory on a free port.  The handle has ``host``, ``port``, ``dsn``, ``url``,
+  directory on a free port.  The handle has ``host``, ``port``, ``socket_dir`` (its
+  Unix-domain socket's directory), ``dsn``, ``url``,
   ``data_dir``, ``pid``, ``log_path`` and ``kill9()``, ``restart()``, ``stop()``,
   ``is_alive()``, ``peak_rss_bytes()``.
 * ``meridian_factory`` (function scope): ``meridian_factory(cache_size="32MB", ...)``
@@ -180,6 +181,8 @@ class ServerHandle:
         self.data_dir = self.base_dir / "data"
         self.log_path = self.base_dir / "server.log"
         self.host = "127.0.0.1"
+        # where the Unix-domain socket .s.PGSQL.<port> is created
+        self.socket_dir = self.base_dir
         self.port = port or free_port()
         self.cache_size = cache_size
         self.synchronous_commit = synchronous_commit
@@ -345,7 +348,7 @@ class MeridianServer(ServerHandle):
 
     def _command(self):
         cmd = [str(self.bin), "start", "--data-dir", str(self.data_dir),
-               "--listen", f"{self.host}:{self.port}"]
+               "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir)]
         if self.cache_size:
             cmd += ["--cache-size", self.cache_size]
         if self.config:
@@ -424,7 +427,7 @@ class PostgresServer(ServerHandle):
     def _command(self):
         cmd = [self.postgres_bin, "-D", str(self.data_dir), "-p", str(self.port),
                "-c", f"listen_addresses={self.host}",
-               "-c", f"unix_socket_directories={self.base_dir}",
+               "-c", f"unix_socket_directories={self.socket_dir}",
                "-c", "fsync=on", "-c", "max_connections=100",
                "-c", "logging_collector=off"]
         if self.cache_size:

@@ -14,7 +14,8 @@ What it does:
 2. loads the same data into both with ``pgbench -i -s SCALE``;
 3. measures resident memory with ``--idle-connections`` (default 1000) idle connections
    open to each server;
-4. runs pgbench for every cell workload x mode x clients, ``--runs`` times each, the two
+4. runs pgbench for every cell workload x mode x clients, ``--runs`` times each, over each
+   server's Unix-domain socket (``--transport tcp``: over 127.0.0.1), the two
    systems in alternation (cell 1: M P, P M, M P ...; then the next cell), so that drift
    and load from other tenants of the machine hit both;
 5. after every run rewrites ``bench/results/pgbench-vs-postgres.md`` (and ``.json`` with
@@ -68,6 +69,7 @@ DEFAULTS = {
     "work_dir": "",
     "systems": "meridian,postgres",
     "connect_allowance": 0,
+    "transport": "unix",
 }
 
 # The issue's reference numbers for PostgreSQL 15 on the 2-core machine
@@ -271,8 +273,8 @@ class Meridian(Server):
 
     def command(self):
         return [self.binary, "start", "--data-dir", str(self.data),
-                "--listen", f"127.0.0.1:{self.port}", "--cache-size", self.cache_size,
-                "--synchronous-commit", "on"]
+                "--listen", f"127.0.0.1:{self.port}", "--unix-socket-dir", str(self.base),
+                "--cache-size", self.cache_size, "--synchronous-commit", "on"]
 
     def settings(self) -> str:
         return " ".join(self.command()[1:]).replace(str(self.base), "$TMP")
@@ -330,7 +332,7 @@ class Postgres(Server):
 
     def settings(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.gucs()
-                         if k not in ("listen_addresses", "unix_socket_directories"))
+                         if k != "listen_addresses").replace(str(self.base), "$TMP")
 
 
 # ---------------------------------------------------------------- idle connections
@@ -463,8 +465,12 @@ class Bench:
         """pgbench -T: the duration, plus the connect allowance for many clients."""
         return self.a.duration + round(self.a.connect_allowance * clients / 1000)
 
+    def host(self, server: Server) -> str:
+        """pgbench -h: the server's socket directory (Unix-domain socket) or loopback TCP."""
+        return str(server.base) if self.a.transport == "unix" else "127.0.0.1"
+
     def pgbench_cmd(self, server: Server, workload: str, mode: str, clients: int) -> list[str]:
-        return [self.pgbench, "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres",
+        return [self.pgbench, "-h", self.host(server), "-p", str(server.port), "-U", "postgres",
                 "-b", workload, "-M", mode, "-c", str(clients), "-j",
                 str(self.threads_for(clients)), "-T", str(self.seconds_for(clients)), "postgres"]
 
@@ -495,7 +501,7 @@ class Bench:
 
     def load(self, server: Server):
         t0 = time.monotonic()
-        cmd = [self.pgbench, "-i", "-s", str(self.a.scale), "-h", "127.0.0.1", "-p",
+        cmd = [self.pgbench, "-i", "-s", str(self.a.scale), "-h", self.host(server), "-p",
                str(server.port), "-U", "postgres", "postgres"]
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
@@ -726,7 +732,9 @@ class Bench:
         L.append("")
         L.append(f"- CPU: {i.get('cpu')}, nproc = {i.get('nproc')}; memory {i.get('memory')}; "
                  f"kernel {i.get('kernel')}; {i.get('os')}")
-        L.append(f"- pgbench runs on the same machine as the server it drives (loopback TCP); "
+        transport = ("a Unix-domain socket, pgbench's and psql's default local transport"
+                     if a.transport == "unix" else "loopback TCP")
+        L.append(f"- pgbench runs on the same machine as the server it drives ({transport}); "
                  f"both data directories on the same file system ({', '.join(i.get('fs', []))}).")
         L.append(f"- Load average at start: {i.get('load_start')}"
                  + (f"; at end: {i['load_end']}" if i.get("load_end") else "")
@@ -749,7 +757,8 @@ class Bench:
         L.append(f"- Data: `pgbench -i -s {a.scale}` into each (default init steps "
                  f"`dtgvp`), once, before all runs"
                  + "".join(f"; {k} took {v['seconds']} s" for k, v in self.init.items()) + ".")
-        L.append(f"- Runs: `pgbench -h 127.0.0.1 -b WORKLOAD -M MODE -c CLIENTS "
+        host = "SOCKET_DIR" if a.transport == "unix" else "127.0.0.1"
+        L.append(f"- Runs: `pgbench -h {host} -b WORKLOAD -M MODE -c CLIENTS "
                  f"-j {a.threads} -T SECONDS` (`-j 1` for 1 client); the same flags for "
                  f"both systems, so pgbench's default pre-run `vacuum pgbench_branches`, "
                  f"`vacuum pgbench_tellers` and `truncate pgbench_history` go to both.")
@@ -957,6 +966,9 @@ def main(argv=None):
                    help="pgbench -j (capped at the client count)")
     p.add_argument("--idle-connections", type=int, default=int(env("idle_connections")),
                    help="idle connections for the memory test (0: skip)")
+    p.add_argument("--transport", choices=("unix", "tcp"), default=env("transport"),
+                   help="how pgbench reaches both servers: their Unix-domain sockets or "
+                        "127.0.0.1")
     p.add_argument("--connect-allowance", type=float, default=float(env("connect_allowance")),
                    help="seconds added to -T per 1,000 clients (pgbench's -T includes "
                         "connection time), the same for both systems")

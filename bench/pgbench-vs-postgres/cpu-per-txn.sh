@@ -10,8 +10,9 @@
 # from its rusage). With perf and tracepoint access it also counts pgbench's ppoll and
 # sendto calls per transaction (docs/performance.md, "Round 3"). CPU time varies far
 # less than TPS on a shared machine: compare builds by it, from alternating runs.
+# PGBENCH_HOST=DIR drives the server over its Unix-domain socket (default 127.0.0.1).
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n 2,12p "$0"; exit 2; }
+[[ $# -ge 2 ]] || { sed -n 2,13p "$0"; exit 2; }
 port=$1 pid=$2
 shift 2
 tmp=$(mktemp -d)
@@ -34,7 +35,7 @@ snapshot() { cpu_by_thread | awk 'NF == 2 {a[$1] += $2} END {for (k in a) print 
 
 snapshot >"$tmp/before"
 /usr/bin/time -f "rusage %U %S" -o "$tmp/rusage" \
-    pgbench -h 127.0.0.1 -p "$port" -U postgres -n "$@" postgres >"$tmp/out" 2>&1 &
+    pgbench -h "${PGBENCH_HOST:-127.0.0.1}" -p "$port" -U postgres -n "$@" postgres >"$tmp/out" 2>&1 &
 bench=$!
 # Count pgbench's syscalls over a window in the middle of the run, if perf may.
 window=2

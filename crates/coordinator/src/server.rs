@@ -12,12 +12,12 @@ use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::Notify;
 use wire::backend;
 use wire::{decode_startup, StartupPacket};
@@ -25,6 +25,9 @@ use wire::{decode_startup, StartupPacket};
 #[derive(Debug, Clone)]
 pub struct CoordinatorConfig {
     pub listen: SocketAddr,
+    /// Directory for the Unix-domain socket `.s.PGSQL.<port>` (PostgreSQL's
+    /// `unix_socket_directories`); None: TCP only.
+    pub unix_socket_dir: Option<PathBuf>,
     pub data_dir: PathBuf,
     pub cache_size: u64,
     pub synchronous_commit: bool,
@@ -48,7 +51,70 @@ pub struct Shared {
 pub struct Coordinator {
     shared: Arc<Shared>,
     listener: TcpListener,
+    unix: Option<UnixSocket>,
     executors: SessionExecutors,
+}
+
+/// The Unix-domain listener and its socket file, removed when the coordinator ends.
+struct UnixSocket {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl UnixSocket {
+    /// Binds `dir/.s.PGSQL.<port>`, the name libpq derives from host=`dir` and the port.
+    /// A file left by a server that died without removing it is replaced; a socket that
+    /// still accepts connections belongs to a live server and is left alone.
+    fn bind(dir: &Path, port: u16) -> std::io::Result<UnixSocket> {
+        let path = dir.join(format!(".s.PGSQL.{port}"));
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+            return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, format!("{} is in use by another server", path.display())));
+        }
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let listener = UnixListener::bind(&path)?;
+        // PostgreSQL's default unix_socket_permissions: connecting needs write permission,
+        // and access control is the server's business, not the file's.
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o777))?;
+        Ok(UnixSocket { listener, path })
+    }
+}
+
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A connection's byte stream, movable between runtimes: an accepted socket is
+/// registered with the runtime that accepted it, so it crosses to its session thread as
+/// the std socket and is registered again there.
+trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sized + 'static {
+    type Std: Send + 'static;
+    fn into_std(self) -> std::io::Result<Self::Std>;
+    fn from_std(std: Self::Std) -> std::io::Result<Self>;
+}
+
+impl Transport for TcpStream {
+    type Std = std::net::TcpStream;
+    fn into_std(self) -> std::io::Result<Self::Std> {
+        TcpStream::into_std(self)
+    }
+    fn from_std(std: Self::Std) -> std::io::Result<Self> {
+        TcpStream::from_std(std)
+    }
+}
+
+impl Transport for UnixStream {
+    type Std = std::os::unix::net::UnixStream;
+    fn into_std(self) -> std::io::Result<Self::Std> {
+        UnixStream::into_std(self)
+    }
+    fn from_std(std: Self::Std) -> std::io::Result<Self> {
+        UnixStream::from_std(std)
+    }
 }
 
 /// A per-connection secret for CancelRequest: unpredictable enough for a key that only
@@ -75,51 +141,78 @@ impl Coordinator {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| PgError::io(&format!("could not listen on {}", config.listen), e))?;
+        let unix = match &config.unix_socket_dir {
+            Some(dir) => {
+                let port = listener.local_addr().map_err(|e| PgError::io("could not read the listening address", e))?.port();
+                Some(UnixSocket::bind(dir, port).map_err(|e| PgError::io(&format!("could not create a Unix-domain socket in {}", dir.display()), e))?)
+            }
+            None => None,
+        };
         let shared = Arc::new(Shared { datanode, gtm, catalog, cancels: Mutex::new(HashMap::new()), next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1) });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
             .map_err(|e| PgError::io("could not start session threads", e))?;
-        Ok(Coordinator { shared, listener, executors })
+        Ok(Coordinator { shared, listener, unix, executors })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
+    /// The Unix-domain socket's path, if there is one.
+    pub fn unix_socket_path(&self) -> Option<&Path> {
+        self.unix.as_ref().map(|u| u.path.as_path())
+    }
+
     /// Accept connections until the process ends; each runs as a task on a session thread.
     pub async fn serve(self) {
-        loop {
-            match self.listener.accept().await {
-                Ok((socket, peer)) => {
-                    let _ = socket.set_nodelay(true);
-                    let shared = self.shared.clone();
-                    // A socket belongs to the runtime that registered it: hand the session
-                    // thread the std socket to register there.
-                    match socket.into_std() {
-                        Ok(socket) => drop(self.executors.next().spawn(async move {
-                            match TcpStream::from_std(socket) {
-                                Ok(socket) => serve_connection(shared, socket, peer).await,
-                                Err(e) => tracing::warn!(%peer, "could not register the connection: {e}"),
-                            }
-                        })),
-                        Err(e) => tracing::warn!(%peer, "could not hand the connection over: {e}"),
+        let tcp = async {
+            loop {
+                match self.listener.accept().await {
+                    Ok((socket, peer)) => {
+                        let _ = socket.set_nodelay(true);
+                        self.spawn_session(socket, peer.to_string())
                     }
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Err(e) => accept_failed(e).await,
                 }
             }
+        };
+        let unix = async {
+            let Some(unix) = &self.unix else { return std::future::pending().await };
+            loop {
+                match unix.listener.accept().await {
+                    Ok((socket, _)) => self.spawn_session(socket, "[local]".to_string()),
+                    Err(e) => accept_failed(e).await,
+                }
+            }
+        };
+        tokio::join!(tcp, unix);
+    }
+
+    fn spawn_session<T: Transport>(&self, socket: T, peer: String) {
+        let shared = self.shared.clone();
+        match socket.into_std() {
+            Ok(socket) => drop(self.executors.next().spawn(async move {
+                match T::from_std(socket) {
+                    Ok(socket) => {
+                        if let Err(e) = handle_connection(shared, socket).await {
+                            tracing::debug!(%peer, "connection ended: {e}");
+                        }
+                    }
+                    Err(e) => tracing::warn!(%peer, "could not register the connection: {e}"),
+                }
+            })),
+            Err(e) => tracing::warn!(%peer, "could not hand the connection over: {e}"),
         }
     }
 }
 
-async fn serve_connection(shared: Arc<Shared>, socket: TcpStream, peer: SocketAddr) {
-    if let Err(e) = handle_connection(shared, socket).await {
-        tracing::debug!(%peer, "connection ended: {e}");
-    }
+async fn accept_failed(e: std::io::Error) {
+    // Out of file descriptors, most likely: back off instead of spinning.
+    tracing::warn!("accept failed: {e}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-async fn handle_connection(shared: Arc<Shared>, mut socket: TcpStream) -> PgResult<()> {
+async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> PgResult<()> {
     let io_err = |e: std::io::Error| PgError::new(codes::CONNECTION_FAILURE, e.to_string());
     let mut buf = BytesMut::with_capacity(1024);
     let mut out = BytesMut::new();
@@ -213,7 +306,7 @@ fn apply_options(settings: &mut Settings, options: &str) -> PgResult<Option<(&'s
     Ok(None)
 }
 
-async fn fatal(socket: &mut TcpStream, err: PgError) -> PgResult<()> {
+async fn fatal<T: Transport>(socket: &mut T, err: PgError) -> PgResult<()> {
     let mut out = BytesMut::new();
     backend::error_response(&mut out, &PgError { severity: pgerror::Severity::Fatal, ..err.clone() });
     let _ = socket.write_all(&out).await;

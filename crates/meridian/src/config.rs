@@ -13,6 +13,10 @@ pub struct StartArgs {
     /// Address to accept PostgreSQL connections on. Default 127.0.0.1:5433.
     #[arg(long)]
     listen: Option<SocketAddr>,
+    /// Directory for the Unix-domain socket `.s.PGSQL.<port>` (PostgreSQL's
+    /// unix_socket_directories; clients connect with host=DIR). Empty: TCP only. Default /tmp.
+    #[arg(long)]
+    unix_socket_dir: Option<PathBuf>,
     /// Memory for cached data, like shared_buffers (e.g. 128MB, 1GB). Default 128MB.
     #[arg(long)]
     cache_size: Option<String>,
@@ -29,8 +33,8 @@ pub struct StartArgs {
     /// (0: never poll). Default 200.
     #[arg(long)]
     busy_poll_us: Option<u64>,
-    /// TOML file with any of: data_dir, listen, cache_size, synchronous_commit, gtm,
-    /// session_threads, busy_poll_us.
+    /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size,
+    /// synchronous_commit, gtm, session_threads, busy_poll_us.
     #[arg(long)]
     config: Option<PathBuf>,
 }
@@ -40,6 +44,7 @@ pub struct StartArgs {
 struct FileSettings {
     data_dir: Option<PathBuf>,
     listen: Option<SocketAddr>,
+    unix_socket_dir: Option<PathBuf>,
     cache_size: Option<String>,
     synchronous_commit: Option<bool>,
     gtm: Option<String>,
@@ -51,6 +56,8 @@ struct FileSettings {
 pub struct Settings {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
+    /// None: no Unix-domain socket.
+    pub unix_socket_dir: Option<PathBuf>,
     pub cache_size: String,
     pub synchronous_commit: bool,
     pub gtm: Option<String>,
@@ -74,6 +81,8 @@ impl StartArgs {
         Ok(Settings {
             data_dir: self.data_dir.clone().or(file.data_dir).unwrap_or_else(|| PathBuf::from("./meridian-data")),
             listen: self.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:5433".parse().unwrap()),
+            unix_socket_dir: Some(self.unix_socket_dir.clone().or(file.unix_socket_dir).unwrap_or_else(|| PathBuf::from("/tmp")))
+                .filter(|dir| !dir.as_os_str().is_empty()),
             cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
             synchronous_commit,
             gtm: self.gtm.clone().or(file.gtm),

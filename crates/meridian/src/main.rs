@@ -61,6 +61,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
     let settings = args.resolve()?;
     let config = CoordinatorConfig {
         listen: settings.listen,
+        unix_socket_dir: settings.unix_socket_dir.clone(),
         data_dir: settings.data_dir.clone(),
         cache_size: parse_size(&settings.cache_size)?,
         synchronous_commit: settings.synchronous_commit,
@@ -70,8 +71,12 @@ async fn start(args: StartArgs) -> Result<(), String> {
     };
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!(data_dir = %settings.data_dir.display(), "listening on {addr}");
-    println!("meridian: listening on {addr}; ready to accept connections");
+    let listening = match coordinator.unix_socket_path() {
+        Some(path) => format!("{addr} and {}", path.display()),
+        None => addr.to_string(),
+    };
+    tracing::info!(data_dir = %settings.data_dir.display(), "listening on {listening}");
+    println!("meridian: listening on {listening}; ready to accept connections");
     tokio::select! {
         _ = coordinator.serve() => {}
         _ = shutdown_signal() => tracing::info!("shutting down"),

@@ -8,7 +8,8 @@
 //! * The binary is `$MERIDIAN_BIN` if set, else `<workspace>/target/release/meridian`.
 //!   When neither exists, [`TestServer::start`] panics with a clear message: a test that
 //!   needs the server FAILS, it never skips.
-//! * The server runs `meridian start --data-dir <tmp>/data --listen 127.0.0.1:<free port>`;
+//! * The server runs `meridian start --data-dir <tmp>/data --listen 127.0.0.1:<free port>
+//!   --unix-socket-dir <tmp>`;
 //!   start-up waits for the line `ready to accept connections` (timeout
 //!   `$MERIDIAN_START_TIMEOUT` seconds, default 120).
 //! * Its stdout/stderr go to `<tmp>/server.log`; [`TestServer::log_tail`] returns the end.
@@ -185,6 +186,10 @@ impl TestServer {
             .arg(&self.data_dir)
             .arg("--listen")
             .arg(format!("{}:{}", self.host, self.port));
+        // The Unix-domain socket goes to the test's own directory, not /tmp.
+        if let Some(base) = &self.base_dir {
+            cmd.arg("--unix-socket-dir").arg(base);
+        }
         if let Some(c) = &self.opts.cache_size {
             cmd.arg("--cache-size").arg(c);
         }
