@@ -50,7 +50,7 @@ async fn write_new_row(dn: &Datanode, txn: &mut Txn, table: &TableDef, row: &[Va
         Some(key) => dn.insert(txn, table.rel, &key, encode(row), || unique_violation(table, row)).await,
         None => {
             let id = ids.next(dn, table.rel)?;
-            dn.put(txn, table.rel, &row_id_key(id), Some(encode(row)))
+            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
         }
     }
 }

@@ -80,7 +80,10 @@ pub struct Txn {
     n_writes: usize,
     /// (rel, key, previous write-set value) for every `put`, in order.
     undo: Vec<(RelId, Vec<u8>, Option<Option<RowBytes>>)>,
-    locks: FxHashMap<RelId, FxHashSet<Vec<u8>>>,
+    /// Row locks held, each with the key's newest committed version as read under it
+    /// (`Some(None)`: no version; None: not read). Nobody else commits the key while the
+    /// lock is held, so the storage writer need not read it again (`storage::Write`).
+    locks: FxHashMap<RelId, FxHashMap<Vec<u8>, Option<Option<Timestamp>>>>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -131,11 +134,25 @@ impl Txn {
     }
 
     fn holds_lock(&self, rel: RelId, key: &[u8]) -> bool {
-        self.locks.get(&rel).is_some_and(|s| s.contains(key))
+        self.locks.get(&rel).is_some_and(|s| s.contains_key(key))
     }
 
     fn record_lock(&mut self, rel: RelId, key: &[u8]) {
-        self.locks.entry(rel).or_default().insert(key.to_vec());
+        let keys = self.locks.entry(rel).or_default();
+        if !keys.contains_key(key) {
+            keys.insert(key.to_vec(), None);
+        }
+    }
+
+    /// Notes the newest committed version of a locked key, as just read from the store.
+    fn note_newest(&mut self, rel: RelId, key: &[u8], newest: Option<&storage::Version>) {
+        if let Some(seen) = self.locks.get_mut(&rel).and_then(|keys| keys.get_mut(key)) {
+            *seen = Some(newest.map(|v| v.commit_ts));
+        }
+    }
+
+    fn newest_read_under_lock(&self, rel: RelId, key: &[u8]) -> Option<Option<Timestamp>> {
+        self.locks.get(&rel).and_then(|keys| keys.get(key)).copied().flatten()
     }
 
     /// Releases every lock and marks the transaction finished (wakes waiting readers).
@@ -145,7 +162,7 @@ impl Txn {
         }
         self.finished = true;
         for (rel, keys) in std::mem::take(&mut self.locks) {
-            for k in keys {
+            for k in keys.into_keys() {
                 self.inner.locks.release(rel, &k, self.shared.id);
             }
         }
@@ -561,6 +578,7 @@ impl Datanode {
         }
         self.acquire(txn, rel, key).await?;
         let latest = self.inner.store.latest(rel, key)?;
+        txn.note_newest(rel, key, latest.as_ref());
         match latest {
             None => Ok(None),
             Some(v) => {
@@ -597,6 +615,14 @@ impl Datanode {
         Ok(())
     }
 
+    /// Writes a row under a key that no transaction has used before (a row id just
+    /// allocated by `allocate_row_ids`): no version of it exists to check or replace.
+    pub fn put_new_key(&self, txn: &mut Txn, rel: RelId, key: &[u8], row: RowBytes) -> PgResult<()> {
+        self.put(txn, rel, key, Some(row))?;
+        txn.note_newest(rel, key, None);
+        Ok(())
+    }
+
     pub async fn insert(
         &self,
         txn: &mut Txn,
@@ -608,10 +634,11 @@ impl Datanode {
         self.acquire(txn, rel, key).await?;
         let exists = match txn.own_write(rel, key) {
             Some(w) => w.is_some(),
-            None => match self.inner.store.latest(rel, key)? {
-                None => false,
-                Some(v) => v.row.is_some(),
-            },
+            None => {
+                let latest = self.inner.store.latest(rel, key)?;
+                txn.note_newest(rel, key, latest.as_ref());
+                latest.is_some_and(|v| v.row.is_some())
+            }
         };
         if exists {
             return Err(unique_violation());
@@ -814,7 +841,8 @@ impl Inner {
         let mut writes = Vec::with_capacity(txn.n_writes);
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
-                writes.push(storage::Write { rel, key, row });
+                let newest_before = txn.newest_read_under_lock(rel, &key);
+                writes.push(storage::Write { rel, key, row, newest_before });
             }
         }
         let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit);

@@ -193,6 +193,10 @@ pub struct Write {
     pub rel: RelId,
     pub key: Vec<u8>,
     pub row: Option<Bytes>,
+    /// The key's newest committed version (`Some(None)`: none) as the caller read it under
+    /// a row lock that it holds until this write is applied, so that no other commit of
+    /// the key can come between. None: unknown, the writer thread reads `latest`.
+    pub newest_before: Option<Option<Timestamp>>,
 }
 
 /// Internal metadata spaces: `Meta` is the coordinator's (catalog), `Sys` is Meridian's own
@@ -210,7 +214,8 @@ enum Msg {
 
 /// One write of a commit: (version prefix, `data` value), all at the request's `ts`.
 struct WriteReq {
-    items: Vec<(Vec<u8>, Vec<u8>)>,
+    /// (version prefix, encoded value, `Write::newest_before`)
+    items: Vec<(Vec<u8>, Vec<u8>, Option<Option<Timestamp>>)>,
     ts: Timestamp,
     durable: bool,
     reply: tokio::sync::oneshot::Sender<PgResult<()>>,
@@ -383,7 +388,7 @@ impl Store {
     ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let items = writes
             .iter()
-            .map(|w| (encode_prefix(w.rel, &w.key), encode_value(&w.row)))
+            .map(|w| (encode_prefix(w.rel, &w.key), encode_value(&w.row), w.newest_before))
             .collect();
         let (reply, rx) = tokio::sync::oneshot::channel();
         let req = WriteReq {
@@ -881,20 +886,27 @@ fn writer_loop(
             let ts = req.ts;
             replaced.clear();
             let res = (|| -> Result<(), fjall::Error> {
-                for (prefix, v) in req.items {
-                    let cur = latest.get(&prefix)?;
-                    let cur_ts = cur.as_deref().and_then(latest_ts);
+                for (prefix, v, newest_before) in req.items {
                     let is_row = |value: &[u8]| value.first() != Some(&TAG_DELETE);
                     let version_key = |prefix: &[u8], ts: Timestamp| {
                         let mut k = prefix.to_vec();
                         k.extend_from_slice(&(!ts).to_be_bytes());
                         k
                     };
+                    // The newest committed version: as read under the caller's row lock, or
+                    // from `latest` (about a quarter of this thread's time when read).
+                    let (cur_ts, cur_is_row) = match newest_before.filter(|c| c.is_none_or(|c| c <= ts)) {
+                        Some(c) => (c, None),
+                        None => {
+                            let cur = latest.get(&prefix)?;
+                            (cur.as_deref().and_then(latest_ts), cur.map(|cur| is_row(&cur[TS_LEN..])))
+                        }
+                    };
                     // Commits may reach the writer out of timestamp order: `latest` keeps
-                    // the newest.
+                    // the newest. (Never for a key read under a lock: its next writer waits.)
                     match cur_ts {
                         Some(c) if c > ts => {
-                            if cur.as_deref().is_some_and(|cur| is_row(&cur[TS_LEN..])) {
+                            if cur_is_row == Some(true) {
                                 replaced.push((version_key(&prefix, ts), c));
                             }
                         }

@@ -34,6 +34,7 @@ fn put(s: &Store, rel: u64, key: &[u8], row: Option<&str>, ts: Timestamp) {
             rel,
             key: key.to_vec(),
             row: row.map(|r| Bytes::copy_from_slice(r.as_bytes())),
+            newest_before: None,
         }],
         ts,
         false,
@@ -160,11 +161,13 @@ fn delete_rel_clears_both() {
                     rel: 3,
                     key: i.to_be_bytes().to_vec(),
                     row: Some(Bytes::from_static(b"x")),
+                    newest_before: None,
                 },
                 Write {
                     rel: 4,
                     key: i.to_be_bytes().to_vec(),
                     row: Some(Bytes::from_static(b"y")),
+                    newest_before: None,
                 },
             ],
             10 + i as u64,
@@ -266,12 +269,20 @@ fn get_matches_reference_model() {
                 } else {
                     ts
                 };
+                // Half the writes tell the writer the newest version, as the datanode does
+                // for keys it read under a row lock (out of order, it is newer than `t`:
+                // the writer must then read `latest` after all).
                 let ws: Vec<Write> = writes
                     .iter()
                     .map(|((rel, k), r)| Write {
                         rel: *rel,
                         key: k.clone(),
                         row: r.as_ref().map(|r| Bytes::copy_from_slice(r.as_bytes())),
+                        newest_before: rng.gen_bool(0.5).then(|| {
+                            model
+                                .get(&(*rel, k.clone()))
+                                .and_then(|vs| vs.keys().next_back().copied())
+                        }),
                     })
                     .collect();
                 // skip if it would collide with an existing version at the same ts
