@@ -84,6 +84,9 @@ pub struct Txn {
     /// (`Some(None)`: no version; None: not read). Nobody else commits the key while the
     /// lock is held, so the storage writer need not read it again (`storage::Write`).
     locks: FxHashMap<RelId, FxHashMap<Vec<u8>, Option<Option<Timestamp>>>>,
+    /// Transactions whose applied but not yet durable versions this one read under a row
+    /// lock (early lock release): it may not end before they are durable.
+    read_before_durable: Vec<Arc<TxnShared>>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -144,6 +147,25 @@ impl Txn {
         }
     }
 
+    /// Reads the newest committed version of a key locked by this transaction and notes
+    /// it (and whose not yet durable commit it may be).
+    fn read_newest_locked(&mut self, rel: RelId, key: &[u8]) -> PgResult<Option<storage::Version>> {
+        self.read_before_durable.extend(self.inner.locks.applied_not_durable(rel, key));
+        let newest = self.inner.store.latest(rel, key)?;
+        self.note_newest(rel, key, newest.as_ref());
+        Ok(newest)
+    }
+
+    /// Waits until every version read before it was durable is durable: a transaction
+    /// that wrote nothing, or gives up, could otherwise end (and its client act on what
+    /// it read) before a crash could still undo those versions. One that commits writes
+    /// needs no wait: its own commit follows theirs in the journal.
+    async fn wait_read_versions_durable(&mut self) {
+        for t in std::mem::take(&mut self.read_before_durable) {
+            t.wait_finished().await;
+        }
+    }
+
     /// Notes the newest committed version of a locked key, as just read from the store.
     fn note_newest(&mut self, rel: RelId, key: &[u8], newest: Option<&storage::Version>) {
         if let Some(seen) = self.locks.get_mut(&rel).and_then(|keys| keys.get_mut(key)) {
@@ -153,6 +175,14 @@ impl Txn {
 
     fn newest_read_under_lock(&self, rel: RelId, key: &[u8]) -> Option<Option<Timestamp>> {
         self.locks.get(&rel).and_then(|keys| keys.get(key)).copied().flatten()
+    }
+
+    /// Moves the held locks out (commit releases them itself).
+    fn take_locks(&mut self) -> Vec<(RelId, Vec<u8>)> {
+        std::mem::take(&mut self.locks)
+            .into_iter()
+            .flat_map(|(rel, keys)| keys.into_keys().map(move |k| (rel, k)))
+            .collect()
     }
 
     /// Releases every lock and marks the transaction finished (wakes waiting readers).
@@ -461,6 +491,7 @@ impl Datanode {
             n_writes: 0,
             undo: Vec::new(),
             locks: FxHashMap::default(),
+            read_before_durable: Vec::new(),
             inner: self.inner.clone(),
             finished: false,
         }
@@ -577,9 +608,7 @@ impl Datanode {
             return Ok(w.clone());
         }
         self.acquire(txn, rel, key).await?;
-        let latest = self.inner.store.latest(rel, key)?;
-        txn.note_newest(rel, key, latest.as_ref());
-        match latest {
+        match txn.read_newest_locked(rel, key)? {
             None => Ok(None),
             Some(v) => {
                 if txn.isolation == Isolation::RepeatableRead && v.commit_ts > txn.shared.start_ts {
@@ -634,11 +663,7 @@ impl Datanode {
         self.acquire(txn, rel, key).await?;
         let exists = match txn.own_write(rel, key) {
             Some(w) => w.is_some(),
-            None => {
-                let latest = self.inner.store.latest(rel, key)?;
-                txn.note_newest(rel, key, latest.as_ref());
-                latest.is_some_and(|v| v.row.is_some())
-            }
+            None => txn.read_newest_locked(rel, key)?.is_some_and(|v| v.row.is_some()),
         };
         if exists {
             return Err(unique_violation());
@@ -663,6 +688,7 @@ impl Datanode {
 
     pub async fn abort(&self, mut txn: Txn, gtm: &gtm::GtmClient) {
         txn.release_all();
+        txn.wait_read_versions_durable().await;
         if let Err(e) = gtm.finish(txn.shared.start_ts).await {
             tracing::warn!("gtm finish on abort failed: {e}");
         }
@@ -809,6 +835,7 @@ impl Inner {
         let start = txn.shared.start_ts;
         if txn.n_writes == 0 {
             txn.release_all();
+            txn.wait_read_versions_durable().await;
             gtm.finish(start).await?;
             return Ok(start);
         }
@@ -832,6 +859,7 @@ impl Inner {
             Err(e) => {
                 // Nothing was written: the transaction is aborted. Tell the GTM (best effort).
                 txn.release_all();
+                txn.wait_read_versions_durable().await;
                 unregister(&txn);
                 let _ = gtm.finish(start).await;
                 return Err(e);
@@ -845,7 +873,22 @@ impl Inner {
                 writes.push(storage::Write { rel, key, row, newest_before });
             }
         }
-        let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit);
+        // Early lock release: once the batch is applied, the rows' next writers may go on
+        // (they read the new versions, and their commits follow this one in the journal,
+        // so none is durable before it); readers keep waiting for this transaction until
+        // it is durable and Finished (`LockTable::release_applied`).
+        let locked = Arc::new(txn.take_locks());
+        let released = Arc::new(AtomicBool::new(false));
+        let on_applied: storage::OnApplied = {
+            let (inner, locked, released, owner) = (self.clone(), locked.clone(), released.clone(), txn.shared.clone());
+            Box::new(move || {
+                for (rel, key) in locked.iter() {
+                    inner.locks.release_applied(*rel, key, &owner);
+                }
+                released.store(true, Ordering::Release);
+            })
+        };
+        let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit, Some(on_applied));
         let res = match rx.await {
             Ok(r) => r,
             Err(_) => Err(PgError::io("commit", "storage writer stopped")),
@@ -855,7 +898,19 @@ impl Inner {
             // GC); delete tombstones need the per-key pass.
             self.note_written(writes.into_iter().filter(|w| w.row.is_none()).map(|w| (w.rel, w.key)));
         }
-        txn.release_all();
+        let id = txn.shared.id;
+        if released.load(Ordering::Acquire) {
+            txn.release_all();
+            for (rel, key) in locked.iter() {
+                self.locks.finish_applied(*rel, key, id);
+            }
+        } else {
+            // The batch failed: nothing was applied, the locks are still ours.
+            for (rel, key) in locked.iter() {
+                self.locks.release(*rel, key, id);
+            }
+            txn.release_all();
+        }
         unregister(&txn);
         res.map(|()| ts)
     }

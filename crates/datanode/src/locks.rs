@@ -140,8 +140,23 @@ struct Waiter {
 }
 
 struct LockEntry {
-    owner: Arc<TxnShared>,
+    /// None only while `committed` keeps the entry alive.
+    owner: Option<Arc<TxnShared>>,
     queue: VecDeque<Waiter>,
+    /// Earlier owners that passed the lock on once their writes were applied, before
+    /// those were durable (`release_applied`): readers still wait for them as for an
+    /// owner, until `finish_applied`.
+    committed: Vec<Arc<TxnShared>>,
+}
+
+impl LockEntry {
+    fn owned_by(&self, id: u64) -> bool {
+        self.owner.as_ref().is_some_and(|o| o.id == id)
+    }
+
+    fn is_unused(&self) -> bool {
+        self.owner.is_none() && self.committed.is_empty()
+    }
 }
 
 #[derive(Default)]
@@ -154,9 +169,20 @@ impl Shard {
         self.map.get_mut(&rel).and_then(|m| m.get_mut(key))
     }
 
-    /// Record `txn` as the owner of a free lock.
-    fn grant(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>) {
-        self.map.entry(rel).or_default().insert(key.to_vec(), LockEntry { owner: txn.clone(), queue: VecDeque::new() });
+    /// Takes the lock for `txn` if it is free; whether `txn` owns it now.
+    fn lock_if_free(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>) -> bool {
+        match self.entry_mut(rel, key) {
+            Some(e) if e.owner.is_none() => {
+                e.owner = Some(txn.clone());
+                true
+            }
+            Some(e) => e.owned_by(txn.id),
+            None => {
+                let entry = LockEntry { owner: Some(txn.clone()), queue: VecDeque::new(), committed: Vec::new() };
+                self.map.entry(rel).or_default().insert(key.to_vec(), entry);
+                true
+            }
+        }
     }
 
     fn remove_entry(&mut self, rel: RelId, key: &[u8]) {
@@ -174,10 +200,11 @@ impl Shard {
             return;
         };
         match e.queue.pop_front() {
-            None => self.remove_entry(rel, key),
+            None if e.committed.is_empty() => self.remove_entry(rel, key),
+            None => e.owner = None,
             Some(mut w) => {
                 *w.txn.waiting_for.lock() = None;
-                e.owner = w.txn.clone();
+                e.owner = Some(w.txn.clone());
                 if let Some(tx) = w.tx.take() {
                     // If the waiter's future is gone, its WaitGuard finds itself the owner
                     // and hands the lock on.
@@ -239,15 +266,12 @@ impl LockTable {
     /// Precondition: `txn` does not own the lock.
     pub fn lock_or_enqueue(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> TryLock {
         let mut shard = self.shard(rel, key).lock();
+        if shard.lock_if_free(rel, key, txn) {
+            return TryLock::Acquired;
+        }
         match shard.entry_mut(rel, key) {
-            None => {
-                shard.grant(rel, key, txn);
-                TryLock::Acquired
-            }
+            None => unreachable!("lock_if_free leaves an entry"),
             Some(e) => {
-                if e.owner.id == txn.id {
-                    return TryLock::Acquired;
-                }
                 let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 *txn.waiting_for.lock() = Some((rel, key.to_vec()));
@@ -263,14 +287,7 @@ impl LockTable {
 
     /// Takes the lock only if it is free (or already ours). Never waits.
     pub fn try_lock(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> bool {
-        let mut shard = self.shard(rel, key).lock();
-        match shard.entry_mut(rel, key) {
-            None => {
-                shard.grant(rel, key, txn);
-                true
-            }
-            Some(e) => e.owner.id == txn.id,
-        }
+        self.shard(rel, key).lock().lock_if_free(rel, key, txn)
     }
 
     /// Removes a queued waiter (cancelled wait), or tells that it was already granted.
@@ -292,7 +309,7 @@ impl LockTable {
                 *txn.waiting_for.lock() = None;
                 return Dequeue::Removed;
             }
-            if e.owner.id == txn.id {
+            if e.owned_by(txn.id) {
                 return Dequeue::Granted;
             }
         }
@@ -304,9 +321,41 @@ impl LockTable {
     /// Releases a lock held by `owner_id` and hands it to the next waiter.
     pub fn release(&self, rel: RelId, key: &[u8], owner_id: u64) {
         let mut shard = self.shard(rel, key).lock();
-        let owned = matches!(shard.entry_mut(rel, key), Some(e) if e.owner.id == owner_id);
+        let owned = matches!(shard.entry_mut(rel, key), Some(e) if e.owned_by(owner_id));
         if owned {
             shard.hand_off(rel, key);
+        }
+    }
+
+    /// Early lock release: `owner`'s writes are applied (the next owner reads them) but not
+    /// yet durable. Hands the lock on and keeps `owner` on the row for readers, whose
+    /// snapshot may include it, until `finish_applied`. Its commit timestamp is known, so
+    /// it waits for nothing and is no part of any wait-for cycle.
+    pub fn release_applied(&self, rel: RelId, key: &[u8], owner: &Arc<TxnShared>) {
+        let mut shard = self.shard(rel, key).lock();
+        if let Some(e) = shard.entry_mut(rel, key).filter(|e| e.owned_by(owner.id)) {
+            e.committed.push(owner.clone());
+            shard.hand_off(rel, key);
+        }
+    }
+
+    /// The earlier owners of a row whose writes are applied but not yet durable.
+    pub fn applied_not_durable(&self, rel: RelId, key: &[u8]) -> Vec<Arc<TxnShared>> {
+        let shard = self.shard(rel, key).lock();
+        match shard.map.get(&rel).and_then(|m| m.get(key)) {
+            Some(e) => e.committed.iter().filter(|t| t.state() != TxnState::Finished).cloned().collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// `id`'s writes are durable (or it gave up): readers no longer wait for it here.
+    pub fn finish_applied(&self, rel: RelId, key: &[u8], id: u64) {
+        let mut shard = self.shard(rel, key).lock();
+        if let Some(e) = shard.entry_mut(rel, key) {
+            e.committed.retain(|t| t.id != id);
+            if e.is_unused() {
+                shard.remove_entry(rel, key);
+            }
         }
     }
 
@@ -321,11 +370,7 @@ impl LockTable {
     ) -> Option<Arc<TxnShared>> {
         let shard = self.shard(rel, key).lock();
         let e = shard.map.get(&rel)?.get(key)?;
-        if e.owner.id != me && e.owner.blocks_snapshot(snapshot) {
-            Some(e.owner.clone())
-        } else {
-            None
-        }
+        e.owner.iter().chain(&e.committed).find(|t| t.id != me && t.blocks_snapshot(snapshot)).cloned()
     }
 
     /// Deadlock check for `me`, queued as `waiter` on (rel, key): searches the wait-for
@@ -354,8 +399,8 @@ impl LockTable {
                     continue;
                 };
                 let mut b = Vec::new();
-                if e.owner.id != t.id {
-                    b.push(e.owner.clone());
+                if let Some(owner) = e.owner.as_ref().filter(|o| o.id != t.id) {
+                    b.push(owner.clone());
                 }
                 for w in &e.queue {
                     if w.txn.id == t.id {
@@ -418,7 +463,9 @@ impl LockTable {
             for m in shard.map.values() {
                 for e in m.values() {
                     for (i, w) in e.queue.iter().enumerate() {
-                        out.push((w.txn.start_ts, e.owner.start_ts));
+                        if let Some(owner) = &e.owner {
+                            out.push((w.txn.start_ts, owner.start_ts));
+                        }
                         for ahead in e.queue.iter().take(i) {
                             out.push((w.txn.start_ts, ahead.txn.start_ts));
                         }

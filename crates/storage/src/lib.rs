@@ -218,8 +218,12 @@ struct WriteReq {
     items: Vec<(Vec<u8>, Vec<u8>, Option<Option<Timestamp>>)>,
     ts: Timestamp,
     durable: bool,
+    on_applied: Option<OnApplied>,
     reply: tokio::sync::oneshot::Sender<PgResult<()>>,
 }
+
+/// Called by the writer thread once a batch is applied (see `Store::apply`).
+pub type OnApplied = Box<dyn FnOnce() + Send>;
 
 /// Statistics of the writer thread (for tests and metrics).
 #[derive(Default, Debug)]
@@ -380,11 +384,14 @@ impl Store {
     /// Queues one transaction's writes, all with commit timestamp `ts`, as one atomic batch.
     /// The receiver resolves once the batch is applied (visible to readers) and, when
     /// `durable`, fsynced (group commit: one fsync covers every batch written before it).
+    /// `on_applied` runs on the writer thread as soon as the batch is applied, before the
+    /// fsync (it must be quick and must not block); not at all if the batch fails.
     pub fn apply(
         &self,
         writes: &[Write],
         ts: Timestamp,
         durable: bool,
+        on_applied: Option<OnApplied>,
     ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let items = writes
             .iter()
@@ -395,6 +402,7 @@ impl Store {
             items,
             ts,
             durable,
+            on_applied,
             reply,
         };
         if let Err(mpsc::SendError(Msg::Write(req))) = self.writer_tx.send(Msg::Write(req)) {
@@ -923,6 +931,9 @@ fn writer_loop(
             })();
             match res {
                 Ok(()) => {
+                    if let Some(f) = req.on_applied {
+                        f();
+                    }
                     let mut list = superseded.lock();
                     for (k, at) in replaced.drain(..) {
                         list.push(k, at);

@@ -38,6 +38,7 @@ fn put(s: &Store, rel: u64, key: &[u8], row: Option<&str>, ts: Timestamp) {
         }],
         ts,
         false,
+        None,
     )
     .blocking_recv()
     .unwrap()
@@ -172,6 +173,7 @@ fn delete_rel_clears_both() {
             ],
             10 + i as u64,
             false,
+            None,
         );
     }
     put(&s, 3, b"last", Some("x"), 100_000);
@@ -292,7 +294,7 @@ fn get_matches_reference_model() {
                 {
                     continue;
                 }
-                s.apply(&ws, t, rng.gen_bool(0.05))
+                s.apply(&ws, t, rng.gen_bool(0.05), None)
                     .blocking_recv()
                     .unwrap()
                     .unwrap();
