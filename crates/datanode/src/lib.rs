@@ -878,14 +878,12 @@ impl Inner {
         // so none is durable before it); readers keep waiting for this transaction until
         // it is durable and Finished (`LockTable::release_applied`).
         let locked = Arc::new(txn.take_locks());
-        let released = Arc::new(AtomicBool::new(false));
         let on_applied: storage::OnApplied = {
-            let (inner, locked, released, owner) = (self.clone(), locked.clone(), released.clone(), txn.shared.clone());
+            let (inner, locked, owner) = (self.clone(), locked.clone(), txn.shared.clone());
             Box::new(move || {
                 for (rel, key) in locked.iter() {
                     inner.locks.release_applied(*rel, key, &owner);
                 }
-                released.store(true, Ordering::Release);
             })
         };
         let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit, Some(on_applied));
@@ -898,18 +896,9 @@ impl Inner {
             // GC); delete tombstones need the per-key pass.
             self.note_written(writes.into_iter().filter(|w| w.row.is_none()).map(|w| (w.rel, w.key)));
         }
-        let id = txn.shared.id;
-        if released.load(Ordering::Acquire) {
-            txn.release_all();
-            for (rel, key) in locked.iter() {
-                self.locks.finish_applied(*rel, key, id);
-            }
-        } else {
-            // The batch failed: nothing was applied, the locks are still ours.
-            for (rel, key) in locked.iter() {
-                self.locks.release(*rel, key, id);
-            }
-            txn.release_all();
+        txn.release_all();
+        for (rel, key) in locked.iter() {
+            self.locks.finish(*rel, key, txn.shared.id);
         }
         unregister(&txn);
         res.map(|()| ts)

@@ -145,7 +145,7 @@ struct LockEntry {
     queue: VecDeque<Waiter>,
     /// Earlier owners that passed the lock on once their writes were applied, before
     /// those were durable (`release_applied`): readers still wait for them as for an
-    /// owner, until `finish_applied`.
+    /// owner, until `finish`.
     committed: Vec<Arc<TxnShared>>,
 }
 
@@ -269,20 +269,16 @@ impl LockTable {
         if shard.lock_if_free(rel, key, txn) {
             return TryLock::Acquired;
         }
-        match shard.entry_mut(rel, key) {
-            None => unreachable!("lock_if_free leaves an entry"),
-            Some(e) => {
-                let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                *txn.waiting_for.lock() = Some((rel, key.to_vec()));
-                e.queue.push_back(Waiter {
-                    id,
-                    txn: txn.clone(),
-                    tx: Some(tx),
-                });
-                TryLock::Queued(id, rx)
-            }
-        }
+        let e = shard.entry_mut(rel, key).expect("a lock that is not free has an entry");
+        let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *txn.waiting_for.lock() = Some((rel, key.to_vec()));
+        e.queue.push_back(Waiter {
+            id,
+            txn: txn.clone(),
+            tx: Some(tx),
+        });
+        TryLock::Queued(id, rx)
     }
 
     /// Takes the lock only if it is free (or already ours). Never waits.
@@ -329,7 +325,7 @@ impl LockTable {
 
     /// Early lock release: `owner`'s writes are applied (the next owner reads them) but not
     /// yet durable. Hands the lock on and keeps `owner` on the row for readers, whose
-    /// snapshot may include it, until `finish_applied`. Its commit timestamp is known, so
+    /// snapshot may include it, until `finish`. Its commit timestamp is known, so
     /// it waits for nothing and is no part of any wait-for cycle.
     pub fn release_applied(&self, rel: RelId, key: &[u8], owner: &Arc<TxnShared>) {
         let mut shard = self.shard(rel, key).lock();
@@ -348,9 +344,13 @@ impl LockTable {
         }
     }
 
-    /// `id`'s writes are durable (or it gave up): readers no longer wait for it here.
-    pub fn finish_applied(&self, rel: RelId, key: &[u8], id: u64) {
+    /// `id` has finished committing: hands the lock on if `id` still holds it (its batch
+    /// failed before `release_applied`), and readers no longer wait for it here.
+    pub fn finish(&self, rel: RelId, key: &[u8], id: u64) {
         let mut shard = self.shard(rel, key).lock();
+        if shard.entry_mut(rel, key).is_some_and(|e| e.owned_by(id)) {
+            shard.hand_off(rel, key);
+        }
         if let Some(e) = shard.entry_mut(rel, key) {
             e.committed.retain(|t| t.id != id);
             if e.is_unused() {
