@@ -14,7 +14,7 @@ import subprocess
 import psycopg
 import pytest
 
-from conftest import _new_base_dir, pg_tool
+from conftest import _new_base_dir, meridian_bin, pg_tool
 
 
 def socket_path(server):
@@ -79,6 +79,28 @@ def test_clean_shutdown_removes_the_socket(meridian):
     assert os.path.exists(path)
     meridian.stop()
     assert not os.path.exists(path)
+
+
+def test_stop_right_after_the_ready_line_is_clean(tmp_path):
+    """A signal sent the moment the server says it is ready is a clean shutdown: exit code
+    0 and the socket file removed. (The handlers were once installed after the ready
+    line; a quick stop then killed the process outright, leaving the socket behind.)"""
+    for attempt in range(10):
+        base = tmp_path / str(attempt)
+        base.mkdir()
+        proc = subprocess.Popen(
+            [str(meridian_bin()), "start", "--data-dir", str(base / "data"), "--listen", "127.0.0.1:0",
+             "--unix-socket-dir", str(base)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+        try:
+            ready = proc.stdout.readline()
+            assert "ready to accept connections" in ready, ready
+            proc.terminate()
+            assert proc.wait(60) == 0, f"attempt {attempt}: killed by the signal instead of shutting down"
+        finally:
+            proc.kill()
+            proc.wait()
+        assert [f.name for f in base.iterdir() if f.name.startswith(".s.PGSQL.")] == [], f"attempt {attempt}"
 
 
 def test_second_server_on_a_live_socket_is_refused(meridian):

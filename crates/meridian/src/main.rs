@@ -44,9 +44,10 @@ fn main() {
         match cli.command {
             Command::Start(args) => start(args).await,
             Command::Gtm { data_dir, listen } => {
+                let shutdown = ShutdownSignal::install();
                 tokio::select! {
                     r = gtm::server::run(data_dir, listen) => r.map_err(|e| e.to_string()),
-                    _ = shutdown_signal() => Ok(()),
+                    _ = shutdown.recv() => Ok(()),
                 }
             }
         }
@@ -59,6 +60,7 @@ fn main() {
 
 async fn start(args: StartArgs) -> Result<(), String> {
     let settings = args.resolve()?;
+    let shutdown = ShutdownSignal::install();
     let config = CoordinatorConfig {
         listen: settings.listen,
         unix_socket_dir: settings.unix_socket_dir.clone(),
@@ -79,7 +81,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
     println!("meridian: listening on {listening}; ready to accept connections");
     tokio::select! {
         _ = coordinator.serve() => {}
-        _ = shutdown_signal() => tracing::info!("shutting down"),
+        _ = shutdown.recv() => tracing::info!("shutting down"),
     }
     Ok(())
 }
@@ -100,12 +102,27 @@ fn raise_open_file_limit() {
 }
 
 /// SIGTERM or SIGINT. Acknowledged commits are already durable, so stopping is immediate.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// The handlers are installed before the server announces that it is ready: a signal that
+/// arrived in between would otherwise take its default action and kill the process
+/// without the clean-up (the Unix socket file stays behind).
+struct ShutdownSignal {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignal {
+    fn install() -> ShutdownSignal {
+        use tokio::signal::unix::{signal, SignalKind};
+        ShutdownSignal {
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+        }
+    }
+
+    async fn recv(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }
