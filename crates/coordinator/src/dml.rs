@@ -5,15 +5,22 @@
 //! snapshot, then locked; if a concurrent transaction committed a newer version meanwhile,
 //! the WHERE clause is re-checked against it (EvalPlanQual) and the new values computed
 //! from it. Under REPEATABLE READ the datanode refuses such a row with 40001.
+//!
+//! `UPDATE t SET c = c + d WHERE <primary key> = …` without RETURNING, with `d`
+//! independent of the row, is an increment: when another transaction holds the row, the
+//! datanode defers it to commit under an increment lock (`Datanode::increment`), so that
+//! concurrent increments of a hot row do not queue behind each other. Its result is the
+//! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
 use crate::copy::CopyRow;
 use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView};
-use datanode::{Datanode, Timestamp, Txn};
+use datanode::{Datanode, RowBytes, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::EvalCtx;
-use sql::plan::{Access, Delete, Expr, Insert, OutputColumn, Update};
+use sql::plan::{Access, Delete, Expr, Insert, InsertTarget, OutputColumn, Rel, Update};
 use sql::TableDef;
 use std::sync::Arc;
+use types::ops::BinaryOp;
 use types::{DataType, Value};
 
 /// Rows returned by RETURNING (empty without it) and the number of rows affected.
@@ -52,6 +59,81 @@ async fn write_new_row(dn: &Datanode, txn: &mut Txn, table: &TableDef, row: &[Va
             let id = ids.next(dn, table.rel)?;
             dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
         }
+    }
+}
+
+/// Whether `e` reads no column of its row but those `allowed`, and no table (constants,
+/// parameters, allowed columns and operators or functions over them).
+fn reads_only(e: &Expr, allowed: &dyn Fn(usize) -> bool) -> bool {
+    let all = |es: &[Expr]| es.iter().all(|e| reads_only(e, allowed));
+    match e {
+        Expr::Const(..) | Expr::Param { .. } => true,
+        Expr::Column { depth: 0, index, .. } => allowed(*index),
+        Expr::Binary { left, right, .. } | Expr::And(left, right) | Expr::Or(left, right) => {
+            reads_only(left, allowed) && reads_only(right, allowed)
+        }
+        Expr::Unary { operand, .. } | Expr::Cast { operand, .. } | Expr::Not(operand) | Expr::IsNull { operand, .. } => {
+            reads_only(operand, allowed)
+        }
+        Expr::Func { args, .. } | Expr::Coalesce { args, .. } => all(args),
+        _ => false,
+    }
+}
+
+fn row_independent(e: &Expr) -> bool {
+    reads_only(e, &|_| false)
+}
+
+/// The increments of an UPDATE that is one (see the module comment): (column, + or −,
+/// amount) for each assignment. Integer columns outside the primary key only: integer
+/// addition commutes exactly (an overflow is reported when the increment is applied).
+pub fn increments_of(upd: &Update) -> Option<Vec<(usize, BinaryOp, &Expr)>> {
+    let pk = upd.table.primary_key.as_ref()?;
+    // The WHERE clause may read only key columns, which no increment changes: whether it
+    // holds cannot change between the statement and the commit.
+    let key_only_filter = upd.filter.as_ref().is_none_or(|f| reads_only(f, &|c| pk.contains(&c)));
+    if upd.returning.is_some() || !key_only_filter || !matches!(upd.access, Access::PrimaryKey(_)) {
+        return None;
+    }
+    upd.assignments
+        .iter()
+        .map(|(col, e)| match e {
+            Expr::Binary { op: op @ (BinaryOp::Add | BinaryOp::Sub), left, right, ty }
+                if matches!(**left, Expr::Column { depth: 0, index, ty: ref cty } if index == *col && cty == ty)
+                    && matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8)
+                    && !pk.contains(col)
+                    && row_independent(right) =>
+            {
+                Some((*col, *op, &**right))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether an INSERT leaves the transaction's deferred increments alone: it reads no
+/// table (its rows are VALUES of row-independent expressions) and returns nothing.
+fn insert_reads_no_table(ins: &Insert) -> bool {
+    ins.returning.is_none()
+        && matches!(&ins.source, Rel::Values { rows } if rows.iter().flatten().all(row_independent))
+        && ins.targets.iter().all(|t| match t {
+            InsertTarget::Default(Some(e)) => row_independent(e),
+            _ => true,
+        })
+}
+
+/// Whether the deferred increments of the transaction must be applied before `stmt`
+/// runs: any statement that could read or rewrite their rows, and SAVEPOINT (a savepoint
+/// must not fall between an increment and its application).
+pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
+    use sql::Statement as S;
+    match stmt {
+        S::Insert(ins) => !insert_reads_no_table(ins),
+        S::Update(upd) => increments_of(upd).is_none(),
+        S::Query(_) | S::Delete(_) | S::CreateTable(_) | S::DropTable { .. } | S::Truncate { .. } => true,
+        S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
+        S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
+        S::SetTransaction { .. } | S::Set { .. } | S::Show { .. } | S::Discard | S::Deallocate(_) | S::Empty => false,
     }
 }
 
@@ -99,8 +181,7 @@ impl<'a> Dml<'a> {
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
-    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
-        let candidates = self.reader(txn).keyed_rows(table, access, filter).await?;
+    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<(Vec<u8>, RowBytes, Row)>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
             let Some(current) = self.dn.lock_row(txn, table.rel, &key).await? else {
@@ -120,9 +201,36 @@ impl<'a> Dml<'a> {
         Ok(locked)
     }
 
+    /// The increment path of `update` for the one row `key`: None if the datanode takes
+    /// the ordinary way instead.
+    async fn increment(&self, txn: &mut Txn, table: &Arc<TableDef>, key: &[u8], increments: Vec<(usize, BinaryOp, &Expr)>) -> PgResult<Option<DmlResult>> {
+        let amounts: Vec<(usize, BinaryOp, Value)> = {
+            let ex = self.reader(txn);
+            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
+            increments.into_iter().map(|(col, op, e)| Ok((col, op, ctx.eval(e, &[])?))).collect::<PgResult<_>>()?
+        };
+        let t = table.clone();
+        let apply: datanode::IncrementFn = Box::new(move |bytes| {
+            let mut row = decode(bytes, &t)?;
+            for (col, op, amount) in &amounts {
+                row[*col] = sql::eval::binary(*op, &row[*col], amount)?;
+            }
+            check_not_null(&t, &row)?;
+            Ok(encode(&row))
+        });
+        let done = self.dn.increment(txn, table.rel, key, apply).await?;
+        Ok(done.map(|exists| (Vec::new(), exists as u64)))
+    }
+
     pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
-        let locked = self.lock_candidates(txn, table, &upd.access, upd.filter.as_ref()).await?;
+        let candidates = self.reader(txn).keyed_rows(table, &upd.access, upd.filter.as_ref()).await?;
+        if let (Some(increments), [(key, _, _)]) = (increments_of(upd), candidates.as_slice()) {
+            if let Some(done) = self.increment(txn, table, key, increments).await? {
+                return Ok(done);
+            }
+        }
+        let locked = self.lock_candidates(txn, table, candidates, upd.filter.as_ref()).await?;
         let mut updated = Vec::with_capacity(locked.len());
         for (key, old) in locked {
             let new = {
@@ -150,7 +258,8 @@ impl<'a> Dml<'a> {
 
     pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
-        let locked = self.lock_candidates(txn, table, &del.access, del.filter.as_ref()).await?;
+        let candidates = self.reader(txn).keyed_rows(table, &del.access, del.filter.as_ref()).await?;
+        let locked = self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await?;
         let mut deleted = Vec::with_capacity(locked.len());
         for (key, old) in locked {
             self.dn.put(txn, table.rel, &key, None)?;

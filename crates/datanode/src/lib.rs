@@ -3,6 +3,10 @@
 //! * Row locks: exclusive, FIFO, held to commit/abort, in a sharded lock table
 //!   (`locks.rs`); deadlocks are found after `deadlock_timeout` by searching the wait-for
 //!   graph (40P01, one victim per cycle).
+//! * Deferred increments (`increment`): under READ COMMITTED, `SET c = c + d` on a row
+//!   whose exclusive lock is taken holds an increment lock instead (increments commute,
+//!   so many transactions hold one at once) and is applied at commit, or before the
+//!   transaction touches the row otherwise (`apply_increments`).
 //! * Visibility rule (what makes timestamp MVCC correct although the commit timestamp is
 //!   taken before the writes are applied): commit marks the transaction
 //!   `CommittingPending` *before* asking the GTM for its commit timestamp, then
@@ -20,8 +24,8 @@ mod locks;
 
 use bytes::Bytes;
 use locks::{
-    DeadlockCheck, Dequeue, FxHashMap, FxHashSet, LockTable, TryLock, TxnShared, TxnState,
-    WaitGuard,
+    DeadlockCheck, Dequeue, FxHashMap, FxHashSet, LockMode, LockTable, TryLock, TxnShared,
+    TxnState, WaitGuard,
 };
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -65,9 +69,15 @@ impl DatanodeOptions {
     }
 }
 
-/// Savepoint marker (position in the transaction's undo log).
+/// Savepoint marker (positions in the transaction's undo log and deferred increments).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Savepoint(usize);
+pub struct Savepoint {
+    undo: usize,
+    increments: usize,
+}
+
+/// Computes a row's new version from its newest committed one: a deferred increment.
+pub type IncrementFn = Box<dyn Fn(&RowBytes) -> PgResult<RowBytes> + Send + Sync>;
 
 type WriteSet = BTreeMap<RelId, BTreeMap<Vec<u8>, Option<RowBytes>>>;
 
@@ -87,6 +97,10 @@ pub struct Txn {
     /// Transactions whose applied but not yet durable versions this one read under a row
     /// lock (early lock release): it may not end before they are durable.
     read_before_durable: Vec<Arc<TxnShared>>,
+    /// Rows this transaction holds an increment lock on.
+    increment_locks: FxHashSet<(RelId, Vec<u8>)>,
+    /// Deferred increments, in statement order (`increment`).
+    increments: Vec<(RelId, Vec<u8>, IncrementFn)>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -109,12 +123,20 @@ impl Txn {
         self.shared.id
     }
     pub fn savepoint(&self) -> Savepoint {
-        Savepoint(self.undo.len())
+        Savepoint { undo: self.undo.len(), increments: self.increments.len() }
     }
-    /// Undoes the writes made after `sp`. Row locks taken since are kept until the end of
-    /// the transaction (conservative).
+    /// Whether increments wait to be applied (`Datanode::apply_increments`).
+    pub fn has_increments(&self) -> bool {
+        !self.increments.is_empty()
+    }
+    fn has_increment_on(&self, rel: RelId, key: &[u8]) -> bool {
+        self.increments.iter().any(|(r, k, _)| *r == rel && k == key)
+    }
+    /// Undoes the writes and increments made after `sp`. Row locks taken since are kept
+    /// until the end of the transaction (conservative).
     pub fn rollback_to(&mut self, sp: &Savepoint) {
-        while self.undo.len() > sp.0 {
+        self.increments.truncate(sp.increments);
+        while self.undo.len() > sp.undo {
             let (rel, key, prev) = self.undo.pop().expect("len checked");
             let m = self.writes.entry(rel).or_default();
             match prev {
@@ -195,6 +217,9 @@ impl Txn {
             for k in keys.into_keys() {
                 self.inner.locks.release(rel, &k, self.shared.id);
             }
+        }
+        for (rel, k) in std::mem::take(&mut self.increment_locks) {
+            self.inner.locks.release(rel, &k, self.shared.id);
         }
         self.shared.set_state(TxnState::Finished);
     }
@@ -492,6 +517,8 @@ impl Datanode {
             undo: Vec::new(),
             locks: FxHashMap::default(),
             read_before_durable: Vec::new(),
+            increment_locks: FxHashSet::default(),
+            increments: Vec::new(),
             inner: self.inner.clone(),
             finished: false,
         }
@@ -549,12 +576,19 @@ impl Datanode {
         }))
     }
 
+    /// Takes the row's exclusive lock, waiting (with deadlock detection) if need be.
     async fn acquire(&self, txn: &mut Txn, rel: RelId, key: &[u8]) -> PgResult<()> {
         if txn.holds_lock(rel, key) {
             return Ok(());
         }
+        self.wait_for_lock(txn, rel, key, LockMode::Exclusive).await?;
+        txn.record_lock(rel, key);
+        Ok(())
+    }
+
+    async fn wait_for_lock(&self, txn: &mut Txn, rel: RelId, key: &[u8], mode: LockMode) -> PgResult<()> {
         let inner = &*self.inner;
-        match inner.locks.lock_or_enqueue(&txn.shared, rel, key) {
+        match inner.locks.lock_or_enqueue(&txn.shared, rel, key, mode) {
             TryLock::Acquired => {}
             TryLock::Queued(waiter, mut rx) => {
                 let mut guard = WaitGuard {
@@ -563,6 +597,7 @@ impl Datanode {
                     rel,
                     key,
                     waiter,
+                    mode,
                     armed: true,
                 };
                 loop {
@@ -571,7 +606,7 @@ impl Datanode {
                             guard.armed = false;
                             if r.is_err() {
                                 // Sender dropped without a grant: should not happen.
-                                if let Dequeue::Granted = inner.locks.dequeue(rel, key, waiter, &txn.shared) {
+                                if let Dequeue::Granted = inner.locks.dequeue(rel, key, waiter, &txn.shared, mode) {
                                     break;
                                 }
                                 return Err(PgError::internal("lock wait ended without a grant"));
@@ -579,7 +614,7 @@ impl Datanode {
                             break;
                         }
                         _ = tokio::time::sleep(inner.opts.deadlock_timeout) => {
-                            match inner.locks.check_deadlock(&txn.shared, rel, key, waiter) {
+                            match inner.locks.check_deadlock(&txn.shared, rel, key, waiter, mode) {
                                 DeadlockCheck::NoCycle => continue,
                                 DeadlockCheck::Granted => { guard.armed = false; break; }
                                 DeadlockCheck::Victim(detail) => {
@@ -594,7 +629,62 @@ impl Datanode {
                 }
             }
         }
-        txn.record_lock(rel, key);
+        Ok(())
+    }
+
+    /// A deferred increment of the row `key` (`apply` computes the new version from the
+    /// newest committed one), for READ COMMITTED's `SET c = c + d` on a row found by its
+    /// key. Returns None where it takes the ordinary way instead (the caller then locks
+    /// the row with `lock_row`): under REPEATABLE READ, when the transaction holds the
+    /// row's exclusive lock, or when nobody else has any business with the row (the lock
+    /// is taken here: a row nobody else wants is updated at once, not at commit). Otherwise takes an increment lock (waiting
+    /// only for an exclusive owner) and returns whether the row exists, in which case
+    /// `apply` runs at commit, or earlier when the transaction touches the row again.
+    pub async fn increment(&self, txn: &mut Txn, rel: RelId, key: &[u8], apply: IncrementFn) -> PgResult<Option<bool>> {
+        if txn.isolation != Isolation::ReadCommitted || txn.holds_lock(rel, key) || txn.own_write(rel, key).is_some() {
+            return Ok(None);
+        }
+        if !txn.has_increment_on(rel, key) {
+            if self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
+                txn.record_lock(rel, key);
+                return Ok(None);
+            }
+            if !txn.increment_locks.contains(&(rel, key.to_vec())) {
+                self.wait_for_lock(txn, rel, key, LockMode::Increment).await?;
+                txn.increment_locks.insert((rel, key.to_vec()));
+            }
+            // Under the increment lock nobody deletes the row or writes it otherwise, so
+            // what exists now still exists at commit.
+            txn.read_before_durable.extend(self.inner.locks.applied_not_durable(rel, key));
+            let exists = self.inner.store.latest(rel, key)?.is_some_and(|v| v.row.is_some());
+            if !exists {
+                return Ok(Some(false));
+            }
+        }
+        txn.increments.push((rel, key.to_vec(), apply));
+        Ok(Some(true))
+    }
+
+    /// Applies the transaction's deferred increments: for each row (in key order, so that
+    /// two committers cannot wait for each other), takes the owner slot (`LockMode::Apply`,
+    /// which waits for no other increment holder), reads the newest version and writes the
+    /// incremented one. The row is then the transaction's like any it locked.
+    pub async fn apply_increments(&self, txn: &mut Txn) -> PgResult<()> {
+        let mut by_row: BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> = BTreeMap::new();
+        for (rel, key, f) in std::mem::take(&mut txn.increments) {
+            by_row.entry((rel, key)).or_default().push(f);
+        }
+        for ((rel, key), fs) in by_row {
+            self.wait_for_lock(txn, rel, &key, LockMode::Apply).await?;
+            txn.record_lock(rel, &key);
+            let Some(mut row) = txn.read_newest_locked(rel, &key)?.and_then(|v| v.row) else {
+                continue; // cannot happen: the increment lock kept deleters out
+            };
+            for f in &fs {
+                row = f(&row)?;
+            }
+            self.put(txn, rel, &key, Some(row))?;
+        }
         Ok(())
     }
 
@@ -604,6 +694,9 @@ impl Datanode {
         rel: RelId,
         key: &[u8],
     ) -> PgResult<Option<RowBytes>> {
+        if txn.has_increment_on(rel, key) {
+            self.apply_increments(txn).await?;
+        }
         if let Some(w) = txn.own_write(rel, key) {
             return Ok(w.clone());
         }
@@ -626,8 +719,11 @@ impl Datanode {
         key: &[u8],
         row: Option<RowBytes>,
     ) -> PgResult<()> {
+        if txn.has_increment_on(rel, key) {
+            return Err(PgError::internal("datanode: put on a row with a deferred increment"));
+        }
         if !txn.holds_lock(rel, key) {
-            if self.inner.locks.try_lock(&txn.shared, rel, key) {
+            if self.inner.locks.try_lock(&txn.shared, rel, key, LockMode::Exclusive) {
                 txn.record_lock(rel, key);
             } else {
                 return Err(PgError::internal(
@@ -660,6 +756,9 @@ impl Datanode {
         row: RowBytes,
         unique_violation: impl FnOnce() -> PgError + Send,
     ) -> PgResult<()> {
+        if txn.has_increment_on(rel, key) {
+            self.apply_increments(txn).await?;
+        }
         self.acquire(txn, rel, key).await?;
         let exists = match txn.own_write(rel, key) {
             Some(w) => w.is_some(),
@@ -671,7 +770,13 @@ impl Datanode {
         self.put(txn, rel, key, Some(row))
     }
 
-    pub async fn commit(&self, txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    pub async fn commit(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        if txn.has_increments() {
+            if let Err(e) = self.apply_increments(&mut txn).await {
+                self.abort(txn, gtm).await;
+                return Err(e);
+            }
+        }
         if txn.n_writes == 0 {
             // Nothing to apply: no state a dropped future could leave half done.
             return self.inner.commit(txn, gtm).await;

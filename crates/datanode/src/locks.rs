@@ -1,5 +1,6 @@
-//! The row-lock table: exclusive row locks with FIFO hand-off, commit-state visibility for
-//! readers, and wait-for-graph deadlock detection.
+//! The row-lock table: exclusive row locks with FIFO hand-off, increment locks that
+//! commute with each other, commit-state visibility for readers, and wait-for-graph
+//! deadlock detection.
 //!
 //! Sharded by hash of (rel, key); every operation takes exactly one shard mutex, except
 //! the deadlock detector, which holds the (otherwise uncontended) detector mutex and then
@@ -133,15 +134,35 @@ impl TxnShared {
     }
 }
 
+/// How a transaction holds, or waits for, a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockMode {
+    /// The row's single owner: reads its newest version and writes it.
+    Exclusive,
+    /// A pending increment of some columns, applied at commit: increments commute, so any
+    /// number of transactions hold this at once; it excludes an Exclusive owner.
+    Increment,
+    /// An Increment holder applying its increments at commit: takes the owner slot
+    /// without waiting for the other Increment holders (it commutes with them), ahead of
+    /// queued Exclusive waiters (which wait for it anyway).
+    Apply,
+}
+
 struct Waiter {
     id: u64,
     txn: Arc<TxnShared>,
+    mode: LockMode,
     tx: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 struct LockEntry {
-    /// None only while `committed` keeps the entry alive.
+    /// The Exclusive or Apply holder. None while only increment holders, waiters for
+    /// them, or `committed` keep the entry alive.
     owner: Option<Arc<TxnShared>>,
+    /// The owner's mode (Exclusive or Apply) while there is one.
+    owner_mode: LockMode,
+    /// Increment holders.
+    increments: Vec<Arc<TxnShared>>,
     queue: VecDeque<Waiter>,
     /// Earlier owners that passed the lock on once their writes were applied, before
     /// those were durable (`release_applied`): readers still wait for them as for an
@@ -155,7 +176,76 @@ impl LockEntry {
     }
 
     fn is_unused(&self) -> bool {
-        self.owner.is_none() && self.committed.is_empty()
+        self.owner.is_none()
+            && self.committed.is_empty()
+            && self.increments.is_empty()
+            && self.queue.is_empty()
+    }
+
+    /// Whether `id` holds the row in `mode` (the owner slot covers an increment).
+    fn holds(&self, id: u64, mode: LockMode) -> bool {
+        self.owned_by(id) || (mode == LockMode::Increment && self.increments.iter().any(|t| t.id == id))
+    }
+
+    /// Whether a request by `id` in `mode` is compatible with the current holders.
+    fn compatible(&self, id: u64, mode: LockMode) -> bool {
+        match mode {
+            LockMode::Exclusive => self.owner.is_none() && self.increments.iter().all(|t| t.id == id),
+            LockMode::Increment => self.owner.is_none() || self.owner_mode == LockMode::Apply,
+            LockMode::Apply => self.owner.is_none(),
+        }
+    }
+
+    /// Whether a new request in `mode` may go ahead of the queued waiters: Apply waits
+    /// only for other Apply waiters, an Increment for queued Exclusive or Increment
+    /// waiters (FIFO, so that increments cannot starve an Exclusive waiter), an Exclusive
+    /// request for anyone queued.
+    fn may_pass_queue(&self, mode: LockMode) -> bool {
+        match mode {
+            LockMode::Apply => self.queue.iter().all(|w| w.mode != LockMode::Apply),
+            LockMode::Increment => self.queue.iter().all(|w| w.mode == LockMode::Apply),
+            LockMode::Exclusive => self.queue.is_empty(),
+        }
+    }
+
+    fn grant(&mut self, txn: Arc<TxnShared>, mode: LockMode) {
+        match mode {
+            LockMode::Increment => self.increments.push(txn),
+            _ => {
+                self.owner = Some(txn);
+                self.owner_mode = mode;
+            }
+        }
+    }
+
+    /// The index of the next waiter that can be granted, if any: an Apply waiter first
+    /// (it waits only for the owner slot), else the head of the queue.
+    fn next_grantable(&self) -> Option<usize> {
+        if self.owner.is_none() {
+            if let Some(i) = self.queue.iter().position(|w| w.mode == LockMode::Apply) {
+                return Some(i);
+            }
+        }
+        let head = self.queue.front()?;
+        self.compatible(head.txn.id, head.mode).then_some(0)
+    }
+
+    /// The transactions the waiter at `pos` waits for: the holders its mode conflicts
+    /// with and the waiters ahead of it that it may not pass.
+    fn blockers_of(&self, pos: usize) -> Vec<Arc<TxnShared>> {
+        let w = &self.queue[pos];
+        let mut out = Vec::new();
+        if let Some(o) = self.owner.as_ref().filter(|o| o.id != w.txn.id) {
+            if !(w.mode == LockMode::Increment && self.owner_mode == LockMode::Apply) {
+                out.push(o.clone());
+            }
+        }
+        if w.mode == LockMode::Exclusive {
+            out.extend(self.increments.iter().filter(|t| t.id != w.txn.id).cloned());
+        }
+        let apply = w.mode == LockMode::Apply;
+        out.extend(self.queue.iter().take(pos).filter(|a| (a.mode == LockMode::Apply) == apply).map(|a| a.txn.clone()));
+        out
     }
 }
 
@@ -169,16 +259,25 @@ impl Shard {
         self.map.get_mut(&rel).and_then(|m| m.get_mut(key))
     }
 
-    /// Takes the lock for `txn` if it is free; whether `txn` owns it now.
-    fn lock_if_free(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>) -> bool {
+    /// Takes the lock in `mode` for `txn` if nobody it must wait for holds or awaits it;
+    /// whether `txn` holds it now.
+    fn lock_if_free(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>, mode: LockMode) -> bool {
         match self.entry_mut(rel, key) {
-            Some(e) if e.owner.is_none() => {
-                e.owner = Some(txn.clone());
+            Some(e) if e.holds(txn.id, mode) => true,
+            Some(e) if e.compatible(txn.id, mode) && e.may_pass_queue(mode) => {
+                e.grant(txn.clone(), mode);
                 true
             }
-            Some(e) => e.owned_by(txn.id),
+            Some(_) => false,
             None => {
-                let entry = LockEntry { owner: Some(txn.clone()), queue: VecDeque::new(), committed: Vec::new() };
+                let mut entry = LockEntry {
+                    owner: None,
+                    owner_mode: LockMode::Exclusive,
+                    increments: Vec::new(),
+                    queue: VecDeque::new(),
+                    committed: Vec::new(),
+                };
+                entry.grant(txn.clone(), mode);
                 self.map.entry(rel).or_default().insert(key.to_vec(), entry);
                 true
             }
@@ -194,23 +293,31 @@ impl Shard {
         }
     }
 
-    /// Owner leaves: hand the lock to the first waiter, or remove the entry.
-    fn hand_off(&mut self, rel: RelId, key: &[u8]) {
+    /// `id` gives up what it holds of the row (the owner slot if `owner_slot`, its
+    /// increment if `increment`); the waiters that can go on are granted, and an entry
+    /// nobody uses any more is removed.
+    fn give_up(&mut self, rel: RelId, key: &[u8], id: u64, owner_slot: bool, increment: bool) {
         let Some(e) = self.entry_mut(rel, key) else {
             return;
         };
-        match e.queue.pop_front() {
-            None if e.committed.is_empty() => self.remove_entry(rel, key),
-            None => e.owner = None,
-            Some(mut w) => {
-                *w.txn.waiting_for.lock() = None;
-                e.owner = Some(w.txn.clone());
-                if let Some(tx) = w.tx.take() {
-                    // If the waiter's future is gone, its WaitGuard finds itself the owner
-                    // and hands the lock on.
-                    let _ = tx.send(());
-                }
+        if owner_slot && e.owned_by(id) {
+            e.owner = None;
+        }
+        if increment {
+            e.increments.retain(|t| t.id != id);
+        }
+        while let Some(i) = e.next_grantable() {
+            let mut w = e.queue.remove(i).expect("index from next_grantable");
+            *w.txn.waiting_for.lock() = None;
+            e.grant(w.txn.clone(), w.mode);
+            if let Some(tx) = w.tx.take() {
+                // If the waiter's future is gone, its WaitGuard finds the grant and gives
+                // it up.
+                let _ = tx.send(());
             }
+        }
+        if e.is_unused() {
+            self.remove_entry(rel, key);
         }
     }
 }
@@ -262,11 +369,11 @@ impl LockTable {
         &self.shards[shard_index(rel, key)]
     }
 
-    /// Takes the lock if free, or queues `txn` behind the owner and earlier waiters.
-    /// Precondition: `txn` does not own the lock.
-    pub fn lock_or_enqueue(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> TryLock {
+    /// Takes the lock in `mode` if nobody it must wait for holds or awaits it, or queues
+    /// `txn`. Precondition: `txn` does not hold the lock in `mode`.
+    pub fn lock_or_enqueue(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8], mode: LockMode) -> TryLock {
         let mut shard = self.shard(rel, key).lock();
-        if shard.lock_if_free(rel, key, txn) {
+        if shard.lock_if_free(rel, key, txn, mode) {
             return TryLock::Acquired;
         }
         let e = shard.entry_mut(rel, key).expect("a lock that is not free has an entry");
@@ -276,20 +383,28 @@ impl LockTable {
         e.queue.push_back(Waiter {
             id,
             txn: txn.clone(),
+            mode,
             tx: Some(tx),
         });
         TryLock::Queued(id, rx)
     }
 
-    /// Takes the lock only if it is free (or already ours). Never waits.
-    pub fn try_lock(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> bool {
-        self.shard(rel, key).lock().lock_if_free(rel, key, txn)
+    /// Takes the lock in `mode` only if that needs no wait (or it is already held).
+    pub fn try_lock(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8], mode: LockMode) -> bool {
+        self.shard(rel, key).lock().lock_if_free(rel, key, txn, mode)
+    }
+
+    /// Takes the exclusive lock only if nobody has any business with the row: no holder,
+    /// no waiter, no applied commit awaiting durability. Never waits.
+    pub fn try_lock_idle(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> bool {
+        let mut shard = self.shard(rel, key).lock();
+        shard.entry_mut(rel, key).is_none() && shard.lock_if_free(rel, key, txn, LockMode::Exclusive)
     }
 
     /// Removes a queued waiter (cancelled wait), or tells that it was already granted.
-    pub fn dequeue(&self, rel: RelId, key: &[u8], waiter: u64, txn: &TxnShared) -> Dequeue {
+    pub fn dequeue(&self, rel: RelId, key: &[u8], waiter: u64, txn: &TxnShared, mode: LockMode) -> Dequeue {
         let mut shard = self.shard(rel, key).lock();
-        Self::dequeue_locked(&mut shard, rel, key, waiter, txn)
+        Self::dequeue_locked(&mut shard, rel, key, waiter, txn, mode)
     }
 
     fn dequeue_locked(
@@ -298,29 +413,29 @@ impl LockTable {
         key: &[u8],
         waiter: u64,
         txn: &TxnShared,
+        mode: LockMode,
     ) -> Dequeue {
         if let Some(e) = shard.entry_mut(rel, key) {
             if let Some(pos) = e.queue.iter().position(|w| w.id == waiter) {
                 e.queue.remove(pos);
                 *txn.waiting_for.lock() = None;
+                // Waiters behind it may have waited only for it.
+                shard.give_up(rel, key, txn.id, false, false);
                 return Dequeue::Removed;
             }
-            if e.owned_by(txn.id) {
+            if e.holds(txn.id, mode) {
                 return Dequeue::Granted;
             }
         }
-        // Neither queued nor owner: cannot happen (a queued waiter leaves only through
-        // dequeue or hand-off). Treat as removed.
+        // Neither queued nor holder: cannot happen (a queued waiter leaves only through
+        // dequeue or a grant). Treat as removed.
         Dequeue::Removed
     }
 
-    /// Releases a lock held by `owner_id` and hands it to the next waiter.
-    pub fn release(&self, rel: RelId, key: &[u8], owner_id: u64) {
-        let mut shard = self.shard(rel, key).lock();
-        let owned = matches!(shard.entry_mut(rel, key), Some(e) if e.owned_by(owner_id));
-        if owned {
-            shard.hand_off(rel, key);
-        }
+    /// `id` gives up everything it holds on the row (abort) and the waiters that can go
+    /// on are granted.
+    pub fn release(&self, rel: RelId, key: &[u8], id: u64) {
+        self.shard(rel, key).lock().give_up(rel, key, id, true, true);
     }
 
     /// Early lock release: `owner`'s writes are applied (the next owner reads them) but not
@@ -331,7 +446,8 @@ impl LockTable {
         let mut shard = self.shard(rel, key).lock();
         if let Some(e) = shard.entry_mut(rel, key).filter(|e| e.owned_by(owner.id)) {
             e.committed.push(owner.clone());
-            shard.hand_off(rel, key);
+            // An Apply owner's increments are in the applied versions too.
+            shard.give_up(rel, key, owner.id, true, true);
         }
     }
 
@@ -344,19 +460,14 @@ impl LockTable {
         }
     }
 
-    /// `id` has finished committing: hands the lock on if `id` still holds it (its batch
-    /// failed before `release_applied`), and readers no longer wait for it here.
+    /// `id` has finished committing: gives up what it still holds (its batch failed
+    /// before `release_applied`), and readers no longer wait for it here.
     pub fn finish(&self, rel: RelId, key: &[u8], id: u64) {
         let mut shard = self.shard(rel, key).lock();
-        if shard.entry_mut(rel, key).is_some_and(|e| e.owned_by(id)) {
-            shard.hand_off(rel, key);
-        }
         if let Some(e) = shard.entry_mut(rel, key) {
             e.committed.retain(|t| t.id != id);
-            if e.is_unused() {
-                shard.remove_entry(rel, key);
-            }
         }
+        shard.give_up(rel, key, id, true, true);
     }
 
     /// The owner of the row's lock if a reader at `snapshot` must wait for it (it is
@@ -383,6 +494,7 @@ impl LockTable {
         rel: RelId,
         key: &[u8],
         waiter: u64,
+        mode: LockMode,
     ) -> DeadlockCheck {
         let _d = self.detector.lock();
         let mut parent: HashMap<u64, u64> = HashMap::new();
@@ -398,17 +510,10 @@ impl LockTable {
                 let Some(e) = shard.map.get(&r).and_then(|m| m.get(k.as_slice())) else {
                     continue;
                 };
-                let mut b = Vec::new();
-                if let Some(owner) = e.owner.as_ref().filter(|o| o.id != t.id) {
-                    b.push(owner.clone());
+                match e.queue.iter().position(|w| w.txn.id == t.id) {
+                    Some(pos) => e.blockers_of(pos),
+                    None => continue, // granted meanwhile
                 }
-                for w in &e.queue {
-                    if w.txn.id == t.id {
-                        break;
-                    }
-                    b.push(w.txn.clone());
-                }
-                b
             };
             for b in blockers {
                 if b.id == me.id {
@@ -448,14 +553,14 @@ impl LockTable {
             ));
         }
         let mut shard = self.shard(rel, key).lock();
-        match Self::dequeue_locked(&mut shard, rel, key, waiter, me) {
+        match Self::dequeue_locked(&mut shard, rel, key, waiter, me, mode) {
             Dequeue::Removed => DeadlockCheck::Victim(detail),
             Dequeue::Granted => DeadlockCheck::Granted,
         }
     }
 
-    /// Every wait-for edge (waiter start ts, blocker start ts): to the owner and to the
-    /// waiters queued ahead. Takes each shard mutex in turn; O(lock entries).
+    /// Every wait-for edge (waiter start ts, blocker start ts), as `blockers_of` defines
+    /// them. Takes each shard mutex in turn; O(lock entries).
     pub fn edges(&self) -> Vec<(Timestamp, Timestamp)> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
@@ -463,12 +568,7 @@ impl LockTable {
             for m in shard.map.values() {
                 for e in m.values() {
                     for (i, w) in e.queue.iter().enumerate() {
-                        if let Some(owner) = &e.owner {
-                            out.push((w.txn.start_ts, owner.start_ts));
-                        }
-                        for ahead in e.queue.iter().take(i) {
-                            out.push((w.txn.start_ts, ahead.txn.start_ts));
-                        }
+                        out.extend(e.blockers_of(i).iter().map(|b| (w.txn.start_ts, b.start_ts)));
                     }
                 }
             }
@@ -504,6 +604,7 @@ pub(crate) struct WaitGuard<'a> {
     pub rel: RelId,
     pub key: &'a [u8],
     pub waiter: u64,
+    pub mode: LockMode,
     pub armed: bool,
 }
 
@@ -514,10 +615,12 @@ impl Drop for WaitGuard<'_> {
         }
         let mut shard = self.table.shard(self.rel, self.key).lock();
         if let Dequeue::Granted =
-            LockTable::dequeue_locked(&mut shard, self.rel, self.key, self.waiter, &self.txn)
+            LockTable::dequeue_locked(&mut shard, self.rel, self.key, self.waiter, &self.txn, self.mode)
         {
             *self.txn.waiting_for.lock() = None;
-            shard.hand_off(self.rel, self.key);
+            // Give up just this grant: an Apply waiter keeps the increment it held before.
+            let increment = self.mode == LockMode::Increment;
+            shard.give_up(self.rel, self.key, self.txn.id, !increment, increment);
         }
     }
 }

@@ -16,6 +16,15 @@ pub trait EvalEnv: Sync {
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
 }
 
+/// A strict binary operator: NULL if either operand is.
+pub fn binary(op: BinaryOp, l: &Value, r: &Value) -> PgResult<Value> {
+    if l.is_null() || r.is_null() {
+        Ok(Value::Null)
+    } else {
+        ops::eval_binary(op, l, r)
+    }
+}
+
 pub struct EvalCtx<'a> {
     pub params: &'a [Value],
     /// Enclosing rows for correlated references, innermost last.
@@ -38,15 +47,7 @@ impl<'a> EvalCtx<'a> {
                     .ok_or_else(|| PgError::internal("outer reference without an outer row"))?;
                 outer.get(*index).cloned().unwrap_or(Value::Null)
             }
-            Expr::Binary { op, left, right, .. } => {
-                let l = self.eval(left, row)?;
-                let r = self.eval(right, row)?;
-                if l.is_null() || r.is_null() {
-                    Value::Null
-                } else {
-                    ops::eval_binary(*op, &l, &r)?
-                }
-            }
+            Expr::Binary { op, left, right, .. } => binary(*op, &self.eval(left, row)?, &self.eval(right, row)?)?,
             Expr::Unary { op, operand, .. } => {
                 let v = self.eval(operand, row)?;
                 if v.is_null() {
