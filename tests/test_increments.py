@@ -9,6 +9,7 @@ overflow is 22003 with nothing changed.
 
 import random
 import threading
+import time
 
 import psycopg
 import pytest
@@ -94,17 +95,26 @@ def test_transaction_sees_its_own_increment_on_top_of_newer_commits(hot):
         b.close()
 
 
-def test_increment_of_a_missing_row_updates_nothing(hot):
-    with hot.connect() as conn:
-        holder = hot.connect()
-        try:
-            holder.execute("UPDATE hot_acct SET bal = bal + 1 WHERE id = 1")
-            assert conn.execute("UPDATE hot_acct SET bal = bal + 1 WHERE id = 99").rowcount == 0
-            conn.commit()
-        finally:
-            holder.rollback()
-            holder.close()
-    assert balances(hot) == {1: 0, 2: 0, 3: 0}
+def test_increment_of_a_row_deleted_meanwhile_updates_nothing(hot):
+    """The row is visible to the UPDATE's snapshot, but a concurrent DELETE holds it and
+    commits: the increment waits for the deleter, then finds no row (UPDATE 0)."""
+    deleter = hot.connect()
+    conn = hot.connect()
+    try:
+        deleter.execute("DELETE FROM hot_acct WHERE id = 3")
+        counts = []
+        t = threading.Thread(target=lambda: counts.append(
+            conn.execute("UPDATE hot_acct SET bal = bal + 1 WHERE id = 3").rowcount))
+        t.start()
+        time.sleep(0.5)  # let the UPDATE reach its wait (either order gives UPDATE 0)
+        deleter.commit()
+        t.join(60)
+        assert counts == [0]
+        conn.commit()
+    finally:
+        deleter.close()
+        conn.close()
+    assert balances(hot) == {1: 0, 2: 0}
 
 
 def test_increment_overflow_is_22003_and_changes_nothing(hot):
@@ -128,6 +138,7 @@ def test_increment_overflow_is_22003_and_changes_nothing(hot):
 
         t = threading.Thread(target=overflow)
         t.start()
+        time.sleep(0.5)  # let the UPDATE meet the busy row (either order gives 22003)
         holder.commit()
         t.join(60)
         assert isinstance(done.get("error"), psycopg.errors.NumericValueOutOfRange), done

@@ -683,8 +683,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
-        if crate::dml::needs_applied_increments(stmt) {
-            if let Some(dn) = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).filter(|dn| dn.has_increments()) {
+        if let Some(dn) = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).filter(|dn| dn.has_increments()) {
+            if crate::dml::needs_applied_increments(stmt) {
                 self.shared.datanode.apply_increments(dn).await?;
             }
         }

@@ -169,8 +169,8 @@ impl Txn {
         }
     }
 
-    /// Reads the newest committed version of a key locked by this transaction and notes
-    /// it (and whose not yet durable commit it may be).
+    /// Reads the newest committed version of a key locked (or increment-locked) by this
+    /// transaction and notes it (and whose not yet durable commit it may be).
     fn read_newest_locked(&mut self, rel: RelId, key: &[u8]) -> PgResult<Option<storage::Version>> {
         self.read_before_durable.extend(self.inner.locks.applied_not_durable(rel, key));
         let newest = self.inner.store.latest(rel, key)?;
@@ -637,9 +637,10 @@ impl Datanode {
     /// key. Returns None where it takes the ordinary way instead (the caller then locks
     /// the row with `lock_row`): under REPEATABLE READ, when the transaction holds the
     /// row's exclusive lock, or when nobody else has any business with the row (the lock
-    /// is taken here: a row nobody else wants is updated at once, not at commit). Otherwise takes an increment lock (waiting
-    /// only for an exclusive owner) and returns whether the row exists, in which case
-    /// `apply` runs at commit, or earlier when the transaction touches the row again.
+    /// is taken here: a row nobody else wants is updated at once, not at commit).
+    /// Otherwise takes an increment lock (waiting only for an exclusive owner) and returns
+    /// whether the row exists, in which case `apply` runs at commit, or earlier when the
+    /// transaction touches the row again.
     pub async fn increment(&self, txn: &mut Txn, rel: RelId, key: &[u8], apply: IncrementFn) -> PgResult<Option<bool>> {
         if txn.isolation != Isolation::ReadCommitted || txn.holds_lock(rel, key) || txn.own_write(rel, key).is_some() {
             return Ok(None);
@@ -655,8 +656,7 @@ impl Datanode {
             }
             // Under the increment lock nobody deletes the row or writes it otherwise, so
             // what exists now still exists at commit.
-            txn.read_before_durable.extend(self.inner.locks.applied_not_durable(rel, key));
-            let exists = self.inner.store.latest(rel, key)?.is_some_and(|v| v.row.is_some());
+            let exists = txn.read_newest_locked(rel, key)?.is_some_and(|v| v.row.is_some());
             if !exists {
                 return Ok(Some(false));
             }

@@ -156,11 +156,9 @@ struct Waiter {
 }
 
 struct LockEntry {
-    /// The Exclusive or Apply holder. None while only increment holders, waiters for
-    /// them, or `committed` keep the entry alive.
-    owner: Option<Arc<TxnShared>>,
-    /// The owner's mode (Exclusive or Apply) while there is one.
-    owner_mode: LockMode,
+    /// The Exclusive or Apply holder, with its mode. None while only increment holders,
+    /// waiters for them, or `committed` keep the entry alive.
+    owner: Option<(Arc<TxnShared>, LockMode)>,
     /// Increment holders.
     increments: Vec<Arc<TxnShared>>,
     queue: VecDeque<Waiter>,
@@ -172,7 +170,7 @@ struct LockEntry {
 
 impl LockEntry {
     fn owned_by(&self, id: u64) -> bool {
-        self.owner.as_ref().is_some_and(|o| o.id == id)
+        self.owner.as_ref().is_some_and(|(o, _)| o.id == id)
     }
 
     fn is_unused(&self) -> bool {
@@ -191,7 +189,7 @@ impl LockEntry {
     fn compatible(&self, id: u64, mode: LockMode) -> bool {
         match mode {
             LockMode::Exclusive => self.owner.is_none() && self.increments.iter().all(|t| t.id == id),
-            LockMode::Increment => self.owner.is_none() || self.owner_mode == LockMode::Apply,
+            LockMode::Increment => matches!(self.owner, None | Some((_, LockMode::Apply))),
             LockMode::Apply => self.owner.is_none(),
         }
     }
@@ -211,10 +209,7 @@ impl LockEntry {
     fn grant(&mut self, txn: Arc<TxnShared>, mode: LockMode) {
         match mode {
             LockMode::Increment => self.increments.push(txn),
-            _ => {
-                self.owner = Some(txn);
-                self.owner_mode = mode;
-            }
+            _ => self.owner = Some((txn, mode)),
         }
     }
 
@@ -235,8 +230,8 @@ impl LockEntry {
     fn blockers_of(&self, pos: usize) -> Vec<Arc<TxnShared>> {
         let w = &self.queue[pos];
         let mut out = Vec::new();
-        if let Some(o) = self.owner.as_ref().filter(|o| o.id != w.txn.id) {
-            if !(w.mode == LockMode::Increment && self.owner_mode == LockMode::Apply) {
+        if let Some((o, mode)) = self.owner.as_ref().filter(|(o, _)| o.id != w.txn.id) {
+            if !(w.mode == LockMode::Increment && *mode == LockMode::Apply) {
                 out.push(o.clone());
             }
         }
@@ -272,7 +267,6 @@ impl Shard {
             None => {
                 let mut entry = LockEntry {
                     owner: None,
-                    owner_mode: LockMode::Exclusive,
                     increments: Vec::new(),
                     queue: VecDeque::new(),
                     committed: Vec::new(),
@@ -481,7 +475,7 @@ impl LockTable {
     ) -> Option<Arc<TxnShared>> {
         let shard = self.shard(rel, key).lock();
         let e = shard.map.get(&rel)?.get(key)?;
-        e.owner.iter().chain(&e.committed).find(|t| t.id != me && t.blocks_snapshot(snapshot)).cloned()
+        e.owner.iter().map(|(o, _)| o).chain(&e.committed).find(|t| t.id != me && t.blocks_snapshot(snapshot)).cloned()
     }
 
     /// Deadlock check for `me`, queued as `waiter` on (rel, key): searches the wait-for
