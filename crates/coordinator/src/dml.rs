@@ -224,8 +224,12 @@ impl<'a> Dml<'a> {
 
     pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
-        let candidates = self.reader(txn).keyed_rows(table, &upd.access, upd.filter.as_ref()).await?;
-        if let (Some(increments), [(key, _, _)]) = (increments_of(upd), candidates.as_slice()) {
+        let increments = increments_of(upd);
+        let candidates = match increments {
+            Some(_) => self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?,
+            None => self.reader(txn).keyed_rows(table, &upd.access, upd.filter.as_ref()).await?,
+        };
+        if let (Some(increments), [(key, _, _)]) = (increments, candidates.as_slice()) {
             if let Some(done) = self.increment(txn, table, key, increments).await? {
                 return Ok(done);
             }

@@ -251,6 +251,23 @@ impl<'a> Executor<'a> {
         Ok(out)
     }
 
+    /// `keyed_rows` for an increment (`dml::increments_of`: a primary-key access and a
+    /// filter on key columns), which needs only to know whether the row exists: does not
+    /// wait for increments of the row being merged (`Datanode::get_present`), so the
+    /// row's other columns may be older than the snapshot's.
+    pub async fn keyed_row_present(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
+        let Access::PrimaryKey(exprs) = access else {
+            return self.keyed_rows(table, access, filter).await;
+        };
+        let ctx = self.ctx(&[]);
+        let Some(key) = primary_key(&ctx, exprs)? else { return Ok(Vec::new()) };
+        let Some(bytes) = self.dn.get_present(self.txn, table.rel, &key, self.snapshot).await? else {
+            return Ok(Vec::new());
+        };
+        let row = decode(&bytes, table)?;
+        Ok(if ctx.matches(filter, &row)? { vec![(key, bytes, row)] } else { Vec::new() })
+    }
+
     async fn join(&self, left: &Rel, right: &Rel, kind: JoinKind, on: Option<&Expr>, lateral: bool, outer: &[&[Value]]) -> PgResult<Vec<Row>> {
         let left_rows = self.rel(left, outer).await?;
         let right_width = right.width();

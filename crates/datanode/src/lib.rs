@@ -5,7 +5,8 @@
 //!   graph (40P01, one victim per cycle).
 //! * Deferred increments (`increment`): under READ COMMITTED, `SET c = c + d` on a row
 //!   whose exclusive lock is taken holds an increment lock instead (increments commute,
-//!   so many transactions hold one at once) and is applied at commit, or before the
+//!   so many transactions hold one at once) and is applied at commit by the storage
+//!   writer (`storage::WriteOp::Merge`), or under the owner slot (Apply mode) before the
 //!   transaction touches the row otherwise (`apply_increments`).
 //! * Visibility rule (what makes timestamp MVCC correct although the commit timestamp is
 //!   taken before the writes are applied): commit marks the transaction
@@ -131,6 +132,15 @@ impl Txn {
     }
     fn has_increment_on(&self, rel: RelId, key: &[u8]) -> bool {
         self.increments.iter().any(|(r, k, _)| *r == rel && k == key)
+    }
+    /// Moves the deferred increments out, grouped by row in key order (statement order
+    /// within a row).
+    fn take_increments_by_row(&mut self) -> BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> {
+        let mut by_row: BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> = BTreeMap::new();
+        for (rel, key, f) in std::mem::take(&mut self.increments) {
+            by_row.entry((rel, key)).or_default().push(f);
+        }
+        by_row
     }
     /// Undoes the writes and increments made after `sp`. Row locks taken since are kept
     /// until the end of the transaction (conservative).
@@ -262,6 +272,16 @@ impl CommitRegistry {
                 s.remove(&rel);
             }
         }
+    }
+    /// `horizon`, lowered below the start of every committing transaction: the storage
+    /// writer may still need the versions its snapshot saw (a late merge reads the
+    /// version below its commit timestamp, `storage::WriteOp::Merge`), and the GTM no
+    /// longer counts it once it has a commit timestamp.
+    fn clamp_horizon(&self, horizon: Timestamp) -> Timestamp {
+        self.shards
+            .iter()
+            .flat_map(|s| s.lock().values().flat_map(|m| m.values().map(|t| t.start_ts)).min())
+            .fold(horizon, Timestamp::min)
     }
     fn blocking(&self, rel: RelId, snapshot: Timestamp, me: u64) -> Vec<Arc<TxnShared>> {
         let s = self.shard(rel).lock();
@@ -531,13 +551,37 @@ impl Datanode {
         key: &[u8],
         snapshot: Timestamp,
     ) -> PgResult<Option<RowBytes>> {
+        self.get_waiting(txn, rel, key, snapshot, false).await
+    }
+
+    /// The row visible at `snapshot`, as `get`, for a caller that only needs to know
+    /// whether it exists (an increment of it, `increment`): does not wait for increments
+    /// of it that are being merged, so its column values may be older than `get`'s.
+    pub async fn get_present(
+        &self,
+        txn: &Txn,
+        rel: RelId,
+        key: &[u8],
+        snapshot: Timestamp,
+    ) -> PgResult<Option<RowBytes>> {
+        self.get_waiting(txn, rel, key, snapshot, true).await
+    }
+
+    async fn get_waiting(
+        &self,
+        txn: &Txn,
+        rel: RelId,
+        key: &[u8],
+        snapshot: Timestamp,
+        presence_only: bool,
+    ) -> PgResult<Option<RowBytes>> {
         if let Some(w) = txn.own_write(rel, key) {
             return Ok(w.clone());
         }
         while let Some(owner) = self
             .inner
             .locks
-            .blocking_owner(rel, key, snapshot, txn.shared.id)
+            .blocking_owner(rel, key, snapshot, txn.shared.id, presence_only)
         {
             owner.wait_finished().await;
         }
@@ -665,16 +709,13 @@ impl Datanode {
         Ok(Some(true))
     }
 
-    /// Applies the transaction's deferred increments: for each row (in key order, so that
-    /// two committers cannot wait for each other), takes the owner slot (`LockMode::Apply`,
-    /// which waits for no other increment holder), reads the newest version and writes the
-    /// incremented one. The row is then the transaction's like any it locked.
+    /// Applies the transaction's deferred increments before it reads or writes their rows
+    /// otherwise: for each row (in key order), takes the owner slot (`LockMode::Apply`:
+    /// waits for the owner and for increments being merged, not for the other increment
+    /// holders), reads the newest version and writes the incremented one. The row is
+    /// then the transaction's like any it locked.
     pub async fn apply_increments(&self, txn: &mut Txn) -> PgResult<()> {
-        let mut by_row: BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> = BTreeMap::new();
-        for (rel, key, f) in std::mem::take(&mut txn.increments) {
-            by_row.entry((rel, key)).or_default().push(f);
-        }
-        for ((rel, key), fs) in by_row {
+        for ((rel, key), fs) in txn.take_increments_by_row() {
             self.wait_for_lock(txn, rel, &key, LockMode::Apply).await?;
             txn.record_lock(rel, &key);
             let Some(mut row) = txn.read_newest_locked(rel, &key)?.and_then(|v| v.row) else {
@@ -771,13 +812,11 @@ impl Datanode {
     }
 
     pub async fn commit(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        if txn.has_increments() {
-            if let Err(e) = self.apply_increments(&mut txn).await {
-                self.abort(txn, gtm).await;
-                return Err(e);
-            }
+        if let Err(e) = self.start_merges(&mut txn).await {
+            self.abort(txn, gtm).await;
+            return Err(e);
         }
-        if txn.n_writes == 0 {
+        if txn.n_writes == 0 && !txn.has_increments() {
             // Nothing to apply: no state a dropped future could leave half done.
             return self.inner.commit(txn, gtm).await;
         }
@@ -789,6 +828,19 @@ impl Datanode {
             Ok(r) => r,
             Err(e) => Err(PgError::internal(format!("commit task failed: {e}"))),
         }
+    }
+
+    /// Turns each incremented row's Increment lock into a Merge (in key order), waiting
+    /// for a transaction that applied its own increments there (`LockMode::Apply`) to
+    /// end; from here on nobody may compute the row from its newest version until the
+    /// merges are applied.
+    async fn start_merges(&self, txn: &mut Txn) -> PgResult<()> {
+        let rows: std::collections::BTreeSet<(RelId, Vec<u8>)> =
+            txn.increments.iter().map(|(rel, key, _)| (*rel, key.clone())).collect();
+        for (rel, key) in rows {
+            self.wait_for_lock(txn, rel, &key, LockMode::Merge).await?;
+        }
+        Ok(())
     }
 
     pub async fn abort(&self, mut txn: Txn, gtm: &gtm::GtmClient) {
@@ -860,6 +912,7 @@ impl Datanode {
             Some(g) => g.horizon(),
             None => self.inner.last_horizon.load(Ordering::Relaxed),
         };
+        let horizon = self.inner.committing.clamp_horizon(horizon);
         self.inner
             .last_horizon
             .fetch_max(horizon, Ordering::Relaxed);
@@ -938,18 +991,22 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
 impl Inner {
     async fn commit(self: &Arc<Self>, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.shared.start_ts;
-        if txn.n_writes == 0 {
+        if txn.n_writes == 0 && !txn.has_increments() {
             txn.release_all();
             txn.wait_read_versions_durable().await;
             gtm.finish(start).await?;
             return Ok(start);
         }
-        let rels: Vec<RelId> = txn
+        let merges = txn.take_increments_by_row();
+        let mut rels: Vec<RelId> = txn
             .writes
             .iter()
             .filter(|(_, m)| !m.is_empty())
             .map(|(r, _)| *r)
+            .chain(merges.keys().map(|(r, _)| *r))
             .collect();
+        rels.sort_unstable();
+        rels.dedup();
         for &rel in &rels {
             self.committing.register(rel, &txn.shared);
         }
@@ -971,18 +1028,27 @@ impl Inner {
             }
         };
         txn.shared.set_state(TxnState::Committing(ts));
-        let mut writes = Vec::with_capacity(txn.n_writes);
+        let mut writes = Vec::with_capacity(txn.n_writes + merges.len());
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
                 let newest_before = txn.newest_read_under_lock(rel, &key);
-                writes.push(storage::Write { rel, key, row, newest_before });
+                writes.push(storage::Write { rel, key, op: storage::WriteOp::Put(row), newest_before });
             }
+        }
+        for ((rel, key), fs) in merges {
+            let merge: storage::MergeFn = Arc::new(move |row: &RowBytes| {
+                fs.iter().try_fold(row.clone(), |row, f| f(&row))
+            });
+            writes.push(storage::Write { rel, key, op: storage::WriteOp::Merge(merge), newest_before: None });
         }
         // Early lock release: once the batch is applied, the rows' next writers may go on
         // (they read the new versions, and their commits follow this one in the journal,
         // so none is durable before it); readers keep waiting for this transaction until
-        // it is durable and Finished (`LockTable::release_applied`).
-        let locked = Arc::new(txn.take_locks());
+        // it is durable and Finished (`LockTable::release_applied`). The same holds for
+        // the rows it incremented (increment locks).
+        let mut locked = txn.take_locks();
+        locked.extend(std::mem::take(&mut txn.increment_locks));
+        let locked = Arc::new(locked);
         let on_applied: storage::OnApplied = {
             let (inner, locked, owner) = (self.clone(), locked.clone(), txn.shared.clone());
             Box::new(move || {
@@ -999,7 +1065,8 @@ impl Inner {
         if res.is_ok() {
             // A version replaced by a row version is listed by the storage writer (exact-key
             // GC); delete tombstones need the per-key pass.
-            self.note_written(writes.into_iter().filter(|w| w.row.is_none()).map(|w| (w.rel, w.key)));
+            let deleted = writes.into_iter().filter(|w| matches!(w.op, storage::WriteOp::Put(None)));
+            self.note_written(deleted.map(|w| (w.rel, w.key)));
         }
         txn.release_all();
         for (rel, key) in locked.iter() {
@@ -1033,6 +1100,7 @@ impl Inner {
     }
 
     fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
+        let horizon = self.committing.clamp_horizon(horizon);
         self.last_horizon.fetch_max(horizon, Ordering::Relaxed);
         let _g = self.gc_lock.lock();
         let mut removed = self.store.gc_superseded(horizon)?;

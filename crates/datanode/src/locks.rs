@@ -139,13 +139,18 @@ impl TxnShared {
 pub(crate) enum LockMode {
     /// The row's single owner: reads its newest version and writes it.
     Exclusive,
-    /// A pending increment of some columns, applied at commit: increments commute, so any
-    /// number of transactions hold this at once; it excludes an Exclusive owner.
+    /// A pending increment of some columns, applied at commit by the storage writer:
+    /// increments commute, so any number of transactions hold this at once; it excludes
+    /// an Exclusive owner.
     Increment,
-    /// An Increment holder applying its increments at commit: takes the owner slot
-    /// without waiting for the other Increment holders (it commutes with them), ahead of
-    /// queued Exclusive waiters (which wait for it anyway).
+    /// An Increment holder that reads or rewrites the row before it commits: takes the
+    /// owner slot once no other holder's increment is being merged (it computes the row
+    /// from the newest version); the other Increment holders keep theirs but cannot
+    /// start merging until it is done.
     Apply,
+    /// An Increment holder at commit: its increment is about to be merged by the storage
+    /// writer. Waits only for an Apply owner; holds until the merge is applied.
+    Merge,
 }
 
 struct Waiter {
@@ -159,13 +164,19 @@ struct LockEntry {
     /// The Exclusive or Apply holder, with its mode. None while only increment holders,
     /// waiters for them, or `committed` keep the entry alive.
     owner: Option<(Arc<TxnShared>, LockMode)>,
-    /// Increment holders.
+    /// Increment holders that have not started to commit.
     increments: Vec<Arc<TxnShared>>,
+    /// Increment holders whose merge is on its way to the storage writer (Merge mode):
+    /// readers and owners wait for them until it is applied.
+    merging: Vec<Arc<TxnShared>>,
     queue: VecDeque<Waiter>,
-    /// Earlier owners that passed the lock on once their writes were applied, before
-    /// those were durable (`release_applied`): readers still wait for them as for an
-    /// owner, until `finish`.
-    committed: Vec<Arc<TxnShared>>,
+    /// Earlier owners and increment holders that passed the lock on once their writes were
+    /// applied, before those were durable (`release_applied`): readers still wait for
+    /// them as for an owner, until `finish`. The flag: it only merged an increment (it
+    /// changed no row's existence).
+    committed: Vec<(Arc<TxnShared>, bool)>,
+    /// Whether an Increment lock was ever granted on this entry (the row is hot).
+    incremented: bool,
 }
 
 impl LockEntry {
@@ -177,48 +188,73 @@ impl LockEntry {
         self.owner.is_none()
             && self.committed.is_empty()
             && self.increments.is_empty()
+            && self.merging.is_empty()
             && self.queue.is_empty()
     }
 
     /// Whether `id` holds the row in `mode` (the owner slot covers an increment).
     fn holds(&self, id: u64, mode: LockMode) -> bool {
-        self.owned_by(id) || (mode == LockMode::Increment && self.increments.iter().any(|t| t.id == id))
+        match mode {
+            LockMode::Merge => self.merging.iter().any(|t| t.id == id),
+            LockMode::Increment => self.owned_by(id) || self.increments.iter().any(|t| t.id == id),
+            LockMode::Exclusive | LockMode::Apply => self.owned_by(id),
+        }
+    }
+
+    /// Whether `id` has anything on the row that `release_applied` passes on.
+    fn has_any(&self, id: u64) -> bool {
+        self.holds(id, LockMode::Increment) || self.holds(id, LockMode::Merge)
     }
 
     /// Whether a request by `id` in `mode` is compatible with the current holders.
     fn compatible(&self, id: u64, mode: LockMode) -> bool {
         match mode {
-            LockMode::Exclusive => self.owner.is_none() && self.increments.iter().all(|t| t.id == id),
+            LockMode::Exclusive => {
+                self.owner.is_none() && self.merging.is_empty() && self.increments.iter().all(|t| t.id == id)
+            }
             LockMode::Increment => matches!(self.owner, None | Some((_, LockMode::Apply))),
-            LockMode::Apply => self.owner.is_none(),
+            LockMode::Apply => self.owner.is_none() && self.merging.is_empty(),
+            LockMode::Merge => self.owner.is_none(),
         }
     }
 
-    /// Whether a new request in `mode` may go ahead of the queued waiters: Apply waits
-    /// only for other Apply waiters, an Increment for queued Exclusive or Increment
-    /// waiters (FIFO, so that increments cannot starve an Exclusive waiter), an Exclusive
-    /// request for anyone queued.
+    /// Whether a new request in `mode` may go ahead of the queued waiters: a Merge always
+    /// (a committer waits for no one queued), Apply for all but other Apply waiters, an
+    /// Increment for Apply and Merge waiters only (FIFO otherwise, so that increments
+    /// cannot starve an Exclusive waiter), an Exclusive request for no one.
     fn may_pass_queue(&self, mode: LockMode) -> bool {
+        let queued = |m: LockMode| self.queue.iter().any(|w| w.mode == m);
         match mode {
-            LockMode::Apply => self.queue.iter().all(|w| w.mode != LockMode::Apply),
-            LockMode::Increment => self.queue.iter().all(|w| w.mode == LockMode::Apply),
+            LockMode::Merge => true,
+            LockMode::Apply => !queued(LockMode::Apply),
+            LockMode::Increment => !queued(LockMode::Exclusive) && !queued(LockMode::Increment),
             LockMode::Exclusive => self.queue.is_empty(),
         }
     }
 
     fn grant(&mut self, txn: Arc<TxnShared>, mode: LockMode) {
         match mode {
-            LockMode::Increment => self.increments.push(txn),
-            _ => self.owner = Some((txn, mode)),
+            LockMode::Increment => {
+                self.incremented = true;
+                self.increments.push(txn);
+            }
+            LockMode::Merge => {
+                self.increments.retain(|t| t.id != txn.id);
+                self.merging.push(txn);
+            }
+            LockMode::Exclusive | LockMode::Apply => self.owner = Some((txn, mode)),
         }
     }
 
-    /// The index of the next waiter that can be granted, if any: an Apply waiter first
-    /// (it waits only for the owner slot), else the head of the queue.
+    /// The index of the next waiter that can be granted, if any: Merge waiters first (a
+    /// committer), then Apply waiters (they wait only for the owner slot and merges), else
+    /// the head of the queue.
     fn next_grantable(&self) -> Option<usize> {
-        if self.owner.is_none() {
-            if let Some(i) = self.queue.iter().position(|w| w.mode == LockMode::Apply) {
-                return Some(i);
+        for mode in [LockMode::Merge, LockMode::Apply] {
+            if let Some(i) = self.queue.iter().position(|w| w.mode == mode) {
+                if self.compatible(self.queue[i].txn.id, mode) {
+                    return Some(i);
+                }
             }
         }
         let head = self.queue.front()?;
@@ -229,24 +265,44 @@ impl LockEntry {
     /// with and the waiters ahead of it that it may not pass.
     fn blockers_of(&self, pos: usize) -> Vec<Arc<TxnShared>> {
         let w = &self.queue[pos];
+        let others = |v: &Vec<Arc<TxnShared>>| v.iter().filter(|t| t.id != w.txn.id).cloned().collect::<Vec<_>>();
         let mut out = Vec::new();
         if let Some((o, mode)) = self.owner.as_ref().filter(|(o, _)| o.id != w.txn.id) {
             if !(w.mode == LockMode::Increment && *mode == LockMode::Apply) {
                 out.push(o.clone());
             }
         }
-        if w.mode == LockMode::Exclusive {
-            out.extend(self.increments.iter().filter(|t| t.id != w.txn.id).cloned());
+        if matches!(w.mode, LockMode::Exclusive | LockMode::Apply) {
+            out.extend(others(&self.merging));
         }
-        let apply = w.mode == LockMode::Apply;
-        out.extend(self.queue.iter().take(pos).filter(|a| (a.mode == LockMode::Apply) == apply).map(|a| a.txn.clone()));
+        if w.mode == LockMode::Exclusive {
+            out.extend(others(&self.increments));
+        }
+        let ahead = self.queue.iter().take(pos);
+        out.extend(
+            ahead
+                .filter(|a| match w.mode {
+                    LockMode::Merge => false,
+                    LockMode::Apply => a.mode == LockMode::Apply,
+                    LockMode::Increment => matches!(a.mode, LockMode::Exclusive | LockMode::Increment),
+                    LockMode::Exclusive => true,
+                })
+                .map(|a| a.txn.clone()),
+        );
         out
     }
 }
 
+/// Rows per shard remembered as hot once their lock entry is gone (`Shard::hot`).
+const HOT_ROWS_PER_SHARD: usize = 16;
+
 #[derive(Default)]
 struct Shard {
     map: FxHashMap<RelId, FxHashMap<Vec<u8>, LockEntry>>,
+    /// Rows that had Increment holders, most recent last: `try_lock_idle` does not take
+    /// them exclusively when they happen to be idle, since one exclusive holder would make
+    /// every other incrementer wait for its whole transaction.
+    hot: VecDeque<(RelId, Vec<u8>)>,
 }
 
 impl Shard {
@@ -268,8 +324,10 @@ impl Shard {
                 let mut entry = LockEntry {
                     owner: None,
                     increments: Vec::new(),
+                    merging: Vec::new(),
                     queue: VecDeque::new(),
                     committed: Vec::new(),
+                    incremented: false,
                 };
                 entry.grant(txn.clone(), mode);
                 self.map.entry(rel).or_default().insert(key.to_vec(), entry);
@@ -288,7 +346,7 @@ impl Shard {
     }
 
     /// `id` gives up what it holds of the row (the owner slot if `owner_slot`, its
-    /// increment if `increment`); the waiters that can go on are granted, and an entry
+    /// increment, merging or not, if `increment`); the waiters that can go on are granted, and an entry
     /// nobody uses any more is removed.
     fn give_up(&mut self, rel: RelId, key: &[u8], id: u64, owner_slot: bool, increment: bool) {
         let Some(e) = self.entry_mut(rel, key) else {
@@ -299,6 +357,7 @@ impl Shard {
         }
         if increment {
             e.increments.retain(|t| t.id != id);
+            e.merging.retain(|t| t.id != id);
         }
         while let Some(i) = e.next_grantable() {
             let mut w = e.queue.remove(i).expect("index from next_grantable");
@@ -311,8 +370,18 @@ impl Shard {
             }
         }
         if e.is_unused() {
+            if e.incremented && !self.is_hot(rel, key) {
+                if self.hot.len() == HOT_ROWS_PER_SHARD {
+                    self.hot.pop_front();
+                }
+                self.hot.push_back((rel, key.to_vec()));
+            }
             self.remove_entry(rel, key);
         }
+    }
+
+    fn is_hot(&self, rel: RelId, key: &[u8]) -> bool {
+        self.hot.iter().any(|(r, k)| *r == rel && k == key)
     }
 }
 
@@ -388,11 +457,14 @@ impl LockTable {
         self.shard(rel, key).lock().lock_if_free(rel, key, txn, mode)
     }
 
-    /// Takes the exclusive lock only if nobody has any business with the row: no holder,
-    /// no waiter, no applied commit awaiting durability. Never waits.
+    /// Takes the exclusive lock only if nobody has any business with the row (no holder,
+    /// no waiter, no applied commit awaiting durability) and it has not recently had
+    /// increment holders. Never waits.
     pub fn try_lock_idle(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8]) -> bool {
         let mut shard = self.shard(rel, key).lock();
-        shard.entry_mut(rel, key).is_none() && shard.lock_if_free(rel, key, txn, LockMode::Exclusive)
+        shard.entry_mut(rel, key).is_none()
+            && !shard.is_hot(rel, key)
+            && shard.lock_if_free(rel, key, txn, LockMode::Exclusive)
     }
 
     /// Removes a queued waiter (cancelled wait), or tells that it was already granted.
@@ -432,16 +504,16 @@ impl LockTable {
         self.shard(rel, key).lock().give_up(rel, key, id, true, true);
     }
 
-    /// Early lock release: `owner`'s writes are applied (the next owner reads them) but not
-    /// yet durable. Hands the lock on and keeps `owner` on the row for readers, whose
-    /// snapshot may include it, until `finish`. Its commit timestamp is known, so
-    /// it waits for nothing and is no part of any wait-for cycle.
-    pub fn release_applied(&self, rel: RelId, key: &[u8], owner: &Arc<TxnShared>) {
+    /// Early lock release: `holder`'s write or increment is applied (the next owner reads
+    /// it) but not yet durable. Hands the lock on and keeps `holder` on the row for
+    /// readers, whose snapshot may include it, until `finish`. Its commit timestamp is
+    /// known, so it waits for nothing and is no part of any wait-for cycle.
+    pub fn release_applied(&self, rel: RelId, key: &[u8], holder: &Arc<TxnShared>) {
         let mut shard = self.shard(rel, key).lock();
-        if let Some(e) = shard.entry_mut(rel, key).filter(|e| e.owned_by(owner.id)) {
-            e.committed.push(owner.clone());
-            // An Apply owner's increments are in the applied versions too.
-            shard.give_up(rel, key, owner.id, true, true);
+        if let Some(e) = shard.entry_mut(rel, key).filter(|e| e.has_any(holder.id)) {
+            let merged = e.holds(holder.id, LockMode::Merge);
+            e.committed.push((holder.clone(), merged));
+            shard.give_up(rel, key, holder.id, true, true);
         }
     }
 
@@ -449,7 +521,7 @@ impl LockTable {
     pub fn applied_not_durable(&self, rel: RelId, key: &[u8]) -> Vec<Arc<TxnShared>> {
         let shard = self.shard(rel, key).lock();
         match shard.map.get(&rel).and_then(|m| m.get(key)) {
-            Some(e) => e.committed.iter().filter(|t| t.state() != TxnState::Finished).cloned().collect(),
+            Some(e) => e.committed.iter().map(|(t, _)| t).filter(|t| t.state() != TxnState::Finished).cloned().collect(),
             None => Vec::new(),
         }
     }
@@ -459,23 +531,34 @@ impl LockTable {
     pub fn finish(&self, rel: RelId, key: &[u8], id: u64) {
         let mut shard = self.shard(rel, key).lock();
         if let Some(e) = shard.entry_mut(rel, key) {
-            e.committed.retain(|t| t.id != id);
+            e.committed.retain(|(t, _)| t.id != id);
         }
         shard.give_up(rel, key, id, true, true);
     }
 
-    /// The owner of the row's lock if a reader at `snapshot` must wait for it (it is
-    /// committing with a timestamp that is unknown or `<= snapshot`), excluding `me`.
+    /// The holder of the row's lock (owner or increment holder) if a reader at `snapshot`
+    /// must wait for it (it is committing with a timestamp that is unknown or
+    /// `<= snapshot`), excluding `me`. With `presence_only`, only one that may have
+    /// inserted or deleted the row: a merged increment changes no row's existence.
     pub fn blocking_owner(
         &self,
         rel: RelId,
         key: &[u8],
         snapshot: Timestamp,
         me: u64,
+        presence_only: bool,
     ) -> Option<Arc<TxnShared>> {
         let shard = self.shard(rel, key).lock();
         let e = shard.map.get(&rel)?.get(key)?;
-        e.owner.iter().map(|(o, _)| o).chain(&e.committed).find(|t| t.id != me && t.blocks_snapshot(snapshot)).cloned()
+        let merging = e.merging.iter().filter(|_| !presence_only);
+        let committed = e.committed.iter().filter(|(_, merged)| !(presence_only && *merged)).map(|(t, _)| t);
+        e.owner
+            .iter()
+            .map(|(o, _)| o)
+            .chain(merging)
+            .chain(committed)
+            .find(|t| t.id != me && t.blocks_snapshot(snapshot))
+            .cloned()
     }
 
     /// Deadlock check for `me`, queued as `waiter` on (rel, key): searches the wait-for
@@ -612,8 +695,9 @@ impl Drop for WaitGuard<'_> {
             LockTable::dequeue_locked(&mut shard, self.rel, self.key, self.waiter, &self.txn, self.mode)
         {
             *self.txn.waiting_for.lock() = None;
-            // Give up just this grant: an Apply waiter keeps the increment it held before.
-            let increment = self.mode == LockMode::Increment;
+            // Give up just this grant: an Exclusive or Apply waiter keeps the increment it
+            // held before (a Merge grant is the increment itself).
+            let increment = matches!(self.mode, LockMode::Increment | LockMode::Merge);
             shard.give_up(self.rel, self.key, self.txn.id, !increment, increment);
         }
     }

@@ -192,11 +192,35 @@ pub struct Version {
 pub struct Write {
     pub rel: RelId,
     pub key: Vec<u8>,
-    pub row: Option<Bytes>,
+    pub op: WriteOp,
     /// The key's newest committed version (`Some(None)`: none) as the caller read it under
     /// a row lock that it holds until this write is applied, so that no other commit of
     /// the key can come between. None: unknown, the writer thread reads `latest`.
     pub newest_before: Option<Option<Timestamp>>,
+}
+
+/// What a committing transaction writes to a key.
+#[derive(Clone)]
+pub enum WriteOp {
+    /// This row (None: delete).
+    Put(Option<Bytes>),
+    /// A row computed by the writer thread from the key's newest row: a deferred
+    /// increment. Merges of one key must commute with each other, and the caller must keep
+    /// every other writer of the key out until the merge is applied (the writer relies on
+    /// both when merges arrive out of timestamp order, `apply_merge`).
+    Merge(MergeFn),
+}
+
+/// Computes a row from the key's newest row (`WriteOp::Merge`).
+pub type MergeFn = Arc<dyn Fn(&Bytes) -> PgResult<Bytes> + Send + Sync>;
+
+impl std::fmt::Debug for WriteOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WriteOp::Put(row) => f.debug_tuple("Put").field(row).finish(),
+            WriteOp::Merge(_) => f.write_str("Merge"),
+        }
+    }
 }
 
 /// Internal metadata spaces: `Meta` is the coordinator's (catalog), `Sys` is Meridian's own
@@ -213,9 +237,15 @@ enum Msg {
 }
 
 /// One write of a commit: (version prefix, `data` value), all at the request's `ts`.
+/// A write as the writer thread takes it: the encoded value, or a merge to compute.
+enum ItemOp {
+    Value(Vec<u8>),
+    Merge(MergeFn),
+}
+
 struct WriteReq {
-    /// (version prefix, encoded value, `Write::newest_before`)
-    items: Vec<(Vec<u8>, Vec<u8>, Option<Option<Timestamp>>)>,
+    /// (version prefix, value, `Write::newest_before`)
+    items: Vec<(Vec<u8>, ItemOp, Option<Option<Timestamp>>)>,
     ts: Timestamp,
     durable: bool,
     on_applied: Option<OnApplied>,
@@ -395,7 +425,13 @@ impl Store {
     ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let items = writes
             .iter()
-            .map(|w| (encode_prefix(w.rel, &w.key), encode_value(&w.row), w.newest_before))
+            .map(|w| {
+                let op = match &w.op {
+                    WriteOp::Put(row) => ItemOp::Value(encode_value(row)),
+                    WriteOp::Merge(f) => ItemOp::Merge(f.clone()),
+                };
+                (encode_prefix(w.rel, &w.key), op, w.newest_before)
+            })
             .collect();
         let (reply, rx) = tokio::sync::oneshot::channel();
         let req = WriteReq {
@@ -889,24 +925,30 @@ fn writer_loop(
             Some(latest_lock.lock())
         };
         let mut replaced = Vec::new();
+        // Timestamp order within a round, so that merges of one key mostly arrive in order
+        // (`apply_merge` handles the rest).
+        reqs.sort_by_key(|r| r.ts);
         for req in reqs.drain(..) {
             let mut b = db.batch();
             let ts = req.ts;
             replaced.clear();
-            let res = (|| -> Result<(), fjall::Error> {
-                for (prefix, v, newest_before) in req.items {
-                    let is_row = |value: &[u8]| value.first() != Some(&TAG_DELETE);
-                    let version_key = |prefix: &[u8], ts: Timestamp| {
-                        let mut k = prefix.to_vec();
-                        k.extend_from_slice(&(!ts).to_be_bytes());
-                        k
+            let res = (|| -> PgResult<()> {
+                let fj = |e: fjall::Error| io_err("commit", e);
+                for (prefix, op, newest_before) in req.items {
+                    let v = match op {
+                        ItemOp::Value(v) => v,
+                        ItemOp::Merge(f) => {
+                            apply_merge(&data, &latest, &mut b, &prefix, ts, &f, &mut replaced)?;
+                            continue;
+                        }
                     };
+                    let is_row = |value: &[u8]| value.first() != Some(&TAG_DELETE);
                     // The newest committed version: as read under the caller's row lock, or
                     // from `latest` (about a quarter of this thread's time when read).
                     let (cur_ts, cur_is_row) = match newest_before.filter(|c| c.is_none_or(|c| c <= ts)) {
                         Some(c) => (c, None),
                         None => {
-                            let cur = latest.get(&prefix)?;
+                            let cur = latest.get(&prefix).map_err(fj)?;
                             (cur.as_deref().and_then(latest_ts), cur.map(|cur| is_row(&cur[TS_LEN..])))
                         }
                     };
@@ -927,7 +969,7 @@ fn writer_loop(
                     }
                     b.insert(&data, version_key(&prefix, ts), v);
                 }
-                b.commit()
+                b.commit().map_err(fj)
             })();
             match res {
                 Ok(()) => {
@@ -948,7 +990,7 @@ fn writer_loop(
                     }
                 }
                 Err(e) => {
-                    let _ = req.reply.send(Err(io_err("commit", e)));
+                    let _ = req.reply.send(Err(e));
                 }
             }
         }
@@ -988,6 +1030,73 @@ fn writer_loop(
     if unsynced {
         let _ = db.persist(PersistMode::SyncData);
     }
+}
+
+fn version_key(prefix: &[u8], ts: Timestamp) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    k.extend_from_slice(&(!ts).to_be_bytes());
+    k
+}
+
+fn merge_base(value: &[u8]) -> PgResult<Bytes> {
+    match value.split_first() {
+        Some((&TAG_PUT, row)) => Ok(Bytes::copy_from_slice(row)),
+        _ => Err(PgError::internal("storage: merge into a deleted or missing row")),
+    }
+}
+
+/// Applies a merge of the key `prefix` committed at `ts` into batch `b`: a version at
+/// `ts` computed from the newest one before it. A merge may arrive after a merge of the
+/// same key with a later timestamp (commit timestamps are taken before the batches are
+/// queued); since nothing else writes the key while merges of it are pending and merges
+/// commute, each newer version gets this merge applied on top as well. No reader has
+/// seen those versions: a reader whose snapshot includes them includes `ts`, and waits
+/// for this transaction (the caller's lock table).
+fn apply_merge(
+    data: &Keyspace,
+    latest: &Keyspace,
+    b: &mut fjall::OwnedWriteBatch,
+    prefix: &[u8],
+    ts: Timestamp,
+    f: &MergeFn,
+    replaced: &mut Vec<(Vec<u8>, Timestamp)>,
+) -> PgResult<()> {
+    let fj = |e: fjall::Error| io_err("commit", e);
+    let cur = latest
+        .get(prefix)
+        .map_err(fj)?
+        .ok_or_else(|| PgError::internal("storage: merge into a key without versions"))?;
+    let cur_ts = latest_ts(&cur).ok_or_else(|| PgError::internal("storage: malformed latest value"))?;
+    if cur_ts < ts {
+        let v = encode_value(&Some(f(&merge_base(&cur[TS_LEN..])?)?));
+        replaced.push((version_key(prefix, cur_ts), ts));
+        b.insert(latest, prefix.to_vec(), encode_latest(ts, &v));
+        b.insert(data, version_key(prefix, ts), v);
+        return Ok(());
+    }
+    // Newest first: the last one seen is the oldest version newer than `ts`.
+    let mut next_newer = None;
+    for g in data.range(version_key(prefix, Timestamp::MAX)..version_key(prefix, ts)) {
+        let (k, v) = g.into_inner().map_err(fj)?;
+        let t = ts_of_key(&k);
+        let nv = encode_value(&Some(f(&merge_base(&v)?)?));
+        if t == cur_ts {
+            b.insert(latest, prefix.to_vec(), encode_latest(t, &nv));
+        }
+        b.insert(data, k.to_vec(), nv);
+        next_newer = Some(t);
+    }
+    let base = data
+        .range(version_key(prefix, ts)..prefix_end(prefix))
+        .next()
+        .ok_or_else(|| PgError::internal("storage: merge below the oldest version"))?;
+    let (_, base) = base.into_inner().map_err(fj)?;
+    b.insert(data, version_key(prefix, ts), encode_value(&Some(f(&merge_base(&base)?)?)));
+    // The base version is already listed as replaced by the next newer one.
+    if let Some(n) = next_newer {
+        replaced.push((version_key(prefix, ts), n));
+    }
+    Ok(())
 }
 
 /// How long the writer polls for the next commit before it sleeps.

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use storage::{Store, StoreOptions, Timestamp, Version, Write};
+use storage::{Store, StoreOptions, Timestamp, Version, Write, WriteOp};
 
 /// Every stored version of every key: (rel, key) -> ts -> row (None: tombstone).
 type Model = BTreeMap<(u64, Vec<u8>), BTreeMap<Timestamp, Option<String>>>;
@@ -33,7 +33,7 @@ fn put(s: &Store, rel: u64, key: &[u8], row: Option<&str>, ts: Timestamp) {
         &[Write {
             rel,
             key: key.to_vec(),
-            row: row.map(|r| Bytes::copy_from_slice(r.as_bytes())),
+            op: WriteOp::Put(row.map(|r| Bytes::copy_from_slice(r.as_bytes()))),
             newest_before: None,
         }],
         ts,
@@ -161,13 +161,13 @@ fn delete_rel_clears_both() {
                 Write {
                     rel: 3,
                     key: i.to_be_bytes().to_vec(),
-                    row: Some(Bytes::from_static(b"x")),
+                    op: WriteOp::Put(Some(Bytes::from_static(b"x"))),
                     newest_before: None,
                 },
                 Write {
                     rel: 4,
                     key: i.to_be_bytes().to_vec(),
-                    row: Some(Bytes::from_static(b"y")),
+                    op: WriteOp::Put(Some(Bytes::from_static(b"y"))),
                     newest_before: None,
                 },
             ],
@@ -279,7 +279,7 @@ fn get_matches_reference_model() {
                     .map(|((rel, k), r)| Write {
                         rel: *rel,
                         key: k.clone(),
-                        row: r.as_ref().map(|r| Bytes::copy_from_slice(r.as_bytes())),
+                        op: WriteOp::Put(r.as_ref().map(|r| Bytes::copy_from_slice(r.as_bytes()))),
                         newest_before: rng.gen_bool(0.5).then(|| {
                             model
                                 .get(&(*rel, k.clone()))
