@@ -206,9 +206,7 @@ impl<'a> Executor<'a> {
         let ctx = self.ctx(outer);
         let (lo, hi) = match access {
             Access::PrimaryKey(exprs) => {
-                let Some(key) = primary_key(&ctx, exprs)? else { return Ok(()) };
-                if let Some(bytes) = self.dn.get(self.txn, table.rel, &key, self.snapshot).await? {
-                    let row = decode(&bytes, table)?;
+                if let Some((key, bytes, row)) = self.row_by_key(table, &ctx, exprs, false).await? {
                     visit(key, bytes, row)?;
                 }
                 return Ok(());
@@ -253,19 +251,28 @@ impl<'a> Executor<'a> {
 
     /// `keyed_rows` for an increment (`dml::increments_of`: a primary-key access and a
     /// filter on key columns), which needs only to know whether the row exists: does not
-    /// wait for increments of the row being merged (`Datanode::get_present`), so the
+    /// wait for increments of the row being merged (`Datanode::get_row`), so the
     /// row's other columns may be older than the snapshot's.
     pub async fn keyed_row_present(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
         let Access::PrimaryKey(exprs) = access else {
             return self.keyed_rows(table, access, filter).await;
         };
         let ctx = self.ctx(&[]);
-        let Some(key) = primary_key(&ctx, exprs)? else { return Ok(Vec::new()) };
-        let Some(bytes) = self.dn.get_present(self.txn, table.rel, &key, self.snapshot).await? else {
-            return Ok(Vec::new());
+        let found = self.row_by_key(table, &ctx, exprs, true).await?;
+        Ok(match found {
+            Some((_, _, row)) if !ctx.matches(filter, &row)? => Vec::new(),
+            found => found.into_iter().collect(),
+        })
+    }
+
+    /// The row under the primary key `exprs` evaluate to (`Datanode::get_row`).
+    async fn row_by_key(&self, table: &TableDef, ctx: &EvalCtx<'_>, exprs: &[Expr], presence_only: bool) -> PgResult<Option<(Vec<u8>, RowBytes, Row)>> {
+        let Some(key) = primary_key(ctx, exprs)? else { return Ok(None) };
+        let Some(bytes) = self.dn.get_row(self.txn, table.rel, &key, self.snapshot, presence_only).await? else {
+            return Ok(None);
         };
         let row = decode(&bytes, table)?;
-        Ok(if ctx.matches(filter, &row)? { vec![(key, bytes, row)] } else { Vec::new() })
+        Ok(Some((key, bytes, row)))
     }
 
     async fn join(&self, left: &Rel, right: &Rel, kind: JoinKind, on: Option<&Expr>, lateral: bool, outer: &[&[Value]]) -> PgResult<Vec<Row>> {

@@ -82,6 +82,9 @@ pub type IncrementFn = Box<dyn Fn(&RowBytes) -> PgResult<RowBytes> + Send + Sync
 
 type WriteSet = BTreeMap<RelId, BTreeMap<Vec<u8>, Option<RowBytes>>>;
 
+/// Deferred increments grouped by row, in key order (statement order within a row).
+type Increments = BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>>;
+
 /// A transaction on one datanode. Dropping it without `commit`/`abort` releases its locks
 /// (but cannot tell the GTM: always call `abort`).
 pub struct Txn {
@@ -135,8 +138,8 @@ impl Txn {
     }
     /// Moves the deferred increments out, grouped by row in key order (statement order
     /// within a row).
-    fn take_increments_by_row(&mut self) -> BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> {
-        let mut by_row: BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>> = BTreeMap::new();
+    fn take_increments_by_row(&mut self) -> Increments {
+        let mut by_row = Increments::new();
         for (rel, key, f) in std::mem::take(&mut self.increments) {
             by_row.entry((rel, key)).or_default().push(f);
         }
@@ -551,23 +554,13 @@ impl Datanode {
         key: &[u8],
         snapshot: Timestamp,
     ) -> PgResult<Option<RowBytes>> {
-        self.get_waiting(txn, rel, key, snapshot, false).await
+        self.get_row(txn, rel, key, snapshot, false).await
     }
 
-    /// The row visible at `snapshot`, as `get`, for a caller that only needs to know
-    /// whether it exists (an increment of it, `increment`): does not wait for increments
-    /// of it that are being merged, so its column values may be older than `get`'s.
-    pub async fn get_present(
-        &self,
-        txn: &Txn,
-        rel: RelId,
-        key: &[u8],
-        snapshot: Timestamp,
-    ) -> PgResult<Option<RowBytes>> {
-        self.get_waiting(txn, rel, key, snapshot, true).await
-    }
-
-    async fn get_waiting(
+    /// `get`; with `presence_only`, for a caller that only needs to know whether the row
+    /// exists (an increment of it, `increment`): does not wait for increments of it that
+    /// are being merged, so its column values may be older than `get`'s.
+    pub async fn get_row(
         &self,
         txn: &Txn,
         rel: RelId,
@@ -812,19 +805,20 @@ impl Datanode {
     }
 
     pub async fn commit(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        if let Err(e) = self.start_merges(&mut txn).await {
+        let merges = txn.take_increments_by_row();
+        if let Err(e) = self.start_merges(&mut txn, merges.keys()).await {
             self.abort(txn, gtm).await;
             return Err(e);
         }
-        if txn.n_writes == 0 && !txn.has_increments() {
+        if txn.n_writes == 0 && merges.is_empty() {
             // Nothing to apply: no state a dropped future could leave half done.
-            return self.inner.commit(txn, gtm).await;
+            return self.inner.commit(txn, merges, gtm).await;
         }
         // Run to completion even if the caller's future is dropped: a half-done commit
         // would leave rows CommittingPending forever.
         let inner = self.inner.clone();
         let gtm = gtm.clone();
-        match tokio::spawn(async move { inner.commit(txn, &gtm).await }).await {
+        match tokio::spawn(async move { inner.commit(txn, merges, &gtm).await }).await {
             Ok(r) => r,
             Err(e) => Err(PgError::internal(format!("commit task failed: {e}"))),
         }
@@ -834,11 +828,9 @@ impl Datanode {
     /// for a transaction that applied its own increments there (`LockMode::Apply`) to
     /// end; from here on nobody may compute the row from its newest version until the
     /// merges are applied.
-    async fn start_merges(&self, txn: &mut Txn) -> PgResult<()> {
-        let rows: std::collections::BTreeSet<(RelId, Vec<u8>)> =
-            txn.increments.iter().map(|(rel, key, _)| (*rel, key.clone())).collect();
+    async fn start_merges(&self, txn: &mut Txn, rows: impl Iterator<Item = &(RelId, Vec<u8>)>) -> PgResult<()> {
         for (rel, key) in rows {
-            self.wait_for_lock(txn, rel, &key, LockMode::Merge).await?;
+            self.wait_for_lock(txn, *rel, key, LockMode::Merge).await?;
         }
         Ok(())
     }
@@ -989,15 +981,16 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
 }
 
 impl Inner {
-    async fn commit(self: &Arc<Self>, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    /// Commits `txn` with its deferred increments, grouped by row (`merges`), whose rows
+    /// it holds in Merge mode.
+    async fn commit(self: &Arc<Self>, mut txn: Txn, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.shared.start_ts;
-        if txn.n_writes == 0 && !txn.has_increments() {
+        if txn.n_writes == 0 && merges.is_empty() {
             txn.release_all();
             txn.wait_read_versions_durable().await;
             gtm.finish(start).await?;
             return Ok(start);
         }
-        let merges = txn.take_increments_by_row();
         let mut rels: Vec<RelId> = txn
             .writes
             .iter()

@@ -150,6 +150,37 @@ async fn own_increment_is_applied_before_the_row_is_locked_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_holder_that_applied_its_increment_keeps_the_row_until_it_ends() {
+    let e = env().await;
+    let mut t1 = e.increment_holder("a", 1).await;
+    let mut t2 = e.begin().await;
+    assert_eq!(e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(), Some(true));
+    // t1 reads its row: it now computes from the newest version and holds it (Apply)
+    assert_eq!(value(&e.dn.lock_row(&mut t1, e.rel, b"a").await.unwrap().unwrap()), 1);
+    // t2's commit may not merge under it
+    let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
+    let committing = tokio::spawn(async move { dn.commit(t2, &gtm).await.unwrap() });
+    e.queued("a", 1).await;
+    assert_eq!(e.committed("a").await, 0);
+    e.dn.commit(t1, &e.gtm).await.unwrap();
+    committing.await.unwrap();
+    assert_eq!(e.committed("a").await, 11, "neither increment is lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_row_that_had_increment_holders_takes_increment_locks_when_idle() {
+    let e = env().await;
+    let t = e.increment_holder("a", 1).await;
+    e.dn.commit(t, &e.gtm).await.unwrap();
+    assert_eq!(e.dn.lock_count(), 0, "both rows are idle");
+    let mut t = e.begin().await;
+    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(), Some(true), "a is hot");
+    assert_eq!(e.dn.increment(&mut t, e.rel, b"b", add(1)).await.unwrap(), None, "b never had increments");
+    e.dn.commit(t, &e.gtm).await.unwrap();
+    assert_eq!(e.committed("a").await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rollback_to_savepoint_drops_later_increments() {
     let e = env().await;
     let mut t = e.increment_holder("a", 1).await;

@@ -83,9 +83,14 @@ pub fn encode_prefix(rel: RelId, key: &[u8]) -> Vec<u8> {
 
 /// The full versioned key.
 pub fn encode_version(rel: RelId, key: &[u8], ts: Timestamp) -> Vec<u8> {
-    let mut v = encode_prefix(rel, key);
-    v.extend_from_slice(&(!ts).to_be_bytes());
-    v
+    version_key(&encode_prefix(rel, key), ts)
+}
+
+/// The versioned key of a version prefix.
+fn version_key(prefix: &[u8], ts: Timestamp) -> Vec<u8> {
+    let mut k = prefix.to_vec();
+    k.extend_from_slice(&(!ts).to_be_bytes());
+    k
 }
 
 /// Exclusive upper bound of all versions of `key`: `rel | escape(key) | 00 01`.
@@ -474,9 +479,7 @@ impl Store {
     /// The newest version with `commit_ts <= snapshot`, sought in `data`.
     fn get_in_data(&self, prefix: Vec<u8>, snapshot: Timestamp) -> PgResult<Option<Version>> {
         let end = prefix_end(&prefix);
-        let mut start = prefix;
-        start.extend_from_slice(&(!snapshot).to_be_bytes());
-        match self.data.range(start..end).next() {
+        match self.data.range(version_key(&prefix, snapshot)..end).next() {
             None => Ok(None),
             Some(g) => {
                 let (k, v) = g.into_inner().map_err(|e| io_err("read", e))?;
@@ -933,7 +936,6 @@ fn writer_loop(
             let ts = req.ts;
             replaced.clear();
             let res = (|| -> PgResult<()> {
-                let fj = |e: fjall::Error| io_err("commit", e);
                 for (prefix, op, newest_before) in req.items {
                     let v = match op {
                         ItemOp::Value(v) => v,
@@ -948,7 +950,7 @@ fn writer_loop(
                     let (cur_ts, cur_is_row) = match newest_before.filter(|c| c.is_none_or(|c| c <= ts)) {
                         Some(c) => (c, None),
                         None => {
-                            let cur = latest.get(&prefix).map_err(fj)?;
+                            let cur = latest.get(&prefix).map_err(commit_err)?;
                             (cur.as_deref().and_then(latest_ts), cur.map(|cur| is_row(&cur[TS_LEN..])))
                         }
                     };
@@ -969,7 +971,7 @@ fn writer_loop(
                     }
                     b.insert(&data, version_key(&prefix, ts), v);
                 }
-                b.commit().map_err(fj)
+                b.commit().map_err(commit_err)
             })();
             match res {
                 Ok(()) => {
@@ -1032,17 +1034,13 @@ fn writer_loop(
     }
 }
 
-fn version_key(prefix: &[u8], ts: Timestamp) -> Vec<u8> {
-    let mut k = prefix.to_vec();
-    k.extend_from_slice(&(!ts).to_be_bytes());
-    k
+/// The row a merge applies to (merges never meet a delete: the caller keeps deleters out).
+fn merge_base(row: Option<Bytes>) -> PgResult<Bytes> {
+    row.ok_or_else(|| PgError::internal("storage: merge into a deleted row"))
 }
 
-fn merge_base(value: &[u8]) -> PgResult<Bytes> {
-    match value.split_first() {
-        Some((&TAG_PUT, row)) => Ok(Bytes::copy_from_slice(row)),
-        _ => Err(PgError::internal("storage: merge into a deleted or missing row")),
-    }
+fn commit_err(e: fjall::Error) -> PgError {
+    io_err("commit", e)
 }
 
 /// Applies a merge of the key `prefix` committed at `ts` into batch `b`: a version at
@@ -1061,14 +1059,13 @@ fn apply_merge(
     f: &MergeFn,
     replaced: &mut Vec<(Vec<u8>, Timestamp)>,
 ) -> PgResult<()> {
-    let fj = |e: fjall::Error| io_err("commit", e);
     let cur = latest
         .get(prefix)
-        .map_err(fj)?
+        .map_err(commit_err)?
         .ok_or_else(|| PgError::internal("storage: merge into a key without versions"))?;
-    let cur_ts = latest_ts(&cur).ok_or_else(|| PgError::internal("storage: malformed latest value"))?;
+    let Version { commit_ts: cur_ts, row } = decode_latest(cur)?;
     if cur_ts < ts {
-        let v = encode_value(&Some(f(&merge_base(&cur[TS_LEN..])?)?));
+        let v = encode_value(&Some(f(&merge_base(row)?)?));
         replaced.push((version_key(prefix, cur_ts), ts));
         b.insert(latest, prefix.to_vec(), encode_latest(ts, &v));
         b.insert(data, version_key(prefix, ts), v);
@@ -1077,9 +1074,9 @@ fn apply_merge(
     // Newest first: the last one seen is the oldest version newer than `ts`.
     let mut next_newer = None;
     for g in data.range(version_key(prefix, Timestamp::MAX)..version_key(prefix, ts)) {
-        let (k, v) = g.into_inner().map_err(fj)?;
+        let (k, v) = g.into_inner().map_err(commit_err)?;
         let t = ts_of_key(&k);
-        let nv = encode_value(&Some(f(&merge_base(&v)?)?));
+        let nv = encode_value(&Some(f(&merge_base(decode_value(v)?)?)?));
         if t == cur_ts {
             b.insert(latest, prefix.to_vec(), encode_latest(t, &nv));
         }
@@ -1090,8 +1087,8 @@ fn apply_merge(
         .range(version_key(prefix, ts)..prefix_end(prefix))
         .next()
         .ok_or_else(|| PgError::internal("storage: merge below the oldest version"))?;
-    let (_, base) = base.into_inner().map_err(fj)?;
-    b.insert(data, version_key(prefix, ts), encode_value(&Some(f(&merge_base(&base)?)?)));
+    let (_, base) = base.into_inner().map_err(commit_err)?;
+    b.insert(data, version_key(prefix, ts), encode_value(&Some(f(&merge_base(decode_value(base)?)?)?)));
     // The base version is already listed as replaced by the next newer one.
     if let Some(n) = next_newer {
         replaced.push((version_key(prefix, ts), n));
