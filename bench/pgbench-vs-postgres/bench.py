@@ -161,6 +161,36 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes (all their threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
+def wait_until_quiet(pid: int, busy_below: float = 0.05, window: float = 3.0,
+                     limit: float = 300.0) -> float:
+    """Waits until the process tree of `pid` uses under `busy_below` of one CPU over
+    `window` seconds (background work after a bulk load: Meridian's dropping of the table
+    its primary key rewrote and its compactions, PostgreSQL's checkpoint and autovacuum).
+    Returns the seconds waited; gives up after `limit`."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        pids = process_tree(pid)
+        before = cpu_seconds(pids)
+        time.sleep(window)
+        if cpu_seconds(pids) - before < busy_below * window:
+            break
+    return round(time.monotonic() - t0, 1)
+
+
 def smaps_rollup(pid: int) -> dict[str, int]:
     """Rss, Pss, Private_* ... of one process, in bytes (0s if it is gone)."""
     out: dict[str, int] = {}
@@ -512,6 +542,9 @@ class Bench:
                                   "pgbench_says": m.group(0) if m else ""}
         log(f"{server.kind}: pgbench -i -s {self.a.scale} took "
             f"{self.init[server.kind]['seconds']} s")
+        waited = wait_until_quiet(server.proc.pid)
+        self.init[server.kind]["quiet_after"] = waited
+        log(f"{server.kind}: quiet {waited} s after the load")
 
     def run(self):
         a = self.a
@@ -756,7 +789,11 @@ class Bench:
                      f"{self.servers['postgres'].settings()}; everything else default")
         L.append(f"- Data: `pgbench -i -s {a.scale}` into each (default init steps "
                  f"`dtgvp`), once, before all runs"
-                 + "".join(f"; {k} took {v['seconds']} s" for k, v in self.init.items()) + ".")
+                 + "".join(f"; {k} took {v['seconds']} s" for k, v in self.init.items())
+                 + "; then each server is left until its processes use under 5 % of a CPU "
+                   "over 3 s (background work after the load: "
+                 + ", ".join(f"{k} {v.get('quiet_after', '?')} s" for k, v in self.init.items())
+                 + ").")
         host = "SOCKET_DIR" if a.transport == "unix" else "127.0.0.1"
         L.append(f"- Runs: `pgbench -h {host} -b WORKLOAD -M MODE -c CLIENTS "
                  f"-j {a.threads} -T SECONDS` (`-j 1` for 1 client); the same flags for "
