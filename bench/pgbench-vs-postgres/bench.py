@@ -176,19 +176,19 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def wait_until_quiet(pid: int, busy_below: float = 0.05, window: float = 3.0,
-                     limit: float = 300.0) -> float:
+                     limit: float = 300.0) -> tuple[float, bool]:
     """Waits until the process tree of `pid` uses under `busy_below` of one CPU over
     `window` seconds (background work after a bulk load: Meridian's dropping of the table
     its primary key rewrote and its compactions, PostgreSQL's checkpoint and autovacuum).
-    Returns the seconds waited; gives up after `limit`."""
+    Returns the seconds waited and whether it got quiet (it gives up after `limit`)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
         pids = process_tree(pid)
         before = cpu_seconds(pids)
         time.sleep(window)
         if cpu_seconds(pids) - before < busy_below * window:
-            break
-    return round(time.monotonic() - t0, 1)
+            return round(time.monotonic() - t0, 1), True
+    return round(time.monotonic() - t0, 1), False
 
 
 def smaps_rollup(pid: int) -> dict[str, int]:
@@ -542,9 +542,10 @@ class Bench:
                                   "pgbench_says": m.group(0) if m else ""}
         log(f"{server.kind}: pgbench -i -s {self.a.scale} took "
             f"{self.init[server.kind]['seconds']} s")
-        waited = wait_until_quiet(server.proc.pid)
-        self.init[server.kind]["quiet_after"] = waited
-        log(f"{server.kind}: quiet {waited} s after the load")
+        waited, quiet = wait_until_quiet(server.proc.pid)
+        self.init[server.kind]["quiet_after"] = waited if quiet else f"not quiet after {waited}"
+        log(f"{server.kind}: " + (f"quiet {waited} s after the load" if quiet
+                                  else f"still busy {waited} s after the load; going on"))
 
     def run(self):
         a = self.a
