@@ -140,19 +140,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def proc_stat(pid) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (state, ppid, ...), or None if the
+    process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
 def process_tree(pid: int) -> list[int]:
     """pid and all its descendants (via /proc/*/stat ppid)."""
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
-        if not d.isdigit():
+        if not d.isdigit() or (fields := proc_stat(d)) is None:
             continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(d))
+        children.setdefault(int(fields[1]), []).append(int(d))
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -163,16 +167,8 @@ def process_tree(pid: int) -> list[int]:
 
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds of these processes (all their threads)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / tick
+    ticks = sum(int(f[11]) + int(f[12]) for f in map(proc_stat, pids) if f is not None)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def wait_until_quiet(pid: int, busy_below: float = 0.05, window: float = 3.0,
@@ -543,7 +539,7 @@ class Bench:
         log(f"{server.kind}: pgbench -i -s {self.a.scale} took "
             f"{self.init[server.kind]['seconds']} s")
         waited, quiet = wait_until_quiet(server.proc.pid)
-        self.init[server.kind]["quiet_after"] = waited if quiet else f"not quiet after {waited}"
+        self.init[server.kind].update(quiet_after=waited, quiet=quiet)
         log(f"{server.kind}: " + (f"quiet {waited} s after the load" if quiet
                                   else f"still busy {waited} s after the load; going on"))
 
@@ -793,7 +789,9 @@ class Bench:
                  + "".join(f"; {k} took {v['seconds']} s" for k, v in self.init.items())
                  + "; then each server is left until its processes use under 5 % of a CPU "
                    "over 3 s (background work after the load: "
-                 + ", ".join(f"{k} {v.get('quiet_after', '?')} s" for k, v in self.init.items())
+                 + ", ".join(f"{k} {v.get('quiet_after', '?')} s"
+                             + ("" if v.get("quiet", True) else ", still busy")
+                             for k, v in self.init.items())
                  + ").")
         host = "SOCKET_DIR" if a.transport == "unix" else "127.0.0.1"
         L.append(f"- Runs: `pgbench -h {host} -b WORKLOAD -M MODE -c CLIENTS "
