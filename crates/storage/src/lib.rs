@@ -13,8 +13,8 @@
 //!   one, written in the same atomic batch as the version in `data`. A read whose snapshot
 //!   is at or after that version is one exact-key `get`; older snapshots seek `data`.
 //! * Transactions commit through [`Store::apply`]: one atomic fjall write batch, written by a
-//!   single writer thread that group-commits (one journal fsync for every batch written
-//!   since the last one).
+//!   single writer thread; a syncer thread group-commits them (one journal fsync for every
+//!   batch written since the last one, `syncer.rs`).
 
 use bytes::Bytes;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -26,6 +26,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod syncer;
+
 pub type RelId = u64;
 pub type Timestamp = u64;
 
@@ -35,7 +37,7 @@ const TAG_DELETE: u8 = 1;
 /// Size of the commit-timestamp suffix of every data key.
 const TS_LEN: usize = 8;
 
-/// How often the writer thread persists asynchronously committed batches.
+/// How often the syncer thread fsyncs asynchronously committed batches.
 pub const ASYNC_FLUSH_INTERVAL: Duration = Duration::from_millis(200);
 
 /// `sys` key holding the on-disk format version (u64 BE).
@@ -278,7 +280,8 @@ pub struct Store {
     meta: Keyspace,
     sys: Keyspace,
     writer_tx: mpsc::Sender<Msg>,
-    writer_thread: parking_lot::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The writer (`meridian-wal`) and the syncer (`meridian-fsync`), joined by `close`.
+    threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
     superseded: Arc<parking_lot::Mutex<Superseded>>,
     cache_size: u64,
@@ -395,7 +398,16 @@ impl Store {
 
         let (tx, rx) = mpsc::channel::<Msg>();
         let stats = Arc::new(WriterStats::default());
-        let thread = {
+        let sync_queue = syncer::SyncQueue::new();
+        let journal = syncer::JournalFile::open(&opts.path).map_err(|e| io_err("open journal", e))?;
+        let syncer_thread = {
+            let (db, queue, stats) = (db.clone(), sync_queue.clone(), stats.clone());
+            std::thread::Builder::new()
+                .name("meridian-fsync".into())
+                .spawn(move || syncer::syncer_loop(db, journal, queue, stats))
+                .map_err(|e| io_err("spawn syncer thread", e))?
+        };
+        let writer_thread = {
             let db = db.clone();
             let data = data.clone();
             let latest = latest.clone();
@@ -404,7 +416,7 @@ impl Store {
             let superseded = superseded.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats))
+                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats, sync_queue))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -415,7 +427,7 @@ impl Store {
             meta,
             sys,
             writer_tx: tx,
-            writer_thread: parking_lot::Mutex::new(Some(thread)),
+            threads: parking_lot::Mutex::new(vec![writer_thread, syncer_thread]),
             stats,
             superseded,
             cache_size: opts.cache_size,
@@ -758,10 +770,11 @@ impl Store {
         self.db.write_buffer_size()
     }
 
-    /// Stops the writer thread (after it has written and persisted everything queued).
+    /// Stops the writer and syncer threads (after they have written and fsynced everything
+    /// queued; the writer stops the syncer when it ends).
     pub fn close(&self) {
         let _ = self.writer_tx.send(Msg::Shutdown);
-        if let Some(t) = self.writer_thread.lock().take() {
+        for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
     }
@@ -896,52 +909,37 @@ fn writer_loop(
     superseded: Arc<parking_lot::Mutex<Superseded>>,
     rx: mpsc::Receiver<Msg>,
     stats: Arc<WriterStats>,
+    sync_queue: Arc<syncer::SyncQueue>,
 ) {
     let mut shutdown = false;
-    let mut unsynced = false;
-    let mut last_sync = Instant::now();
     let mut reqs: Vec<WriteReq> = Vec::new();
-    let mut durable_waiters: Vec<tokio::sync::oneshot::Sender<PgResult<()>>> = Vec::new();
-    loop {
-        // Wait for work (or for the periodic flush of asynchronous commits). Under load the
-        // next commit is usually microseconds away: poll for it briefly before sleeping,
-        // as waking a sleeping thread costs more than that on a VM.
-        let polled = poll_briefly(&rx);
-        let first = if polled.is_some() {
-            polled
-        } else if unsynced {
-            let left = ASYNC_FLUSH_INTERVAL.saturating_sub(last_sync.elapsed());
-            match rx.recv_timeout(left) {
-                Ok(r) => Some(r),
-                Err(mpsc::RecvTimeoutError::Timeout) => None,
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            }
-        } else {
-            match rx.recv() {
-                Ok(r) => Some(r),
-                Err(_) => break,
-            }
+    while !shutdown {
+        // Wait for work. Under load the next commit is usually microseconds away: poll for
+        // it briefly before sleeping, as waking a sleeping thread costs more than that on a
+        // VM.
+        let Some(first) = poll_briefly(&rx).or_else(|| rx.recv().ok()) else {
+            break;
         };
-        if let Some(m) = first {
-            let mut m = Some(m);
-            while let Some(msg) = m.take() {
-                match msg {
-                    Msg::Write(r) => reqs.push(r),
-                    Msg::Shutdown => shutdown = true,
-                }
-                if reqs.len() < 4096 && !shutdown {
-                    m = rx.try_recv().ok();
-                }
+        let mut m = Some(first);
+        while let Some(msg) = m.take() {
+            match msg {
+                Msg::Write(r) => reqs.push(r),
+                Msg::Shutdown => shutdown = true,
+            }
+            if reqs.len() < 4096 && !shutdown {
+                m = rx.try_recv().ok();
             }
         }
-        // Write every queued batch (each atomically), then one fsync for all durable ones.
+        // Write every queued batch (each atomically); the syncer fsyncs them.
         let mut async_waiters = Vec::new();
+        let mut durable_waiters = Vec::new();
         let guard = if reqs.is_empty() {
             None
         } else {
             Some(latest_lock.lock())
         };
         let mut replaced = Vec::new();
+        let mut applied = false;
         // Timestamp order within a round, so that merges of one key mostly arrive in order
         // (`apply_merge` handles the rest).
         reqs.sort_by_key(|r| r.ts);
@@ -989,6 +987,7 @@ fn writer_loop(
             })();
             match res {
                 Ok(()) => {
+                    applied = true;
                     if let Some(f) = req.on_applied {
                         f();
                     }
@@ -998,7 +997,6 @@ fn writer_loop(
                     }
                     drop(list);
                     stats.batches.fetch_add(1, Ordering::Relaxed);
-                    unsynced = true;
                     if req.durable {
                         durable_waiters.push(req.reply);
                     } else {
@@ -1021,31 +1019,11 @@ fn writer_loop(
                 let _ = w.send(res.clone());
             }
         }
-        if unsynced && (!durable_waiters.is_empty() || last_sync.elapsed() >= ASYNC_FLUSH_INTERVAL)
-        {
-            // fdatasync, as PostgreSQL's default wal_sync_method: the journal's length is
-            // set when it is created, so the data and the block allocation are all a commit
-            // needs; fsync would also write back the inode's mtime, a second journal commit
-            // in ext4 on every group commit.
-            let res = db
-                .persist(PersistMode::SyncData)
-                .map_err(|e| io_err("fsync journal", e));
-            stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-            last_sync = Instant::now();
-            if res.is_ok() {
-                unsynced = false;
-            }
-            for w in durable_waiters.drain(..) {
-                let _ = w.send(res.clone());
-            }
-        }
-        if shutdown {
-            break;
+        if applied {
+            sync_queue.push(durable_waiters);
         }
     }
-    if unsynced {
-        let _ = db.persist(PersistMode::SyncData);
-    }
+    sync_queue.shut_down();
 }
 
 /// The row a merge applies to (merges never meet a delete: the caller keeps deleters out).
