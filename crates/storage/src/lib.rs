@@ -416,7 +416,7 @@ impl Store {
             let superseded = superseded.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats, sync_queue))
+                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats, syncer::Pusher(sync_queue)))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -909,7 +909,7 @@ fn writer_loop(
     superseded: Arc<parking_lot::Mutex<Superseded>>,
     rx: mpsc::Receiver<Msg>,
     stats: Arc<WriterStats>,
-    sync_queue: Arc<syncer::SyncQueue>,
+    sync_queue: syncer::Pusher,
 ) {
     let mut shutdown = false;
     let mut reqs: Vec<WriteReq> = Vec::new();
@@ -1023,7 +1023,6 @@ fn writer_loop(
             sync_queue.push(durable_waiters);
         }
     }
-    sync_queue.shut_down();
 }
 
 /// The row a merge applies to (merges never meet a delete: the caller keeps deleters out).

@@ -61,11 +61,24 @@ impl SyncQueue {
         }
     }
 
-    /// The syncer syncs what was pushed, then exits.
-    pub(crate) fn shut_down(&self) {
-        let mut st = self.state.lock();
+}
+
+/// The writer's end of the queue: dropping it (the writer's loop ended, or panicked)
+/// makes the syncer sync what was pushed and exit, so `Store::close` never waits for it.
+pub(crate) struct Pusher(pub(crate) Arc<SyncQueue>);
+
+impl std::ops::Deref for Pusher {
+    type Target = SyncQueue;
+    fn deref(&self) -> &SyncQueue {
+        &self.0
+    }
+}
+
+impl Drop for Pusher {
+    fn drop(&mut self) {
+        let mut st = self.0.state.lock();
         st.shutdown = true;
-        self.wake.notify_one();
+        self.0.wake.notify_one();
     }
 }
 
