@@ -100,6 +100,9 @@ impl SessionExecutors {
 /// The spinner runs once per pass (`yield_now` queues it behind the sessions that the
 /// socket poll woke), so it also ends each pass: it releases the answers held in
 /// `end_of_pass`.
+/// A yield that returns after this long gave the CPU to another thread.
+const CONTENDED_YIELD: Duration = Duration::from_micros(20);
+
 async fn spin_while_busy(notify: &'static Notify, pass_end: &'static Notify, spin: Duration) {
     loop {
         notify.notified().await;
@@ -112,8 +115,14 @@ async fn spin_while_busy(notify: &'static Notify, pass_end: &'static Notify, spi
                 pass_end.notify_waiters();
             } else {
                 // Let a runnable client thread on this CPU go first: spinning must only
-                // use time nobody else wants.
+                // use time nobody else wants. A yield that took long means somebody did
+                // want it: then sleep instead, so that the next request's client gets
+                // the CPU outright rather than in turns with this loop.
+                let before = Instant::now();
                 std::thread::yield_now();
+                if before.elapsed() >= CONTENDED_YIELD {
+                    break;
+                }
             }
             let now = SERVED.with(Cell::get);
             if now != seen {
