@@ -256,7 +256,7 @@ struct WriteReq {
     ts: Timestamp,
     durable: bool,
     on_applied: Option<OnApplied>,
-    reply: tokio::sync::oneshot::Sender<PgResult<()>>,
+    reply: syncer::Reply,
 }
 
 /// Called by the writer thread once a batch is applied (see `Store::apply`).

@@ -60,7 +60,6 @@ impl SyncQueue {
             self.wake.notify_one();
         }
     }
-
 }
 
 /// The writer's end of the queue: dropping it (the writer's loop ended, or panicked)
