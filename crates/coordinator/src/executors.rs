@@ -92,17 +92,17 @@ impl SessionExecutors {
     }
 }
 
+/// A yield that returns after this long gave the CPU to another thread.
+const CONTENDED_YIELD: Duration = Duration::from_micros(20);
+
 /// Busy-polls while this thread serves requests: `yield_now` makes the current-thread
 /// runtime poll its sockets with a zero timeout before running this task again, so the
-/// thread never sleeps in epoll while requests keep coming. After `spin` with no request
-/// it sleeps until the next one.
+/// thread never sleeps in epoll while requests keep coming. After `spin` with no request,
+/// or at a yield that gave the CPU away (`CONTENDED_YIELD`), it sleeps until the next one.
 ///
 /// The spinner runs once per pass (`yield_now` queues it behind the sessions that the
 /// socket poll woke), so it also ends each pass: it releases the answers held in
 /// `end_of_pass`.
-/// A yield that returns after this long gave the CPU to another thread.
-const CONTENDED_YIELD: Duration = Duration::from_micros(20);
-
 async fn spin_while_busy(notify: &'static Notify, pass_end: &'static Notify, spin: Duration) {
     loop {
         notify.notified().await;

@@ -939,7 +939,6 @@ fn writer_loop(
             Some(latest_lock.lock())
         };
         let mut replaced = Vec::new();
-        let mut applied = false;
         // Timestamp order within a round, so that merges of one key mostly arrive in order
         // (`apply_merge` handles the rest).
         reqs.sort_by_key(|r| r.ts);
@@ -987,7 +986,6 @@ fn writer_loop(
             })();
             match res {
                 Ok(()) => {
-                    applied = true;
                     if let Some(f) = req.on_applied {
                         f();
                     }
@@ -1009,6 +1007,7 @@ fn writer_loop(
             }
         }
         drop(guard);
+        let applied = !durable_waiters.is_empty() || !async_waiters.is_empty();
         if !async_waiters.is_empty() {
             // Hand asynchronously committed data to the OS (so that a process crash keeps
             // it), then acknowledge without waiting for the fsync.

@@ -183,7 +183,8 @@ pub(crate) fn syncer_loop(db: Database, mut journal: JournalFile, queue: Arc<Syn
                 let _ = w.send(res.clone());
             }
         }
-        if shutdown && queue.state.lock().waiters.is_empty() {
+        // The writer is gone once `shutdown` is set: nothing can follow what was taken.
+        if shutdown {
             return;
         }
     }
