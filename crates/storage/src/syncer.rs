@@ -1,11 +1,11 @@
 //! The journal syncer (`meridian-fsync`): the fdatasync half of group commit.
 //!
-//! The applier (`writer.rs`) applies batches; the syncer makes them durable. Split in two
-//! because fjall holds its journal lock through `persist(SyncData)`: a writer that fsyncs through
+//! The writer thread applies batches; the syncer makes them durable. Split in two because
+//! fjall holds its journal lock through `persist(SyncData)`: a writer that fsyncs through
 //! fjall cannot apply the batches that arrive meanwhile, and each of them then waits for
 //! the current fsync, its own write, and the next fsync. Here the syncer hands fjall's
 //! buffer to the OS (`persist(Buffer)`, a short write under the lock) and calls
-//! fdatasync on its own descriptor of the journal file, without the lock, so the applier
+//! fdatasync on its own descriptor of the journal file, without the lock, so the writer
 //! applies the next batches during the fsync and the next fsync starts as soon as this
 //! one ends (docs/decisions/0011).
 
@@ -24,11 +24,11 @@ use crate::{io_err, WriterStats, ASYNC_FLUSH_INTERVAL};
 pub(crate) type Reply = tokio::sync::oneshot::Sender<PgResult<()>>;
 
 /// How long the syncer polls for the next applied commit before it sleeps: under load the
-/// applier hands over the next group within microseconds, and waking a sleeping thread
+/// writer hands over the next group within microseconds, and waking a sleeping thread
 /// costs more than that on a VM.
 const SYNCER_POLL: Duration = Duration::from_micros(50);
 
-/// Commits applied (`writer.rs`) and not yet fsynced.
+/// Commits applied by the writer thread and not yet fsynced.
 pub(crate) struct SyncQueue {
     state: Mutex<State>,
     wake: Condvar,
@@ -40,7 +40,7 @@ struct State {
     waiters: Vec<Reply>,
     /// Something (durable or not) was applied since the syncer last took the list.
     dirty: bool,
-    /// The syncer waits on `wake` (the applier notifies only then).
+    /// The syncer waits on `wake` (the writer notifies only then).
     sleeping: bool,
     shutdown: bool,
 }
@@ -50,7 +50,7 @@ impl SyncQueue {
         Arc::new(SyncQueue { state: Mutex::new(State::default()), wake: Condvar::new() })
     }
 
-    /// Called by the applier after applying batches (`durable` are the replies of those
+    /// Called by the writer after applying batches (`durable` are the replies of those
     /// that wait for the fsync; asynchronous commits only mark the journal dirty).
     pub(crate) fn push(&self, durable: impl IntoIterator<Item = Reply>) {
         let mut st = self.state.lock();
@@ -62,8 +62,8 @@ impl SyncQueue {
     }
 }
 
-/// The applier's end of the queue: dropping it (`Writer::close`) makes the syncer sync
-/// what was pushed and exit.
+/// The writer's end of the queue: dropping it (the writer's loop ended, or panicked)
+/// makes the syncer sync what was pushed and exit, so `Store::close` never waits for it.
 pub(crate) struct Pusher(pub(crate) Arc<SyncQueue>);
 
 impl std::ops::Deref for Pusher {
@@ -183,7 +183,7 @@ pub(crate) fn syncer_loop(db: Database, mut journal: JournalFile, queue: Arc<Syn
                 let _ = w.send(res.clone());
             }
         }
-        // The applier is gone once `shutdown` is set: nothing can follow what was taken.
+        // The writer is gone once `shutdown` is set: nothing can follow what was taken.
         if shutdown {
             return;
         }
