@@ -12,6 +12,11 @@ use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+// glibc malloc/free was ~7 % of the server's samples at tpcb-like (docs/performance.md,
+// round 9; docs/decisions/0013).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "meridian", version, about = "Meridian: a distributed PostgreSQL-compatible OLTP database")]
 struct Cli {
