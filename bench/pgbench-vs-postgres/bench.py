@@ -886,12 +886,13 @@ class Bench:
         L.append("## Memory with idle connections")
         L.append("")
         if self.memory:
-            n = next(iter(self.memory.values()))["connections"]
+            m = next(iter(self.memory.values()))
+            n, measured = m["connections"], m["measured_connections"]
             L.append(f"After loading, {n:,} connections are opened to each server one after "
                      f"another (a raw protocol-v3 start-up, trust auth, up to ReadyForQuery), "
                      f"left idle for 3 s, then measured; memory is also measured after the first "
-                     f"{n // 2:,}, and the figure is (memory with all open − memory with the first "
-                     f"half open) / {n - n // 2:,}, each reading taken once the resident set moves "
+                     f"{n - measured:,}, and the figure is (memory with all open − memory with "
+                     f"those open) / {measured:,}, each reading taken once the resident set moves "
                      f"less than 256 KiB in a second. (Measured from before the first connection, "
                      f"Meridian's figure came out negative: the first connections make its threads "
                      f"allocate, and mimalloc then returns pages freed during the load.) Memory is summed over the server's "

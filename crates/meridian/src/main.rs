@@ -12,8 +12,8 @@ use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-// glibc malloc/free was ~7 % of the server's samples at tpcb-like (docs/performance.md,
-// round 9; docs/decisions/0013).
+// glibc malloc/free was ~7 % of the server's samples at tpcb-like (profiled in round 8 of
+// docs/performance.md, replaced in round 9; docs/decisions/0013).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
