@@ -26,7 +26,10 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod rotation;
 mod syncer;
+
+use rotation::MemtableRotation;
 
 pub type RelId = u64;
 pub type Timestamp = u64;
@@ -284,6 +287,7 @@ pub struct Store {
     threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
     superseded: Arc<parking_lot::Mutex<Superseded>>,
+    rotation: MemtableRotation,
     cache_size: u64,
 }
 
@@ -382,11 +386,12 @@ impl Store {
             })
             .map_err(|e| io_err("open keyspace", e))
         };
-        let data = ks("data", memtable, tune_for_writes)?;
-        let latest = ks("latest", memtable, tune_for_point_reads)?;
+        let data = ks("data", rotation::FJALL_LIMIT_OFF, tune_for_writes)?;
+        let latest = ks("latest", rotation::FJALL_LIMIT_OFF, tune_for_point_reads)?;
         let meta = ks("meta", 1 << 20, |o| o)?;
         let sys = ks("sys", 1 << 20, |o| o)?;
-        ensure_format(&db, &data, &latest, &sys)?;
+        let rotation = MemtableRotation::new(&data, &latest, memtable);
+        ensure_format(&db, &data, &latest, &sys, &rotation)?;
         let latest_lock = Arc::new(parking_lot::Mutex::new(()));
         // As many entries as the datanode's recent-key list: about 100 bytes each, a tenth
         // of the cache.
@@ -414,9 +419,10 @@ impl Store {
             let lock = latest_lock.clone();
             let stats = stats.clone();
             let superseded = superseded.clone();
+            let rotation = rotation.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, latest, lock, superseded, rx, stats, syncer::Pusher(sync_queue)))
+                .spawn(move || writer_loop(db, data, latest, lock, superseded, rotation, rx, stats, syncer::Pusher(sync_queue)))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -430,6 +436,7 @@ impl Store {
             threads: parking_lot::Mutex::new(vec![writer_thread, syncer_thread]),
             stats,
             superseded,
+            rotation,
             cache_size: opts.cache_size,
         }))
     }
@@ -636,6 +643,7 @@ impl Store {
                 batch.remove(&self.data, k.clone());
             }
             batch.commit().map_err(|e| io_err("gc write", e))?;
+            self.rotation.after_commit().map_err(|e| io_err("gc write", e))?;
         }
         Ok(due.len() as u64)
     }
@@ -705,49 +713,56 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
-        if gone.is_empty() {
-            return batch.commit();
-        }
-        let _g = self.latest_lock.lock();
-        for (prefix, ts) in gone {
-            if let Some(v) = self.latest.get(prefix)? {
-                if latest_ts(&v) == Some(*ts) {
-                    batch.remove(&self.latest, prefix.clone());
+        {
+            let _g = (!gone.is_empty()).then(|| self.latest_lock.lock());
+            for (prefix, ts) in gone {
+                if let Some(v) = self.latest.get(prefix)? {
+                    if latest_ts(&v) == Some(*ts) {
+                        batch.remove(&self.latest, prefix.clone());
+                    }
                 }
             }
+            batch.commit()?;
         }
-        batch.commit()
+        self.rotation.after_commit()
     }
 
     /// Removes every version of every key of `rel`, in batches of 10,000, until done or
     /// `stop()` says so. Not atomic; safe to re-run. Returns (versions removed, finished).
     pub fn delete_rel(&self, rel: RelId, stop: &dyn Fn() -> bool) -> PgResult<(u64, bool)> {
+        // `latest` entries first: a key whose `latest` entry is gone has no versions left
+        // that a reader could miss (the relation is being dropped; nobody reads it).
+        if !self.remove_rel_range(&self.latest, rel, stop)?.1 {
+            return Ok((0, false));
+        }
+        self.remove_rel_range(&self.data, rel, stop)
+    }
+
+    /// Removes every key of `rel` from `ks`, 10,000 per batch. Each batch starts after
+    /// the last key removed: starting at the relation's first key again would step over
+    /// every tombstone written so far (quadratic; it was a quarter of the server's CPU
+    /// under tpcb-like, whose every run truncates pgbench_history).
+    fn remove_rel_range(&self, ks: &Keyspace, rel: RelId, stop: &dyn Fn() -> bool) -> PgResult<(u64, bool)> {
         let mut n = 0u64;
+        let mut from = Bound::Included(rel_start(rel));
         loop {
             if stop() {
                 return Ok((n, false));
             }
-            // `latest` entries first: a key whose `latest` entry is gone has no versions left
-            // that a reader could miss (the relation is being dropped; nobody reads it).
             let mut batch = self.db.batch();
-            for g in self.latest.range(rel_start(rel)..rel_end(rel)).take(10_000) {
+            let mut last = None;
+            for g in ks.range((from.clone(), Bound::Excluded(rel_end(rel)))).take(10_000) {
                 let k = g.key().map_err(|e| io_err("drop read", e))?;
-                batch.remove(&self.latest, k);
+                batch.remove(ks, k.clone());
+                last = Some(k);
             }
-            if !batch.is_empty() {
-                batch.commit().map_err(|e| io_err("drop write", e))?;
-                continue;
-            }
-            let mut batch = self.db.batch();
-            for g in self.data.range(rel_start(rel)..rel_end(rel)).take(10_000) {
-                let k = g.key().map_err(|e| io_err("drop read", e))?;
-                batch.remove(&self.data, k);
-            }
-            if batch.is_empty() {
+            let Some(last) = last else {
                 return Ok((n, true));
-            }
+            };
             n += batch.len() as u64;
             batch.commit().map_err(|e| io_err("drop write", e))?;
+            self.rotation.after_commit().map_err(|e| io_err("drop write", e))?;
+            from = Bound::Excluded(last.to_vec());
         }
     }
 
@@ -822,6 +837,7 @@ fn ensure_format(
     data: &Keyspace,
     latest: &Keyspace,
     sys: &Keyspace,
+    rotation: &MemtableRotation,
 ) -> PgResult<()> {
     let cur = sys
         .get(FORMAT_KEY)
@@ -862,6 +878,7 @@ fn ensure_format(
         if batch.len() >= 10_000 {
             let b = std::mem::replace(&mut batch, db.batch());
             b.commit().map_err(|e| io_err("rebuild latest", e))?;
+            rotation.after_commit().map_err(|e| io_err("rebuild latest", e))?;
         }
     }
     batch.insert(
@@ -907,6 +924,7 @@ fn writer_loop(
     latest: Keyspace,
     latest_lock: Arc<parking_lot::Mutex<()>>,
     superseded: Arc<parking_lot::Mutex<Superseded>>,
+    rotation: MemtableRotation,
     rx: mpsc::Receiver<Msg>,
     stats: Arc<WriterStats>,
     sync_queue: syncer::Pusher,
@@ -984,6 +1002,11 @@ fn writer_loop(
                 }
                 b.commit().map_err(commit_err)
             })();
+            // The batch is applied whatever this says: a failure is the journal's, and
+            // the next commit reports it.
+            if let Err(e) = rotation.after_commit() {
+                tracing::error!("memtable rotation failed: {e}");
+            }
             match res {
                 Ok(()) => {
                     if let Some(f) = req.on_applied {
