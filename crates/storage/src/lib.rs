@@ -1002,13 +1002,15 @@ fn writer_loop(
                 }
                 b.commit().map_err(commit_err)
             })();
-            // The batch is applied whatever this says: a failure is the journal's, and
-            // the next commit reports it.
-            if let Err(e) = rotation.after_commit() {
-                tracing::error!("memtable rotation failed: {e}");
-            }
             match res {
                 Ok(()) => {
+                    // Per batch, not per round: a directory whose keyspaces fjall still
+                    // rotates (rotation.rs) gets a request from every batch past its limit.
+                    // The batch is applied whatever this says; a failure is the journal's,
+                    // and the next commit reports it.
+                    if let Err(e) = rotation.after_commit() {
+                        tracing::error!("memtable rotation failed: {e}");
+                    }
                     if let Some(f) = req.on_applied {
                         f();
                     }

@@ -18,7 +18,7 @@ fn memtables_stay_bounded_under_many_small_commits() {
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let row = Bytes::from(vec![b'x'; 200]);
-    let commits: u64 = 300_000; // about 140 MB through both keyspaces: ~140 memtables
+    let commits: u64 = 300_000; // ~140 MB through both keyspaces: ~270 memtables of 512 KiB
     let mut in_flight = VecDeque::new();
     let mut largest = 0;
     for ts in 1..=commits {
