@@ -35,7 +35,7 @@ pub fn row_description(out: &mut BytesMut, columns: &[OutputColumn], formats: &[
         .iter()
         .enumerate()
         .map(|(i, c)| FieldDescription {
-            name: c.name.clone(),
+            name: c.name.as_str().into(),
             table_oid: c.table_oid,
             column_attr: c.column_attr,
             type_oid: c.ty.oid(),

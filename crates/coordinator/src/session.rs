@@ -14,7 +14,7 @@ use sql::binder::bind;
 use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse, parse_statement, split_statements, ParsedStatement};
 use sql::plan::{IsolationLevel, OutputColumn, Statement};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use types::{DataType, Value};
@@ -112,10 +112,10 @@ pub struct Session<S> {
     out: BytesMut,
     state: SessionState,
     tx: Option<Transaction>,
-    prepared: HashMap<String, Arc<Prepared>>,
+    prepared: FxHashMap<String, Arc<Prepared>>,
     /// Plans of auto-parameterized simple-query statements; allocates on first use only.
-    simple_plans: HashMap<String, Arc<SimplePlan>>,
-    portals: HashMap<String, Portal>,
+    simple_plans: FxHashMap<String, Arc<SimplePlan>>,
+    portals: FxHashMap<String, Portal>,
     /// After an error in extended protocol: discard messages until Sync.
     skip_to_sync: bool,
     cancel: Arc<tokio::sync::Notify>,
@@ -156,9 +156,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             out: BytesMut::with_capacity(8 << 10),
             state,
             tx: None,
-            prepared: HashMap::new(),
-            simple_plans: HashMap::new(),
-            portals: HashMap::new(),
+            prepared: FxHashMap::default(),
+            simple_plans: FxHashMap::default(),
+            portals: FxHashMap::default(),
             skip_to_sync: false,
             cancel,
         }
@@ -602,7 +602,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 })?;
                 let oids: Vec<u32> = p.param_types.iter().map(DataType::oid).collect();
                 backend::parameter_description(&mut self.out, &oids);
-                let columns = self.current_plan(&p)?.output_columns();
+                let plan = self.current_plan(&p)?;
+                let columns = plan.output_columns();
                 if columns.is_empty() {
                     backend::no_data(&mut self.out);
                 } else {
@@ -614,11 +615,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
                 })?;
                 let columns = p.bound.output_columns();
-                let formats = p.result_formats.clone();
                 if columns.is_empty() {
                     backend::no_data(&mut self.out);
                 } else {
-                    output::row_description(&mut self.out, &columns, &formats);
+                    output::row_description(&mut self.out, &columns, &p.result_formats);
                 }
             }
         }
@@ -809,7 +809,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();
-                self.simple_plans = HashMap::new();
+                self.simple_plans = FxHashMap::default();
                 Ok(Outcome::tag("DISCARD ALL"))
             }
             Statement::Deallocate(None) => {

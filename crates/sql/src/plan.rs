@@ -2,6 +2,7 @@
 
 use crate::catalog::TableDef;
 use crate::functions::{AggFunc, ScalarFunc};
+use std::borrow::Cow;
 use std::sync::Arc;
 use types::ops::{BinaryOp, UnaryOp};
 use types::{DataType, Value};
@@ -285,22 +286,24 @@ pub enum Statement {
 
 impl Statement {
     /// Result columns (empty for statements that return no rows).
-    pub fn output_columns(&self) -> Vec<OutputColumn> {
+    /// The result's columns; borrowed from the plan for queries, which run on every
+    /// Bind, Describe and Execute of a prepared statement.
+    pub fn output_columns(&self) -> Cow<'_, [OutputColumn]> {
         let returning = |r: &Option<Vec<(Expr, OutputColumn)>>| {
-            r.as_ref().map(|v| v.iter().map(|(_, c)| c.clone()).collect()).unwrap_or_default()
+            Cow::Owned(r.as_ref().map(|v| v.iter().map(|(_, c)| c.clone()).collect()).unwrap_or_default())
         };
         match self {
-            Statement::Query(q) => q.columns.clone(),
+            Statement::Query(q) => Cow::Borrowed(&q.columns),
             Statement::Insert(i) => returning(&i.returning),
             Statement::Update(u) => returning(&u.returning),
             Statement::Delete(d) => returning(&d.returning),
-            Statement::Show { name } => vec![OutputColumn {
+            Statement::Show { name } => Cow::Owned(vec![OutputColumn {
                 name: name.clone(),
                 ty: DataType::Text,
                 table_oid: 0,
                 column_attr: 0,
-            }],
-            _ => Vec::new(),
+            }]),
+            _ => Cow::Borrowed(&[]),
         }
     }
 

@@ -211,7 +211,7 @@ fn decode_value(r: &mut Reader<'_>, depth: usize) -> PgResult<Value> {
             }
             let mut s = String::with_capacity(n + pad);
             s.push_str(body);
-            s.extend(std::iter::repeat_n(' ', pad));
+            crate::io::push_spaces(&mut s, pad);
             Value::Text(s)
         }
         tag::BYTEA => {

@@ -37,8 +37,10 @@ impl TransactionStatus {
 
 /// One column of a RowDescription.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldDescription {
-    pub name: String,
+pub struct FieldDescription<'a> {
+    /// Borrowed from the plan on the hot path: a RowDescription goes out with every
+    /// Execute of a client that describes its portal each time (libpq does).
+    pub name: std::borrow::Cow<'a, str>,
     /// OID of the source table, or 0.
     pub table_oid: u32,
     /// Attribute number of the column in the source table, or 0.
@@ -196,7 +198,7 @@ pub fn ready_for_query(out: &mut BytesMut, status: TransactionStatus) {
 }
 
 /// RowDescription (`T`).
-pub fn row_description(out: &mut BytesMut, fields: &[FieldDescription]) {
+pub fn row_description(out: &mut BytesMut, fields: &[FieldDescription<'_>]) {
     let at = begin(out, b'T');
     out.put_i16(count_i16(fields.len(), "fields"));
     for f in fields {

@@ -341,7 +341,7 @@ fn reencode(tag: u8, body: &[u8]) -> Option<Vec<u8>> {
             let n = r.i16();
             let fields: Vec<FieldDescription> = (0..n)
                 .map(|_| FieldDescription {
-                    name: r.cstr(),
+                    name: r.cstr().into(),
                     table_oid: r.i32() as u32,
                     column_attr: r.i16(),
                     type_oid: r.i32() as u32,
