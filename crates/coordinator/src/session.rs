@@ -211,6 +211,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                 crate::executors::end_of_pass().await;
             }
             self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            if self.inbuf.is_empty() {
+                // Read into the start of the buffer again: otherwise each request lands
+                // past the last one, walking all 8 KiB of it, and with 1,000 connections
+                // every read writes to lines long gone from the cache. (False, and no
+                // allocation, when the buffer is already at its start.)
+                let _ = self.inbuf.try_reclaim(self.inbuf.capacity() + 1);
+            }
             if self.inbuf.capacity() - self.inbuf.len() < 4096 {
                 self.inbuf.reserve(8192);
             }
