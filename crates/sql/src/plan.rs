@@ -285,9 +285,8 @@ pub enum Statement {
 }
 
 impl Statement {
-    /// Result columns (empty for statements that return no rows).
-    /// The result's columns; borrowed from the plan for queries, which run on every
-    /// Bind, Describe and Execute of a prepared statement.
+    /// Result columns (empty for statements that return no rows); borrowed from the plan
+    /// for queries, since this runs on every Bind, Describe and Execute.
     pub fn output_columns(&self) -> Cow<'_, [OutputColumn]> {
         let returning = |r: &Option<Vec<(Expr, OutputColumn)>>| {
             Cow::Owned(r.as_ref().map(|v| v.iter().map(|(_, c)| c.clone()).collect()).unwrap_or_default())
