@@ -152,6 +152,40 @@ SCENARIOS = [
         ("s1", "COMMIT"), ("s2", "COMMIT"),
         ("s3", "SELECT count(*) FROM {t} WHERE v = 1"),
     ]),
+    # The session defaults a plain BEGIN and autocommit statements take, and SET LOCAL
+    # of them lasting only until the end of its transaction.
+    ("default_isolation_repeatable_read", [(1, 10)], [
+        ("s1", "SET default_transaction_isolation = 'repeatable read'"),
+        ("s1", "BEGIN"),
+        ("s1", "SELECT v FROM {t} WHERE id = 1"),
+        ("s2", "UPDATE {t} SET v = 11 WHERE id = 1"),       # autocommit
+        ("s1", "SELECT v FROM {t} WHERE id = 1"),           # still 10
+        ("s1", "SHOW transaction_isolation"),
+        ("s1", "COMMIT"),
+        ("s1", "BEGIN"),
+        ("s1", "SET LOCAL default_transaction_isolation = 'read committed'"),
+        ("s1", "COMMIT"),
+        ("s1", "BEGIN"),
+        ("s1", "SHOW transaction_isolation"),               # repeatable read again
+        ("s1", "COMMIT"),
+        ("s1", "RESET default_transaction_isolation"),
+        ("s1", "BEGIN"),
+        ("s1", "SELECT v FROM {t} WHERE id = 1"),
+        ("s2", "UPDATE {t} SET v = 12 WHERE id = 1"),
+        ("s1", "SELECT v FROM {t} WHERE id = 1"),           # 12: read committed
+        ("s1", "COMMIT"),
+    ]),
+    ("default_read_only", [(1, 10)], [
+        ("s1", "SET default_transaction_read_only = on"),
+        ("s1", "UPDATE {t} SET v = 11 WHERE id = 1"),       # 25006
+        ("s1", "BEGIN"),
+        ("s1", "SET LOCAL default_transaction_read_only = off"),
+        ("s1", "COMMIT"),
+        ("s1", "INSERT INTO {t} (id, v) VALUES (2, 20)"),   # still read only: 25006
+        ("s1", "SELECT id, v FROM {t} ORDER BY id"),
+        ("s1", "SET default_transaction_read_only = off"),
+        ("s1", "INSERT INTO {t} (id, v) VALUES (3, 30)"),
+    ]),
     *[(f"non_repeatable_read_and_phantom_{lvl}", [(1, 10)], [
         ("s1", begin),
         ("s1", "SELECT id, v FROM {t} ORDER BY id"),

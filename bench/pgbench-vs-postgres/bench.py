@@ -15,12 +15,15 @@ What it does:
 3. measures resident memory with ``--idle-connections`` (default 1000) idle connections
    open to each server;
 4. runs pgbench for every cell workload x mode x clients, ``--runs`` times each, over each
-   server's Unix-domain socket (``--transport tcp``: over 127.0.0.1), the two
-   systems in alternation (cell 1: M P, P M, M P ...; then the next cell), so that drift
-   and load from other tenants of the machine hit both;
+   server's Unix-domain socket (``--transport tcp``: over 127.0.0.1), in rounds: each
+   round runs every cell once per system, the two systems in alternation (M P, then P M
+   for the next cell or round), so that drift, slow phases of the machine lasting
+   minutes and load from other tenants hit both systems and every cell alike; before
+   each run it waits until both servers' processes are quiet (PostgreSQL's backends
+   from the run before still exiting, Meridian's background compaction);
 5. after every run rewrites ``bench/results/pgbench-vs-postgres.md`` (and ``.json`` with
-   every run), and after every cell the chart ``pgbench-vs-postgres.png``: an interrupted
-   run leaves a valid, partial report.
+   every run), and after every round the chart ``pgbench-vs-postgres.png``: an
+   interrupted run leaves a valid, partial report.
 
 Every option can also be given as an environment variable ``BENCH_<OPTION>`` (upper case,
 dashes as underscores), e.g. ``BENCH_DURATION=5``.  ``--quick`` is scale 1, 2 s, 1 run,
@@ -171,15 +174,16 @@ def cpu_seconds(pids: list[int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def wait_until_quiet(pid: int, busy_below: float = 0.05, window: float = 3.0,
+def wait_until_quiet(roots: list[int], busy_below: float = 0.05, window: float = 3.0,
                      limit: float = 300.0) -> tuple[float, bool]:
-    """Waits until the process tree of `pid` uses under `busy_below` of one CPU over
-    `window` seconds (background work after a bulk load: Meridian's dropping of the table
-    its primary key rewrote and its compactions, PostgreSQL's checkpoint and autovacuum).
-    Returns the seconds waited and whether it got quiet (it gives up after `limit`)."""
+    """Waits until the process trees of `roots` together use under `busy_below` of one
+    CPU over `window` seconds (background work after a bulk load: Meridian's dropping of
+    the table its primary key rewrote and its compactions, PostgreSQL's checkpoint and
+    autovacuum; after a run, PostgreSQL's backends exiting). Returns the seconds waited
+    and whether it got quiet (it gives up after `limit`)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
-        pids = process_tree(pid)
+        pids = [p for root in roots for p in process_tree(root)]
         before = cpu_seconds(pids)
         time.sleep(window)
         if cpu_seconds(pids) - before < busy_below * window:
@@ -521,6 +525,8 @@ class Bench:
 
     def run_pgbench(self, server: Server, workload, mode, clients) -> dict:
         cmd = self.pgbench_cmd(server, workload, mode, clients)
+        quiet_wait, quiet = wait_until_quiet([s.proc.pid for s in self.servers.values()],
+                                             window=1.0, limit=15.0)
         t0 = time.monotonic()
         load0 = os.getloadavg()[0]
         try:
@@ -534,7 +540,8 @@ class Bench:
         res = parse_pgbench(out)
         res.update({"rc": rc, "wall_s": round(time.monotonic() - t0, 2),
                     "T": self.seconds_for(clients),
-                    "load1_before": round(load0, 2)})
+                    "load1_before": round(load0, 2), "quiet_wait_s": quiet_wait,
+                    "quiet": quiet})
         if rc != 0 or res["tps"] is None:
             tail = "\n".join(out.strip().splitlines()[-8:])
             res["error_tail"] = tail
@@ -557,7 +564,7 @@ class Bench:
                                   "pgbench_says": m.group(0) if m else ""}
         log(f"{server.kind}: pgbench -i -s {self.a.scale} took "
             f"{self.init[server.kind]['seconds']} s")
-        waited, quiet = wait_until_quiet(server.proc.pid)
+        waited, quiet = wait_until_quiet([server.proc.pid])
         self.init[server.kind].update(quiet_after=waited, quiet=quiet)
         log(f"{server.kind}: " + (f"quiet {waited} s after the load" if quiet
                                   else f"still busy {waited} s after the load; going on"))
@@ -599,33 +606,33 @@ class Bench:
                         f"(opened in {r['open_seconds']} s)")
                     time.sleep(2)  # let the backends exit
                 self.write()
-            done = 0
+            # Rounds: every cell once per round, so a slow phase of the machine (they last
+            # minutes here) lands on runs of many cells instead of on all runs of one.
+            schedule = [(r, w, m, c, sysname)
+                        for r in range(a.runs)
+                        for ci, (w, m, c) in enumerate(cells)
+                        for sysname in (self.systems if (r + ci) % 2 == 0
+                                        else list(reversed(self.systems)))]
             t_start = time.monotonic()
-            for ci, (w, m, c) in enumerate(cells):
-                for r in range(a.runs):
-                    order = self.systems if r % 2 == 0 else list(reversed(self.systems))
-                    for sysname in order:
-                        res = self.run_pgbench(self.servers[sysname], w, m, c)
-                        res.update({"system": sysname, "workload": w, "mode": m,
-                                    "clients": c, "run": r + 1})
-                        self.runs.append(res)
-                        done += 1
-                        el = time.monotonic() - t_start
-                        # remaining time, scaled by how long the runs so far took vs -T
-                        spent_T = sum(x["T"] for x in self.runs[-done:])
-                        left_T = sum(self.seconds_for(c2) for (_, _, c2) in cells[ci + 1:]) \
-                            * a.runs * len(self.systems) + self.seconds_for(c) * (
-                                (a.runs - r - 1) * len(self.systems)
-                                + (len(order) - 1 - order.index(sysname)))
-                        eta = el / spent_T * left_T
-                        tps = f"{res['tps']:,.0f} tps" if res["tps"] is not None else "FAILED"
-                        lat = f"{res['latency_ms']:.2f} ms" if res["latency_ms"] else "-"
-                        fail = f", {res['failed']} failed" if res.get("failed") else ""
-                        log(f"[{done}/{total_runs}] cell {ci + 1}/{len(cells)} {w} -M {m} "
-                            f"-c {c} run {r + 1}/{a.runs} {sysname:8s}: {tps}, {lat}{fail} "
-                            f"| elapsed {fmt_dur(el)}, ETA {fmt_dur(eta)}")
-                        self.write()
-                self.chart()
+            for done, (r, w, m, c, sysname) in enumerate(schedule, 1):
+                res = self.run_pgbench(self.servers[sysname], w, m, c)
+                res.update({"system": sysname, "workload": w, "mode": m,
+                            "clients": c, "run": r + 1})
+                self.runs.append(res)
+                el = time.monotonic() - t_start
+                # remaining time, scaled by how long the runs so far took vs -T
+                spent_T = sum(x["T"] for x in self.runs[-done:])
+                left_T = sum(self.seconds_for(c2) for (_, _, _, c2, _) in schedule[done:])
+                eta = el / spent_T * left_T
+                tps = f"{res['tps']:,.0f} tps" if res["tps"] is not None else "FAILED"
+                lat = f"{res['latency_ms']:.2f} ms" if res["latency_ms"] else "-"
+                fail = f", {res['failed']} failed" if res.get("failed") else ""
+                log(f"[{done}/{total_runs}] round {r + 1}/{a.runs} {w} -M {m} -c {c} "
+                    f"{sysname:8s}: {tps}, {lat}{fail} (waited {res['quiet_wait_s']} s "
+                    f"for quiet) | elapsed {fmt_dur(el)}, ETA {fmt_dur(eta)}")
+                self.write()
+                if done == len(schedule) or schedule[done][0] != r:
+                    self.chart()
             self.status = "complete"
         except KeyboardInterrupt:
             self.status = "interrupted"
@@ -651,6 +658,14 @@ class Bench:
             log(f"wrote {self.md_path}, {self.json_path}, {self.png_path}")
 
     # ---- results
+    def quiet_summary(self) -> str:
+        waits = sorted(r["quiet_wait_s"] for r in self.runs if "quiet_wait_s" in r)
+        if not waits:
+            return ""
+        busy = sum(1 for r in self.runs if r.get("quiet") is False)
+        return (f"; waited a median {statistics.median(waits)} s, at most {waits[-1]} s"
+                + (f"; {busy} run(s) started still busy" if busy else ""))
+
     def medians(self) -> dict:
         """(system, workload, mode, clients) -> dict of medians over the successful runs."""
         groups: dict[tuple, list[dict]] = {}
@@ -835,8 +850,13 @@ class Bench:
                      f"from a shorter window.")
         L.append(f"- Workloads {', '.join(self.workloads)}; modes {', '.join(self.modes)}; "
                  f"clients {', '.join(map(str, self.clients))}; {a.runs} run(s) per cell and "
-                 f"system, medians reported. Order: cell by cell; within a cell the systems "
-                 f"alternate (M P, P M, M P, ...), so drift and other tenants' load hit both.")
+                 f"system, medians reported. Order: {a.runs} round(s), each running every cell "
+                 f"once per system, the systems alternating (M P, then P M for the next cell "
+                 f"or round), so drift, the machine's slow phases (minutes long here) and "
+                 f"other tenants' load hit both systems and all cells alike. Before each "
+                 f"run the harness waits until both servers' processes use under 5 % of a "
+                 f"CPU over 1 s (at most 15 s; PostgreSQL's backends from the run before "
+                 f"exiting, compaction)" + self.quiet_summary() + ".")
         L.append("")
         L.append("## Results")
         L.append("")

@@ -697,7 +697,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
         match stmt {
             Statement::Begin { isolation, read_only } => {
-                let default_iso = self.default_isolation();
                 match &mut self.tx {
                     Some(t) if t.explicit => {
                         self.notice(NoticeSeverity::Warning, codes::ACTIVE_SQL_TRANSACTION, "there is already a transaction in progress");
@@ -710,7 +709,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                     }
                     None => {
                         let mut t = self.new_transaction(true);
-                        t.isolation = isolation.map(isolation_of).unwrap_or(default_iso);
+                        t.isolation = isolation.map(isolation_of).unwrap_or(t.isolation);
                         t.read_only = read_only.unwrap_or(t.read_only);
                         self.tx = Some(t);
                     }
@@ -851,21 +850,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         }
     }
 
-    fn default_isolation(&self) -> Isolation {
-        if self.state.settings.lock().default_repeatable_read() {
-            Isolation::RepeatableRead
-        } else {
-            Isolation::ReadCommitted
-        }
-    }
-
     fn new_transaction(&self, explicit: bool) -> Transaction {
+        let defaults = self.state.settings.lock().txn_defaults();
         Transaction {
             dn_txn: None,
             explicit,
             failed: false,
-            isolation: self.default_isolation(),
-            read_only: self.state.settings.lock().default_read_only(),
+            isolation: if defaults.repeatable_read { Isolation::RepeatableRead } else { Isolation::ReadCommitted },
+            read_only: defaults.read_only,
             txn_time: types::datetime::now_timestamp(),
             savepoints: Vec::new(),
         }
