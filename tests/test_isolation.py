@@ -177,9 +177,14 @@ SCENARIOS = [
     ]),
     ("default_read_only", [(1, 10)], [
         ("s1", "SET default_transaction_read_only = on"),
+        ("s1", "SHOW transaction_read_only"),
         ("s1", "UPDATE {t} SET v = 11 WHERE id = 1"),       # 25006
         ("s1", "BEGIN"),
+        ("s1", "SHOW transaction_read_only"),
         ("s1", "SET LOCAL default_transaction_read_only = off"),
+        ("s1", "COMMIT"),
+        ("s1", "BEGIN READ WRITE"),
+        ("s1", "SHOW transaction_read_only"),
         ("s1", "COMMIT"),
         ("s1", "INSERT INTO {t} (id, v) VALUES (2, 20)"),   # still read only: 25006
         ("s1", "SELECT id, v FROM {t} ORDER BY id"),

@@ -807,6 +807,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
                         Some(Isolation::ReadCommitted) => "read committed".to_string(),
                         None => self.state.settings.lock().get("default_transaction_isolation")?,
                     },
+                    "transaction_read_only" => {
+                        let read_only = match &self.tx {
+                            Some(t) => t.read_only,
+                            None => self.state.settings.lock().txn_defaults().read_only,
+                        };
+                        (if read_only { "on" } else { "off" }).to_string()
+                    }
                     "all" => return Err(PgError::unsupported("SHOW ALL")),
                     other => self.state.settings.lock().get(other)?,
                 };
