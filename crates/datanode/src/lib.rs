@@ -244,6 +244,16 @@ impl Drop for Txn {
     }
 }
 
+/// Commits a transaction that wrote nothing: releases its row locks, waits until the
+/// versions it read under them are durable, and tells the GTM it ended.
+async fn finish_read_only(mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    let start = txn.shared.start_ts;
+    txn.release_all();
+    txn.wait_read_versions_durable().await;
+    gtm.finish(start).await?;
+    Ok(start)
+}
+
 type Committing = HashMap<RelId, HashMap<u64, Arc<TxnShared>>>;
 
 /// Transactions currently committing, per relation (for scans), sharded by relation.
@@ -804,15 +814,21 @@ impl Datanode {
         self.put(txn, rel, key, Some(row))
     }
 
-    pub async fn commit(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    pub async fn commit(&self, txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        if txn.n_writes == 0 && txn.increments.is_empty() {
+            // Every select ends here, and this future is part of each session's state
+            // (one per connection): the read-only path stays small and the write path's
+            // kilobytes go to the heap, only for transactions that wrote.
+            return finish_read_only(txn, gtm).await;
+        }
+        Box::pin(self.commit_writes(txn, gtm)).await
+    }
+
+    async fn commit_writes(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let merges = txn.take_increments_by_row();
         if let Err(e) = self.start_merges(&mut txn, merges.keys()).await {
             self.abort(txn, gtm).await;
             return Err(e);
-        }
-        if txn.n_writes == 0 && merges.is_empty() {
-            // Nothing to apply: no state a dropped future could leave half done.
-            return self.inner.commit(txn, merges, gtm).await;
         }
         // Run to completion even if the caller's future is dropped: a half-done commit
         // would leave rows CommittingPending forever.
@@ -985,12 +1001,6 @@ impl Inner {
     /// it holds in Merge mode.
     async fn commit(self: &Arc<Self>, mut txn: Txn, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.shared.start_ts;
-        if txn.n_writes == 0 && merges.is_empty() {
-            txn.release_all();
-            txn.wait_read_versions_durable().await;
-            gtm.finish(start).await?;
-            return Ok(start);
-        }
         let mut rels: Vec<RelId> = txn
             .writes
             .iter()
