@@ -244,9 +244,10 @@ impl Drop for Txn {
     }
 }
 
-/// Commits a transaction that wrote nothing: releases its row locks, waits until the
-/// versions it read under them are durable, and tells the GTM it ended.
-async fn finish_read_only(mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+/// Ends a transaction without applying anything (a commit that wrote nothing, or an
+/// abort): releases its row locks, waits until the versions it read under them are
+/// durable, and tells the GTM it ended.
+async fn end_unapplied(mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
     let start = txn.shared.start_ts;
     txn.release_all();
     txn.wait_read_versions_durable().await;
@@ -819,7 +820,7 @@ impl Datanode {
             // Every select ends here, and this future is part of each session's state
             // (one per connection): the read-only path stays small and the write path's
             // kilobytes go to the heap, only for transactions that wrote.
-            return finish_read_only(txn, gtm).await;
+            return end_unapplied(txn, gtm).await;
         }
         Box::pin(self.commit_writes(txn, gtm)).await
     }
@@ -851,10 +852,8 @@ impl Datanode {
         Ok(())
     }
 
-    pub async fn abort(&self, mut txn: Txn, gtm: &gtm::GtmClient) {
-        txn.release_all();
-        txn.wait_read_versions_durable().await;
-        if let Err(e) = gtm.finish(txn.shared.start_ts).await {
+    pub async fn abort(&self, txn: Txn, gtm: &gtm::GtmClient) {
+        if let Err(e) = end_unapplied(txn, gtm).await {
             tracing::warn!("gtm finish on abort failed: {e}");
         }
     }
