@@ -88,7 +88,7 @@ struct Portal {
 
 /// The transaction the session is in.
 pub struct Transaction {
-    dn_txn: Option<Txn>,
+    dn_txn: Option<Box<Txn>>,
     explicit: bool,
     failed: bool,
     isolation: Isolation,

@@ -86,7 +86,9 @@ type WriteSet = BTreeMap<RelId, BTreeMap<Vec<u8>, Option<RowBytes>>>;
 type Increments = BTreeMap<(RelId, Vec<u8>), Vec<IncrementFn>>;
 
 /// A transaction on one datanode. Dropping it without `commit`/`abort` releases its locks
-/// (but cannot tell the GTM: always call `abort`).
+/// (but cannot tell the GTM: always call `abort`). `begin` hands it out boxed: it is moved
+/// by value into `commit`/`abort` and down their callees, and every async level on the way
+/// would otherwise hold a copy of its ~300 bytes in the session's future.
 pub struct Txn {
     shared: Arc<TxnShared>,
     isolation: Isolation,
@@ -247,7 +249,7 @@ impl Drop for Txn {
 /// Ends a transaction without applying anything (a commit that wrote nothing, or an
 /// abort): releases its row locks, waits until the versions it read under them are
 /// durable, and tells the GTM it ended.
-async fn end_unapplied(mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
     let start = txn.shared.start_ts;
     txn.release_all();
     txn.wait_read_versions_durable().await;
@@ -541,9 +543,9 @@ impl Datanode {
 
     // ---------------------------------------------------------------- transactions
 
-    pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> Txn {
+    pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> Box<Txn> {
         let id = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
-        Txn {
+        Box::new(Txn {
             shared: Arc::new(TxnShared::new(id, start_ts)),
             isolation,
             writes: BTreeMap::new(),
@@ -555,7 +557,7 @@ impl Datanode {
             increments: Vec::new(),
             inner: self.inner.clone(),
             finished: false,
-        }
+        })
     }
 
     pub async fn get(
@@ -815,7 +817,7 @@ impl Datanode {
         self.put(txn, rel, key, Some(row))
     }
 
-    pub async fn commit(&self, txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    pub async fn commit(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         if txn.n_writes == 0 && txn.increments.is_empty() {
             // Every select ends here, and this future is part of each session's state
             // (one per connection): the read-only path stays small and the write path's
@@ -825,7 +827,7 @@ impl Datanode {
         Box::pin(self.commit_writes(txn, gtm)).await
     }
 
-    async fn commit_writes(&self, mut txn: Txn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit_writes(&self, mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let merges = txn.take_increments_by_row();
         if let Err(e) = self.start_merges(&mut txn, merges.keys()).await {
             self.abort(txn, gtm).await;
@@ -852,7 +854,7 @@ impl Datanode {
         Ok(())
     }
 
-    pub async fn abort(&self, txn: Txn, gtm: &gtm::GtmClient) {
+    pub async fn abort(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) {
         if let Err(e) = end_unapplied(txn, gtm).await {
             tracing::warn!("gtm finish on abort failed: {e}");
         }
@@ -998,7 +1000,7 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
 impl Inner {
     /// Commits `txn` with its deferred increments, grouped by row (`merges`), whose rows
     /// it holds in Merge mode.
-    async fn commit(self: &Arc<Self>, mut txn: Txn, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit(self: &Arc<Self>, mut txn: Box<Txn>, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.shared.start_ts;
         let mut rels: Vec<RelId> = txn
             .writes

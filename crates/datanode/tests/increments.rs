@@ -45,7 +45,7 @@ fn add(d: i64) -> IncrementFn {
 }
 
 impl Env {
-    async fn begin(&self) -> Txn {
+    async fn begin(&self) -> Box<Txn> {
         self.dn.begin(self.gtm.begin().await.unwrap(), Isolation::ReadCommitted)
     }
 
@@ -68,7 +68,7 @@ impl Env {
 
     /// A transaction that holds an increment lock on `key` (the row is made busy by
     /// an exclusive holder first, since an idle row is locked the ordinary way).
-    async fn increment_holder(&self, key: &'static str, d: i64) -> Txn {
+    async fn increment_holder(&self, key: &'static str, d: i64) -> Box<Txn> {
         let mut owner = self.begin().await;
         self.dn.lock_row(&mut owner, self.rel, key.as_bytes()).await.unwrap();
         let (dn, rel, mut t) = (self.dn.clone(), self.rel, self.begin().await);
@@ -212,7 +212,7 @@ async fn deadlock_through_an_increment_holder_has_one_victim() {
     let t1 = e.increment_holder("a", 1).await;
     let mut t2 = e.begin().await;
     e.dn.lock_row(&mut t2, e.rel, b"b").await.unwrap();
-    let run = |mut t: Txn, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient, rel: u64| {
+    let run = |mut t: Box<Txn>, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient, rel: u64| {
         tokio::spawn(async move {
             match dn.lock_row(&mut t, rel, key).await {
                 Ok(_) => dn.commit(t, &gtm).await.err(),

@@ -33,7 +33,7 @@ fn b(s: &str) -> Bytes {
 }
 
 impl Env {
-    async fn begin(&self, iso: Isolation) -> Txn {
+    async fn begin(&self, iso: Isolation) -> Box<Txn> {
         let ts = self.gtm.begin().await.unwrap();
         self.dn.begin(ts, iso)
     }
@@ -384,7 +384,7 @@ async fn two_transaction_deadlock_has_exactly_one_victim() {
         let mut bt = e.begin(Isolation::ReadCommitted).await;
         e.dn.lock_row(&mut a, rel, b"k1").await.unwrap();
         e.dn.lock_row(&mut bt, rel, b"k2").await.unwrap();
-        let run = |mut t: Txn, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient| {
+        let run = |mut t: Box<Txn>, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient| {
             tokio::spawn(async move {
                 match dn.lock_row(&mut t, rel, key).await {
                     Ok(_) => {
