@@ -714,8 +714,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     /// Run one bound statement, honouring cancel requests once it waits (for a lock, the
     /// GTM, the journal). It registers for them only then: most statements finish in
-    /// their first poll, and a registration takes the `Notify`'s lock twice. A cancel
-    /// arriving while a statement runs without waiting cannot stop it anyway.
+    /// their first poll, and a registration takes the `Notify`'s lock twice. The price: a
+    /// cancel that arrives during that first poll (microseconds) is missed if the
+    /// statement then waits; PostgreSQL would act on it at its next interrupt check.
     async fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let cancel = self.cancel.clone();
         let notified = cancel.notified();
