@@ -15,9 +15,7 @@ use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse, parse_statement, split_statements, ParsedStatement};
 use sql::plan::{IsolationLevel, OutputColumn, Statement};
 use rustc_hash::FxHashMap;
-use std::future::Future;
 use std::sync::Arc;
-use std::task::Poll;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use types::{DataType, Value};
 use wire::backend::{self, NoticeSeverity, TransactionStatus};
@@ -712,28 +710,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
 
     // ------------------------------------------------------------ execution
 
-    /// Run one bound statement, honouring cancel requests once it waits (for a lock, the
-    /// GTM, the journal). It registers for them only then: most statements finish in
-    /// their first poll, and a registration takes the `Notify`'s lock twice. The price: a
-    /// cancel that arrives during that first poll (microseconds) is missed if the
-    /// statement then waits; PostgreSQL would act on it at its next interrupt check.
+    /// Run one bound statement, honouring cancel requests. `biased`: the statement is
+    /// polled first and the cancel `Notified` only while the statement waits (a lock, the
+    /// GTM, the journal), so the many statements that finish in their first poll never
+    /// register with the session's `Notify` (its lock, twice). No cancel is missed: a
+    /// `Notified` sees every `notify_waiters` from its creation on, polled or not.
     async fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let cancel = self.cancel.clone();
         let notified = cancel.notified();
         tokio::pin!(notified);
-        let execute = self.execute(stmt, params);
-        tokio::pin!(execute);
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(r) = execute.as_mut().poll(cx) {
-                return Poll::Ready(r);
-            }
-            // Polling the `Notified` registers it: from here a cancel wakes this task.
-            match notified.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request"))),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await
+        tokio::select! {
+            biased;
+            r = self.execute(stmt, params) => r,
+            _ = &mut notified => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")),
+        }
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
