@@ -2,11 +2,12 @@
 
 The server auto-parameterizes simple-query (``Query`` message) statements: the numeric
 literals of a SELECT/INSERT/UPDATE/DELETE/WITH statement are taken out and the statement
-is bound once per session, then run with the literal values as parameters.  These tests
-check that this is invisible to clients: every variant returns what it would without the
-cache (and what PostgreSQL 15 returns), including result types, column positions after
-``ORDER BY``/``GROUP BY``, negative literals, LIMIT, DDL between two runs of the same
-statement text, errors and failed transaction blocks.
+is bound once per session thread (shared by its sessions), then run with the literal
+values as parameters.  These tests check that this is invisible to clients: every
+variant returns what it would without the cache (and what PostgreSQL 15 returns),
+including result types, column positions after ``ORDER BY``/``GROUP BY``, negative
+literals, LIMIT, DDL between two runs of the same statement text, errors and failed
+transaction blocks.
 
 Every statement here goes through the simple query protocol: psycopg sends a query
 without parameters with ``PQsendQuery`` (a ``Query`` message) when nothing makes it use
@@ -251,7 +252,7 @@ SELECT * FROM sqc_psql WHERE id = 1;
 """
 
 
-def test_psql_output_matches_postgres(postgres, target):
-    expected = psql(postgres, script=SCRIPT)
+def test_psql_output_matches_postgres(postgres_fresh, target):
+    expected = psql(postgres_fresh, script=SCRIPT)
     actual = psql(target, script=SCRIPT)
     assert actual == expected, f"--- PostgreSQL 15\n{expected}\n--- {target.kind}\n{actual}"

@@ -8,6 +8,7 @@ pub mod dml;
 pub mod exec;
 pub mod executors;
 pub mod output;
+pub mod plan_cache;
 pub mod server;
 pub mod session;
 pub mod settings;

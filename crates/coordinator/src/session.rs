@@ -4,6 +4,7 @@
 use crate::copy::CopyParser;
 use crate::exec::{Row, SessionView};
 use crate::output;
+use crate::plan_cache::PlanCache;
 use crate::server::Shared;
 use crate::settings::Settings;
 use bytes::BytesMut;
@@ -15,6 +16,7 @@ use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse, parse_statement, split_statements, ParsedStatement};
 use sql::plan::{IsolationLevel, OutputColumn, Statement};
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use types::{DataType, Value};
@@ -52,8 +54,28 @@ enum SimplePlan {
     Uncacheable { catalog_version: Option<u64> },
 }
 
-/// Bound on the number of cached simple-query plans per session (cleared when full).
-const SIMPLE_PLAN_CACHE_SIZE: usize = 256;
+/// Bound on the number of cached plans of each kind per executor thread.
+const PLAN_CACHE_SIZE: usize = 256;
+
+thread_local! {
+    /// Prepared statements by `prepared_cache_key`, shared by this thread's sessions.
+    static PREPARED_PLANS: RefCell<PlanCache<Prepared>> = RefCell::new(PlanCache::new(PLAN_CACHE_SIZE));
+    /// Auto-parameterized simple-query plans by `simple_cache_key`, shared likewise.
+    static SIMPLE_PLANS: RefCell<PlanCache<SimplePlan>> = RefCell::new(PlanCache::new(PLAN_CACHE_SIZE));
+}
+
+/// The prepared-statement cache key: the text plus the declared parameter types (a
+/// query text cannot contain NUL).
+fn prepared_cache_key(query: &str, param_types: &[u32]) -> String {
+    use std::fmt::Write;
+    let mut key = String::with_capacity(query.len() + 1 + 8 * param_types.len());
+    key.push_str(query);
+    key.push('\0');
+    for oid in param_types {
+        let _ = write!(key, "{oid},");
+    }
+    key
+}
 
 /// The cache key: the normalized text plus the literals' kinds (`aid = 5` and
 /// `aid = 5000000000` share the text but bind their parameter as int4 vs int8).
@@ -63,6 +85,10 @@ fn simple_cache_key(norm: &Normalized) -> String {
     key.push('\0');
     key.extend(norm.literals.iter().map(|(_, kind)| kind.code()));
     key
+}
+
+fn cache_simple_plan(key: String, plan: SimplePlan) -> Arc<SimplePlan> {
+    SIMPLE_PLANS.with(|c| c.borrow_mut().insert(key, plan))
 }
 
 /// One statement of a simple query, parsed (or found in the plan cache) before any runs.
@@ -145,9 +171,8 @@ pub struct Session<S> {
     out: BytesMut,
     state: SessionState,
     tx: Option<Transaction>,
+    /// This session's prepared statements by name (the values shared, see `PREPARED_PLANS`).
     prepared: FxHashMap<String, Arc<Prepared>>,
-    /// Plans of auto-parameterized simple-query statements; allocates on first use only.
-    simple_plans: FxHashMap<String, Arc<SimplePlan>>,
     portals: Portals,
     /// After an error in extended protocol: discard messages until Sync.
     skip_to_sync: bool,
@@ -190,7 +215,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             state,
             tx: None,
             prepared: FxHashMap::default(),
-            simple_plans: FxHashMap::default(),
             portals: Portals::default(),
             skip_to_sync: false,
             cancel,
@@ -413,9 +437,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             return Ok(SimpleStep::Plain(parse_statement(text)?));
         };
         let cache_key = simple_cache_key(&norm);
-        let found = match self.simple_plans.get(&cache_key) {
-            Some(p) => match **p {
-                SimplePlan::Bound { .. } => AutoPlan::Cached(p.clone()),
+        let found = match SIMPLE_PLANS.with(|c| c.borrow().get(&cache_key)) {
+            Some(p) => match *p {
+                SimplePlan::Bound { .. } => AutoPlan::Cached(p),
                 SimplePlan::Uncacheable { catalog_version: None } => return Ok(SimpleStep::Plain(parse_statement(text)?)),
                 SimplePlan::Uncacheable { catalog_version: Some(v) } if v == self.shared.catalog.version() => {
                     return Ok(SimpleStep::Plain(parse_statement(text)?))
@@ -429,21 +453,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             None => match parse_normalized(text, &norm) {
                 Some(parsed) => AutoPlan::Parsed(Box::new(parsed)),
                 None => {
-                    self.cache_simple_plan(cache_key, SimplePlan::Uncacheable { catalog_version: None });
+                    cache_simple_plan(cache_key, SimplePlan::Uncacheable { catalog_version: None });
                     return Ok(SimpleStep::Plain(parse_statement(text)?));
                 }
             },
         };
         Ok(SimpleStep::Auto { text, norm, cache_key, found })
-    }
-
-    fn cache_simple_plan(&mut self, key: String, plan: SimplePlan) -> Arc<SimplePlan> {
-        if self.simple_plans.len() >= SIMPLE_PLAN_CACHE_SIZE && !self.simple_plans.contains_key(&key) {
-            self.simple_plans.clear();
-        }
-        let plan = Arc::new(plan);
-        self.simple_plans.insert(key, plan.clone());
-        plan
     }
 
     /// The ordinary simple-query path: bind the statement's own text and run it.
@@ -501,7 +516,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             // Possibly a missing table or column that DDL may yet create.
             Err(_) => SimplePlan::Uncacheable { catalog_version: Some(version) },
         };
-        let plan = self.cache_simple_plan(cache_key, entry);
+        let plan = cache_simple_plan(cache_key, entry);
         matches!(*plan, SimplePlan::Bound { .. }).then_some(plan)
     }
 
@@ -539,30 +554,43 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         if !name.is_empty() && self.prepared.contains_key(&name) {
             return Err(PgError::new(codes::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists")));
         }
+        let key = prepared_cache_key(query, &param_types);
+        let version = self.shared.catalog.version();
+        let in_failed = self.tx.as_ref().is_some_and(|t| t.failed);
+        let prepared = match PREPARED_PLANS.with(|c| c.borrow().get(&key)) {
+            Some(p) if p.catalog_version == version => {
+                if in_failed && !p.parsed.as_ref().is_none_or(ParsedStatement::ends_failed_transaction) {
+                    return Err(in_failed_transaction());
+                }
+                p
+            }
+            _ => {
+                let prepared = self.prepare(query, param_types, version, in_failed)?;
+                PREPARED_PLANS.with(|c| c.borrow_mut().insert(key, prepared))
+            }
+        };
+        self.prepared.insert(name, prepared);
+        backend::parse_complete(&mut self.out);
+        Ok(())
+    }
+
+    /// Parse and bind a statement for Parse. As in PostgreSQL, a failed transaction refuses
+    /// all but an empty statement or one that ends the block, before binding.
+    fn prepare(&self, query: &str, param_types: Vec<u32>, version: u64, in_failed: bool) -> PgResult<Prepared> {
         let mut statements = parse(query)?;
         if statements.len() > 1 {
             return Err(PgError::new(codes::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement"));
         }
-        let prepared = match statements.pop() {
-            None => Prepared {
-                parsed: None,
-                declared_types: param_types,
-                bound: Arc::new(Statement::Empty),
-                param_types: Vec::new(),
-                catalog_version: self.shared.catalog.version(),
-            },
+        Ok(match statements.pop() {
+            None => Prepared { parsed: None, declared_types: param_types, bound: Arc::new(Statement::Empty), param_types: Vec::new(), catalog_version: version },
             Some(parsed) => {
-                if self.tx.as_ref().is_some_and(|t| t.failed) && !parsed.ends_failed_transaction() {
+                if in_failed && !parsed.ends_failed_transaction() {
                     return Err(in_failed_transaction());
                 }
-                let version = self.shared.catalog.version();
                 let (bound, types) = bind(&parsed, &self.shared.catalog, &param_types)?;
                 Prepared { parsed: Some(parsed), declared_types: param_types, bound: Arc::new(bound), param_types: types, catalog_version: version }
             }
-        };
-        self.prepared.insert(name, Arc::new(prepared));
-        backend::parse_complete(&mut self.out);
-        Ok(())
+        })
     }
 
     /// The prepared statement's plan, bound again if DDL changed the catalog since.
@@ -859,7 +887,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();
-                self.simple_plans = FxHashMap::default();
                 Ok(Outcome::tag("DISCARD ALL"))
             }
             Statement::Deallocate(None) => {
