@@ -7,6 +7,7 @@ pub mod ddl;
 pub mod dml;
 pub mod exec;
 pub mod executors;
+pub mod hot_future;
 pub mod output;
 pub mod plan_cache;
 pub mod server;

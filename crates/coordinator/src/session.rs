@@ -303,7 +303,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             if matches!(msg, FrontendMessage::Terminate) {
                 break;
             }
-            if !self.dispatch(msg).await {
+            if !crate::hot_future::in_hot_block(|| self.dispatch(msg)).await {
                 break;
             }
         }
