@@ -23,6 +23,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::RefCell;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
@@ -85,6 +86,8 @@ fn give_block(layout: Layout, block: NonNull<u8>) {
 /// A future living in a recycled heap block (see the module comment).
 pub struct HotFuture<F> {
     block: NonNull<F>,
+    /// Owns an F, as a `Box<F>` would (for the drop checker and auto traits).
+    _owns: PhantomData<F>,
 }
 
 /// Builds the future that `make` returns directly in a recycled block.
@@ -92,7 +95,7 @@ pub fn in_hot_block<F: Future>(make: impl FnOnce() -> F) -> HotFuture<F> {
     let block = take_block(Layout::new::<F>()).cast::<F>();
     // SAFETY: the block is valid for writes of an F and holds no value.
     unsafe { block.as_ptr().write(make()) };
-    HotFuture { block }
+    HotFuture { block, _owns: PhantomData }
 }
 
 impl<F: Future> Future for HotFuture<F> {
