@@ -125,30 +125,27 @@ mod tests {
     use super::*;
     use std::rc::Rc;
 
+    /// Free blocks of `layout` on this thread's list.
+    fn free_blocks_of(layout: Layout) -> usize {
+        FREE_BLOCKS.with(|free| free.borrow().0.iter().filter(|(l, _)| *l == layout).count())
+    }
+
+    fn doubled(n: u64) -> impl Future<Output = u64> {
+        async move { n * 2 }
+    }
+
     #[test]
-    fn runs_drops_and_recycles_the_block() {
+    fn runs_to_completion_and_drops_its_captures() {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let dropped = Rc::new(());
-        let first = in_hot_block(|| {
-            let held = dropped.clone();
-            async move {
-                tokio::task::yield_now().await;
-                drop(held);
-                7
-            }
+        let held = dropped.clone();
+        let fut = in_hot_block(move || async move {
+            tokio::task::yield_now().await;
+            drop(held);
+            7
         });
-        assert_eq!(rt.block_on(first), 7);
-        assert_eq!(Rc::strong_count(&dropped), 1, "the future's captures were dropped");
-        // The next future of the same type gets the block the first one freed.
-        let make = |n: u64| async move { n * 2 };
-        let a = in_hot_block(|| make(1));
-        let b = in_hot_block(|| make(2));
-        assert_ne!(a.block.as_ptr() as usize, b.block.as_ptr() as usize);
-        let a_addr = a.block.as_ptr() as usize;
-        drop(a);
-        let c = in_hot_block(|| make(3));
-        assert_eq!(c.block.as_ptr() as usize, a_addr);
-        assert_eq!(rt.block_on(b) + rt.block_on(c), 10);
+        assert_eq!(rt.block_on(fut), 7);
+        assert_eq!(Rc::strong_count(&dropped), 1);
     }
 
     #[test]
@@ -162,5 +159,25 @@ mod tests {
         assert_eq!(Rc::strong_count(&dropped), 2);
         drop(fut);
         assert_eq!(Rc::strong_count(&dropped), 1);
+    }
+
+    #[test]
+    fn blocks_go_to_the_free_list_and_are_taken_from_it_up_to_the_cap() {
+        fn layout_of<F>(_: &HotFuture<F>) -> Layout {
+            Layout::new::<F>()
+        }
+        // Each test runs on a thread of its own: this thread's list starts empty.
+        let first = in_hot_block(|| doubled(1));
+        let layout = layout_of(&first);
+        assert_eq!(free_blocks_of(layout), 0);
+        drop(first);
+        assert_eq!(free_blocks_of(layout), 1, "a dropped future's block is kept");
+        let second = in_hot_block(|| doubled(2));
+        assert_eq!(free_blocks_of(layout), 0, "the next future takes it");
+        drop(second);
+
+        let many: Vec<_> = (0..MAX_FREE_BLOCKS as u64 + 4).map(|n| in_hot_block(move || doubled(n))).collect();
+        drop(many);
+        assert_eq!(free_blocks_of(layout), MAX_FREE_BLOCKS, "the rest went back to the allocator");
     }
 }
