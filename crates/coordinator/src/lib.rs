@@ -12,6 +12,7 @@ pub mod output;
 pub mod plan_cache;
 pub mod server;
 pub mod session;
+pub mod session_io;
 pub mod settings;
 pub mod system;
 

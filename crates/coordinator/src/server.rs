@@ -4,6 +4,7 @@
 use crate::catalog::LiveCatalog;
 use crate::executors::SessionExecutors;
 use crate::session::{Session, SessionState};
+use crate::session_io::SessionStream;
 use crate::settings::Settings;
 use bytes::BytesMut;
 use datanode::{Datanode, DatanodeOptions};
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::Notify;
 use wire::backend;
@@ -91,7 +92,7 @@ impl Drop for UnixSocket {
 /// A connection's byte stream, movable between runtimes: an accepted socket is
 /// registered with the runtime that accepted it, so it crosses to its session thread as
 /// the std socket and is registered again there.
-trait Transport: AsyncRead + AsyncWrite + Unpin + Send + Sized + 'static {
+trait Transport: SessionStream + Sized + 'static {
     type Std: Send + 'static;
     fn into_std(self) -> std::io::Result<Self::Std>;
     fn from_std(std: Self::Std) -> std::io::Result<Self>;

@@ -6,6 +6,7 @@ use crate::exec::{Row, SessionView};
 use crate::output;
 use crate::plan_cache::PlanCache;
 use crate::server::Shared;
+use crate::session_io::{self, SessionStream};
 use crate::settings::Settings;
 use bytes::BytesMut;
 use datanode::{Isolation, Savepoint, Timestamp, Txn};
@@ -18,7 +19,7 @@ use sql::plan::{IsolationLevel, OutputColumn, Statement};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use types::{DataType, Value};
 use wire::backend::{self, NoticeSeverity, TransactionStatus};
 use wire::{decode_message, FrontendMessage};
@@ -205,13 +206,13 @@ fn in_failed_transaction() -> PgError {
     )
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
+impl<S: SessionStream> Session<S> {
     pub fn new(shared: Arc<Shared>, stream: S, inbuf: BytesMut, state: SessionState, cancel: Arc<tokio::sync::Notify>) -> Self {
         Session {
             shared,
             stream,
             inbuf,
-            out: BytesMut::with_capacity(8 << 10),
+            out: BytesMut::new(),
             state,
             tx: None,
             prepared: FxHashMap::default(),
@@ -232,8 +233,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
         self.flush().await
     }
 
+    /// Sends what is written and gives the output buffer back to the thread.
     async fn flush(&mut self) -> std::io::Result<()> {
-        write_out(&mut self.stream, &mut self.out).await
+        write_out(&mut self.stream, &mut self.out).await?;
+        session_io::give_back(&mut self.out);
+        Ok(())
     }
 
     fn status(&self) -> TransactionStatus {
@@ -262,6 +266,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
     async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
         loop {
             if let Some(m) = decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())? {
+                if self.out.capacity() == 0 {
+                    self.out = session_io::take();
+                }
                 return Ok(Some(m));
             }
             if !self.out.is_empty() {
@@ -269,16 +276,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send> Session<S> {
             }
             self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             if self.inbuf.is_empty() {
-                // Read into the start of the buffer again: otherwise each request lands
-                // past the last one, walking all 8 KiB of it, and with 1,000 connections
-                // every read writes to lines long gone from the cache. (False, and no
-                // allocation, when the buffer is already at its start.)
+                // Back to the start of its allocation, so the next read writes to the
+                // lines this one used rather than walking all of it. (False, and no
+                // allocation, when the buffer is already at its start or is shared.)
                 let _ = self.inbuf.try_reclaim(self.inbuf.capacity() + 1);
+                session_io::give_back(&mut self.inbuf);
             }
-            if self.inbuf.capacity() - self.inbuf.len() < 4096 {
-                self.inbuf.reserve(8192);
-            }
-            let n = self.stream.read_buf(&mut self.inbuf).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            let n = session_io::read(&mut self.stream, &mut self.inbuf).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             if n == 0 {
                 return Ok(None);
             }
