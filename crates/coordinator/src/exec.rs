@@ -54,7 +54,22 @@ impl<'a> Executor<'a> {
     }
 
     pub async fn query(&self, q: &Query) -> PgResult<Vec<Row>> {
-        self.rel(&q.root, &[]).await
+        match &q.root {
+            // Most statements: no boxed future for the root (`rel` boxes, to recurse).
+            root @ (Rel::Scan { .. } | Rel::Filter { .. } | Rel::Project { .. }) => self.collect(root, &[]).await,
+            root => self.rel(root, &[]).await,
+        }
+    }
+
+    /// The rows `stream` feeds, collected.
+    async fn collect(&self, rel: &Rel, outer: &[&[Value]]) -> PgResult<Vec<Row>> {
+        let mut out = Vec::new();
+        self.stream(rel, outer, &mut |r| {
+            out.push(r);
+            Ok(())
+        })
+        .await?;
+        Ok(out)
     }
 
     /// Execute a relation; `outer` is the stack of enclosing rows (LATERAL, correlation).
@@ -63,15 +78,7 @@ impl<'a> Executor<'a> {
             let ctx = self.ctx(outer);
             Ok(match rel {
                 Rel::Unit => vec![Vec::new()],
-                Rel::Scan { .. } | Rel::Filter { .. } | Rel::Project { .. } => {
-                    let mut out = Vec::new();
-                    self.stream(rel, outer, &mut |r| {
-                        out.push(r);
-                        Ok(())
-                    })
-                    .await?;
-                    out
-                }
+                Rel::Scan { .. } | Rel::Filter { .. } | Rel::Project { .. } => self.collect(rel, outer).await?,
                 Rel::System { table } => system::rows(*table, self.session)?,
                 Rel::Values { rows } => {
                     let mut out = Vec::with_capacity(rows.len());
@@ -162,37 +169,29 @@ impl<'a> Executor<'a> {
         .boxed()
     }
 
-    /// Feed the rows of `rel` to `sink` one at a time: scans, filters and projections
-    /// stream; other operators are materialised first.
-    fn stream<'f>(
-        &'f self,
-        rel: &'f Rel,
-        outer: &'f [&'f [Value]],
-        sink: &'f mut (dyn FnMut(Row) -> PgResult<()> + Send),
-    ) -> BoxFuture<'f, PgResult<()>> {
-        async move {
-            match rel {
-                Rel::Scan { table, access } => {
-                    self.scan_keyed(table, access, outer, &mut |_, _, row| sink(row)).await
+    /// Feed the rows of `rel` to `sink` one at a time, through the filters and
+    /// projections at its top (`through_pipeline`, one future for the whole chain): the
+    /// rows of a scan below them stream; any other operator below is materialised first.
+    async fn stream(
+        &self,
+        rel: &Rel,
+        outer: &[&[Value]],
+        sink: &mut (dyn FnMut(Row) -> PgResult<()> + Send),
+    ) -> PgResult<()> {
+        let ctx = self.ctx(outer);
+        let mut through = |row: Row| match through_pipeline(&ctx, rel, row)? {
+            Some(r) => sink(r),
+            None => Ok(()),
+        };
+        match pipeline_bottom(rel) {
+            Rel::Scan { table, access } => self.scan_keyed(table, access, outer, &mut |_, _, row| through(row)).await,
+            bottom => {
+                for r in self.rel(bottom, outer).await? {
+                    through(r)?;
                 }
-                Rel::Filter { input, predicate } => {
-                    let ctx = self.ctx(outer);
-                    self.stream(input, outer, &mut |r| if ctx.matches(Some(predicate), &r)? { sink(r) } else { Ok(()) }).await
-                }
-                Rel::Project { input, exprs } => {
-                    let ctx = self.ctx(outer);
-                    self.stream(input, outer, &mut |r| sink(exprs.iter().map(|e| ctx.eval(e, &r)).collect::<PgResult<Row>>()?))
-                        .await
-                }
-                other => {
-                    for r in self.rel(other, outer).await? {
-                        sink(r)?;
-                    }
-                    Ok(())
-                }
+                Ok(())
             }
         }
-        .boxed()
     }
 
     /// Visit the rows of a table reached by `access`, with their storage keys and bytes.
@@ -370,6 +369,31 @@ pub fn encode(row: &[Value]) -> RowBytes {
     let mut out = Vec::with_capacity(64);
     types::codec::encode_row(row, &mut out);
     RowBytes::from(out)
+}
+
+/// The operator under the chain of filters and projections at the top of `rel` (`rel`
+/// itself if it is neither).
+fn pipeline_bottom(rel: &Rel) -> &Rel {
+    match rel {
+        Rel::Filter { input, .. } | Rel::Project { input, .. } => pipeline_bottom(input),
+        other => other,
+    }
+}
+
+/// A row of `pipeline_bottom(rel)` through `rel`'s filters and projections, innermost
+/// first; None if a filter drops it.
+fn through_pipeline(ctx: &EvalCtx, rel: &Rel, row: Row) -> PgResult<Option<Row>> {
+    match rel {
+        Rel::Filter { input, predicate } => match through_pipeline(ctx, input, row)? {
+            Some(r) if ctx.matches(Some(predicate), &r)? => Ok(Some(r)),
+            _ => Ok(None),
+        },
+        Rel::Project { input, exprs } => match through_pipeline(ctx, input, row)? {
+            Some(r) => Ok(Some(exprs.iter().map(|e| ctx.eval(e, &r)).collect::<PgResult<Row>>()?)),
+            None => Ok(None),
+        },
+        _ => Ok(Some(row)),
+    }
 }
 
 fn generate_series(ctx: &EvalCtx, start: &Expr, stop: &Expr, step: Option<&Expr>) -> PgResult<Vec<Row>> {
