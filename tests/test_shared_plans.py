@@ -83,3 +83,22 @@ def test_failed_block_refuses_parse_cached_or_not(table):
     finally:
         for c in conns:
             c.close()
+
+
+def test_result_formats_of_one_shared_plan(table):
+    """The RowDescription of a shared plan is encoded once, for text results; sessions
+    that ask for binary results of the same text must still be told binary (libpq sends
+    Describe portal before every Execute of a prepared statement)."""
+    conns = connections(table, 4)
+    try:
+        for round_ in range(2):
+            for i, c in enumerate(conns):
+                binary = (i + round_) % 2 == 1
+                cur = c.cursor(binary=binary)
+                cur.execute(QUERY, (2,))
+                assert cur.fetchall() == [(20,)]
+                assert cur.pgresult.fformat(0) == (1 if binary else 0)
+                assert [d.type_code for d in cur.description] == [INT4]
+    finally:
+        for c in conns:
+            c.close()

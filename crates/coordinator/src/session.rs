@@ -36,6 +36,26 @@ struct Prepared {
     bound: Arc<Statement>,
     param_types: Vec<DataType>,
     catalog_version: u64,
+    /// `bound`'s RowDescription (or NoData) with every column in text format, encoded
+    /// once: libpq describes the portal at every execution of a prepared statement.
+    text_description: bytes::Bytes,
+}
+
+impl Prepared {
+    fn new(parsed: Option<ParsedStatement>, declared_types: Vec<u32>, bound: Statement, param_types: Vec<DataType>, catalog_version: u64) -> Prepared {
+        let mut text_description = BytesMut::new();
+        describe_columns(&mut text_description, &bound.output_columns(), &[]);
+        Prepared { parsed, declared_types, bound: Arc::new(bound), param_types, catalog_version, text_description: text_description.freeze() }
+    }
+}
+
+/// RowDescription of `columns` in `formats`, or NoData when there are none.
+fn describe_columns(out: &mut BytesMut, columns: &[OutputColumn], formats: &[i16]) {
+    if columns.is_empty() {
+        backend::no_data(out);
+    } else {
+        output::row_description(out, columns, formats);
+    }
 }
 
 /// A cached plan for auto-parameterized simple-query statements (see `sql::normalize`),
@@ -107,6 +127,9 @@ enum AutoPlan {
 
 struct Portal {
     bound: Arc<Statement>,
+    /// Set when the portal runs its prepared statement's own plan with every column in
+    /// text format: that statement's `text_description` then describes the portal.
+    described_by: Option<Arc<Prepared>>,
     params: Vec<Value>,
     result_formats: Vec<i16>,
     /// Rows produced but not yet sent (after an Execute with a row limit).
@@ -586,13 +609,13 @@ impl<S: SessionStream> Session<S> {
             return Err(PgError::new(codes::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement"));
         }
         Ok(match statements.pop() {
-            None => Prepared { parsed: None, declared_types: param_types, bound: Arc::new(Statement::Empty), param_types: Vec::new(), catalog_version: version },
+            None => Prepared::new(None, param_types, Statement::Empty, Vec::new(), version),
             Some(parsed) => {
                 if in_failed && !parsed.ends_failed_transaction() {
                     return Err(in_failed_transaction());
                 }
                 let (bound, types) = bind(&parsed, &self.shared.catalog, &param_types)?;
-                Prepared { parsed: Some(parsed), declared_types: param_types, bound: Arc::new(bound), param_types: types, catalog_version: version }
+                Prepared::new(Some(parsed), param_types, bound, types, version)
             }
         })
     }
@@ -661,7 +684,8 @@ impl<S: SessionStream> Session<S> {
         }
         let bound = self.current_plan(&prepared)?;
         output::validate_formats(&result_formats, bound.output_columns().len())?;
-        self.portals.insert(portal, Portal { bound, params: values, result_formats, pending: None });
+        let described_by = (Arc::ptr_eq(&bound, &prepared.bound) && result_formats.iter().all(|f| *f == 0)).then_some(prepared);
+        self.portals.insert(portal, Portal { bound, described_by, params: values, result_formats, pending: None });
         backend::bind_complete(&mut self.out);
         Ok(())
     }
@@ -675,22 +699,19 @@ impl<S: SessionStream> Session<S> {
                 let oids: Vec<u32> = p.param_types.iter().map(DataType::oid).collect();
                 backend::parameter_description(&mut self.out, &oids);
                 let plan = self.current_plan(&p)?;
-                let columns = plan.output_columns();
-                if columns.is_empty() {
-                    backend::no_data(&mut self.out);
+                if Arc::ptr_eq(&plan, &p.bound) {
+                    self.out.extend_from_slice(&p.text_description);
                 } else {
-                    output::row_description(&mut self.out, &columns, &[]);
+                    describe_columns(&mut self.out, &plan.output_columns(), &[]);
                 }
             }
             wire::frontend::DescribeKind::Portal => {
                 let p = self.portals.get(name).ok_or_else(|| {
                     PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
                 })?;
-                let columns = p.bound.output_columns();
-                if columns.is_empty() {
-                    backend::no_data(&mut self.out);
-                } else {
-                    output::row_description(&mut self.out, &columns, &p.result_formats);
+                match &p.described_by {
+                    Some(prepared) => self.out.extend_from_slice(&prepared.text_description),
+                    None => describe_columns(&mut self.out, &p.bound.output_columns(), &p.result_formats),
                 }
             }
         }
