@@ -33,8 +33,9 @@ pub fn take() -> BytesMut {
     FREE.with(|free| free.borrow_mut().pop()).unwrap_or_else(|| BytesMut::with_capacity(BUFFER_CAPACITY))
 }
 
-/// Returns `buf` to this thread's pool if it is empty and of the pool's size; otherwise
-/// drops it. Leaves an unallocated buffer in its place.
+/// Gives an empty `buf` up, leaving an unallocated buffer in its place: back to this
+/// thread's pool if it is of the pool's size, freed otherwise. A buffer holding unread
+/// bytes (the start of a message) stays where it is.
 pub fn give_back(buf: &mut BytesMut) {
     if buf.is_empty() && (BUFFER_CAPACITY / 2..=BUFFER_CAPACITY * 2).contains(&buf.capacity()) {
         let buf = std::mem::take(buf);
@@ -49,8 +50,9 @@ pub fn give_back(buf: &mut BytesMut) {
     }
 }
 
-/// Free buffers in this thread's pool (for tests).
-pub fn free_buffers() -> usize {
+/// Free buffers in this thread's pool.
+#[cfg(test)]
+fn free_buffers() -> usize {
     FREE.with(|free| free.borrow().len())
 }
 
