@@ -274,8 +274,7 @@ fn month_from_name(w: &str) -> Option<u32> {
 }
 
 fn today_utc() -> i32 {
-    let now = chrono::Utc::now().timestamp();
-    (now.div_euclid(86400) - (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE)) as i32
+    now_timestamp().div_euclid(USECS_PER_DAY) as i32
 }
 
 /// Current time as µs since 2000-01-01 UTC. (From `SystemTime` directly: going through
@@ -996,5 +995,7 @@ mod tests {
         let epoch_2000 = chrono::DateTime::parse_from_rfc3339("2000-01-01T00:00:00Z").unwrap();
         let micros = |t: chrono::DateTime<chrono::Utc>| (t - epoch_2000.with_timezone(&chrono::Utc)).num_microseconds().unwrap();
         assert!((micros(before)..=micros(after)).contains(&now), "{} not in [{}, {}]", now, micros(before), micros(after));
+        let today = (before.date_naive() - epoch_2000.date_naive()).num_days() as i32;
+        assert!((today..=today + 1).contains(&today_utc()), "today {} vs {}", today_utc(), today);
     }
 }
