@@ -8,7 +8,10 @@
 # the server process (for PostgreSQL, pass the postmaster's PID: its child processes,
 # backends included, are summed as "children"), and for pgbench itself (user + system,
 # from its rusage). With perf and tracepoint access it also counts pgbench's ppoll and
-# sendto calls per transaction (docs/performance.md, "Round 3"). CPU time varies far
+# sendto calls per transaction (docs/performance.md, "Round 3"), how many of those ppoll
+# calls slept (pgbench's voluntary context switches over the same window), and where the
+# clients were at one instant mid-run: how many server-side sockets held an unread
+# request and how many pgbench-side sockets an unread answer (`ss -x`; Round 17). CPU time varies far
 # less than TPS on a shared machine: compare builds by it, from alternating runs.
 # PGBENCH_HOST=DIR drives the server over its Unix-domain socket (default 127.0.0.1).
 set -euo pipefail
@@ -43,8 +46,19 @@ if command -v perf >/dev/null; then
     sleep 3
     child=$(pgrep -P "$bench" pgbench || true)
     if [[ -n $child ]]; then
+        # Unix-domain sockets with bytes queued for reading, by owning process (the
+        # server's: its own and, for PostgreSQL, its backends').
+        if command -v ss >/dev/null; then
+            servers="pid=($(echo "$pid" $(pgrep -P "$pid" || true) | tr ' ' '|')),"
+            ss -xp 2>/dev/null | awk -v servers="$servers" -v client="pid=$child," '
+                $3 > 0 && $0 ~ servers {s++} $3 > 0 && index($0, client) {c++}
+                END {printf "%d %d\n", s, c}' >"$tmp/queued"
+        fi
+        sleeps() { cat /proc/"$child"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt/ {v += $2} END {print v + 0}'; }
+        sleeps >"$tmp/sleeps"
         perf stat -x, -e syscalls:sys_enter_ppoll -e syscalls:sys_enter_sendto -p "$child" \
             -o "$tmp/perf" -- sleep "$window" >/dev/null 2>&1 || true
+        echo $(( $(sleeps) - $(cat "$tmp/sleeps") )) >"$tmp/sleeps"
     fi
 fi
 wait "$bench" || { cat "$tmp/out"; exit 1; }
@@ -61,7 +75,11 @@ join "$tmp/before" "$tmp/after" | awk -v n="$n" -v hz="$hz" \
     '{us = ($3 - $2) * 1e6 / hz / n; if (us >= 0.05) printf "  %-18s %8.1f\n", $1, us}'
 awk -v n="$n" '/^rusage/ {printf "  %-18s %8.1f\n", "pgbench", ($2 + $3) * 1e6 / n}' "$tmp/rusage"
 if [[ -s $tmp/perf ]] && grep -q sys_enter_ppoll "$tmp/perf"; then
-    awk -F, -v tps="$tps" -v window="$window" '
+    awk -F, -v tps="$tps" -v window="$window" -v sleeps="$(cat "$tmp/sleeps")" '
         /sys_enter_ppoll/ {p = $1} /sys_enter_sendto/ {s = $1}
-        END {if (p > 0) printf "pgbench: %.2f ppoll calls per transaction, %.2f sends per ppoll\n", p / (tps * window), s / p}' "$tmp/perf"
+        END {if (p > 0) printf "pgbench: %.2f ppoll calls per transaction, %.2f sends per ppoll, %.2f of the calls slept\n", p / (tps * window), s / p, sleeps / p}' "$tmp/perf"
+fi
+if [[ -s $tmp/queued ]]; then
+    read -r server client <"$tmp/queued"
+    echo "mid-run: $server server-side sockets held an unread request, $client pgbench-side sockets an unread answer"
 fi
