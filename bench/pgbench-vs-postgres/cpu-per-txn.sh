@@ -11,8 +11,9 @@
 # sendto calls per transaction (docs/performance.md, "Round 3"), how many of those ppoll
 # calls slept (pgbench's voluntary context switches over the same window), and where the
 # clients were at one instant mid-run: how many server-side sockets held an unread
-# request and how many pgbench-side sockets an unread answer (`ss -x`; Round 17). CPU time varies far
-# less than TPS on a shared machine: compare builds by it, from alternating runs.
+# request and how many pgbench-side sockets an unread answer (`ss -x`, which needs to
+# see both processes' sockets; "Round 17"). CPU time varies far less than TPS on a
+# shared machine: compare builds by it, from alternating runs.
 # PGBENCH_HOST=DIR drives the server over its Unix-domain socket (default 127.0.0.1).
 set -euo pipefail
 [[ $# -ge 2 ]] || { sed -n 2,13p "$0"; exit 2; }
