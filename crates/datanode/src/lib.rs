@@ -100,9 +100,12 @@ pub struct Txn {
     /// (`Some(None)`: no version; None: not read). Nobody else commits the key while the
     /// lock is held, so the storage writer need not read it again (`storage::Write`).
     locks: FxHashMap<RelId, FxHashMap<Vec<u8>, Option<Option<Timestamp>>>>,
-    /// Transactions whose applied but not yet durable versions this one read under a row
-    /// lock (early lock release): it may not end before they are durable.
-    read_before_durable: Vec<Arc<TxnShared>>,
+    /// Rows read under a row lock while earlier owners' applied versions may not have been
+    /// durable yet (early lock release): this transaction may not end before they are.
+    /// Rows, not owners: the owners are looked up only if it ends without committing
+    /// writes (`release_and_await_reads_durable`), as those that commit need no wait, and
+    /// on a hot row the owners are many.
+    rows_read_before_durable: Vec<(RelId, Vec<u8>)>,
     /// Rows this transaction holds an increment lock on.
     increment_locks: FxHashSet<(RelId, Vec<u8>)>,
     /// Deferred increments, in statement order (`increment`).
@@ -187,18 +190,28 @@ impl Txn {
     /// Reads the newest committed version of a key locked (or increment-locked) by this
     /// transaction and notes it (and whose not yet durable commit it may be).
     fn read_newest_locked(&mut self, rel: RelId, key: &[u8]) -> PgResult<Option<storage::Version>> {
-        self.read_before_durable.extend(self.inner.locks.applied_not_durable(rel, key));
+        if self.inner.locks.has_applied_not_durable(rel, key) {
+            self.rows_read_before_durable.push((rel, key.to_vec()));
+        }
         let newest = self.inner.store.latest(rel, key)?;
         self.note_newest(rel, key, newest.as_ref());
         Ok(newest)
     }
 
-    /// Waits until every version read before it was durable is durable: a transaction
-    /// that wrote nothing, or gives up, could otherwise end (and its client act on what
-    /// it read) before a crash could still undo those versions. One that commits writes
-    /// needs no wait: its own commit follows theirs in the journal.
-    async fn wait_read_versions_durable(&mut self) {
-        for t in std::mem::take(&mut self.read_before_durable) {
+    /// Releases every lock, then waits until every version read before it was durable is
+    /// durable: a transaction that wrote nothing, or gives up, could otherwise end (and
+    /// its client act on what it read) before a crash could still undo those versions.
+    /// One that commits writes needs no wait: its own commit follows theirs in the
+    /// journal. The owners are still on the rows' lock entries: an owner leaves only once
+    /// durable (`LockTable::finish`), and while this transaction held the lock nobody
+    /// else could apply a write there.
+    async fn release_and_await_reads_durable(&mut self) {
+        let owners: Vec<Arc<TxnShared>> = std::mem::take(&mut self.rows_read_before_durable)
+            .iter()
+            .flat_map(|(rel, key)| self.inner.locks.applied_not_durable(*rel, key))
+            .collect();
+        self.release_all();
+        for t in owners {
             t.wait_finished().await;
         }
     }
@@ -251,8 +264,7 @@ impl Drop for Txn {
 /// durable, and tells the GTM it ended.
 async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
     let start = txn.shared.start_ts;
-    txn.release_all();
-    txn.wait_read_versions_durable().await;
+    txn.release_and_await_reads_durable().await;
     gtm.finish(start).await?;
     Ok(start)
 }
@@ -552,7 +564,7 @@ impl Datanode {
             n_writes: 0,
             undo: Vec::new(),
             locks: FxHashMap::default(),
-            read_before_durable: Vec::new(),
+            rows_read_before_durable: Vec::new(),
             increment_locks: FxHashSet::default(),
             increments: Vec::new(),
             inner: self.inner.clone(),
@@ -1024,8 +1036,7 @@ impl Inner {
             Ok(ts) => ts,
             Err(e) => {
                 // Nothing was written: the transaction is aborted. Tell the GTM (best effort).
-                txn.release_all();
-                txn.wait_read_versions_durable().await;
+                txn.release_and_await_reads_durable().await;
                 unregister(&txn);
                 let _ = gtm.finish(start).await;
                 return Err(e);
