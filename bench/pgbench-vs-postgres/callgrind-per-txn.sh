@@ -14,6 +14,10 @@
 # from the host: D1 is the 48 KiB L1d here, the figure that follows per-connection state
 # gone cold. Its last level is the host's L3, simulated as 512 MiB (valgrind 3.19 here
 # keeps that whatever --LL says), which nothing here outgrows: not reported.
+# D1=BYTES simulates a first-level data cache of that size instead (16-way, 64-byte
+# lines; e.g. D1=2097152, this machine's L2, to count what 1,000 connections' state
+# costs beyond the L2: "Round 19"). KEEP=DIR keeps the two callgrind dumps there (for
+# callgrind_annotate: the per-function difference of the two is the transactions').
 set -euo pipefail
 # Usage: the comment block above.
 [[ $# -ge 2 ]] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 2; }
@@ -29,6 +33,8 @@ tmp=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 server=
 trap '[[ -n $server ]] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+cache=(--cache-sim=yes)
+[[ -z ${D1:-} ]] || cache+=("--D1=$D1,16,64")
 
 start() { # start [wrapper...]: the server in the background, $server its PID, once it answers
     "$@" "$binary" start --data-dir "$tmp/data" --listen "127.0.0.1:$port" --unix-socket-dir "$tmp" \
@@ -50,7 +56,7 @@ start
 pgbench -i -s 1 -q -h "$tmp" -p "$port" -U postgres postgres >"$tmp/init.log" 2>&1 || { cat "$tmp/init.log" >&2; exit 1; }
 stop
 echo "== under callgrind: warm-up, then phases of 20 and 60 transactions per client"
-start valgrind --tool=callgrind --cache-sim=yes --callgrind-out-file="$tmp/callgrind.out"
+start valgrind --tool=callgrind "${cache[@]}" --callgrind-out-file="$tmp/callgrind.out"
 bench -t 10
 for t in 20 60; do
     callgrind_control -z "$server" >/dev/null 2>&1
@@ -58,6 +64,7 @@ for t in 20 60; do
     callgrind_control -d "$server" >/dev/null 2>&1
 done
 stop
+[[ -z ${KEEP:-} ]] || { mkdir -p "$KEEP" && cp "$tmp"/callgrind.out.[12] "$KEEP"/; }
 
 # The totals of each dump (callgrind.out.1 and .2), then their difference per transaction.
 for dump in "$tmp/callgrind.out.1" "$tmp/callgrind.out.2"; do
