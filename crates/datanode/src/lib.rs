@@ -202,9 +202,9 @@ impl Txn {
     /// durable: a transaction that wrote nothing, or gives up, could otherwise end (and
     /// its client act on what it read) before a crash could still undo those versions.
     /// One that commits writes needs no wait: its own commit follows theirs in the
-    /// journal. The owners are still on the rows' lock entries: an owner leaves only once
-    /// durable (`LockTable::finish`), and while this transaction held the lock nobody
-    /// else could apply a write there.
+    /// journal. The owners are looked up now, from the rows' lock entries: an owner leaves
+    /// one only once durable (`LockTable::finish`), so every one whose version was read is
+    /// found (with, on an increment-locked row, later mergers: a longer wait, no more).
     async fn release_and_await_reads_durable(&mut self) {
         let owners: Vec<Arc<TxnShared>> = std::mem::take(&mut self.rows_read_before_durable)
             .iter()
