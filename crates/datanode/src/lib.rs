@@ -100,12 +100,6 @@ pub struct Txn {
     /// (`Some(None)`: no version; None: not read). Nobody else commits the key while the
     /// lock is held, so the storage writer need not read it again (`storage::Write`).
     locks: FxHashMap<RelId, FxHashMap<Vec<u8>, Option<Option<Timestamp>>>>,
-    /// Rows read under a row lock while earlier owners' applied versions may not have been
-    /// durable yet (early lock release): this transaction may not end before they are.
-    /// Rows, not owners: the owners are looked up only if it ends without committing
-    /// writes (`release_and_await_reads_durable`), as those that commit need no wait, and
-    /// on a hot row the owners are many.
-    rows_read_before_durable: Vec<(RelId, Vec<u8>)>,
     /// Rows this transaction holds an increment lock on.
     increment_locks: FxHashSet<(RelId, Vec<u8>)>,
     /// Deferred increments, in statement order (`increment`).
@@ -188,11 +182,8 @@ impl Txn {
     }
 
     /// Reads the newest committed version of a key locked (or increment-locked) by this
-    /// transaction and notes it (and whose not yet durable commit it may be).
+    /// transaction and notes it.
     fn read_newest_locked(&mut self, rel: RelId, key: &[u8]) -> PgResult<Option<storage::Version>> {
-        if self.inner.locks.has_applied_not_durable(rel, key) {
-            self.rows_read_before_durable.push((rel, key.to_vec()));
-        }
         let newest = self.inner.store.latest(rel, key)?;
         self.note_newest(rel, key, newest.as_ref());
         Ok(newest)
@@ -202,14 +193,17 @@ impl Txn {
     /// durable: a transaction that wrote nothing, or gives up, could otherwise end (and
     /// its client act on what it read) before a crash could still undo those versions.
     /// One that commits writes needs no wait: its own commit follows theirs in the
-    /// journal. The owners are looked up now, from the rows' lock entries: an owner leaves
-    /// one only once durable (`LockTable::finish`), so every one whose version was read is
-    /// found (with, on an increment-locked row, later mergers: a longer wait, no more).
+    /// journal. Versions are read only under a lock (`read_newest_locked`), and their
+    /// owners stay on the row's lock entry until durable (`LockTable::finish`), so the
+    /// owners on the rows it holds now cover every version it read; looked up here rather
+    /// than at each read, which the transactions that commit writes need not pay. (Rows it
+    /// locked without reading, and later mergers on increment-locked rows, only lengthen
+    /// the wait.)
     async fn release_and_await_reads_durable(&mut self) {
-        let owners: Vec<Arc<TxnShared>> = std::mem::take(&mut self.rows_read_before_durable)
-            .iter()
-            .flat_map(|(rel, key)| self.inner.locks.applied_not_durable(*rel, key))
-            .collect();
+        let locked = self.locks.iter().flat_map(|(rel, keys)| keys.keys().map(move |k| (*rel, k.as_slice())));
+        let incremented = self.increment_locks.iter().map(|(rel, k)| (*rel, k.as_slice()));
+        let owners: Vec<Arc<TxnShared>> =
+            locked.chain(incremented).flat_map(|(rel, key)| self.inner.locks.applied_not_durable(rel, key)).collect();
         self.release_all();
         for t in owners {
             t.wait_finished().await;
@@ -564,7 +558,6 @@ impl Datanode {
             n_writes: 0,
             undo: Vec::new(),
             locks: FxHashMap::default(),
-            rows_read_before_durable: Vec::new(),
             increment_locks: FxHashSet::default(),
             increments: Vec::new(),
             inner: self.inner.clone(),

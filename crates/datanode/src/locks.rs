@@ -543,13 +543,6 @@ impl LockTable {
         }
     }
 
-    /// Whether the row has earlier owners whose writes are applied and may not be durable
-    /// yet (cheap: no list is built).
-    pub fn has_applied_not_durable(&self, rel: RelId, key: &[u8]) -> bool {
-        let shard = self.shard(rel, key).lock();
-        shard.map.get(&rel).and_then(|m| m.get(key)).is_some_and(|e| !e.committed.is_empty())
-    }
-
     /// `id` has finished committing: gives up what it still holds (its batch failed
     /// before `release_applied`), and readers no longer wait for it here.
     pub fn finish(&self, rel: RelId, key: &[u8], id: u64) {
