@@ -16,7 +16,8 @@
 # keeps that whatever --LL says), which nothing here outgrows: not reported.
 # D1=BYTES simulates a first-level data cache of that size instead (16-way, 64-byte
 # lines; e.g. D1=2097152, this machine's L2, to count what 1,000 connections' state
-# costs beyond the L2: "Round 19"). KEEP=DIR keeps the two callgrind dumps there (for
+# costs beyond the L2: "Round 19"; at 1,000 clients that count varies threefold from run
+# to run, "Round 20"). KEEP=DIR keeps the two callgrind dumps there (for
 # callgrind_annotate: the per-function difference of the two is the transactions').
 set -euo pipefail
 # Usage: the comment block above.
