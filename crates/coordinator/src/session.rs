@@ -299,8 +299,8 @@ impl<S: SessionStream> Session<S> {
                 // lines this one used rather than walking all of it. (False, and no
                 // allocation, when the buffer is already at its start or is shared.)
                 // Given back before the pass end: a session waiting there then holds one
-                // buffer, not two, and a pass over all 500 sessions of a thread (1,000
-                // clients) fits the thread's pool instead of allocating half its buffers.
+                // buffer, not two, and a pass fits the thread's pool (`MAX_FREE_BUFFERS`)
+                // instead of allocating half its buffers afresh.
                 let _ = self.inbuf.try_reclaim(self.inbuf.capacity() + 1);
                 session_io::give_back(&mut self.inbuf);
             }

@@ -20,8 +20,9 @@ use tokio::net::{TcpStream, UnixStream};
 /// Capacity of a pooled buffer: one client request or answer fits many times over.
 pub const BUFFER_CAPACITY: usize = 8 << 10;
 /// Free buffers a thread keeps; more are freed. The pool needs as many as the sessions
-/// of one pass hold at once (each holds its answer until the pass ends): with 1,000
-/// connections a pass runs a hundred or more. At most 4 MiB per thread.
+/// of one pass hold at once (each holds its answer, and only that, until the pass ends):
+/// with 1,000 connections on two threads a pass runs nearly all of a thread's 500
+/// sessions (docs/performance.md, "Round 20"). At most 4 MiB per thread.
 const MAX_FREE_BUFFERS: usize = 512;
 
 thread_local! {
