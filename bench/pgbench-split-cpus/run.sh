@@ -8,12 +8,13 @@
 #
 # SC: the servers' CPUs; CC: pgbench's CPUs; J: pgbench threads; CL: client counts;
 # TL: seconds after which no new cell starts (the device's time is short). Each round runs
-# every count, select-only then tpcb-like (-M prepared, 10 s, scale 10), Meridian and
-# PostgreSQL alternating; both servers run with fsync and synchronous commit on and a
-# 128 MB cache, as bench/pgbench-vs-postgres does.
+# every count, select-only then tpcb-like (-M prepared, 10 s, scale 10), each cell on
+# Meridian then PostgreSQL; both servers run with fsync and synchronous commit on and a
+# 128 MB cache, as bench/pgbench-vs-postgres does. Both are stopped on the way out.
 set -u
 SC=${SC:-0-7} CC=${CC:-8-15} J=${J:-8} CL=${CL:-32 128 512 1000} TL=${TL:-470}
 start=$(date +%s)
+trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT
 exec > >(tee "${OUT:-.}/split-cpus.log") 2>&1
 pack=$PWD/.dev16 root=/tmp/split-root work=/tmp/split-work
 mkdir -p $root $work/m && tar xJf $pack/root.tar.xz -C $root && tar xJf $pack/pgdata.tar.xz -C $work ||
