@@ -30,6 +30,7 @@ su postgres -s /bin/sh -c "LC_ALL=C.UTF-8 $pg/bin/initdb -D $stage/cluster/pgdat
 tar cf - -C "$stage/cluster" pgdata | xz -T1 -6 >"$out/pgdata.tar.xz"
 strip -o "$out/meridian" "$repo/target/release/meridian"
 cp "$(dirname "$0")/run.sh" "$out/"
-mkdir -p "$repo/.git/info"
-grep -qx '/.dev16/' "$repo/.git/info/exclude" 2>/dev/null || echo '/.dev16/' >>"$repo/.git/info/exclude"
+exclude=$(git -C "$repo" rev-parse --path-format=absolute --git-path info/exclude)  # a worktree too
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.dev16/' "$exclude" 2>/dev/null || echo '/.dev16/' >>"$exclude"
 du -sh "$out"

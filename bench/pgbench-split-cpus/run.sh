@@ -31,17 +31,20 @@ mkdir -p /usr/share/zoneinfo && cp -n $root/zoneinfo/UTC /usr/share/zoneinfo/
 id pgb >/dev/null 2>&1 || useradd -M pgb 2>/dev/null || echo "useradd failed: PostgreSQL runs as uid 65534"
 pguid=$(id -u pgb 2>/dev/null || echo 65534)
 chown -R $pguid:$pguid $work/pgdata && chmod 700 $work/pgdata && chmod 777 $work
-ready() { for _ in $(seq 60); do run $pgbin/psql -h $1 -p $2 -U postgres -Atc 'select 1' postgres >/dev/null 2>&1 && return; sleep 1; done; }
+ready() { # ready SOCKET_DIR PORT LOG: wait up to 60 s for the server, else show its log and stop
+    for _ in $(seq 60); do run $pgbin/psql -h $1 -p $2 -U postgres -Atc 'select 1' postgres >/dev/null 2>&1 && return; sleep 1; done
+    echo "the server on port $2 did not start:"; tail -n 20 $3; exit 1
+}
 echo "== servers on CPUs $SC, pgbench on CPUs $CC (-j $J)"
 pin $SC $pack/meridian start --data-dir $work/m/data --listen 127.0.0.1:6001 --unix-socket-dir $work/m \
     --cache-size 128MB --synchronous-commit on >$work/meridian.log 2>&1 &
-ready $work/m 6001
+ready $work/m 6001 $work/meridian.log
 run $root/bin/setpriv --reuid=$pguid --regid=$pguid --clear-groups env LC_ALL=C.UTF-8 \
     "${ld[@]}" $root/bin/taskset -c $SC "${ld[@]}" $pgbin/postgres -D $work/pgdata -p 6002 \
     -c listen_addresses= -c unix_socket_directories=$work -c fsync=on -c synchronous_commit=on \
     -c shared_buffers=128MB -c max_connections=1100 -c logging_collector=off >$work/postgres.log 2>&1 &
-ready $work 6002
-run $pgbin/psql -h $work -p 6002 -U postgres -Atc 'select version()' postgres || tail $work/postgres.log
+ready $work 6002 $work/postgres.log
+run $pgbin/psql -h $work -p 6002 -U postgres -Atc 'select version()' postgres
 for server in "$work/m 6001" "$work 6002"; do
     t=$(date +%s)
     run $pgbin/pgbench -i -s 10 -q -h ${server% *} -p ${server#* } -U postgres postgres >$work/init.log 2>&1 ||
