@@ -13,7 +13,7 @@
 //! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
 use crate::copy::CopyRow;
-use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView};
+use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView, StatementState};
 use datanode::{Datanode, RowBytes, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::EvalCtx;
@@ -141,10 +141,17 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
     }
 }
 
-fn returning(ex: &Executor, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[Row]) -> PgResult<Vec<Row>> {
+async fn returning(ex: &Executor<'_>, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[Row]) -> PgResult<Vec<Row>> {
     let Some(items) = items else { return Ok(Vec::new()) };
-    let ctx = EvalCtx { params: ex.params, outer: &[], env: ex };
-    rows.iter().map(|r| items.iter().map(|(e, _)| ctx.eval(e, r)).collect()).collect()
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let mut values = Vec::with_capacity(items.len());
+        for (e, _) in items {
+            values.push(ex.eval(&[], e, r).await?);
+        }
+        out.push(values);
+    }
+    Ok(out)
 }
 
 /// What every DML statement runs with: the datanode, the statement snapshot, the
@@ -155,19 +162,30 @@ pub struct Dml<'a> {
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub view: &'a SessionView<'a>,
+    pub state: &'a StatementState,
 }
 
 impl<'a> Dml<'a> {
+    /// A wait for a row lock, ended with 55P03 after lock_timeout.
+    async fn lock_wait<T>(&self, wait: impl std::future::Future<Output = PgResult<T>>) -> PgResult<T> {
+        match self.state.lock_timeout {
+            None => wait.await,
+            Some(limit) => tokio::time::timeout(limit, wait)
+                .await
+                .unwrap_or_else(|_| Err(PgError::new(codes::LOCK_NOT_AVAILABLE, "canceling statement due to lock timeout"))),
+        }
+    }
+
     /// A read-only executor over `txn` at the statement snapshot.
     pub fn reader<'t>(&'t self, txn: &'t Txn) -> Executor<'t> {
-        Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view }
+        Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view, state: self.state }
     }
 
     pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
         let rows: Vec<Row> = {
             let ex = self.reader(txn);
-            let source = ex.rel(&ins.source, &[]).await?;
+            let source = ex.collect(&ins.source, Default::default(), None).await?;
             let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
             source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
         };
@@ -180,7 +198,7 @@ impl<'a> Dml<'a> {
                 Err(e) => return Err(e),
             }
         }
-        let out = returning(&self.reader(txn), &ins.returning, &written)?;
+        let out = returning(&self.reader(txn), &ins.returning, &written).await?;
         Ok((out, written.len() as u64))
     }
 
@@ -188,7 +206,7 @@ impl<'a> Dml<'a> {
     async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<(Vec<u8>, RowBytes, Row)>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
-            let Some(current) = self.dn.lock_row(txn, table.rel, &key).await? else {
+            let Some(current) = self.lock_wait(self.dn.lock_row(txn, table.rel, &key)).await? else {
                 continue; // deleted by a transaction that committed after our snapshot
             };
             if current == seen {
@@ -196,9 +214,7 @@ impl<'a> Dml<'a> {
                 continue;
             }
             let newest = decode(&current, table)?;
-            let ex = self.reader(txn);
-            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
-            if ctx.matches(filter, &newest)? {
+            if self.reader(txn).matches(&[], filter, &newest).await? {
                 locked.push((key, newest));
             }
         }
@@ -208,11 +224,10 @@ impl<'a> Dml<'a> {
     /// The increment path of `update` for the one row `key`: None if the datanode takes
     /// the ordinary way instead.
     async fn increment(&self, txn: &mut Txn, table: &Arc<TableDef>, key: &[u8], increments: Vec<(usize, BinaryOp, &Expr)>) -> PgResult<Option<DmlResult>> {
-        let amounts: Vec<(usize, BinaryOp, Value)> = {
-            let ex = self.reader(txn);
-            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
-            increments.into_iter().map(|(col, op, e)| Ok((col, op, ctx.eval(e, &[])?))).collect::<PgResult<_>>()?
-        };
+        let mut amounts: Vec<(usize, BinaryOp, Value)> = Vec::with_capacity(increments.len());
+        for (col, op, e) in increments {
+            amounts.push((col, op, self.reader(txn).eval(&[], e, &[]).await?));
+        }
         let t = table.clone();
         let apply: datanode::IncrementFn = Box::new(move |bytes| {
             let mut row = decode(bytes, &t)?;
@@ -222,7 +237,7 @@ impl<'a> Dml<'a> {
             check_not_null(&t, &row)?;
             Ok(encode(&row))
         });
-        let done = self.dn.increment(txn, table.rel, key, apply).await?;
+        let done = self.lock_wait(self.dn.increment(txn, table.rel, key, apply)).await?;
         Ok(done.map(|exists| (Vec::new(), exists as u64)))
     }
 
@@ -239,18 +254,20 @@ impl<'a> Dml<'a> {
             }
         }
         let locked = self.lock_candidates(txn, table, candidates, upd.filter.as_ref()).await?;
-        let mut updated = Vec::with_capacity(locked.len());
+        // Every new row is computed before the first is written, so that subqueries in
+        // SET read the table as the statement found it (as PostgreSQL's, which read
+        // at the command's snapshot), not with this statement's own writes.
+        let mut changes = Vec::with_capacity(locked.len());
         for (key, old) in locked {
-            let new = {
-                let ex = self.reader(txn);
-                let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
-                let mut new = old.clone();
-                for (col, e) in &upd.assignments {
-                    new[*col] = ctx.eval(e, &old)?;
-                }
-                new
-            };
+            let mut new = old.clone();
+            for (col, e) in &upd.assignments {
+                new[*col] = self.reader(txn).eval(&[], e, &old).await?;
+            }
             check_not_null(table, &new)?;
+            changes.push((key, new));
+        }
+        let mut updated = Vec::with_capacity(changes.len());
+        for (key, new) in changes {
             match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
                     self.dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new)).await?;
@@ -260,7 +277,7 @@ impl<'a> Dml<'a> {
             }
             updated.push(new);
         }
-        let out = returning(&self.reader(txn), &upd.returning, &updated)?;
+        let out = returning(&self.reader(txn), &upd.returning, &updated).await?;
         Ok((out, updated.len() as u64))
     }
 
@@ -273,7 +290,7 @@ impl<'a> Dml<'a> {
             self.dn.put(txn, table.rel, &key, None)?;
             deleted.push(old);
         }
-        let out = returning(&self.reader(txn), &del.returning, &deleted)?;
+        let out = returning(&self.reader(txn), &del.returning, &deleted).await?;
         Ok((out, deleted.len() as u64))
     }
 }

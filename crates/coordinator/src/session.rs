@@ -2,12 +2,12 @@
 //! pipelining, COPY, error recovery to Sync) and the session's transaction state.
 
 use crate::copy::CopyParser;
-use crate::exec::{Row, SessionView};
+use crate::exec::{Row, SessionView, StatementState};
 use crate::output;
 use crate::plan_cache::PlanCache;
 use crate::server::Shared;
 use crate::session_io::{self, SessionStream};
-use crate::settings::Settings;
+use crate::settings::{Settings, StatementLimits};
 use bytes::BytesMut;
 use datanode::{Isolation, Savepoint, Timestamp, Txn};
 use parking_lot::Mutex;
@@ -201,6 +201,8 @@ pub struct Session<S> {
     /// After an error in extended protocol: discard messages until Sync.
     skip_to_sync: bool,
     cancel: Arc<tokio::sync::Notify>,
+    /// The running statement's limits (read from the settings as it starts).
+    limits: StatementLimits,
 }
 
 /// Result of running one statement.
@@ -242,6 +244,7 @@ impl<S: SessionStream> Session<S> {
             portals: Portals::default(),
             skip_to_sync: false,
             cancel,
+            limits: StatementLimits::default(),
         }
     }
 
@@ -308,7 +311,19 @@ impl<S: SessionStream> Session<S> {
                 crate::executors::end_of_pass().await;
             }
             self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-            let n = session_io::read(&mut self.stream, &mut self.inbuf).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            let idle_limit = match self.status() {
+                TransactionStatus::Idle => 0,
+                _ => self.state.settings.lock().limits().idle_in_transaction_timeout_ms,
+            };
+            let read = session_io::read(&mut self.stream, &mut self.inbuf);
+            let n = if idle_limit > 0 {
+                tokio::time::timeout(std::time::Duration::from_millis(idle_limit), read).await.map_err(|_| {
+                    PgError::new(codes::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, "terminating connection due to idle-in-transaction timeout")
+                })?
+            } else {
+                read.await
+            }
+            .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             if n == 0 {
                 return Ok(None);
             }
@@ -766,12 +781,18 @@ impl<S: SessionStream> Session<S> {
 
     // ------------------------------------------------------------ execution
 
-    /// Run one bound statement, honouring cancel requests. `biased`: the statement is
-    /// polled first and the cancel `Notified` only while the statement waits (a lock, the
-    /// GTM, the journal), so the many statements that finish in their first poll never
-    /// register with the session's `Notify` (its lock, twice). No cancel is missed: a
-    /// `Notified` sees every `notify_waiters` from its creation on, polled or not.
+    /// Run one bound statement, honouring cancel requests, statement_timeout and a
+    /// client that went away. `biased`: the statement is polled first, and the other
+    /// branches only while it waits (a lock, the GTM, the journal, or a yield of a long
+    /// operator), so the many statements that finish in their first poll never register
+    /// with the session's `Notify` (its lock, twice) nor start a timer. No cancel is
+    /// missed: a `Notified` sees every `notify_waiters` from its creation on, polled or
+    /// not.
     async fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        self.limits = self.state.settings.lock().limits();
+        let timeout = self.limits.statement_timeout_ms;
+        let deadline = (timeout > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout));
+        let client = self.stream.raw_fd();
         let cancel = self.cancel.clone();
         let notified = cancel.notified();
         tokio::pin!(notified);
@@ -779,6 +800,8 @@ impl<S: SessionStream> Session<S> {
             biased;
             r = self.execute(stmt, params) => r,
             _ = &mut notified => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")),
+            _ = until(deadline) => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to statement timeout")),
+            _ = session_io::client_gone(client) => Err(PgError::new(codes::CONNECTION_FAILURE, "connection to client lost")),
         }
     }
 
@@ -1011,7 +1034,8 @@ impl<S: SessionStream> Session<S> {
         let shared = self.shared.clone();
         let view = view(&shared, &self.state, &self.tx, types::datetime::now_timestamp());
         let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
-        let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view };
+        let state = StatementState::new(&self.limits);
+        let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view, state: &state };
         let outcome = match stmt {
             Statement::Query(q) => {
                 let rows = dml.reader(txn).query(q).await?;
@@ -1101,6 +1125,14 @@ fn view<'a>(shared: &'a Shared, state: &'a SessionState, tx: &Option<Transaction
         backend_pid: state.pid,
         user: &state.user,
         database: &state.database,
+    }
+}
+
+/// Never completes without a deadline.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
     }
 }
 

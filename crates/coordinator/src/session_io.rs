@@ -13,6 +13,7 @@
 use bytes::BytesMut;
 use std::cell::RefCell;
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -59,8 +60,12 @@ fn free_buffers() -> usize {
 
 /// A client connection's byte stream, which a session can wait on without holding a
 /// buffer.
-pub trait SessionStream: AsyncRead + tokio::io::AsyncWrite + Unpin + Send + Sync {
+pub trait SessionStream: AsyncRead + tokio::io::AsyncWrite + Unpin + Send + Sync + AsRawFd {
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>>;
+
+    fn raw_fd(&self) -> RawFd {
+        self.as_raw_fd()
+    }
 }
 
 impl SessionStream for TcpStream {
@@ -72,6 +77,26 @@ impl SessionStream for TcpStream {
 impl SessionStream for UnixStream {
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         UnixStream::poll_read_ready(self, cx)
+    }
+}
+
+/// How often a running statement checks that its client is still connected.
+const CLIENT_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Completes once the peer of the socket `fd` has closed its end (checked every
+/// `CLIENT_CHECK_INTERVAL`, as PostgreSQL's client_connection_check_interval does, with
+/// POLLRDHUP, which sees a hang-up even behind unread pipelined input). The check does
+/// not read, so it needs no access to the stream that the statement may be using.
+pub async fn client_gone(fd: RawFd) {
+    loop {
+        tokio::time::sleep(CLIENT_CHECK_INTERVAL).await;
+        let mut poll = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: one valid pollfd, zero timeout; `fd` stays open while the session that
+        // owns the stream runs the statement this future belongs to.
+        let ready = unsafe { libc::poll(&mut poll, 1, 0) };
+        if ready == 1 && poll.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
+            return;
+        }
     }
 }
 

@@ -71,6 +71,25 @@ pub struct Settings {
     /// looking them up in the map touched lines of it that, with 1,000 sessions, had
     /// long left the cache.
     txn_defaults: TxnDefaults,
+    /// Derived from `values` like `txn_defaults`: read by every statement.
+    limits: StatementLimits,
+}
+
+/// What a statement takes from the session's settings. Durations in milliseconds, 0 for
+/// none (PostgreSQL's convention).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatementLimits {
+    pub statement_timeout_ms: u64,
+    pub lock_timeout_ms: u64,
+    pub idle_in_transaction_timeout_ms: u64,
+    /// Memory an operator (sort, hash table) may hold before it spills, in bytes.
+    pub work_mem: usize,
+}
+
+impl Default for StatementLimits {
+    fn default() -> Self {
+        StatementLimits { statement_timeout_ms: 0, lock_timeout_ms: 0, idle_in_transaction_timeout_ms: 0, work_mem: 4 << 20 }
+    }
 }
 
 /// What a new transaction takes from the session's settings.
@@ -92,6 +111,10 @@ impl Settings {
         self.txn_defaults
     }
 
+    pub fn limits(&self) -> StatementLimits {
+        self.limits
+    }
+
     fn values_changed(&mut self) {
         self.txn_defaults = TxnDefaults {
             repeatable_read: matches!(
@@ -99,6 +122,14 @@ impl Settings {
                 Some("repeatable read" | "serializable")
             ),
             read_only: self.values.get("default_transaction_read_only").map(String::as_str) == Some("on"),
+        };
+        // Stored values are already validated (normalised by `validate`).
+        let ms = |name: &str| self.values.get(name).and_then(|v| parse_ms(v).ok()).unwrap_or(0);
+        self.limits = StatementLimits {
+            statement_timeout_ms: ms("statement_timeout"),
+            lock_timeout_ms: ms("lock_timeout"),
+            idle_in_transaction_timeout_ms: ms("idle_in_transaction_session_timeout"),
+            work_mem: self.values.get("work_mem").and_then(|v| parse_kb(v).ok()).map_or(StatementLimits::default().work_mem, |kb| (kb as usize).saturating_mul(1024)),
         };
     }
 
@@ -215,6 +246,19 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
             "off" | "false" | "no" | "0" => "off".to_string(),
             _ => return Err(invalid(name, v)),
         },
+        "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
+            format_ms(parse_ms(v).map_err(|_| invalid(name, v))?)
+        }
+        "work_mem" | "maintenance_work_mem" => {
+            let kb = parse_kb(v).map_err(|_| invalid(name, v))?;
+            if !(64..=i32::MAX as u64).contains(&kb) {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("{kb} kB is outside the valid range for parameter \"{}\" (64 .. 2147483647)", name.to_ascii_lowercase()),
+                ));
+            }
+            format_kb(kb)
+        }
         "default_transaction_read_only" | "transaction_read_only" | "row_security" | "escape_string_warning" | "check_function_bodies" | "jit" | "enable_seqscan" | "geqo" => {
             match lower.as_str() {
                 "on" | "true" | "yes" | "1" => "on".to_string(),
@@ -224,4 +268,72 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
         }
         _ => v.to_string(),
     })
+}
+
+/// A number with an optional unit, as PostgreSQL's GUC parser reads it: `(value, unit)`.
+fn number_and_unit(v: &str) -> Option<(f64, &str)> {
+    let t = v.trim().trim_matches('\'');
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(t.len());
+    let n: f64 = t[..split].parse().ok()?;
+    Some((n, t[split..].trim()))
+}
+
+/// A duration setting in milliseconds (no unit: milliseconds).
+fn parse_ms(v: &str) -> Result<u64, ()> {
+    let (n, unit) = number_and_unit(v).ok_or(())?;
+    let scale = match unit {
+        "" | "ms" => 1.0,
+        "us" => 0.001,
+        "s" => 1000.0,
+        "min" => 60_000.0,
+        "h" => 3_600_000.0,
+        "d" => 86_400_000.0,
+        _ => return Err(()),
+    };
+    let ms = (n * scale).round();
+    if !(0.0..=i32::MAX as f64).contains(&ms) {
+        return Err(());
+    }
+    Ok(ms as u64)
+}
+
+/// How PostgreSQL shows a duration in milliseconds: in the largest unit that divides it.
+fn format_ms(ms: u64) -> String {
+    if ms == 0 {
+        return "0".to_string();
+    }
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)] {
+        if ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// A memory setting in kB (no unit: kB).
+fn parse_kb(v: &str) -> Result<u64, ()> {
+    let (n, unit) = number_and_unit(v).ok_or(())?;
+    let scale = match unit {
+        "" | "kB" => 1.0,
+        "B" => 1.0 / 1024.0,
+        "MB" => 1024.0,
+        "GB" => 1024.0 * 1024.0,
+        "TB" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(()),
+    };
+    let kb = (n * scale).round();
+    if !(0.0..=u64::MAX as f64).contains(&kb) {
+        return Err(());
+    }
+    Ok(kb as u64)
+}
+
+/// How PostgreSQL shows a memory size in kB.
+fn format_kb(kb: u64) -> String {
+    for (unit, size) in [("TB", 1u64 << 30), ("GB", 1 << 20), ("MB", 1 << 10)] {
+        if kb % size == 0 && kb >= size {
+            return format!("{}{unit}", kb / size);
+        }
+    }
+    format!("{kb}kB")
 }

@@ -169,6 +169,7 @@ pub mod codes {
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const QUERY_CANCELED: &str = "57014";
+    pub const IDLE_IN_TRANSACTION_SESSION_TIMEOUT: &str = "25P03";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const ADMIN_SHUTDOWN: &str = "57P01";
     pub const CANNOT_CONNECT_NOW: &str = "57P03";

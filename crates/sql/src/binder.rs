@@ -47,7 +47,9 @@ pub struct Binder<'a> {
     params: Vec<DataType>,
     /// Enclosing scopes (outermost first); the current scope is passed explicitly.
     outer: Vec<Scope>,
-    correlated: bool,
+    /// How many query levels out the references of the query being bound (its nested
+    /// queries included) reach: 0 if it is not correlated.
+    escapes: usize,
     /// Common table expressions in scope (innermost last): name, bound relation, columns.
     ctes: Vec<(String, Rel, Vec<ScopeColumn>)>,
 }
@@ -63,7 +65,7 @@ pub fn bind(
         .iter()
         .map(|&oid| if oid == 0 { Ok(DataType::Unknown) } else { DataType::from_oid(oid).ok_or_else(|| unknown_type_oid(oid)) })
         .collect::<PgResult<Vec<_>>>()?;
-    let mut binder = Binder { catalog, params, outer: Vec::new(), correlated: false, ctes: Vec::new() };
+    let mut binder = Binder { catalog, params, outer: Vec::new(), escapes: 0, ctes: Vec::new() };
     let bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
         Parsed::Vacuum { tables, analyze } => {
@@ -225,7 +227,7 @@ impl<'a> Binder<'a> {
     /// Bind a query whose enclosing scope (for correlation) is `enclosing`.
     fn query_in(&mut self, q: &ast::Query, enclosing: &Scope) -> PgResult<Query> {
         self.outer.push(enclosing.clone());
-        let was_correlated = std::mem::replace(&mut self.correlated, false);
+        let was_escaping = std::mem::replace(&mut self.escapes, 0);
         let ctes_before = self.ctes.len();
         let result = match &q.with {
             Some(with) => self.with_clause(with).and_then(|_| self.query_body(q)),
@@ -233,9 +235,12 @@ impl<'a> Binder<'a> {
         };
         self.ctes.truncate(ctes_before);
         self.outer.pop();
-        let correlated = std::mem::replace(&mut self.correlated, was_correlated);
+        // A reference that reaches past this query's enclosing scope makes the
+        // enclosing query correlated too.
+        let escapes = self.escapes;
+        self.escapes = was_escaping.max(escapes.saturating_sub(1));
         let mut query = result?;
-        query.correlated = correlated;
+        query.correlated = escapes > 0;
         Ok(query)
     }
 
@@ -965,7 +970,7 @@ impl<'a> Binder<'a> {
         }
         for (d, s) in self.outer.iter().rev().enumerate() {
             if let Some(i) = find(s)? {
-                self.correlated = true;
+                self.escapes = self.escapes.max(d + 1);
                 return Ok(Expr::Column { depth: d + 1, index: i, ty: s.columns[i].ty.clone() });
             }
         }
@@ -1198,13 +1203,19 @@ impl<'a> Binder<'a> {
                 let op = comparison_op(compare_op)?;
                 let all = matches!(e, E::AllOp { .. });
                 if let E::Subquery(q) = right.as_ref() {
-                    if op == BinaryOp::Eq && !all {
-                        let plan = self.query_in(q, scope)?;
-                        let sub_ty = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
-                        let left = cast_to(l, &sub_ty)?;
-                        return Ok(Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::In { left: Box::new(left), negated: false }, ty: DataType::Bool });
+                    let plan = self.query_in(q, scope)?;
+                    if plan.columns.len() != 1 {
+                        return Err(syntax(if plan.columns.len() > 1 { "subquery has too many columns" } else { "subquery has too few columns" }));
                     }
-                    return Err(unsupported("quantified comparison with a subquery"));
+                    let sub_ty = plan.columns[0].ty.clone();
+                    let left = Box::new(cast_to(self.infer_param(l, &sub_ty), &sub_ty)?);
+                    // `= ANY` is IN and `<> ALL` is NOT IN, NULLs included: both hashed.
+                    let kind = match (op, all) {
+                        (BinaryOp::Eq, false) => SubqueryKind::In { left, negated: false },
+                        (BinaryOp::NotEq, true) => SubqueryKind::In { left, negated: true },
+                        _ => SubqueryKind::Quantified { op, left, all },
+                    };
+                    return Ok(Expr::Subquery { plan: Box::new(plan), kind, ty: DataType::Bool });
                 }
                 let arr = child(self, right)?;
                 let arr = if arr.ty() == DataType::Unknown {

@@ -2,6 +2,7 @@
 
 use crate::functions::{eval_pure, ScalarFunc};
 use crate::plan::{Expr, Query, SubqueryKind};
+use crate::subquery::SubqueryResult;
 use pgerror::{codes, PgError, PgResult};
 use std::cmp::Ordering;
 use types::ops::{self, BinaryOp};
@@ -9,9 +10,12 @@ use types::Value;
 
 /// What expression evaluation needs from the session that runs it.
 pub trait EvalEnv: Sync {
-    /// Run a (possibly correlated) subquery; `outer` is the stack of enclosing rows,
-    /// innermost last.
-    fn run_subquery(&self, plan: &Query, outer: &[&[Value]]) -> PgResult<Vec<Vec<Value>>>;
+    /// The result of a subquery for the enclosing rows `outer` (innermost last) and the
+    /// row being evaluated. Evaluation is synchronous and a subquery's reads are not:
+    /// an environment that has not computed the result yet notes which one is wanted
+    /// and fails; its executor then computes it (awaiting what it must) and evaluates
+    /// the expression again (`coordinator/src/exec.rs`).
+    fn subquery(&self, plan: &Query, kind: &SubqueryKind, outer: &[Vec<Value>], row: &[Value]) -> PgResult<std::sync::Arc<SubqueryResult>>;
     /// Evaluate a function that needs session or catalog state.
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
 }
@@ -28,7 +32,7 @@ pub fn binary(op: BinaryOp, l: &Value, r: &Value) -> PgResult<Value> {
 pub struct EvalCtx<'a> {
     pub params: &'a [Value],
     /// Enclosing rows for correlated references, innermost last.
-    pub outer: &'a [&'a [Value]],
+    pub outer: &'a [Vec<Value>],
     pub env: &'a dyn EvalEnv,
 }
 
@@ -185,33 +189,18 @@ impl<'a> EvalCtx<'a> {
     }
 
     fn eval_subquery(&self, plan: &Query, kind: &SubqueryKind, row: &[Value]) -> PgResult<Value> {
-        let mut stack: Vec<&[Value]> = self.outer.to_vec();
-        stack.push(row);
-        let rows = self.env.run_subquery(plan, &stack)?;
-        Ok(match kind {
-            SubqueryKind::Scalar => match rows.len() {
-                0 => Value::Null,
-                1 => rows.into_iter().next().and_then(|r| r.into_iter().next()).unwrap_or(Value::Null),
-                _ => {
-                    return Err(PgError::new(
-                        codes::CARDINALITY_VIOLATION,
-                        "more than one row returned by a subquery used as an expression",
-                    ))
-                }
-            },
-            SubqueryKind::Exists => Value::Bool(!rows.is_empty()),
-            SubqueryKind::Array => Value::Array(rows.into_iter().filter_map(|r| r.into_iter().next()).collect()),
-            SubqueryKind::In { left, negated } => {
-                let v = self.eval(left, row)?;
-                let firsts: Vec<Value> = rows.into_iter().filter_map(|r| r.into_iter().next()).collect();
-                in_values(&v, firsts.iter(), *negated)
-            }
+        let result = self.env.subquery(plan, kind, self.outer, row)?;
+        Ok(match (kind, result.as_ref()) {
+            (SubqueryKind::In { left, negated }, SubqueryResult::Set(set)) => set.contains(&self.eval(left, row)?, *negated),
+            (SubqueryKind::Quantified { op, left, all }, SubqueryResult::Value(Value::Array(items))) => quantified(*op, &self.eval(left, row)?, items, *all)?,
+            (_, SubqueryResult::Value(v)) => v.clone(),
+            (_, SubqueryResult::Set(_)) => return Err(PgError::internal("subquery result of the wrong kind")),
         })
     }
 }
 
 /// SQL `IN`: TRUE if any equal, NULL if none equal but a NULL was involved, else FALSE.
-fn in_values<'v>(v: &Value, candidates: impl Iterator<Item = &'v Value>, negated: bool) -> Value {
+pub(crate) fn in_values<'v>(v: &Value, candidates: impl Iterator<Item = &'v Value>, negated: bool) -> Value {
     if v.is_null() {
         return Value::Null;
     }

@@ -9,6 +9,7 @@ pub mod functions;
 pub mod normalize;
 pub mod parse;
 pub mod plan;
+pub mod subquery;
 pub mod system_tables;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};

@@ -41,6 +41,9 @@ pub enum SubqueryKind {
     In { left: Box<Expr>, negated: bool },
     /// `ARRAY(subquery)`.
     Array,
+    /// `left op ANY (subquery)` / `left op ALL (subquery)` (other than `= ANY` and
+    /// `<> ALL`, which are IN and NOT IN).
+    Quantified { op: BinaryOp, left: Box<Expr>, all: bool },
 }
 
 impl Expr {
@@ -69,6 +72,47 @@ impl Expr {
 
     pub fn is_const(&self) -> bool {
         matches!(self, Expr::Const(..))
+    }
+
+    /// Visit this expression and every expression under it, parents first; subqueries'
+    /// plans are not entered (the left operand of `IN (subquery)` is).
+    pub fn visit<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
+        f(self);
+        let mut each = |e: &'e Expr| e.visit(f);
+        match self {
+            Expr::Const(..) | Expr::Param { .. } | Expr::Column { .. } => {}
+            Expr::Binary { left, right, .. } | Expr::And(left, right) | Expr::Or(left, right) | Expr::IsDistinctFrom { left, right, .. } => {
+                each(left);
+                each(right);
+            }
+            Expr::Unary { operand, .. } | Expr::Not(operand) | Expr::IsNull { operand, .. } | Expr::Cast { operand, .. } => each(operand),
+            Expr::Func { args, .. } | Expr::Coalesce { args, .. } | Expr::Array { elements: args, .. } => args.iter().for_each(each),
+            Expr::Case { operand, whens, otherwise, .. } => {
+                operand.iter().for_each(|o| each(o));
+                for (w, t) in whens {
+                    each(w);
+                    each(t);
+                }
+                otherwise.iter().for_each(|o| each(o));
+            }
+            Expr::InList { operand, list, .. } => {
+                each(operand);
+                list.iter().for_each(each);
+            }
+            Expr::AnyArray { left, array, .. } => {
+                each(left);
+                each(array);
+            }
+            Expr::Subquery { kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. }, .. } => each(left),
+            Expr::Subquery { .. } => {}
+        }
+    }
+
+    /// Whether a subquery occurs in this expression.
+    pub fn has_subquery(&self) -> bool {
+        let mut found = false;
+        self.visit(&mut |e| found |= matches!(e, Expr::Subquery { .. }));
+        found
     }
 }
 

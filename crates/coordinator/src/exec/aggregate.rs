@@ -1,0 +1,201 @@
+//! Hash aggregation (GROUP BY and plain aggregates).
+
+use super::memory::{row_size, Held, MemoryAccount};
+use super::{group_key, Row};
+use pgerror::PgResult;
+use sql::eval::EvalCtx;
+use sql::functions::AggFunc;
+use sql::plan::{AggCall, Expr};
+use std::collections::{HashMap, HashSet};
+use types::ops::{self, BinaryOp};
+use types::{DataType, Value};
+
+/// Running state of one aggregate in one group.
+#[derive(Clone)]
+enum AggState {
+    Count(i64),
+    /// Sum/min/max/bool: the value so far (Null before the first input).
+    Value(Value),
+    Avg { sum: Value, count: i64 },
+    Array(Vec<Value>),
+}
+
+/// Hash aggregation fed one row at a time; groups keep first-seen order. What it holds
+/// (groups, DISTINCT sets, array states) is charged to the statement.
+pub(super) struct Aggregator<'p, 'm> {
+    group_by: &'p [Expr],
+    aggs: &'p [AggCall],
+    init: Vec<AggState>,
+    groups: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)>,
+    index: HashMap<Vec<u8>, usize>,
+    held: Held<'m>,
+}
+
+/// One input row's contribution: its group key values and each aggregate's argument
+/// (None where the aggregate takes nothing from this row).
+pub(super) struct AggInput {
+    keys: Vec<Value>,
+    args: Vec<Option<Value>>,
+}
+
+impl<'p, 'm> Aggregator<'p, 'm> {
+    pub(super) fn new(group_by: &'p [Expr], aggs: &'p [AggCall], account: &'m MemoryAccount) -> Self {
+        let init = aggs
+            .iter()
+            .map(|a| match a.func {
+                AggFunc::Count => AggState::Count(0),
+                AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
+                AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
+                _ => AggState::Value(Value::Null),
+            })
+            .collect();
+        Aggregator { group_by, aggs, init, groups: Vec::new(), index: HashMap::new(), held: Held::new(account) }
+    }
+
+    /// Whether `input` needs the executor's evaluation (subqueries) rather than `input`.
+    pub(super) fn has_subquery(&self) -> bool {
+        self.group_by.iter().chain(self.aggs.iter().filter_map(|a| a.arg.as_ref())).any(Expr::has_subquery)
+    }
+
+    /// The expressions `input` evaluates, in order: group keys, then aggregate arguments.
+    pub(super) fn exprs(&self) -> impl Iterator<Item = Option<&'p Expr>> {
+        self.group_by.iter().map(Some).chain(self.aggs.iter().map(|a| a.arg.as_ref()))
+    }
+
+    /// Split the values of `exprs` (evaluated against one row) into an `AggInput`.
+    pub(super) fn split(&self, mut values: Vec<Option<Value>>) -> AggInput {
+        let args = values.split_off(self.group_by.len());
+        AggInput { keys: values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect(), args }
+    }
+
+    /// Evaluate one row's contribution (no subqueries: see `has_subquery`).
+    pub(super) fn input(&self, ctx: &EvalCtx, r: &[Value]) -> PgResult<AggInput> {
+        let values = self.exprs().map(|e| e.map(|e| ctx.eval(e, r)).transpose()).collect::<PgResult<Vec<_>>>()?;
+        Ok(self.split(values))
+    }
+
+    pub(super) fn push(&mut self, input: AggInput) -> PgResult<()> {
+        let gk = group_key(&input.keys);
+        let slot = match self.index.get(&gk) {
+            Some(&i) => i,
+            None => {
+                self.held.charge(row_size(&input.keys) + gk.len() + self.aggs.len() * std::mem::size_of::<AggState>())?;
+                self.groups.push((input.keys, self.init.clone(), vec![HashSet::new(); self.aggs.len()]));
+                self.index.insert(gk, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        let (_, states, seen) = &mut self.groups[slot];
+        for (i, (a, v)) in self.aggs.iter().zip(input.args).enumerate() {
+            let v = v.unwrap_or(Value::Bool(true));
+            if v.is_null() && a.func != AggFunc::ArrayAgg {
+                continue;
+            }
+            if a.distinct {
+                let key = group_key(std::slice::from_ref(&v));
+                self.held.charge(key.len() + 32)?;
+                if !seen[i].insert(key) {
+                    continue;
+                }
+            }
+            if matches!(states[i], AggState::Array(_)) {
+                self.held.charge(row_size(std::slice::from_ref(&v)))?;
+            }
+            accumulate(&mut states[i], a, v)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(mut self) -> PgResult<Vec<Row>> {
+        if self.groups.is_empty() && self.group_by.is_empty() {
+            self.groups.push((Vec::new(), self.init.clone(), Vec::new()));
+        }
+        let aggs = self.aggs;
+        std::mem::take(&mut self.groups)
+            .into_iter()
+            .map(|(mut keys, states, _)| {
+                for (s, a) in states.into_iter().zip(aggs) {
+                    keys.push(finish(s, a)?);
+                }
+                Ok(keys)
+            })
+            .collect()
+    }
+}
+
+fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
+    match state {
+        AggState::Count(n) => *n += 1,
+        AggState::Array(items) => items.push(v),
+        AggState::Avg { sum, count } => {
+            let v = match v {
+                Value::Float4(f) => Value::Float8(f as f64),
+                Value::Float8(f) => Value::Float8(f),
+                other => types::cast::cast(other.clone(), &other.natural_type(), &DataType::Numeric { precision_scale: None }, false)?,
+            };
+            *sum = if sum.is_null() { v } else { ops::eval_binary(BinaryOp::Add, sum, &v)? };
+            *count += 1;
+        }
+        AggState::Value(cur) => {
+            *cur = match agg.func {
+                AggFunc::Sum => {
+                    let v = types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
+                    if cur.is_null() {
+                        v
+                    } else {
+                        ops::eval_binary(BinaryOp::Add, cur, &v)?
+                    }
+                }
+                AggFunc::Min | AggFunc::Max => {
+                    let want = if agg.func == AggFunc::Min { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+                    if cur.is_null() || ops::sort_cmp(&v, cur) == want {
+                        v
+                    } else {
+                        return Ok(());
+                    }
+                }
+                AggFunc::BoolAnd => Value::Bool(cur.as_bool().unwrap_or(true) && v.as_bool().unwrap_or(false)),
+                AggFunc::BoolOr => Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false)),
+                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg | AggFunc::StringAgg => unreachable!("handled by their own states"),
+            };
+        }
+    }
+    Ok(())
+}
+
+fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
+    Ok(match state {
+        AggState::Count(n) => Value::Int8(n),
+        AggState::Value(v) => v,
+        AggState::Array(items) if agg.func == AggFunc::StringAgg => {
+            // items are [value, delimiter] pairs; NULL values are skipped, and each
+            // value after the first is preceded by its own delimiter.
+            let mut out: Option<String> = None;
+            for item in items {
+                let Value::Array(pair) = item else { continue };
+                let Some(v) = pair.first().and_then(Value::as_str) else { continue };
+                match &mut out {
+                    None => out = Some(v.to_string()),
+                    Some(s) => {
+                        s.push_str(pair.get(1).and_then(Value::as_str).unwrap_or(""));
+                        s.push_str(v);
+                    }
+                }
+            }
+            out.map(Value::Text).unwrap_or(Value::Null)
+        }
+        AggState::Array(items) => if items.is_empty() { Value::Null } else { Value::Array(items) },
+        AggState::Avg { sum, count } => {
+            if count == 0 {
+                Value::Null
+            } else {
+                match sum {
+                    Value::Float8(f) => Value::Float8(f / count as f64),
+                    s => ops::eval_binary(BinaryOp::Div, &s, &Value::Numeric(count.into()))?,
+                }
+            }
+        }
+    })
+    .map(|v| if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) { Value::Int8(v.as_i64().unwrap_or(0)) } else { v })
+}
+

@@ -1,0 +1,753 @@
+//! The operators a plan runs as: each hands rows up in batches when pulled (`Node::next`).
+//! Streaming operators (scan, filter, projection, join probe, limit, UNION ALL, VALUES,
+//! generate_series) hold a batch at a time; the others hold what they must, charged to
+//! the statement (`Held`).
+
+use super::aggregate::Aggregator;
+use super::memory::{row_size, Held};
+use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
+use crate::system;
+use datanode::RowBytes;
+use futures::future::BoxFuture;
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::*;
+use sql::TableDef;
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
+use std::sync::Arc;
+use types::ops::{self, BinaryOp};
+use types::{DataType, Value};
+
+pub(super) trait Node: Send {
+    /// The next batch of rows (never empty), or None when there are no more.
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>>;
+}
+
+pub(super) type BoxNode<'e> = Box<dyn Node + 'e>;
+
+/// The operator tree of `rel`, run under the enclosing rows `outer`.
+pub(super) fn open<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer) -> BoxNode<'e> {
+    match rel {
+        Rel::Unit => Box::new(Rows::new(vec![Vec::new()], None)),
+        Rel::Scan { table, access } => Box::new(Scan { ex, table, access, outer, state: ScanState::Start }),
+        Rel::System { table } => Box::new(Deferred::new(async move { Ok((system::rows(*table, ex.session)?, None)) })),
+        Rel::Values { rows } => Box::new(ValuesNode { ex, rows: rows.iter(), outer }),
+        Rel::GenerateSeries { start, stop, step } => Box::new(Series { ex, exprs: (start, stop, step.as_ref()), outer, state: None }),
+        Rel::Filter { input, predicate } => Box::new(FilterNode { ex, input: open(ex, input, outer.clone()), predicate, outer }),
+        Rel::Project { input, exprs } => Box::new(ProjectNode { ex, input: open(ex, input, outer.clone()), exprs, outer }),
+        Rel::Join { left, right, kind, on, lateral } => Box::new(JoinNode::new(ex, open(ex, left, outer.clone()), left.width(), right, *kind, on.as_ref(), *lateral, outer)),
+        Rel::Aggregate { input, group_by, aggs } => {
+            let input = open(ex, input, outer.clone());
+            Box::new(Deferred::new(aggregate(ex, input, group_by, aggs, outer)))
+        }
+        Rel::Sort { input, keys } => {
+            let input = open(ex, input, outer.clone());
+            Box::new(Deferred::new(sort(ex, input, keys, outer)))
+        }
+        Rel::Limit { input, limit, offset } => Box::new(LimitNode { ex, input: open(ex, input, outer.clone()), limit: limit.as_ref(), offset: offset.as_ref(), outer, window: None }),
+        Rel::Distinct { input } => Box::new(DistinctNode { ex, inputs: vec![open(ex, input, outer)], seen: HashSet::new(), held: Held::new(&ex.state.memory) }),
+        Rel::Union { left, right, all: true } => Box::new(Concat { inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)] }),
+        Rel::Union { left, right, all: false } => Box::new(DistinctNode {
+            ex,
+            inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)],
+            seen: HashSet::new(),
+            held: Held::new(&ex.state.memory),
+        }),
+        Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move { Ok((work.lock().map_err(|_| poisoned())?.clone(), None)) })),
+        Rel::RecursiveUnion { base, recursive, all, work } => Box::new(Deferred::new(recursive_union(ex, base, recursive, *all, work, outer))),
+    }
+}
+
+/// Rows already computed, handed up a batch at a time; `held` is their charge.
+struct Rows<'e> {
+    rows: std::vec::IntoIter<Row>,
+    _held: Option<Held<'e>>,
+}
+
+impl<'e> Rows<'e> {
+    fn new(rows: Vec<Row>, held: Option<Held<'e>>) -> Self {
+        Rows { rows: rows.into_iter(), _held: held }
+    }
+}
+
+impl Node for Rows<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        let batch: Vec<Row> = self.rows.by_ref().take(BATCH).collect();
+        Box::pin(std::future::ready(Ok((!batch.is_empty()).then_some(batch))))
+    }
+}
+
+/// An operator that computes all its rows on the first pull (sort, aggregation, …).
+struct Deferred<'e> {
+    compute: Option<BoxFuture<'e, PgResult<(Vec<Row>, Option<Held<'e>>)>>>,
+    rows: Option<Rows<'e>>,
+}
+
+impl<'e> Deferred<'e> {
+    fn new(compute: impl std::future::Future<Output = PgResult<(Vec<Row>, Option<Held<'e>>)>> + Send + 'e) -> Self {
+        Deferred { compute: Some(Box::pin(compute)), rows: None }
+    }
+}
+
+impl Node for Deferred<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if let Some(compute) = self.compute.take() {
+                let (rows, held) = compute.await?;
+                self.rows = Some(Rows::new(rows, held));
+            }
+            match &mut self.rows {
+                Some(rows) => rows.next().await,
+                None => Ok(None),
+            }
+        })
+    }
+}
+
+/// A table's rows with their storage keys, by primary key, key range or in full.
+pub(super) enum KeyedScan<'e> {
+    One(Option<(Vec<u8>, RowBytes)>),
+    Range(Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'e>),
+}
+
+impl<'e> KeyedScan<'e> {
+    /// None if `access` matches nothing (a NULL key or bound).
+    pub(super) async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<KeyedScan<'e>>> {
+        let key_of = async |exprs: &[Expr]| -> PgResult<Option<Vec<u8>>> {
+            let mut values = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                values.push(ex.eval(outer, e, &[]).await?);
+            }
+            Ok(key_of_values(&values))
+        };
+        let (lo, hi) = match access {
+            Access::PrimaryKey(exprs) => {
+                let Some(key) = key_of(exprs).await? else { return Ok(None) };
+                let row = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?;
+                return Ok(Some(KeyedScan::One(row.map(|bytes| (key, bytes)))));
+            }
+            Access::Full => (Bound::Unbounded, Bound::Unbounded),
+            Access::KeyRange { lower, upper } => {
+                let mut bounds = [Bound::Unbounded, Bound::Unbounded];
+                for (slot, b) in bounds.iter_mut().zip([lower, upper]) {
+                    let Some(b) = b else { continue };
+                    let Some(key) = key_of(std::slice::from_ref(&b.value)).await? else { return Ok(None) };
+                    *slot = if b.inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
+                }
+                let [lo, hi] = bounds;
+                (lo, hi)
+            }
+        };
+        Ok(Some(KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)))
+    }
+
+    pub(super) fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
+        match self {
+            KeyedScan::One(row) => row.take().map(Ok),
+            KeyedScan::Range(iter) => iter.next(),
+        }
+    }
+}
+
+enum ScanState<'e> {
+    Start,
+    Open(KeyedScan<'e>),
+    Done,
+}
+
+struct Scan<'e> {
+    ex: &'e Executor<'e>,
+    table: &'e TableDef,
+    access: &'e Access,
+    outer: Outer,
+    state: ScanState<'e>,
+}
+
+impl Node for Scan<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if let ScanState::Start = self.state {
+                self.state = match KeyedScan::open(self.ex, self.table, self.access, &self.outer).await? {
+                    Some(scan) => ScanState::Open(scan),
+                    None => ScanState::Done,
+                };
+            }
+            let ScanState::Open(scan) = &mut self.state else { return Ok(None) };
+            let mut batch = Vec::new();
+            while batch.len() < BATCH {
+                match scan.next_row() {
+                    Some(item) => batch.push(decode(&item?.1, self.table)?),
+                    None => {
+                        self.state = ScanState::Done;
+                        break;
+                    }
+                }
+            }
+            self.ex.pace(batch.len()).await;
+            Ok((!batch.is_empty()).then_some(batch))
+        })
+    }
+}
+
+struct ValuesNode<'e> {
+    ex: &'e Executor<'e>,
+    rows: std::slice::Iter<'e, Vec<Expr>>,
+    outer: Outer,
+}
+
+impl Node for ValuesNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            let mut batch = Vec::new();
+            for exprs in self.rows.by_ref().take(BATCH) {
+                let mut row = Vec::with_capacity(exprs.len());
+                for e in exprs {
+                    row.push(self.ex.eval(&self.outer, e, &[]).await?);
+                }
+                batch.push(row);
+            }
+            self.ex.pace(batch.len()).await;
+            Ok((!batch.is_empty()).then_some(batch))
+        })
+    }
+}
+
+/// generate_series(start, stop[, step]) over integers, produced as pulled.
+struct Series<'e> {
+    ex: &'e Executor<'e>,
+    exprs: (&'e Expr, &'e Expr, Option<&'e Expr>),
+    outer: Outer,
+    /// (next value, last value, step, int4 output); None until evaluated.
+    state: Option<Option<(i64, i64, i64, bool)>>,
+}
+
+impl Node for Series<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if self.state.is_none() {
+                let (start, stop, step) = self.exprs;
+                let s = self.ex.eval(&self.outer, start, &[]).await?;
+                let e = self.ex.eval(&self.outer, stop, &[]).await?;
+                let st = match step {
+                    Some(x) => self.ex.eval(&self.outer, x, &[]).await?,
+                    None => Value::Int8(1),
+                };
+                self.state = Some(match (s.as_i64(), e.as_i64(), st.as_i64()) {
+                    (Some(_), Some(_), Some(0)) => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, "step size cannot equal zero")),
+                    (Some(a), Some(b), Some(step)) => Some((a, b, step, matches!(s, Value::Int4(_)))),
+                    _ => None,
+                });
+            }
+            let Some(Some((next, last, step, int4))) = &mut self.state else { return Ok(None) };
+            let mut batch = Vec::new();
+            while batch.len() < BATCH && ((*step > 0 && *next <= *last) || (*step < 0 && *next >= *last)) {
+                batch.push(vec![if *int4 { Value::Int4(*next as i32) } else { Value::Int8(*next) }]);
+                match next.checked_add(*step) {
+                    Some(n) => *next = n,
+                    None => {
+                        *step = 0; // past the type's range: the series ends here
+                        break;
+                    }
+                }
+            }
+            self.ex.pace(batch.len()).await;
+            Ok((!batch.is_empty()).then_some(batch))
+        })
+    }
+}
+
+struct FilterNode<'e> {
+    ex: &'e Executor<'e>,
+    input: BoxNode<'e>,
+    predicate: &'e Expr,
+    outer: Outer,
+}
+
+impl Node for FilterNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            while let Some(batch) = self.input.next().await? {
+                let mut kept = Vec::with_capacity(batch.len());
+                for r in batch {
+                    if self.ex.matches(&self.outer, Some(self.predicate), &r).await? {
+                        kept.push(r);
+                    }
+                }
+                if !kept.is_empty() {
+                    return Ok(Some(kept));
+                }
+            }
+            Ok(None)
+        })
+    }
+}
+
+struct ProjectNode<'e> {
+    ex: &'e Executor<'e>,
+    input: BoxNode<'e>,
+    exprs: &'e [Expr],
+    outer: Outer,
+}
+
+impl Node for ProjectNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            let Some(batch) = self.input.next().await? else { return Ok(None) };
+            let mut out = Vec::with_capacity(batch.len());
+            for r in batch {
+                let mut row = Vec::with_capacity(self.exprs.len());
+                for e in self.exprs {
+                    row.push(self.ex.eval(&self.outer, e, &r).await?);
+                }
+                out.push(row);
+            }
+            Ok(Some(out))
+        })
+    }
+}
+
+/// The inputs' rows, one input after the other (UNION ALL).
+struct Concat<'e> {
+    inputs: Vec<BoxNode<'e>>,
+}
+
+impl Node for Concat<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            while let Some(first) = self.inputs.first_mut() {
+                if let Some(batch) = first.next().await? {
+                    return Ok(Some(batch));
+                }
+                self.inputs.remove(0);
+            }
+            Ok(None)
+        })
+    }
+}
+
+/// The inputs' distinct rows, in first-seen order (DISTINCT, UNION).
+struct DistinctNode<'e> {
+    ex: &'e Executor<'e>,
+    inputs: Vec<BoxNode<'e>>,
+    seen: HashSet<Vec<u8>>,
+    held: Held<'e>,
+}
+
+impl Node for DistinctNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            while let Some(first) = self.inputs.first_mut() {
+                let Some(batch) = first.next().await? else {
+                    self.inputs.remove(0);
+                    continue;
+                };
+                let mut fresh = Vec::new();
+                for r in batch {
+                    let key = group_key(&r);
+                    if !self.seen.contains(&key) {
+                        self.held.charge(key.len() + 32)?;
+                        self.seen.insert(key);
+                        fresh.push(r);
+                    }
+                }
+                if !fresh.is_empty() {
+                    return Ok(Some(fresh));
+                }
+                self.ex.pace(0).await;
+            }
+            Ok(None)
+        })
+    }
+}
+
+struct LimitNode<'e> {
+    ex: &'e Executor<'e>,
+    input: BoxNode<'e>,
+    limit: Option<&'e Expr>,
+    offset: Option<&'e Expr>,
+    outer: Outer,
+    /// (rows still to skip, rows still to hand up); None until evaluated.
+    window: Option<(usize, usize)>,
+}
+
+/// A LIMIT or OFFSET count; None for none.
+async fn row_count(ex: &Executor<'_>, outer: &[Row], e: Option<&Expr>) -> PgResult<Option<usize>> {
+    let Some(e) = e else { return Ok(None) };
+    match ex.eval(outer, e, &[]).await? {
+        Value::Null => Ok(None),
+        v => {
+            let n = v.as_i64().unwrap_or(0);
+            if n < 0 {
+                return Err(PgError::new(codes::INVALID_ROW_COUNT_IN_LIMIT, "LIMIT must not be negative"));
+            }
+            Ok(Some(n as usize))
+        }
+    }
+}
+
+impl Node for LimitNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if self.window.is_none() {
+                let skip = row_count(self.ex, &self.outer, self.offset).await?.unwrap_or(0);
+                let take = row_count(self.ex, &self.outer, self.limit).await?.unwrap_or(usize::MAX);
+                self.window = Some((skip, take));
+            }
+            let Some((skip, take)) = &mut self.window else { return Ok(None) };
+            while *take > 0 {
+                let Some(batch) = self.input.next().await? else { break };
+                let passed = batch.len().min(*skip);
+                *skip -= passed;
+                let out: Vec<Row> = batch.into_iter().skip(passed).take(*take).collect();
+                *take -= out.len();
+                if !out.is_empty() {
+                    return Ok(Some(out));
+                }
+            }
+            Ok(None)
+        })
+    }
+}
+
+/// A join: the inner (right) side is computed once and, when the join condition has
+/// equalities between the two sides, hashed on them; each outer (left) row is then
+/// matched against its bucket, or against every inner row. LATERAL computes the inner
+/// side anew for each outer row.
+struct JoinNode<'e> {
+    ex: &'e Executor<'e>,
+    outer: Outer,
+    left: BoxNode<'e>,
+    left_width: usize,
+    right: &'e Rel,
+    kind: JoinKind,
+    on: Option<&'e Expr>,
+    lateral: bool,
+    /// Equalities of the condition usable as hash keys: (left side, right side).
+    hash_keys: Vec<(&'e Expr, &'e Expr)>,
+    inner: Option<Inner>,
+    pending: std::vec::IntoIter<Row>,
+    probe: Option<Probe>,
+    held: Held<'e>,
+}
+
+struct Inner {
+    rows: Vec<Row>,
+    /// Hash key → positions in `rows`; None when the join is not hashed.
+    buckets: Option<HashMap<Vec<u8>, Vec<usize>>>,
+}
+
+/// The outer row being matched and how far.
+struct Probe {
+    left: Row,
+    candidates: Candidates,
+    position: usize,
+    matched: bool,
+}
+
+enum Candidates {
+    All,
+    None,
+    Bucket(Vec<u8>),
+    /// LATERAL: the inner rows computed for this outer row.
+    Own(Vec<Row>),
+}
+
+impl<'e> JoinNode<'e> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
+        let hash_keys = if lateral { Vec::new() } else { on.map(|on| equi_keys(on, left_width)).unwrap_or_default() };
+        JoinNode {
+            ex,
+            outer,
+            left,
+            left_width,
+            right,
+            kind,
+            on,
+            lateral,
+            hash_keys,
+            inner: None,
+            pending: Vec::new().into_iter(),
+            probe: None,
+            held: Held::new(&ex.state.memory),
+        }
+    }
+
+    async fn build(&mut self) -> PgResult<()> {
+        let mut node = open(self.ex, self.right, self.outer.clone());
+        let mut rows = Vec::new();
+        let mut buckets = (!self.hash_keys.is_empty()).then(HashMap::<Vec<u8>, Vec<usize>>::new);
+        let mut padded = vec![Value::Null; self.left_width];
+        while let Some(batch) = node.next().await? {
+            for r in batch {
+                self.held.charge(row_size(&r) + 16)?;
+                if let Some(buckets) = &mut buckets {
+                    padded.truncate(self.left_width);
+                    padded.extend_from_slice(&r);
+                    if let Some(key) = hash_key(self.ex, &self.outer, &self.hash_keys, &padded, false).await? {
+                        buckets.entry(key).or_default().push(rows.len());
+                    }
+                }
+                rows.push(r);
+            }
+        }
+        self.inner = Some(Inner { rows, buckets });
+        Ok(())
+    }
+
+    /// Start matching `left`.
+    async fn start_probe(&mut self, left: Row) -> PgResult<()> {
+        let candidates = if self.lateral {
+            let mut stack = Vec::with_capacity(self.outer.len() + 1);
+            stack.extend_from_slice(&self.outer);
+            stack.push(left.clone());
+            Candidates::Own(self.ex.collect(self.right, Arc::new(stack), None).await?)
+        } else if self.hash_keys.is_empty() {
+            Candidates::All
+        } else {
+            let mut padded = left.clone();
+            padded.resize(self.left_width + self.right.width(), Value::Null);
+            match hash_key(self.ex, &self.outer, &self.hash_keys, &padded, true).await? {
+                Some(key) => Candidates::Bucket(key),
+                None => Candidates::None,
+            }
+        };
+        self.probe = Some(Probe { left, candidates, position: 0, matched: false });
+        Ok(())
+    }
+}
+
+impl Node for JoinNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if self.inner.is_none() && !self.lateral {
+                self.build().await?;
+            }
+            let right_width = self.right.width();
+            let mut out = Vec::new();
+            loop {
+                if self.probe.is_none() {
+                    let left = match self.pending.next() {
+                        Some(l) => l,
+                        None => match self.left.next().await? {
+                            Some(batch) => {
+                                self.pending = batch.into_iter();
+                                continue;
+                            }
+                            None => return Ok((!out.is_empty()).then_some(out)),
+                        },
+                    };
+                    self.start_probe(left).await?;
+                }
+                let probe = self.probe.as_mut().expect("probe started");
+                let empty = Vec::new();
+                let inner_rows = self.inner.as_ref().map_or(&empty, |i| &i.rows);
+                let (rows, positions): (&Vec<Row>, Option<&Vec<usize>>) = match &probe.candidates {
+                    Candidates::All => (inner_rows, None),
+                    Candidates::None => (&empty, None),
+                    Candidates::Own(rows) => (rows, None),
+                    Candidates::Bucket(key) => match self.inner.as_ref().and_then(|i| i.buckets.as_ref()).and_then(|b| b.get(key)) {
+                        Some(positions) => (inner_rows, Some(positions)),
+                        None => (&empty, None),
+                    },
+                };
+                let count = positions.map_or(rows.len(), Vec::len);
+                let mut examined = 0;
+                while probe.position < count && out.len() < BATCH {
+                    let r = &rows[positions.map_or(probe.position, |p| p[probe.position])];
+                    probe.position += 1;
+                    examined += 1;
+                    let mut joined = Vec::with_capacity(probe.left.len() + r.len());
+                    joined.extend_from_slice(&probe.left);
+                    joined.extend_from_slice(r);
+                    if self.ex.matches(&self.outer, self.on, &joined).await? {
+                        probe.matched = true;
+                        out.push(joined);
+                    }
+                    if examined % BATCH == 0 {
+                        self.ex.pace(BATCH).await;
+                    }
+                }
+                if probe.position < count {
+                    return Ok(Some(out)); // the batch is full
+                }
+                let probe = self.probe.take().expect("probe started");
+                if !probe.matched && self.kind == JoinKind::Left {
+                    let mut joined = probe.left;
+                    joined.extend(std::iter::repeat_n(Value::Null, right_width));
+                    out.push(joined);
+                }
+                self.ex.pace(examined).await;
+                if out.len() >= BATCH {
+                    return Ok(Some(out));
+                }
+            }
+        })
+    }
+}
+
+/// The hash key of `row` (a joined row, or an inner row placed after the left side's
+/// width of NULLs) from one side of the key equalities; None if any is NULL (matches
+/// nothing).
+async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row: &[Value], left_side: bool) -> PgResult<Option<Vec<u8>>> {
+    let mut values = Vec::with_capacity(keys.len());
+    for (l, r) in keys {
+        let v = ex.eval(outer, if left_side { l } else { r }, row).await?;
+        if v.is_null() {
+            return Ok(None);
+        }
+        values.push(v);
+    }
+    Ok(Some(group_key(&values)))
+}
+
+/// The equalities `l = r` among the conjuncts of `on` with `l` over the left side's
+/// columns only and `r` over the right side's (or the reverse), of one type family, so
+/// that equal values have equal key encodings.
+fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
+    let mut conjuncts = Vec::new();
+    let mut stack = vec![on];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+            other => conjuncts.push(other),
+        }
+    }
+    let side = |e: &Expr| -> Option<bool> {
+        // Some(true): left columns only; Some(false): right only; None: both, neither,
+        // or something the key may not be computed from.
+        let (mut left, mut right, mut other) = (false, false, false);
+        e.visit(&mut |x| match x {
+            Expr::Column { depth: 0, index, .. } => {
+                if *index < left_width {
+                    left = true
+                } else {
+                    right = true
+                }
+            }
+            Expr::Subquery { .. } => other = true,
+            _ => {}
+        });
+        (!other && left != right).then_some(left)
+    };
+    let family = |t: &DataType| match t {
+        DataType::Int2 | DataType::Int4 | DataType::Int8 => DataType::Int8,
+        t => t.clone(),
+    };
+    conjuncts
+        .into_iter()
+        .filter_map(|c| match c {
+            Expr::Binary { op: BinaryOp::Eq, left, right, .. } if family(&left.ty()) == family(&right.ty()) => match (side(left), side(right)) {
+                (Some(true), Some(false)) => Some((left.as_ref(), right.as_ref())),
+                (Some(false), Some(true)) => Some((right.as_ref(), left.as_ref())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+async fn aggregate<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, group_by: &'e [Expr], aggs: &'e [AggCall], outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
+    let mut agg = Aggregator::new(group_by, aggs, &ex.state.memory);
+    let evaluate_each = agg.has_subquery();
+    while let Some(batch) = input.next().await? {
+        for r in &batch {
+            let contribution = if evaluate_each {
+                let mut values = Vec::new();
+                for e in agg.exprs() {
+                    values.push(match e {
+                        Some(e) => Some(ex.eval(&outer, e, r).await?),
+                        None => None,
+                    });
+                }
+                agg.split(values)
+            } else {
+                agg.input(&ex.ctx(&outer), r)?
+            };
+            agg.push(contribution)?;
+        }
+        ex.pace(batch.len()).await;
+    }
+    Ok((agg.finish()?, None))
+}
+
+async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortKey], outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
+    let mut held = Held::new(&ex.state.memory);
+    let mut keyed = Vec::new();
+    while let Some(batch) = input.next().await? {
+        for r in batch {
+            let mut k = Vec::with_capacity(keys.len());
+            for sk in keys {
+                k.push(ex.eval(&outer, &sk.expr, &r).await?);
+            }
+            held.charge(row_size(&k) + row_size(&r))?;
+            keyed.push((k, r));
+        }
+        ex.pace(0).await;
+    }
+    keyed.sort_by(|(a, _), (b, _)| compare_keys(keys, a, b));
+    Ok((keyed.into_iter().map(|(_, r)| r).collect(), Some(held)))
+}
+
+/// ORDER BY's order of two rows' sort key values.
+fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for (i, sk) in keys.iter().enumerate() {
+        let (x, y) = (&a[i], &b[i]);
+        let ord = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if sk.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if sk.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (false, false) => {
+                let o = ops::sort_cmp(x, y);
+                if sk.descending { o.reverse() } else { o }
+            }
+        };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    Ordering::Equal
+}
+
+async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e Rel, all: bool, work: &'e WorkTableCell, outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
+    let mut held = Held::new(&ex.state.memory);
+    let mut seen = HashSet::new();
+    let mut keep = |rows: Vec<Row>, held: &mut Held| -> PgResult<Vec<Row>> {
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in rows {
+            if all || seen.insert(group_key(&r)) {
+                held.charge(row_size(&r) * 2)?;
+                kept.push(r);
+            }
+        }
+        Ok(kept)
+    };
+    let mut working = keep(ex.collect(base, outer.clone(), None).await?, &mut held)?;
+    let mut result = working.clone();
+    // Save the cell: this node may run inside an iteration of itself (a correlated
+    // subquery evaluated per row).
+    let saved = std::mem::take(&mut *work.lock().map_err(|_| poisoned())?);
+    let mut outcome = Ok(());
+    while !working.is_empty() {
+        *work.lock().map_err(|_| poisoned())? = std::mem::take(&mut working);
+        match ex.collect(recursive, outer.clone(), None).await.and_then(|rows| keep(rows, &mut held)) {
+            Ok(rows) => working = rows,
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+        result.extend(working.iter().cloned());
+    }
+    *work.lock().map_err(|_| poisoned())? = saved;
+    outcome?;
+    Ok((result, Some(held)))
+}
+
+fn poisoned() -> PgError {
+    PgError::new(codes::INTERNAL_ERROR, "recursive query work table poisoned")
+}
