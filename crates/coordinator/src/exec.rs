@@ -98,6 +98,18 @@ pub struct Executor<'a> {
     pub state: &'a StatementState,
 }
 
+/// A running query's rows (`Executor::rows`).
+pub struct QueryRows<'e> {
+    node: nodes::BoxNode<'e>,
+}
+
+impl QueryRows<'_> {
+    /// The next batch (never empty), or None after the last.
+    pub async fn next_batch(&mut self) -> PgResult<Option<Vec<Row>>> {
+        self.node.next().await
+    }
+}
+
 /// The enclosing rows an operator tree runs under (correlation, LATERAL), innermost last.
 pub type Outer = Arc<Vec<Row>>;
 
@@ -106,9 +118,14 @@ impl<'a> Executor<'a> {
         EvalCtx { params: self.params, outer, env: self }
     }
 
-    /// The rows of a query.
+    /// The rows of a query, collected.
     pub async fn query(&self, q: &Query) -> PgResult<Vec<Row>> {
         self.collect(&q.root, Arc::default(), None).await
+    }
+
+    /// The rows of a query, a batch at a time as they are produced.
+    pub fn rows<'e>(&'e self, q: &'e Query) -> QueryRows<'e> {
+        QueryRows { node: nodes::open(self, &q.root, Arc::default()) }
     }
 
     /// The rows of `rel` (at most `limit`), charged to the statement while collected.

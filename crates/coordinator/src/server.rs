@@ -31,6 +31,8 @@ pub struct CoordinatorConfig {
     pub unix_socket_dir: Option<PathBuf>,
     pub data_dir: PathBuf,
     pub cache_size: u64,
+    /// What all running statements together may hold (`exec::memory`).
+    pub query_memory: usize,
     pub synchronous_commit: bool,
     /// Address of a remote GTM; None runs the GTM in process.
     pub gtm: Option<String>,
@@ -135,6 +137,7 @@ impl Coordinator {
         };
         let mut dn_opts = DatanodeOptions::new(config.data_dir.join("datanode"));
         dn_opts.cache_size = config.cache_size;
+        crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         let datanode = Datanode::open(dn_opts)?;
         datanode.start_gc(gtm.clone(), Duration::from_secs(5));

@@ -203,6 +203,9 @@ pub struct Session<S> {
     cancel: Arc<tokio::sync::Notify>,
     /// The running statement's limits (read from the settings as it starts).
     limits: StatementLimits,
+    /// Set while a statement runs whose query rows go straight to the client, in these
+    /// result formats, as they are produced (not collected into its `Outcome`).
+    stream_rows: Option<Vec<i16>>,
 }
 
 /// Result of running one statement.
@@ -245,6 +248,7 @@ impl<S: SessionStream> Session<S> {
             skip_to_sync: false,
             cancel,
             limits: StatementLimits::default(),
+            stream_rows: None,
         }
     }
 
@@ -573,7 +577,10 @@ impl<S: SessionStream> Session<S> {
         if !columns.is_empty() && !returning {
             output::row_description(&mut self.out, &columns, &[]);
         }
-        let outcome = self.run_statement(bound, params).await?;
+        self.stream_rows = Some(Vec::new());
+        let outcome = self.run_statement(bound, params).await;
+        self.stream_rows = None;
+        let outcome = outcome?;
         if returning && !columns.is_empty() {
             output::row_description(&mut self.out, &columns, &[]);
         }
@@ -751,7 +758,12 @@ impl<S: SessionStream> Session<S> {
                 if self.tx.as_ref().is_some_and(|t| t.failed) && !portal.bound.ends_failed_transaction() {
                     return Err(in_failed_transaction());
                 }
-                let outcome = self.run_statement(&portal.bound, &portal.params).await?;
+                if max_rows <= 0 {
+                    self.stream_rows = Some(portal.result_formats.clone());
+                }
+                let outcome = self.run_statement(&portal.bound, &portal.params).await;
+                self.stream_rows = None;
+                let outcome = outcome?;
                 (outcome.rows.into(), outcome.tag)
             }
         };
@@ -1037,10 +1049,27 @@ impl<S: SessionStream> Session<S> {
         let state = StatementState::new(&self.limits);
         let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view, state: &state };
         let outcome = match stmt {
-            Statement::Query(q) => {
-                let rows = dml.reader(txn).query(q).await?;
-                Outcome { tag: format!("SELECT {}", rows.len()), rows }
-            }
+            Statement::Query(q) => match self.stream_rows.take() {
+                Some(formats) => {
+                    let reader = dml.reader(txn);
+                    let mut rows = reader.rows(q);
+                    let mut count = 0u64;
+                    while let Some(batch) = rows.next_batch().await? {
+                        for r in &batch {
+                            output::data_row(&mut self.out, r, &q.columns, &formats, &view);
+                        }
+                        count += batch.len() as u64;
+                        if self.out.len() > FLUSH_THRESHOLD {
+                            write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                        }
+                    }
+                    Outcome { tag: format!("SELECT {count}"), rows: Vec::new() }
+                }
+                None => {
+                    let rows = dml.reader(txn).query(q).await?;
+                    Outcome { tag: format!("SELECT {}", rows.len()), rows }
+                }
+            },
             Statement::Insert(ins) => {
                 let (rows, n) = dml.insert(txn, ins).await?;
                 Outcome { rows, tag: format!("INSERT 0 {n}") }

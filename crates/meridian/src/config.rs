@@ -20,6 +20,11 @@ pub struct StartArgs {
     /// Memory for cached data, like shared_buffers (e.g. 128MB, 1GB). Default 128MB.
     #[arg(long)]
     cache_size: Option<String>,
+    /// Memory all running statements together may hold in sorts, hash tables and other
+    /// operator state before a statement fails with 53200 (out of memory); operators
+    /// past work_mem spill to temporary files first. Default 512MB.
+    #[arg(long)]
+    query_memory: Option<String>,
     /// on (default): a commit returns once durable; off: PostgreSQL's asynchronous commit.
     #[arg(long)]
     synchronous_commit: Option<String>,
@@ -33,7 +38,7 @@ pub struct StartArgs {
     /// (0: never poll). Default 200.
     #[arg(long)]
     busy_poll_us: Option<u64>,
-    /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size,
+    /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size, query_memory,
     /// synchronous_commit, gtm, session_threads, busy_poll_us.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -46,6 +51,7 @@ struct FileSettings {
     listen: Option<SocketAddr>,
     unix_socket_dir: Option<PathBuf>,
     cache_size: Option<String>,
+    query_memory: Option<String>,
     synchronous_commit: Option<bool>,
     gtm: Option<String>,
     session_threads: Option<usize>,
@@ -59,6 +65,7 @@ pub struct Settings {
     /// None: no Unix-domain socket.
     pub unix_socket_dir: Option<PathBuf>,
     pub cache_size: String,
+    pub query_memory: String,
     pub synchronous_commit: bool,
     pub gtm: Option<String>,
     pub session_threads: usize,
@@ -84,6 +91,7 @@ impl StartArgs {
             unix_socket_dir: Some(self.unix_socket_dir.clone().or(file.unix_socket_dir).unwrap_or_else(|| PathBuf::from("/tmp")))
                 .filter(|dir| !dir.as_os_str().is_empty()),
             cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
+            query_memory: self.query_memory.clone().or(file.query_memory).unwrap_or_else(|| "512MB".into()),
             synchronous_commit,
             gtm: self.gtm.clone().or(file.gtm),
             session_threads: self

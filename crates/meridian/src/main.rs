@@ -71,6 +71,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         unix_socket_dir: settings.unix_socket_dir.clone(),
         data_dir: settings.data_dir.clone(),
         cache_size: parse_size(&settings.cache_size)?,
+        query_memory: parse_size(&settings.query_memory)? as usize,
         synchronous_commit: settings.synchronous_commit,
         gtm: settings.gtm.clone(),
         session_threads: settings.session_threads,

@@ -10,9 +10,7 @@ use types::Value;
 /// Bytes charged by all statements now running.
 static POOL_USED: AtomicUsize = AtomicUsize::new(0);
 /// The pool's size (`--query-memory`); set once at start-up.
-static POOL_LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_QUERY_MEMORY);
-
-pub const DEFAULT_QUERY_MEMORY: usize = 1 << 30;
+static POOL_LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
 pub fn set_pool_limit(bytes: usize) {
     POOL_LIMIT.store(bytes, Ordering::Relaxed);

@@ -1,0 +1,172 @@
+"""One statement cannot take the server down, and can always be stopped.
+
+The issue's join (`pgbench_accounts a JOIN pgbench_accounts b ON a.bid = b.bid` at
+scale 2: 2 * 10^10 joined rows) on a server with ``--cache-size 128MB``:
+- with ``statement_timeout = 2000`` it ends with 57014 within a second of the timeout;
+- without one it runs while the server's peak RSS stays under the cache size plus the
+  documented overhead (`test_memory.DOCUMENTED_OVERHEAD_BYTES` and ``--query-memory``)
+  and another session keeps answering; a CancelRequest then ends it with 57014;
+- when its client is killed, the server stops working on it within a second (its CPU
+  use drops to idle).
+Also lock_timeout (55P03) and idle_in_transaction_session_timeout (25P03), compared with
+PostgreSQL 15 where the outcome is a result.
+"""
+
+import os
+import subprocess
+import threading
+import time
+
+import psycopg
+import pytest
+
+from conftest import pg_tool
+from test_memory import DOCUMENTED_OVERHEAD_BYTES, MB
+
+JOIN = "SELECT count(*) FROM pgbench_accounts a JOIN pgbench_accounts b ON a.bid = b.bid"
+CACHE_MB = 128
+QUERY_MEMORY_MB = 256
+
+
+def pgbench_init(server, scale=2):
+    subprocess.run([pg_tool("pgbench"), "-i", "-s", str(scale), "-q", "-h", server.host, "-p", str(server.port),
+                    "-U", "postgres", "postgres"], check=True, capture_output=True)
+
+
+def cpu_seconds(pid):
+    """User + system CPU of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.fixture(scope="module")
+def loaded(server_kind):
+    from conftest import start_server, finish_server
+    extra = {"cache_size": f"{CACHE_MB}MB"}
+    server = start_server(server_kind, **extra)
+    try:
+        pgbench_init(server)
+        yield server
+    finally:
+        finish_server(server)
+
+
+def test_statement_timeout_ends_the_join(loaded):
+    with loaded.connect(autocommit=True) as conn:
+        conn.execute("SET statement_timeout = 2000")
+        start = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled) as info:
+            conn.execute(JOIN)
+        elapsed = time.monotonic() - start
+        assert info.value.sqlstate == "57014"
+        assert "statement timeout" in str(info.value)
+        assert 1.9 <= elapsed < 3.0, elapsed
+        # The session is usable afterwards, and SHOW reports the setting as PostgreSQL does.
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("2s",)
+        assert conn.execute("SELECT count(*) FROM pgbench_branches").fetchone() == (2,)
+
+
+def test_join_runs_in_bounded_memory_and_cancels(loaded):
+    outcome = {}
+    with loaded.connect(autocommit=True) as runner, loaded.connect(autocommit=True) as other:
+        def run():
+            try:
+                runner.execute(JOIN)
+                outcome["result"] = "completed"
+            except psycopg.Error as e:
+                outcome["result"] = e
+
+        t = threading.Thread(target=run)
+        t.start()
+        # Other sessions keep answering while it runs.
+        answered = 0
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            q = time.monotonic()
+            assert other.execute("SELECT abalance FROM pgbench_accounts WHERE aid = 1").fetchone() == (0,)
+            assert time.monotonic() - q < 2.0
+            answered += 1
+            time.sleep(0.05)
+        assert t.is_alive(), f"the join ended early: {outcome.get('result')!r}"
+        assert answered > 20
+        cancelled_at = time.monotonic()
+        runner.cancel()
+        t.join(10)
+        assert not t.is_alive()
+        assert time.monotonic() - cancelled_at < 1.5
+        err = outcome["result"]
+        assert isinstance(err, psycopg.errors.QueryCanceled), repr(err)
+    peak = loaded.peak_rss_bytes()
+    bound = CACHE_MB * MB + DOCUMENTED_OVERHEAD_BYTES
+    print(f"peak RSS {peak / MB:.0f} MB, bound {bound / MB:.0f} MB")
+    assert peak < bound, f"peak RSS {peak / MB:.0f} MB over the cache plus the documented overhead ({bound / MB:.0f} MB)"
+
+
+def test_killed_client_stops_the_join(loaded):
+    psql = subprocess.Popen([pg_tool("psql"), "-X", "-h", loaded.host, "-p", str(loaded.port), "-U", "postgres",
+                             "-c", JOIN, "postgres"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(2)
+    assert psql.poll() is None, "the join ended early"
+    busy = cpu_seconds(loaded.pid)
+    time.sleep(1)
+    assert cpu_seconds(loaded.pid) - busy > 0.5, "the server is not working on the join"
+    psql.kill()
+    psql.wait()
+    time.sleep(1)
+    idle_start = cpu_seconds(loaded.pid)
+    time.sleep(2)
+    used = cpu_seconds(loaded.pid) - idle_start
+    assert used < 0.3, f"the server used {used:.2f} s of CPU in the 2 s after its client was killed"
+
+
+def test_lock_timeout(meridian):
+    with meridian.connect(autocommit=True) as setup:
+        setup.execute("DROP TABLE IF EXISTS lt")
+        setup.execute("CREATE TABLE lt (id int PRIMARY KEY, v int)")
+        setup.execute("INSERT INTO lt VALUES (1, 0)")
+    with meridian.connect() as holder, meridian.connect() as waiter:
+        holder.execute("UPDATE lt SET v = 1 WHERE id = 1")
+        waiter.execute("SET lock_timeout = '300ms'")
+        start = time.monotonic()
+        with pytest.raises(psycopg.errors.LockNotAvailable) as info:
+            waiter.execute("UPDATE lt SET v = 2 WHERE id = 1")
+        assert info.value.sqlstate == "55P03"
+        assert "lock timeout" in str(info.value)
+        assert 0.25 <= time.monotonic() - start < 2.0
+        waiter.rollback()
+        holder.commit()
+
+
+def test_idle_in_transaction_session_timeout(meridian):
+    with meridian.connect() as conn:
+        conn.execute("SET idle_in_transaction_session_timeout = '500ms'")
+        conn.execute("SELECT 1")  # a transaction is now open, and the session idles in it
+        time.sleep(1.5)
+        with pytest.raises(psycopg.OperationalError) as info:
+            conn.execute("SELECT 1")
+        assert info.value.sqlstate in ("25P03", None)  # libpq may only see the closed socket
+    with meridian.connect(autocommit=True) as conn:
+        conn.execute("SET idle_in_transaction_session_timeout = '500ms'")
+        time.sleep(1)  # idle outside a transaction: no timeout
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("value", ["0", "100", "2s", "1min", "90s", "3600000", "1.5s"])
+def test_timeout_settings_read_back_as_postgres(target, postgres, value):
+    shown = []
+    for server in (target, postgres):
+        with server.connect(autocommit=True) as conn:
+            conn.execute(f"SET statement_timeout = '{value}'")
+            shown.append(conn.execute("SHOW statement_timeout").fetchone())
+    assert shown[0] == shown[1]
+
+
+@pytest.mark.parametrize("value", ["64kB", "4MB", "1GB", "2048", "1024kB"])
+def test_work_mem_read_back_as_postgres(target, postgres, value):
+    shown = []
+    for server in (target, postgres):
+        with server.connect(autocommit=True) as conn:
+            conn.execute(f"SET work_mem = '{value}'")
+            shown.append(conn.execute("SHOW work_mem").fetchone())
+    assert shown[0] == shown[1]
