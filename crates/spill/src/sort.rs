@@ -1,0 +1,236 @@
+//! External sort: sorted runs written past the memory budget, merged k ways.
+//!
+//! Runs are kept in the order they were written and only consecutive runs are merged, with
+//! ties going to the older run; each run is sorted with a stable sort. So the output keeps
+//! the input order of rows the comparator calls equal (the sort is stable).
+//!
+//! Fan-in: merging `k` runs holds `k` read buffers, so `k ≤ budget / FILE_BUFFER_BYTES`
+//! (at least 2, at most [`MAX_FAN_IN`]). Whenever the newest `k` runs have been through
+//! the same number of merges they are merged into one (a cascade, as in an LSM tree), so
+//! at most `k - 1` runs wait per merge level and the open files stay few; `finish` merges
+//! the newest runs until at most `k` sources remain for the final merge.
+
+use crate::row_file::{RowFile, RowReader, RowWriter};
+use crate::{row_size, SpillDir, SpillStats, FILE_BUFFER_BYTES};
+use pgerror::PgResult;
+use std::cmp::Ordering;
+use types::Value;
+
+/// Most runs merged at once: beyond this, comparisons per row (log₂ k) grow for little
+/// gain in passes, and every source is an open file.
+pub const MAX_FAN_IN: usize = 128;
+
+/// Sorts rows within a byte budget (estimated with [`row_size`]). Past the budget, rows
+/// are sorted and written as a run to a temporary file.
+pub struct ExternalSorter<F> {
+    dir: SpillDir,
+    budget: usize,
+    fan_in: usize,
+    cmp: F,
+    rows: Vec<Vec<Value>>,
+    used: usize,
+    /// Oldest first, with the number of merges each has been through.
+    runs: Vec<(RowFile, u32)>,
+    stats: SpillStats,
+}
+
+impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
+    /// `cmp` orders whole rows (callers put the sort keys first).
+    pub fn new(budget: usize, dir: &SpillDir, cmp: F) -> Self {
+        ExternalSorter {
+            dir: dir.clone(),
+            budget,
+            fan_in: (budget / FILE_BUFFER_BYTES).clamp(2, MAX_FAN_IN),
+            cmp,
+            rows: Vec::new(),
+            used: 0,
+            runs: Vec::new(),
+            stats: SpillStats::default(),
+        }
+    }
+
+    pub fn push(&mut self, row: Vec<Value>) -> PgResult<()> {
+        self.used += row_size(&row);
+        self.rows.push(row);
+        if self.used > self.budget {
+            self.write_run()?;
+            self.cascade()?;
+        }
+        Ok(())
+    }
+
+    /// Temporary files written so far (runs and merged runs).
+    pub fn stats(&self) -> SpillStats {
+        self.stats
+    }
+
+    /// All rows in order: sorted in memory if nothing was spilled, else merged from the
+    /// runs and the rows still in memory.
+    pub fn finish(mut self) -> PgResult<SortedRows<F>> {
+        let cmp = &self.cmp;
+        self.rows.sort_by(|a, b| cmp(a, b));
+        if self.runs.is_empty() {
+            return Ok(SortedRows { stats: self.stats, merge: Merge::new(vec![Source::Memory(self.rows.into_iter())], self.cmp)? });
+        }
+        let file_sources = if self.rows.is_empty() { self.fan_in } else { self.fan_in - 1 };
+        while self.runs.len() > file_sources {
+            // merging k runs removes k - 1 of them
+            let k = (self.runs.len() - file_sources + 1).min(self.fan_in);
+            self.merge_newest(k)?;
+        }
+        let mut sources = Vec::with_capacity(self.runs.len() + 1);
+        for (run, _) in self.runs {
+            sources.push(Source::File(run.read()?));
+        }
+        sources.push(Source::Memory(self.rows.into_iter()));
+        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.cmp)? })
+    }
+
+    fn write_run(&mut self) -> PgResult<()> {
+        let cmp = &self.cmp;
+        self.rows.sort_by(|a, b| cmp(a, b));
+        let mut out = RowWriter::create(&self.dir)?;
+        for row in self.rows.drain(..) {
+            out.push(&row)?;
+        }
+        self.used = 0;
+        self.add_run(out.finish()?, 0);
+        Ok(())
+    }
+
+    fn add_run(&mut self, run: RowFile, merges: u32) {
+        self.stats.add_file(run.bytes());
+        self.runs.push((run, merges));
+    }
+
+    /// Merges the newest `fan_in` runs while they have been through equally many merges.
+    fn cascade(&mut self) -> PgResult<()> {
+        while let Some(newest) = self.runs.len().checked_sub(self.fan_in) {
+            if self.runs[newest].1 != self.runs[self.runs.len() - 1].1 {
+                return Ok(());
+            }
+            self.merge_newest(self.fan_in)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the newest `k` runs by one run of their merged rows.
+    fn merge_newest(&mut self, k: usize) -> PgResult<()> {
+        let group = self.runs.split_off(self.runs.len() - k);
+        let merges = group.iter().map(|(_, m)| *m).max().unwrap_or(0) + 1;
+        let mut sources = Vec::with_capacity(k);
+        for (run, _) in group {
+            sources.push(Source::File(run.read()?));
+        }
+        let mut out = RowWriter::create(&self.dir)?;
+        for row in Merge::new(sources, &self.cmp)? {
+            out.push(&row?)?;
+        }
+        self.add_run(out.finish()?, merges);
+        Ok(())
+    }
+}
+
+/// The sorted rows from [`ExternalSorter::finish`]. Yields at most one error, then ends.
+pub struct SortedRows<F> {
+    stats: SpillStats,
+    merge: Merge<F>,
+}
+
+impl<F> SortedRows<F> {
+    /// Temporary files the sort wrote (none if it fit the budget).
+    pub fn stats(&self) -> SpillStats {
+        self.stats
+    }
+}
+
+impl<F: Fn(&[Value], &[Value]) -> Ordering> Iterator for SortedRows<F> {
+    type Item = PgResult<Vec<Value>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.merge.next()
+    }
+}
+
+enum Source {
+    File(RowReader),
+    Memory(std::vec::IntoIter<Vec<Value>>),
+}
+
+impl Source {
+    fn next(&mut self) -> Option<PgResult<Vec<Value>>> {
+        match self {
+            Source::File(reader) => reader.next(),
+            Source::Memory(rows) => rows.next().map(Ok),
+        }
+    }
+}
+
+/// A k-way merge of sorted sources: a binary min-heap of each source's next row (ties to
+/// the lower source index, which keeps the merge stable). Hand-written because
+/// `std::collections::BinaryHeap` orders by `Ord` and cannot take the caller's comparator.
+struct Merge<C> {
+    sources: Vec<Source>,
+    /// (row, index of its source)
+    heap: Vec<(Vec<Value>, usize)>,
+    cmp: C,
+}
+
+impl<C: Fn(&[Value], &[Value]) -> Ordering> Merge<C> {
+    fn new(mut sources: Vec<Source>, cmp: C) -> PgResult<Self> {
+        let mut heap = Vec::with_capacity(sources.len());
+        for (i, source) in sources.iter_mut().enumerate() {
+            if let Some(row) = source.next() {
+                heap.push((row?, i));
+            }
+        }
+        let mut merge = Merge { sources, heap, cmp };
+        for i in (0..merge.heap.len() / 2).rev() {
+            merge.sift_down(i);
+        }
+        Ok(merge)
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        let ((row_a, src_a), (row_b, src_b)) = (&self.heap[a], &self.heap[b]);
+        (self.cmp)(row_a, row_b).then(src_a.cmp(src_b)) == Ordering::Less
+    }
+
+    fn sift_down(&mut self, mut at: usize) {
+        loop {
+            let (left, right) = (2 * at + 1, 2 * at + 2);
+            let mut least = at;
+            if left < self.heap.len() && self.less(left, least) {
+                least = left;
+            }
+            if right < self.heap.len() && self.less(right, least) {
+                least = right;
+            }
+            if least == at {
+                return;
+            }
+            self.heap.swap(at, least);
+            at = least;
+        }
+    }
+}
+
+impl<C: Fn(&[Value], &[Value]) -> Ordering> Iterator for Merge<C> {
+    type Item = PgResult<Vec<Value>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let source = self.heap.first()?.1;
+        let least = match self.sources[source].next() {
+            Some(Ok(row)) => std::mem::replace(&mut self.heap[0].0, row),
+            Some(Err(e)) => {
+                self.heap.clear();
+                return Some(Err(e));
+            }
+            None => self.heap.swap_remove(0).0,
+        };
+        if !self.heap.is_empty() {
+            self.sift_down(0);
+        }
+        Some(Ok(least))
+    }
+}
