@@ -256,3 +256,30 @@ fn a_sort_within_budget_writes_no_file() {
     assert_eq!(dir.stats(), SpillStats::default());
     assert_eq!(sorted.iter().map(|r| r[0].as_i64().unwrap()).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
 }
+
+/// One directory serves sorts on many threads; its counters add up theirs.
+#[test]
+fn sessions_on_several_threads_share_one_directory() {
+    fn send_and_sync<T: Send + Sync + Clone>(_: &T) {}
+    let (_parent, dir) = spill_dir();
+    send_and_sync(&dir);
+    let per_thread: Vec<SpillStats> = std::thread::scope(|s| {
+        let sorts: Vec<_> = (0..4i64)
+            .map(|t| {
+                let dir = dir.clone();
+                s.spawn(move || {
+                    let rows: Vec<Vec<Value>> =
+                        (0..2000).map(|i| vec![Value::Int8((i * 31 + t) % 2000), Value::Null, Value::Null, Value::Int8(t)]).collect();
+                    let (sorted, stats) = sort_all(&rows, 4096, &dir);
+                    assert!(sorted.windows(2).all(|w| by_key(&w[0], &w[1]).is_le()));
+                    assert_eq!(sorted.len(), 2000);
+                    stats
+                })
+            })
+            .collect();
+        sorts.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total = per_thread.iter().fold(SpillStats::default(), |a, s| SpillStats { files: a.files + s.files, bytes: a.bytes + s.bytes });
+    assert!(per_thread.iter().all(|s| s.files > 10));
+    assert_eq!(dir.stats(), total);
+}
