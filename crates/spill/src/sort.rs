@@ -1,8 +1,9 @@
 //! External sort: sorted runs written past the memory budget, merged k ways.
 //!
 //! Runs are kept in the order they were written and only consecutive runs are merged, with
-//! ties going to the older run; each run is sorted with a stable sort. So the output keeps
-//! the input order of rows the comparator calls equal (the sort is stable).
+//! ties going to the older run; each run is sorted with a stable sort (and rows that stay
+//! in memory are stable-sorted in consecutive chunks merged the same way). So the output
+//! keeps the input order of rows the comparator calls equal (the sort is stable).
 //!
 //! Fan-in: merging `k` runs holds `k` read buffers, so `k ≤ budget / FILE_BUFFER_BYTES`
 //! (at least 2, at most [`MAX_FAN_IN`]). Whenever the newest `k` runs have been through
@@ -20,6 +21,12 @@ use types::Value;
 /// gain in passes, and every source is an open file.
 pub const MAX_FAN_IN: usize = 128;
 
+/// Rows held in memory are sorted in chunks of this many as they arrive, while they are
+/// still in the CPU cache, and the chunks merged k ways at the end: for 2 million rows
+/// twice as fast as one sort of them all, whose comparisons chase row pointers across
+/// the whole heap (crate README).
+const CHUNK_ROWS: usize = 1 << 14;
+
 /// Sorts rows within a byte budget (estimated with [`row_size`]). Past the budget, rows
 /// are sorted and written as a run to a temporary file.
 pub struct ExternalSorter<F> {
@@ -28,6 +35,8 @@ pub struct ExternalSorter<F> {
     fan_in: usize,
     cmp: F,
     rows: Vec<Vec<Value>>,
+    /// `rows[..sorted]` is made of sorted chunks of `CHUNK_ROWS` rows.
+    sorted: usize,
     used: usize,
     /// Oldest first, with the number of merges each has been through.
     runs: Vec<(RowFile, u32)>,
@@ -43,6 +52,7 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
             fan_in: (budget / FILE_BUFFER_BYTES).clamp(2, MAX_FAN_IN),
             cmp,
             rows: Vec::new(),
+            sorted: 0,
             used: 0,
             runs: Vec::new(),
             stats: SpillStats::default(),
@@ -55,6 +65,10 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
         if self.used > self.budget {
             self.write_run()?;
             self.cascade()?;
+        } else if self.rows.len() - self.sorted == CHUNK_ROWS {
+            let cmp = &self.cmp;
+            self.rows[self.sorted..].sort_by(|a, b| cmp(a, b));
+            self.sorted = self.rows.len();
         }
         Ok(())
     }
@@ -67,11 +81,18 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
     /// All rows in order: sorted in memory if nothing was spilled, else merged from the
     /// runs and the rows still in memory.
     pub fn finish(mut self) -> PgResult<SortedRows<F>> {
+        if self.runs.is_empty() {
+            let cmp = &self.cmp;
+            self.rows[self.sorted..].sort_by(|a, b| cmp(a, b));
+            let mut chunks = Vec::with_capacity(self.rows.len() / CHUNK_ROWS + 1);
+            let mut rows = self.rows.into_iter();
+            while rows.len() > 0 {
+                chunks.push(Source::Memory(rows.by_ref().take(CHUNK_ROWS).collect::<Vec<_>>().into_iter()));
+            }
+            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.cmp)? });
+        }
         let cmp = &self.cmp;
         self.rows.sort_by(|a, b| cmp(a, b));
-        if self.runs.is_empty() {
-            return Ok(SortedRows { stats: self.stats, merge: Merge::new(vec![Source::Memory(self.rows.into_iter())], self.cmp)? });
-        }
         let file_sources = if self.rows.is_empty() { self.fan_in } else { self.fan_in - 1 };
         while self.runs.len() > file_sources {
             // merging k runs removes k - 1 of them
@@ -93,6 +114,7 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
         for row in self.rows.drain(..) {
             out.push(&row)?;
         }
+        self.sorted = 0;
         self.used = 0;
         self.add_run(out.finish()?, 0);
         Ok(())

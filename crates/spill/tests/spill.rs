@@ -247,6 +247,21 @@ fn nothing_is_left_in_the_directory() {
     assert!(dir.stats().files > 300);
 }
 
+/// More rows than one in-memory chunk (16,384), in memory and in runs of ~27,000 rows:
+/// the chunks merge stably.
+#[test]
+fn sorts_of_several_chunks_are_stable() {
+    let rows = numbered((0..40_000i64).map(|i| vec![Value::Int8((i * 7919) % 13), Value::Null, Value::Null]).collect());
+    let mut expected = rows.clone();
+    expected.sort_by(|a, b| by_key(a, b));
+    for (budget, runs) in [(usize::MAX, 0), (4 << 20, 1)] {
+        let (_parent, dir) = spill_dir();
+        let (sorted, stats) = sort_all(&rows, budget, &dir);
+        assert_eq!(stats.files, runs);
+        assert_eq!(encoded(&sorted), encoded(&expected));
+    }
+}
+
 #[test]
 fn a_sort_within_budget_writes_no_file() {
     let (_parent, dir) = spill_dir();
