@@ -11,15 +11,17 @@
 //! Everything is synchronous std I/O through buffered readers and writers; async callers
 //! yield between batches themselves. Rows are encoded with `types::codec::encode_row`.
 
+mod abbreviate;
 mod dir;
 mod partition;
 mod row_file;
 mod sort;
 
+pub use abbreviate::abbreviated_key;
 pub use dir::SpillDir;
 pub use partition::{Partition, Partitioner, MAX_PARTITION_DEPTH};
 pub use row_file::{RowFile, RowReader, RowWriter};
-pub use sort::{ExternalSorter, SortedRows};
+pub use sort::{Abbreviate, ExternalSorter, SortedRows, MAX_FAN_IN};
 
 use std::mem::size_of;
 use types::Value;

@@ -10,9 +10,14 @@
 //! the same number of merges they are merged into one (a cascade, as in an LSM tree), so
 //! at most `k - 1` runs wait per merge level and the open files stay few; `finish` merges
 //! the newest runs until at most `k` sources remain for the final merge.
+//!
+//! Abbreviated keys (optional, PostgreSQL's technique): a `u64` per row that orders rows
+//! as the comparator does wherever two keys differ, held next to the row pointer, so most
+//! comparisons touch neither the row nor the comparator.
 
 use crate::row_file::{RowFile, RowReader, RowWriter};
 use crate::{row_size, SpillDir, SpillStats, FILE_BUFFER_BYTES};
+use std::mem::size_of;
 use pgerror::PgResult;
 use std::cmp::Ordering;
 use types::Value;
@@ -27,14 +32,22 @@ pub const MAX_FAN_IN: usize = 128;
 /// the whole heap (crate README).
 const CHUNK_ROWS: usize = 1 << 14;
 
-/// Sorts rows within a byte budget (estimated with [`row_size`]). Past the budget, rows
-/// are sorted and written as a run to a temporary file.
+/// Orders rows wherever two keys differ as the comparator does: `abbreviate(a) <
+/// abbreviate(b)` must imply `cmp(a, b) == Less` (e.g. [`crate::abbreviated_key`] of the
+/// first sort key).
+pub type Abbreviate = Box<dyn Fn(&[Value]) -> u64 + Send>;
+
+/// A row and its abbreviated key (0 for every row without abbreviation).
+type Keyed = (u64, Vec<Value>);
+
+/// Sorts rows within a byte budget (estimated with [`row_size`], plus the abbreviated key).
+/// Past the budget, rows are sorted and written as a run to a temporary file.
 pub struct ExternalSorter<F> {
     dir: SpillDir,
     budget: usize,
     fan_in: usize,
-    cmp: F,
-    rows: Vec<Vec<Value>>,
+    order: RowOrder<F>,
+    rows: Vec<Keyed>,
     /// `rows[..sorted]` is made of sorted chunks of `CHUNK_ROWS` rows.
     sorted: usize,
     used: usize,
@@ -46,11 +59,21 @@ pub struct ExternalSorter<F> {
 impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
     /// `cmp` orders whole rows (callers put the sort keys first).
     pub fn new(budget: usize, dir: &SpillDir, cmp: F) -> Self {
+        ExternalSorter::build(budget, dir, RowOrder { cmp, abbreviate: None })
+    }
+
+    /// Like [`ExternalSorter::new`], comparing abbreviated keys first and calling `cmp` only
+    /// when they are equal.
+    pub fn with_abbreviation(budget: usize, dir: &SpillDir, cmp: F, abbreviate: Abbreviate) -> Self {
+        ExternalSorter::build(budget, dir, RowOrder { cmp, abbreviate: Some(abbreviate) })
+    }
+
+    fn build(budget: usize, dir: &SpillDir, order: RowOrder<F>) -> Self {
         ExternalSorter {
             dir: dir.clone(),
             budget,
             fan_in: (budget / FILE_BUFFER_BYTES).clamp(2, MAX_FAN_IN),
-            cmp,
+            order,
             rows: Vec::new(),
             sorted: 0,
             used: 0,
@@ -60,14 +83,14 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
     }
 
     pub fn push(&mut self, row: Vec<Value>) -> PgResult<()> {
-        self.used += row_size(&row);
-        self.rows.push(row);
+        self.used += row_size(&row) + size_of::<u64>();
+        self.rows.push((self.order.abbreviate(&row), row));
         if self.used > self.budget {
             self.write_run()?;
             self.cascade()?;
         } else if self.rows.len() - self.sorted == CHUNK_ROWS {
-            let cmp = &self.cmp;
-            self.rows[self.sorted..].sort_by(|a, b| cmp(a, b));
+            let order = &self.order;
+            self.rows[self.sorted..].sort_by(|a, b| order.compare(a, b));
             self.sorted = self.rows.len();
         }
         Ok(())
@@ -81,18 +104,17 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
     /// All rows in order: sorted in memory if nothing was spilled, else merged from the
     /// runs and the rows still in memory.
     pub fn finish(mut self) -> PgResult<SortedRows<F>> {
+        let order = &self.order;
         if self.runs.is_empty() {
-            let cmp = &self.cmp;
-            self.rows[self.sorted..].sort_by(|a, b| cmp(a, b));
+            self.rows[self.sorted..].sort_by(|a, b| order.compare(a, b));
             let mut chunks = Vec::with_capacity(self.rows.len() / CHUNK_ROWS + 1);
             let mut rows = self.rows.into_iter();
             while rows.len() > 0 {
                 chunks.push(Source::Memory(rows.by_ref().take(CHUNK_ROWS).collect::<Vec<_>>().into_iter()));
             }
-            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.cmp)? });
+            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.order)? });
         }
-        let cmp = &self.cmp;
-        self.rows.sort_by(|a, b| cmp(a, b));
+        self.rows.sort_by(|a, b| order.compare(a, b));
         let file_sources = if self.rows.is_empty() { self.fan_in } else { self.fan_in - 1 };
         while self.runs.len() > file_sources {
             // merging k runs removes k - 1 of them
@@ -104,14 +126,14 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
             sources.push(Source::File(run.read()?));
         }
         sources.push(Source::Memory(self.rows.into_iter()));
-        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.cmp)? })
+        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.order)? })
     }
 
     fn write_run(&mut self) -> PgResult<()> {
-        let cmp = &self.cmp;
-        self.rows.sort_by(|a, b| cmp(a, b));
+        let order = &self.order;
+        self.rows.sort_by(|a, b| order.compare(a, b));
         let mut out = RowWriter::create(&self.dir)?;
-        for row in self.rows.drain(..) {
+        for (_, row) in self.rows.drain(..) {
             out.push(&row)?;
         }
         self.sorted = 0;
@@ -145,7 +167,7 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
             sources.push(Source::File(run.read()?));
         }
         let mut out = RowWriter::create(&self.dir)?;
-        for row in Merge::new(sources, &self.cmp)? {
+        for row in Merge::new(sources, &self.order)? {
             out.push(&row?)?;
         }
         self.add_run(out.finish()?, merges);
@@ -156,7 +178,7 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
 /// The sorted rows from [`ExternalSorter::finish`]. Yields at most one error, then ends.
 pub struct SortedRows<F> {
     stats: SpillStats,
-    merge: Merge<F>,
+    merge: Merge<RowOrder<F>>,
 }
 
 impl<F> SortedRows<F> {
@@ -174,15 +196,47 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> Iterator for SortedRows<F> {
     }
 }
 
+/// The caller's comparator and abbreviation, owned by the sorter and its output, borrowed
+/// by the merges of runs (hence the trait, implemented for both).
+struct RowOrder<F> {
+    cmp: F,
+    abbreviate: Option<Abbreviate>,
+}
+
+trait Order {
+    fn abbreviate(&self, row: &[Value]) -> u64;
+    fn compare(&self, a: &Keyed, b: &Keyed) -> Ordering;
+}
+
+impl<F: Fn(&[Value], &[Value]) -> Ordering> Order for RowOrder<F> {
+    fn abbreviate(&self, row: &[Value]) -> u64 {
+        self.abbreviate.as_ref().map_or(0, |abbreviate| abbreviate(row))
+    }
+
+    fn compare(&self, a: &Keyed, b: &Keyed) -> Ordering {
+        a.0.cmp(&b.0).then_with(|| (self.cmp)(&a.1, &b.1))
+    }
+}
+
+impl<O: Order> Order for &O {
+    fn abbreviate(&self, row: &[Value]) -> u64 {
+        (*self).abbreviate(row)
+    }
+
+    fn compare(&self, a: &Keyed, b: &Keyed) -> Ordering {
+        (*self).compare(a, b)
+    }
+}
+
 enum Source {
     File(RowReader),
-    Memory(std::vec::IntoIter<Vec<Value>>),
+    Memory(std::vec::IntoIter<Keyed>),
 }
 
 impl Source {
-    fn next(&mut self) -> Option<PgResult<Vec<Value>>> {
+    fn next(&mut self, order: &impl Order) -> Option<PgResult<Keyed>> {
         match self {
-            Source::File(reader) => reader.next(),
+            Source::File(reader) => reader.next().map(|row| row.map(|row| (order.abbreviate(&row), row))),
             Source::Memory(rows) => rows.next().map(Ok),
         }
     }
@@ -191,22 +245,22 @@ impl Source {
 /// A k-way merge of sorted sources: a binary min-heap of each source's next row (ties to
 /// the lower source index, which keeps the merge stable). Hand-written because
 /// `std::collections::BinaryHeap` orders by `Ord` and cannot take the caller's comparator.
-struct Merge<C> {
+struct Merge<O> {
     sources: Vec<Source>,
     /// (row, index of its source)
-    heap: Vec<(Vec<Value>, usize)>,
-    cmp: C,
+    heap: Vec<(Keyed, usize)>,
+    order: O,
 }
 
-impl<C: Fn(&[Value], &[Value]) -> Ordering> Merge<C> {
-    fn new(mut sources: Vec<Source>, cmp: C) -> PgResult<Self> {
+impl<O: Order> Merge<O> {
+    fn new(mut sources: Vec<Source>, order: O) -> PgResult<Self> {
         let mut heap = Vec::with_capacity(sources.len());
         for (i, source) in sources.iter_mut().enumerate() {
-            if let Some(row) = source.next() {
+            if let Some(row) = source.next(&order) {
                 heap.push((row?, i));
             }
         }
-        let mut merge = Merge { sources, heap, cmp };
+        let mut merge = Merge { sources, heap, order };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
         }
@@ -215,7 +269,7 @@ impl<C: Fn(&[Value], &[Value]) -> Ordering> Merge<C> {
 
     fn less(&self, a: usize, b: usize) -> bool {
         let ((row_a, src_a), (row_b, src_b)) = (&self.heap[a], &self.heap[b]);
-        (self.cmp)(row_a, row_b).then(src_a.cmp(src_b)) == Ordering::Less
+        self.order.compare(row_a, row_b).then(src_a.cmp(src_b)) == Ordering::Less
     }
 
     fn sift_down(&mut self, mut at: usize) {
@@ -237,12 +291,12 @@ impl<C: Fn(&[Value], &[Value]) -> Ordering> Merge<C> {
     }
 }
 
-impl<C: Fn(&[Value], &[Value]) -> Ordering> Iterator for Merge<C> {
+impl<O: Order> Iterator for Merge<O> {
     type Item = PgResult<Vec<Value>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let source = self.heap.first()?.1;
-        let least = match self.sources[source].next() {
+        let least = match self.sources[source].next(&self.order) {
             Some(Ok(row)) => std::mem::replace(&mut self.heap[0].0, row),
             Some(Err(e)) => {
                 self.heap.clear();
@@ -253,6 +307,6 @@ impl<C: Fn(&[Value], &[Value]) -> Ordering> Iterator for Merge<C> {
         if !self.heap.is_empty() {
             self.sift_down(0);
         }
-        Some(Ok(least))
+        Some(Ok(least.1))
     }
 }

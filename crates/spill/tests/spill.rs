@@ -2,7 +2,7 @@
 
 use pgerror::PgResult;
 use proptest::prelude::*;
-use spill::{ExternalSorter, Partition, Partitioner, SpillDir, SpillStats, MAX_PARTITION_DEPTH};
+use spill::{abbreviated_key, Abbreviate, ExternalSorter, Partition, Partitioner, SpillDir, SpillStats, MAX_PARTITION_DEPTH};
 use std::cmp::Ordering;
 use std::hash::{DefaultHasher, Hasher};
 use types::codec::encode_row;
@@ -32,6 +32,27 @@ fn names_in(dir: &SpillDir) -> usize {
 /// The sort key is the first three columns, ORDER BY semantics (NULLS LAST, NaN highest).
 fn by_key(a: &[Value], b: &[Value]) -> Ordering {
     a.iter().zip(b).take(3).map(|(x, y)| sort_cmp(x, y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+}
+
+/// ORDER BY the text column DESC (NULLS FIRST, PostgreSQL's default), then `by_key`.
+fn by_text_desc(a: &[Value], b: &[Value]) -> Ordering {
+    let text = match (a[1].is_null(), b[1].is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => sort_cmp(&b[1], &a[1]),
+    };
+    text.then_with(|| by_key(a, b))
+}
+
+/// The orders the sorter is tested with, without and with abbreviated keys.
+fn orders() -> [(fn(&[Value], &[Value]) -> Ordering, Option<fn() -> Abbreviate>); 4] {
+    [
+        (by_key, None),
+        (by_key, Some(|| Box::new(|row: &[Value]| abbreviated_key(&row[0], false, false)))),
+        (by_text_desc, None),
+        (by_text_desc, Some(|| Box::new(|row: &[Value]| abbreviated_key(&row[1], true, true)))),
+    ]
 }
 
 /// Rows compared by encoding: the same variants and bits (so NaN equals NaN).
@@ -86,7 +107,20 @@ fn numbered(rows: Vec<Vec<Value>>) -> Vec<Vec<Value>> {
 }
 
 fn sort_all(rows: &[Vec<Value>], budget: usize, dir: &SpillDir) -> (Vec<Vec<Value>>, SpillStats) {
-    let mut sorter = ExternalSorter::new(budget, dir, by_key);
+    sort_by(rows, budget, dir, by_key, None)
+}
+
+fn sort_by(
+    rows: &[Vec<Value>],
+    budget: usize,
+    dir: &SpillDir,
+    cmp: fn(&[Value], &[Value]) -> Ordering,
+    abbreviate: Option<Abbreviate>,
+) -> (Vec<Vec<Value>>, SpillStats) {
+    let mut sorter = match abbreviate {
+        Some(abbreviate) => ExternalSorter::with_abbreviation(budget, dir, cmp, abbreviate),
+        None => ExternalSorter::new(budget, dir, cmp),
+    };
     for row in rows {
         sorter.push(row.clone()).unwrap();
     }
@@ -96,22 +130,26 @@ fn sort_all(rows: &[Vec<Value>], budget: usize, dir: &SpillDir) -> (Vec<Vec<Valu
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(16))]
 
     /// Equal to a stable in-memory sort for every budget: none (every row a run), small
-    /// ones (fan-in 2, many merge levels), fan-in 3, and one the input fits.
+    /// ones (fan-in 2, many merge levels), fan-in 3, and one the input fits; ASC and DESC,
+    /// with and without abbreviated keys.
     #[test]
     fn sorter_equals_a_stable_in_memory_sort(rows in proptest::collection::vec(row(), 0..1500)) {
         let rows = numbered(rows);
-        let mut expected = rows.clone();
-        expected.sort_by(|a, b| by_key(a, b));
-        let total: usize = rows.iter().map(|r| spill::row_size(r)).sum();
-        for budget in [0, 700, 6_000, 100_000, usize::MAX] {
-            let (_parent, dir) = spill_dir();
-            let (sorted, stats) = sort_all(&rows, budget, &dir);
-            prop_assert_eq!(encoded(&sorted), encoded(&expected), "budget {}", budget);
-            prop_assert_eq!(stats.files == 0, total <= budget, "budget {}, {} bytes of rows", budget, total);
-            prop_assert_eq!(dir.stats(), stats);
+        // rows as the sorter accounts them: row_size and the abbreviated key
+        let total: usize = rows.iter().map(|r| spill::row_size(r) + 8).sum();
+        for (cmp, abbreviate) in orders() {
+            let mut expected = rows.clone();
+            expected.sort_by(|a, b| cmp(a, b));
+            for budget in [0, 700, 6_000, 100_000, usize::MAX] {
+                let (_parent, dir) = spill_dir();
+                let (sorted, stats) = sort_by(&rows, budget, &dir, cmp, abbreviate.map(|a| a()));
+                prop_assert_eq!(encoded(&sorted), encoded(&expected), "budget {}", budget);
+                prop_assert_eq!(stats.files == 0, total <= budget, "budget {}, {} bytes of rows", budget, total);
+                prop_assert_eq!(dir.stats(), stats);
+            }
         }
     }
 
@@ -255,10 +293,12 @@ fn sorts_of_several_chunks_are_stable() {
     let mut expected = rows.clone();
     expected.sort_by(|a, b| by_key(a, b));
     for (budget, runs) in [(usize::MAX, 0), (4 << 20, 1)] {
-        let (_parent, dir) = spill_dir();
-        let (sorted, stats) = sort_all(&rows, budget, &dir);
-        assert_eq!(stats.files, runs);
-        assert_eq!(encoded(&sorted), encoded(&expected));
+        for abbreviate in [None, Some(Box::new(|row: &[Value]| abbreviated_key(&row[0], false, false)) as Abbreviate)] {
+            let (_parent, dir) = spill_dir();
+            let (sorted, stats) = sort_by(&rows, budget, &dir, by_key, abbreviate);
+            assert_eq!(stats.files, runs);
+            assert_eq!(encoded(&sorted), encoded(&expected));
+        }
     }
 }
 
