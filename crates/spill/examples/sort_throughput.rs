@@ -1,12 +1,11 @@
 //! Sorts 2 million rows of (int8, text of ~20 bytes) in memory and within a 4 MiB budget,
-//! by the int8 column and by the text column, and prints the times (crate README). Runs
-//! on mimalloc, as the server does.
+//! by the int8 column and by the text column, with and without abbreviated keys, and
+//! prints wall and CPU times (crate README). Runs on mimalloc, as the server does.
 //!
 //! cargo run --release -p spill --example sort_throughput [rows]
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use spill::{ExternalSorter, SpillDir};
-use std::cmp::Ordering;
+use spill::{abbreviated_key, Abbreviate, ExternalSorter, SpillDir};
 use std::time::Instant;
 use types::ops::sort_cmp;
 use types::Value;
@@ -25,31 +24,37 @@ fn main() {
             vec![Value::Int8(rng.gen()), Value::Text(text)]
         })
         .collect();
-    let by_int8 = |a: &[Value], b: &[Value]| sort_cmp(&a[0], &b[0]);
-    let by_text = |a: &[Value], b: &[Value]| sort_cmp(&a[1], &b[1]);
-    for (key, cmp) in [("int8", &by_int8 as &dyn Fn(&[Value], &[Value]) -> Ordering), ("text", &by_text)] {
-        for (label, budget) in [("in memory", usize::MAX), ("4 MiB budget", 4 << 20)] {
-            let rows = input.clone();
-            let (start, start_cpu) = (Instant::now(), cpu_seconds());
-            let mut sorter = ExternalSorter::new(budget, &dir, cmp);
-            for row in rows {
-                sorter.push(row).expect("push");
+    for (key, column) in [("int8", 0), ("text", 1)] {
+        for abbreviated in [false, true] {
+            for (label, budget) in [("in memory", usize::MAX), ("4 MiB budget", 4 << 20)] {
+                let rows = input.clone();
+                let (start, start_cpu) = (Instant::now(), cpu_seconds());
+                let cmp = move |a: &[Value], b: &[Value]| sort_cmp(&a[column], &b[column]);
+                let mut sorter = if abbreviated {
+                    let abbreviate: Abbreviate = Box::new(move |row: &[Value]| abbreviated_key(&row[column], false, false));
+                    ExternalSorter::with_abbreviation(budget, &dir, cmp, abbreviate)
+                } else {
+                    ExternalSorter::new(budget, &dir, cmp)
+                };
+                for row in rows {
+                    sorter.push(row).expect("push");
+                }
+                let sorted = sorter.finish().expect("finish");
+                let stats = sorted.stats();
+                let mut count = 0;
+                for row in sorted {
+                    row.expect("row");
+                    count += 1;
+                }
+                let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - start_cpu);
+                assert_eq!(count, input.len());
+                println!(
+                    "by {key}{}, {label}: {secs:.2} s, {cpu:.2} s on the CPU, {} files, {:.0} MiB written",
+                    if abbreviated { " (abbreviated)" } else { "" },
+                    stats.files,
+                    stats.bytes as f64 / (1 << 20) as f64
+                );
             }
-            let sorted = sorter.finish().expect("finish");
-            let stats = sorted.stats();
-            let mut count = 0;
-            for row in sorted {
-                row.expect("row");
-                count += 1;
-            }
-            let (secs, cpu) = (start.elapsed().as_secs_f64(), cpu_seconds() - start_cpu);
-            assert_eq!(count, input.len());
-            println!(
-                "by {key}, {label}: {secs:.2} s, {cpu:.2} s on the CPU ({:.2} M rows/s), {} files, {:.0} MiB written",
-                count as f64 / secs / 1e6,
-                stats.files,
-                stats.bytes as f64 / (1 << 20) as f64
-            );
         }
     }
     std::fs::remove_dir_all(parent).expect("remove the spill directory");

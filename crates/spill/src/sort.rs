@@ -107,12 +107,9 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
         let order = &self.order;
         if self.runs.is_empty() {
             self.rows[self.sorted..].sort_by(|a, b| order.compare(a, b));
-            let mut chunks = Vec::with_capacity(self.rows.len() / CHUNK_ROWS + 1);
-            let mut rows = self.rows.into_iter();
-            while rows.len() > 0 {
-                chunks.push(Source::Memory(rows.by_ref().take(CHUNK_ROWS).collect::<Vec<_>>().into_iter()));
-            }
-            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.order)? });
+            let chunks = (0..self.rows.len()).step_by(CHUNK_ROWS);
+            let chunks = chunks.map(|start| Source::Memory(start..self.rows.len().min(start + CHUNK_ROWS))).collect();
+            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.rows, self.order)? });
         }
         self.rows.sort_by(|a, b| order.compare(a, b));
         let file_sources = if self.rows.is_empty() { self.fan_in } else { self.fan_in - 1 };
@@ -125,8 +122,8 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
         for (run, _) in self.runs {
             sources.push(Source::File(run.read()?));
         }
-        sources.push(Source::Memory(self.rows.into_iter()));
-        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.order)? })
+        sources.push(Source::Memory(0..self.rows.len()));
+        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.rows, self.order)? })
     }
 
     fn write_run(&mut self) -> PgResult<()> {
@@ -167,7 +164,7 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
             sources.push(Source::File(run.read()?));
         }
         let mut out = RowWriter::create(&self.dir)?;
-        for row in Merge::new(sources, &self.order)? {
+        for row in Merge::new(sources, Vec::new(), &self.order)? {
             out.push(&row?)?;
         }
         self.add_run(out.finish()?, merges);
@@ -230,14 +227,15 @@ impl<O: Order> Order for &O {
 
 enum Source {
     File(RowReader),
-    Memory(std::vec::IntoIter<Keyed>),
+    /// Sorted rows of the merge's `memory`, taken out as they are merged.
+    Memory(std::ops::Range<usize>),
 }
 
 impl Source {
-    fn next(&mut self, order: &impl Order) -> Option<PgResult<Keyed>> {
+    fn next(&mut self, memory: &mut [Keyed], order: &impl Order) -> Option<PgResult<Keyed>> {
         match self {
             Source::File(reader) => reader.next().map(|row| row.map(|row| (order.abbreviate(&row), row))),
-            Source::Memory(rows) => rows.next().map(Ok),
+            Source::Memory(range) => range.next().map(|i| Ok(std::mem::take(&mut memory[i]))),
         }
     }
 }
@@ -247,20 +245,22 @@ impl Source {
 /// `std::collections::BinaryHeap` orders by `Ord` and cannot take the caller's comparator.
 struct Merge<O> {
     sources: Vec<Source>,
+    /// The rows the `Source::Memory` ranges index (sorted in place, not copied).
+    memory: Vec<Keyed>,
     /// (row, index of its source)
     heap: Vec<(Keyed, usize)>,
     order: O,
 }
 
 impl<O: Order> Merge<O> {
-    fn new(mut sources: Vec<Source>, order: O) -> PgResult<Self> {
+    fn new(mut sources: Vec<Source>, mut memory: Vec<Keyed>, order: O) -> PgResult<Self> {
         let mut heap = Vec::with_capacity(sources.len());
         for (i, source) in sources.iter_mut().enumerate() {
-            if let Some(row) = source.next(&order) {
+            if let Some(row) = source.next(&mut memory, &order) {
                 heap.push((row?, i));
             }
         }
-        let mut merge = Merge { sources, heap, order };
+        let mut merge = Merge { sources, memory, heap, order };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
         }
@@ -296,7 +296,7 @@ impl<O: Order> Iterator for Merge<O> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let source = self.heap.first()?.1;
-        let least = match self.sources[source].next(&self.order) {
+        let least = match self.sources[source].next(&mut self.memory, &self.order) {
             Some(Ok(row)) => std::mem::replace(&mut self.heap[0].0, row),
             Some(Err(e)) => {
                 self.heap.clear();

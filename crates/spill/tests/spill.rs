@@ -45,8 +45,10 @@ fn by_text_desc(a: &[Value], b: &[Value]) -> Ordering {
     text.then_with(|| by_key(a, b))
 }
 
+type RowCmp = fn(&[Value], &[Value]) -> Ordering;
+
 /// The orders the sorter is tested with, without and with abbreviated keys.
-fn orders() -> [(fn(&[Value], &[Value]) -> Ordering, Option<fn() -> Abbreviate>); 4] {
+fn orders() -> [(RowCmp, Option<fn() -> Abbreviate>); 4] {
     [
         (by_key, None),
         (by_key, Some(|| Box::new(|row: &[Value]| abbreviated_key(&row[0], false, false)))),
@@ -114,7 +116,7 @@ fn sort_by(
     rows: &[Vec<Value>],
     budget: usize,
     dir: &SpillDir,
-    cmp: fn(&[Value], &[Value]) -> Ordering,
+    cmp: RowCmp,
     abbreviate: Option<Abbreviate>,
 ) -> (Vec<Vec<Value>>, SpillStats) {
     let mut sorter = match abbreviate {
