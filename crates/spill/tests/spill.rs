@@ -47,14 +47,14 @@ fn by_text_desc(a: &[Value], b: &[Value]) -> Ordering {
 
 type RowCmp = fn(&[Value], &[Value]) -> Ordering;
 
-/// The orders the sorter is tested with, without and with abbreviated keys.
-fn orders() -> [(RowCmp, Option<fn() -> Abbreviate>); 4] {
-    [
-        (by_key, None),
-        (by_key, Some(|| Box::new(|row: &[Value]| abbreviated_key(&row[0], false, false)))),
-        (by_text_desc, None),
-        (by_text_desc, Some(|| Box::new(|row: &[Value]| abbreviated_key(&row[1], true, true)))),
-    ]
+/// The orders the sorter is tested with, without and with abbreviated keys of their first
+/// column: (comparator, (column, descending)).
+const ORDERS: [(RowCmp, Option<(usize, bool)>); 4] =
+    [(by_key, None), (by_key, Some((0, false))), (by_text_desc, None), (by_text_desc, Some((1, true)))];
+
+/// Abbreviates `column`, NULLs placed as PostgreSQL's defaults do (last ASC, first DESC).
+fn abbreviation(column: usize, descending: bool) -> Abbreviate {
+    Box::new(move |row: &[Value]| abbreviated_key(&row[column], descending, descending))
 }
 
 /// Rows compared by encoding: the same variants and bits (so NaN equals NaN).
@@ -142,12 +142,12 @@ proptest! {
         let rows = numbered(rows);
         // rows as the sorter accounts them: row_size and the abbreviated key
         let total: usize = rows.iter().map(|r| spill::row_size(r) + 8).sum();
-        for (cmp, abbreviate) in orders() {
+        for (cmp, abbreviate) in ORDERS {
             let mut expected = rows.clone();
             expected.sort_by(|a, b| cmp(a, b));
             for budget in [0, 700, 6_000, 100_000, usize::MAX] {
                 let (_parent, dir) = spill_dir();
-                let (sorted, stats) = sort_by(&rows, budget, &dir, cmp, abbreviate.map(|a| a()));
+                let (sorted, stats) = sort_by(&rows, budget, &dir, cmp, abbreviate.map(|(c, d)| abbreviation(c, d)));
                 prop_assert_eq!(encoded(&sorted), encoded(&expected), "budget {}", budget);
                 prop_assert_eq!(stats.files == 0, total <= budget, "budget {}, {} bytes of rows", budget, total);
                 prop_assert_eq!(dir.stats(), stats);
@@ -295,7 +295,7 @@ fn sorts_of_several_chunks_are_stable() {
     let mut expected = rows.clone();
     expected.sort_by(|a, b| by_key(a, b));
     for (budget, runs) in [(usize::MAX, 0), (4 << 20, 1)] {
-        for abbreviate in [None, Some(Box::new(|row: &[Value]| abbreviated_key(&row[0], false, false)) as Abbreviate)] {
+        for abbreviate in [None, Some(abbreviation(0, false))] {
             let (_parent, dir) = spill_dir();
             let (sorted, stats) = sort_by(&rows, budget, &dir, by_key, abbreviate);
             assert_eq!(stats.files, runs);
