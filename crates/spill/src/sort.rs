@@ -17,9 +17,9 @@
 
 use crate::row_file::{RowFile, RowReader, RowWriter};
 use crate::{row_size, SpillDir, SpillStats, FILE_BUFFER_BYTES};
-use std::mem::size_of;
 use pgerror::PgResult;
 use std::cmp::Ordering;
+use std::mem::size_of;
 use types::Value;
 
 /// Most runs merged at once: beyond this, comparisons per row (log₂ k) grow for little
