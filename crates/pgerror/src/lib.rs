@@ -165,6 +165,7 @@ pub mod codes {
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
     pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    pub const DISK_FULL: &str = "53100";
     pub const OUT_OF_MEMORY: &str = "53200";
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
