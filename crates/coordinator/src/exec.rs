@@ -17,12 +17,14 @@
 pub mod memory;
 mod aggregate;
 mod nodes;
+mod spilling;
 
 use crate::catalog::LiveCatalog;
 use crate::settings::Settings;
 use crate::system;
 use datanode::{Datanode, RowBytes, Timestamp, Txn};
-use memory::{row_size, MemoryAccount};
+use memory::MemoryAccount;
+use spill::row_size;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::{EvalCtx, EvalEnv};
@@ -62,6 +64,8 @@ pub struct StatementState {
     pub work_mem: usize,
     /// How long a row lock may be waited for (lock_timeout); None: no limit.
     pub lock_timeout: Option<std::time::Duration>,
+    /// Where operators past `work_mem` write their rows.
+    pub spill: spill::SpillDir,
     subqueries: Mutex<SubqueryCache>,
     /// The subquery an evaluation stopped at: (plan address, outer-row key).
     pending: Mutex<Option<(usize, Vec<u8>)>>,
@@ -76,8 +80,9 @@ struct SubqueryCache {
 }
 
 impl StatementState {
-    pub fn new(limits: &crate::settings::StatementLimits) -> Self {
+    pub fn new(limits: &crate::settings::StatementLimits, spill: spill::SpillDir) -> Self {
         StatementState {
+            spill,
             memory: MemoryAccount::default(),
             work_mem: limits.work_mem,
             lock_timeout: (limits.lock_timeout_ms > 0).then(|| std::time::Duration::from_millis(limits.lock_timeout_ms)),

@@ -47,6 +47,8 @@ pub struct Shared {
     pub datanode: Arc<Datanode>,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
+    /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
+    pub spill: spill::SpillDir,
     cancels: Mutex<HashMap<i32, (i32, Arc<Notify>)>>,
     next_pid: AtomicI32,
 }
@@ -142,6 +144,7 @@ impl Coordinator {
         let datanode = Datanode::open(dn_opts)?;
         datanode.start_gc(gtm.clone(), Duration::from_secs(5));
         let catalog = LiveCatalog::load(datanode.clone())?;
+        let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| PgError::io(&format!("could not listen on {}", config.listen), e))?;
@@ -152,7 +155,7 @@ impl Coordinator {
             }
             None => None,
         };
-        let shared = Arc::new(Shared { datanode, gtm, catalog, cancels: Mutex::new(HashMap::new()), next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1) });
+        let shared = Arc::new(Shared { datanode, gtm, catalog, spill, cancels: Mutex::new(HashMap::new()), next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1) });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
             .map_err(|e| PgError::io("could not start session threads", e))?;
         Ok(Coordinator { shared, listener, unix, executors })

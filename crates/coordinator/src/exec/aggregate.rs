@@ -1,6 +1,7 @@
 //! Hash aggregation (GROUP BY and plain aggregates).
 
-use super::memory::{row_size, Held, MemoryAccount};
+use super::memory::{Held, MemoryAccount};
+use spill::row_size;
 use super::{group_key, Row};
 use pgerror::PgResult;
 use sql::eval::EvalCtx;
@@ -64,7 +65,8 @@ impl<'p, 'm> Aggregator<'p, 'm> {
 
     /// Split the values of `exprs` (evaluated against one row) into an `AggInput`.
     pub(super) fn split(&self, mut values: Vec<Option<Value>>) -> AggInput {
-        let args = values.split_off(self.group_by.len());
+        // count(*) has no argument and counts every row.
+        let args = values.split_off(self.group_by.len()).into_iter().map(|v| Some(v.unwrap_or(Value::Bool(true)))).collect();
         AggInput { keys: values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect(), args }
     }
 
@@ -72,6 +74,16 @@ impl<'p, 'm> Aggregator<'p, 'm> {
     pub(super) fn input(&self, ctx: &EvalCtx, r: &[Value]) -> PgResult<AggInput> {
         let values = self.exprs().map(|e| e.map(|e| ctx.eval(e, r)).transpose()).collect::<PgResult<Vec<_>>>()?;
         Ok(self.split(values))
+    }
+
+    /// Bytes the groups hold.
+    pub(super) fn held(&self) -> usize {
+        self.held.bytes()
+    }
+
+    /// Whether the group of `key` (an `AggInput::group_key`) exists.
+    pub(super) fn has_group(&self, key: &[u8]) -> bool {
+        self.index.contains_key(key)
     }
 
     pub(super) fn push(&mut self, input: AggInput) -> PgResult<()> {
@@ -87,7 +99,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         };
         let (_, states, seen) = &mut self.groups[slot];
         for (i, (a, v)) in self.aggs.iter().zip(input.args).enumerate() {
-            let v = v.unwrap_or(Value::Bool(true));
+            let Some(v) = v else { continue };
             if v.is_null() && a.func != AggFunc::ArrayAgg {
                 continue;
             }
@@ -199,3 +211,27 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
     .map(|v| if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) { Value::Int8(v.as_i64().unwrap_or(0)) } else { v })
 }
 
+
+impl AggInput {
+    /// The group key encoding of this contribution (what groups are found by).
+    pub(super) fn group_key(&self) -> Vec<u8> {
+        group_key(&self.keys)
+    }
+
+    /// As a row for a spill file: the key values, then each argument as a one-element
+    /// array (NULL where the aggregate takes nothing from this row).
+    pub(super) fn into_row(self) -> Row {
+        let mut row = self.keys;
+        row.extend(self.args.into_iter().map(|a| a.map_or(Value::Null, |v| Value::Array(vec![v]))));
+        row
+    }
+
+    /// The inverse of `into_row`, for an aggregation with `keys` group keys.
+    pub(super) fn from_row(mut row: Row, keys: usize) -> AggInput {
+        let args = row.split_off(keys).into_iter().map(|a| match a {
+            Value::Array(mut v) => v.pop(),
+            _ => None,
+        });
+        AggInput { keys: row, args: args.collect() }
+    }
+}

@@ -5,7 +5,6 @@
 
 use pgerror::{codes, PgError, PgResult};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use types::Value;
 
 /// Bytes charged by all statements now running.
 static POOL_USED: AtomicUsize = AtomicUsize::new(0);
@@ -84,19 +83,4 @@ impl Drop for Held<'_> {
     fn drop(&mut self) {
         self.clear();
     }
-}
-
-/// An estimate of the heap a row takes: the vector, its values, and what they own.
-pub fn row_size(row: &[Value]) -> usize {
-    std::mem::size_of::<Vec<Value>>() + row.iter().map(value_size).sum::<usize>()
-}
-
-fn value_size(v: &Value) -> usize {
-    std::mem::size_of::<Value>()
-        + match v {
-            Value::Text(s) => s.capacity(),
-            Value::Bytea(b) => b.capacity(),
-            Value::Array(items) => items.iter().map(value_size).sum(),
-            _ => 0,
-        }
 }

@@ -3,8 +3,10 @@
 //! generate_series) hold a batch at a time; the others hold what they must, charged to
 //! the statement (`Held`).
 
-use super::aggregate::Aggregator;
-use super::memory::{row_size, Held};
+use super::aggregate::{AggInput, Aggregator};
+use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
+use super::memory::Held;
+use spill::row_size;
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
 use crate::system;
 use datanode::RowBytes;
@@ -30,30 +32,25 @@ pub(super) fn open<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer) -> BoxN
     match rel {
         Rel::Unit => Box::new(Rows::new(vec![Vec::new()], None)),
         Rel::Scan { table, access } => Box::new(Scan { ex, table, access, outer, state: ScanState::Start }),
-        Rel::System { table } => Box::new(Deferred::new(async move { Ok((system::rows(*table, ex.session)?, None)) })),
+        Rel::System { table } => Box::new(Deferred::new(async move { Ok(Box::new(Rows::new(system::rows(*table, ex.session)?, None)) as BoxNode) })),
         Rel::Values { rows } => Box::new(ValuesNode { ex, rows: rows.iter(), outer }),
         Rel::GenerateSeries { start, stop, step } => Box::new(Series { ex, exprs: (start, stop, step.as_ref()), outer, state: None }),
         Rel::Filter { input, predicate } => Box::new(FilterNode { ex, input: open(ex, input, outer.clone()), predicate, outer }),
         Rel::Project { input, exprs } => Box::new(ProjectNode { ex, input: open(ex, input, outer.clone()), exprs, outer }),
         Rel::Join { left, right, kind, on, lateral } => Box::new(JoinNode::new(ex, open(ex, left, outer.clone()), left.width(), right, *kind, on.as_ref(), *lateral, outer)),
         Rel::Aggregate { input, group_by, aggs } => {
-            let input = open(ex, input, outer.clone());
-            Box::new(Deferred::new(aggregate(ex, input, group_by, aggs, outer)))
+            let input = Some(open(ex, input, outer.clone()));
+            Box::new(AggregateNode { ex, group_by, aggs, outer, input, output: None, pending: Vec::new() })
         }
         Rel::Sort { input, keys } => {
             let input = open(ex, input, outer.clone());
             Box::new(Deferred::new(sort(ex, input, keys, outer)))
         }
         Rel::Limit { input, limit, offset } => Box::new(LimitNode { ex, input: open(ex, input, outer.clone()), limit: limit.as_ref(), offset: offset.as_ref(), outer, window: None }),
-        Rel::Distinct { input } => Box::new(DistinctNode { ex, inputs: vec![open(ex, input, outer)], seen: HashSet::new(), held: Held::new(&ex.state.memory) }),
+        Rel::Distinct { input } => Box::new(DistinctNode::new(ex, vec![open(ex, input, outer)])),
         Rel::Union { left, right, all: true } => Box::new(Concat { inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)] }),
-        Rel::Union { left, right, all: false } => Box::new(DistinctNode {
-            ex,
-            inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)],
-            seen: HashSet::new(),
-            held: Held::new(&ex.state.memory),
-        }),
-        Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move { Ok((work.lock().map_err(|_| poisoned())?.clone(), None)) })),
+        Rel::Union { left, right, all: false } => Box::new(DistinctNode::new(ex, vec![open(ex, left, outer.clone()), open(ex, right, outer)])),
+        Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move { Ok(Box::new(Rows::new(work.lock().map_err(|_| poisoned())?.clone(), None)) as BoxNode) })),
         Rel::RecursiveUnion { base, recursive, all, work } => Box::new(Deferred::new(recursive_union(ex, base, recursive, *all, work, outer))),
     }
 }
@@ -70,21 +67,28 @@ impl<'e> Rows<'e> {
     }
 }
 
-impl Node for Rows<'_> {
-    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+impl Rows<'_> {
+    fn next_batch(&mut self) -> Option<Vec<Row>> {
         let batch: Vec<Row> = self.rows.by_ref().take(BATCH).collect();
-        Box::pin(std::future::ready(Ok((!batch.is_empty()).then_some(batch))))
+        (!batch.is_empty()).then_some(batch)
     }
 }
 
-/// An operator that computes all its rows on the first pull (sort, aggregation, …).
+impl Node for Rows<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(std::future::ready(Ok(self.next_batch())))
+    }
+}
+
+/// An operator that does all its work on the first pull (sort, aggregation, …), and then
+/// hands up the rows of the operator that work made.
 struct Deferred<'e> {
-    compute: Option<BoxFuture<'e, PgResult<(Vec<Row>, Option<Held<'e>>)>>>,
-    rows: Option<Rows<'e>>,
+    compute: Option<BoxFuture<'e, PgResult<BoxNode<'e>>>>,
+    rows: Option<BoxNode<'e>>,
 }
 
 impl<'e> Deferred<'e> {
-    fn new(compute: impl std::future::Future<Output = PgResult<(Vec<Row>, Option<Held<'e>>)>> + Send + 'e) -> Self {
+    fn new(compute: impl std::future::Future<Output = PgResult<BoxNode<'e>>> + Send + 'e) -> Self {
         Deferred { compute: Some(Box::pin(compute)), rows: None }
     }
 }
@@ -93,13 +97,32 @@ impl Node for Deferred<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
             if let Some(compute) = self.compute.take() {
-                let (rows, held) = compute.await?;
-                self.rows = Some(Rows::new(rows, held));
+                self.rows = Some(compute.await?);
             }
             match &mut self.rows {
                 Some(rows) => rows.next().await,
                 None => Ok(None),
             }
+        })
+    }
+}
+
+/// Rows read from temporary files (a sort's merge, a partition), a batch at a time.
+struct FileRows<'e> {
+    ex: &'e Executor<'e>,
+    rows: Box<dyn Iterator<Item = PgResult<Row>> + Send + 'e>,
+    _held: Option<Held<'e>>,
+}
+
+impl Node for FileRows<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            let mut batch = Vec::new();
+            for r in self.rows.by_ref().take(BATCH) {
+                batch.push(r?);
+            }
+            self.ex.pace(batch.len()).await;
+            Ok((!batch.is_empty()).then_some(batch))
         })
     }
 }
@@ -325,17 +348,28 @@ impl Node for Concat<'_> {
     }
 }
 
-/// The inputs' distinct rows, in first-seen order (DISTINCT, UNION).
+/// The inputs' distinct rows (DISTINCT, UNION). Rows are handed up as first seen while
+/// the keys seen fit work_mem; past it, rows not seen yet go to partitions by key, each
+/// deduplicated on its own after the inputs end.
 struct DistinctNode<'e> {
     ex: &'e Executor<'e>,
     inputs: Vec<BoxNode<'e>>,
     seen: HashSet<Vec<u8>>,
     held: Held<'e>,
+    spilled: Option<KeyedPartitions>,
+    pending: Vec<spill::Partition>,
+}
+
+impl<'e> DistinctNode<'e> {
+    fn new(ex: &'e Executor<'e>, inputs: Vec<BoxNode<'e>>) -> Self {
+        DistinctNode { ex, inputs, seen: HashSet::new(), held: Held::new(&ex.state.memory), spilled: None, pending: Vec::new() }
+    }
 }
 
 impl Node for DistinctNode<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
+            let work_mem = self.ex.state.work_mem;
             while let Some(first) = self.inputs.first_mut() {
                 let Some(batch) = first.next().await? else {
                     self.inputs.remove(0);
@@ -344,16 +378,45 @@ impl Node for DistinctNode<'_> {
                 let mut fresh = Vec::new();
                 for r in batch {
                     let key = group_key(&r);
-                    if !self.seen.contains(&key) {
-                        self.held.charge(key.len() + 32)?;
-                        self.seen.insert(key);
-                        fresh.push(r);
+                    if self.seen.contains(&key) {
+                        continue;
+                    }
+                    if self.spilled.is_none() && self.held.bytes() > work_mem {
+                        self.spilled = Some(KeyedPartitions::new(&self.ex.state.spill, work_mem));
+                    }
+                    match &mut self.spilled {
+                        Some(partitions) => partitions.push(key, r)?,
+                        None => {
+                            self.held.charge(key.len() + 32)?;
+                            self.seen.insert(key);
+                            fresh.push(r);
+                        }
                     }
                 }
                 if !fresh.is_empty() {
                     return Ok(Some(fresh));
                 }
                 self.ex.pace(0).await;
+            }
+            if let Some(partitions) = self.spilled.take() {
+                self.seen = HashSet::new();
+                self.held.clear();
+                self.pending = partitions.finish()?;
+            }
+            // Each partition's keys are apart from every other's and from those seen.
+            while let Some(partition) = next_fitting(&mut self.pending, work_mem)? {
+                let mut seen = HashSet::new();
+                let mut fresh = Vec::new();
+                for row in partition.read()?.into_iter().flatten() {
+                    let (key, row) = split_key(row?);
+                    if seen.insert(key) {
+                        fresh.push(row);
+                    }
+                }
+                self.ex.pace(fresh.len()).await;
+                if !fresh.is_empty() {
+                    return Ok(Some(fresh));
+                }
             }
             Ok(None)
         })
@@ -428,6 +491,10 @@ struct JoinNode<'e> {
     pending: std::vec::IntoIter<Row>,
     probe: Option<Probe>,
     held: Held<'e>,
+    /// Past work_mem (grace hash join): the partitions of the two sides still to join,
+    /// (inner, outer) by key; the outer rows then carry their key in front.
+    phases: Vec<(spill::Partition, spill::Partition)>,
+    keyed_left: bool,
 }
 
 struct Inner {
@@ -470,33 +537,117 @@ impl<'e> JoinNode<'e> {
             pending: Vec::new().into_iter(),
             probe: None,
             held: Held::new(&ex.state.memory),
+            phases: Vec::new(),
+            keyed_left: false,
         }
     }
 
     async fn build(&mut self) -> PgResult<()> {
-        let mut node = open(self.ex, self.right, self.outer.clone());
+        let (ex, work_mem) = (self.ex, self.ex.state.work_mem);
+        let mut node = open(ex, self.right, self.outer.clone());
+        let hashed = !self.hash_keys.is_empty();
         let mut rows = Vec::new();
-        let mut buckets = (!self.hash_keys.is_empty()).then(HashMap::<Vec<u8>, Vec<usize>>::new);
+        let mut buckets = HashMap::<Vec<u8>, Vec<usize>>::new();
+        let mut spilled: Option<KeyedPartitions> = None;
         let mut padded = vec![Value::Null; self.left_width];
         while let Some(batch) = node.next().await? {
             for r in batch {
-                self.held.charge(row_size(&r) + 16)?;
-                if let Some(buckets) = &mut buckets {
-                    padded.truncate(self.left_width);
-                    padded.extend_from_slice(&r);
-                    if let Some(key) = hash_key(self.ex, &self.outer, &self.hash_keys, &padded, false).await? {
+                if !hashed {
+                    self.held.charge(row_size(&r) + 16)?;
+                    rows.push(r);
+                    continue;
+                }
+                padded.truncate(self.left_width);
+                padded.extend_from_slice(&r);
+                let Some(key) = hash_key(ex, &self.outer, &self.hash_keys, &padded, false).await? else {
+                    continue; // a NULL key matches nothing, and inner rows are never NULL-extended
+                };
+                if spilled.is_none() && self.held.bytes() > work_mem {
+                    let mut partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
+                    for (k, positions) in buckets.drain() {
+                        for i in positions {
+                            partitions.push(k.clone(), std::mem::take(&mut rows[i]))?;
+                        }
+                    }
+                    rows = Vec::new();
+                    self.held.clear();
+                    spilled = Some(partitions);
+                }
+                match &mut spilled {
+                    Some(partitions) => partitions.push(key, r)?,
+                    None => {
+                        self.held.charge(row_size(&r) + key.len() + 48)?;
                         buckets.entry(key).or_default().push(rows.len());
+                        rows.push(r);
                     }
                 }
-                rows.push(r);
             }
         }
-        self.inner = Some(Inner { rows, buckets });
+        let Some(inner_partitions) = spilled else {
+            self.inner = Some(Inner { rows, buckets: hashed.then_some(buckets) });
+            return Ok(());
+        };
+        // The outer side goes to partitions of the same keys; a row whose key is NULL
+        // gets the empty key, which no inner row has.
+        let mut outer_partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
+        let mut left = std::mem::replace(&mut self.left, Box::new(Rows::new(Vec::new(), None)));
+        let width = self.left_width + self.right.width();
+        while let Some(batch) = left.next().await? {
+            for l in batch {
+                let mut padded = l.clone();
+                padded.resize(width, Value::Null);
+                let key = hash_key(ex, &self.outer, &self.hash_keys, &padded, true).await?.unwrap_or_default();
+                outer_partitions.push(key, l)?;
+            }
+        }
+        self.phases = inner_partitions.finish()?.into_iter().zip(outer_partitions.finish()?).collect();
+        self.keyed_left = true;
+        self.inner = Some(Inner { rows: Vec::new(), buckets: Some(HashMap::new()) });
         Ok(())
+    }
+
+    /// Load the next pair of partitions (grace hash join): the inner one into the hash
+    /// table, the outer one as the rows to match. False when none is left.
+    async fn next_phase(&mut self) -> PgResult<bool> {
+        let (ex, work_mem) = (self.ex, self.ex.state.work_mem);
+        while let Some((inner, outer)) = self.phases.pop() {
+            if outer.rows() == 0 || (inner.rows() == 0 && self.kind == JoinKind::Inner) {
+                continue;
+            }
+            if inner.bytes() as usize > work_mem && inner.can_split() && outer.can_split() {
+                let fanout = super::spilling::fanout(work_mem);
+                let deeper = inner.split(fanout, row_hash)?.into_iter().zip(outer.split(fanout, row_hash)?);
+                self.phases.extend(deeper);
+                continue;
+            }
+            self.held.clear();
+            let mut rows = Vec::new();
+            let mut buckets = HashMap::<Vec<u8>, Vec<usize>>::new();
+            for (i, row) in inner.read()?.into_iter().flatten().enumerate() {
+                let (key, row) = split_key(row?);
+                self.held.charge(row_size(&row) + key.len() + 48)?;
+                buckets.entry(key).or_default().push(rows.len());
+                rows.push(row);
+                if i % BATCH == BATCH - 1 {
+                    ex.pace(BATCH).await;
+                }
+            }
+            self.inner = Some(Inner { rows, buckets: Some(buckets) });
+            let outer_rows = outer.read()?.into_iter().flatten();
+            self.left = Box::new(FileRows { ex, rows: Box::new(outer_rows), _held: None });
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Start matching `left`.
     async fn start_probe(&mut self, left: Row) -> PgResult<()> {
+        if self.keyed_left {
+            let (key, left) = split_key(left);
+            let candidates = if key.is_empty() { Candidates::None } else { Candidates::Bucket(key) };
+            self.probe = Some(Probe { left, candidates, position: 0, matched: false });
+            return Ok(());
+        }
         let candidates = if self.lateral {
             let mut stack = Vec::with_capacity(self.outer.len() + 1);
             stack.extend_from_slice(&self.outer);
@@ -534,6 +685,7 @@ impl Node for JoinNode<'_> {
                                 self.pending = batch.into_iter();
                                 continue;
                             }
+                            None if self.next_phase().await? => continue,
                             None => return Ok((!out.is_empty()).then_some(out)),
                         },
                     };
@@ -650,46 +802,134 @@ fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
         .collect()
 }
 
-async fn aggregate<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, group_by: &'e [Expr], aggs: &'e [AggCall], outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
-    let mut agg = Aggregator::new(group_by, aggs, &ex.state.memory);
-    let evaluate_each = agg.has_subquery();
-    while let Some(batch) = input.next().await? {
-        for r in &batch {
-            let contribution = if evaluate_each {
-                let mut values = Vec::new();
-                for e in agg.exprs() {
-                    values.push(match e {
-                        Some(e) => Some(ex.eval(&outer, e, r).await?),
-                        None => None,
-                    });
-                }
-                agg.split(values)
-            } else {
-                agg.input(&ex.ctx(&outer), r)?
-            };
-            agg.push(contribution)?;
-        }
-        ex.pace(batch.len()).await;
-    }
-    Ok((agg.finish()?, None))
+/// Hash aggregation. Past work_mem, the rows of groups not yet in memory go to
+/// partitions (by group key) instead; the groups in memory are handed up first, then each
+/// partition's, aggregated one partition at a time.
+struct AggregateNode<'e> {
+    ex: &'e Executor<'e>,
+    group_by: &'e [Expr],
+    aggs: &'e [AggCall],
+    outer: Outer,
+    input: Option<BoxNode<'e>>,
+    output: Option<Rows<'e>>,
+    pending: Vec<spill::Partition>,
 }
 
-async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortKey], outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
+impl<'e> AggregateNode<'e> {
+    async fn consume(&mut self, mut input: BoxNode<'e>) -> PgResult<()> {
+        let ex = self.ex;
+        let mut agg = Aggregator::new(self.group_by, self.aggs, &ex.state.memory);
+        let evaluate_each = agg.has_subquery();
+        let mut spilled: Option<KeyedPartitions> = None;
+        while let Some(batch) = input.next().await? {
+            for r in &batch {
+                let contribution = if evaluate_each {
+                    let mut values = Vec::new();
+                    for e in agg.exprs() {
+                        values.push(match e {
+                            Some(e) => Some(ex.eval(&self.outer, e, r).await?),
+                            None => None,
+                        });
+                    }
+                    agg.split(values)
+                } else {
+                    agg.input(&ex.ctx(&self.outer), r)?
+                };
+                if spilled.is_none() && !self.group_by.is_empty() && agg.held() > ex.state.work_mem {
+                    spilled = Some(KeyedPartitions::new(&ex.state.spill, ex.state.work_mem));
+                }
+                match &mut spilled {
+                    Some(partitions) => {
+                        let key = contribution.group_key();
+                        if agg.has_group(&key) {
+                            agg.push(contribution)?;
+                        } else {
+                            partitions.push(key, contribution.into_row())?;
+                        }
+                    }
+                    None => agg.push(contribution)?,
+                }
+            }
+            ex.pace(batch.len()).await;
+        }
+        self.output = Some(Rows::new(agg.finish()?, None));
+        if let Some(partitions) = spilled {
+            self.pending = partitions.finish()?;
+        }
+        Ok(())
+    }
+
+}
+
+/// The groups of one partition of spilled aggregate contributions.
+async fn aggregate_partition(ex: &Executor<'_>, group_by: &[Expr], aggs: &[AggCall], partition: spill::Partition) -> PgResult<Vec<Row>> {
+    let mut agg = Aggregator::new(group_by, aggs, &ex.state.memory);
+    if let Some(rows) = partition.read()? {
+        for (i, row) in rows.enumerate() {
+            let (_, row) = split_key(row?);
+            agg.push(AggInput::from_row(row, group_by.len()))?;
+            if i % BATCH == BATCH - 1 {
+                ex.pace(BATCH).await;
+            }
+        }
+    }
+    agg.finish()
+}
+
+impl Node for AggregateNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            if let Some(input) = self.input.take() {
+                self.consume(input).await?;
+            }
+            loop {
+                if let Some(batch) = self.output.as_mut().and_then(|o| o.next_batch()) {
+                    return Ok(Some(batch));
+                }
+                let Some(partition) = next_fitting(&mut self.pending, self.ex.state.work_mem)? else { return Ok(None) };
+                self.output = Some(Rows::new(aggregate_partition(self.ex, self.group_by, self.aggs, partition).await?, None));
+            }
+        })
+    }
+}
+
+/// ORDER BY: rows are pushed with their sort key values in front into an external
+/// sorter that spills past work_mem, then handed up without them.
+async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortKey], outer: Outer) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
-    let mut keyed = Vec::new();
+    held.charge(ex.state.work_mem)?;
+    let cmp = move |a: &[Value], b: &[Value]| compare_keys(keys, a, b);
+    let first = &keys[0];
+    let mut sorter = if abbreviates(&first.expr.ty()) {
+        let (descending, nulls_first) = (first.descending, first.nulls_first);
+        let abbreviate: spill::Abbreviate = Box::new(move |row: &[Value]| spill::abbreviated_key(&row[0], descending, nulls_first));
+        spill::ExternalSorter::with_abbreviation(ex.state.work_mem, &ex.state.spill, cmp, abbreviate)
+    } else {
+        spill::ExternalSorter::new(ex.state.work_mem, &ex.state.spill, cmp)
+    };
     while let Some(batch) = input.next().await? {
         for r in batch {
-            let mut k = Vec::with_capacity(keys.len());
+            let mut keyed = Vec::with_capacity(keys.len() + r.len());
             for sk in keys {
-                k.push(ex.eval(&outer, &sk.expr, &r).await?);
+                keyed.push(ex.eval(&outer, &sk.expr, &r).await?);
             }
-            held.charge(row_size(&k) + row_size(&r))?;
-            keyed.push((k, r));
+            keyed.extend(r);
+            sorter.push(keyed)?;
         }
         ex.pace(0).await;
     }
-    keyed.sort_by(|(a, _), (b, _)| compare_keys(keys, a, b));
-    Ok((keyed.into_iter().map(|(_, r)| r).collect(), Some(held)))
+    let count = keys.len();
+    let rows = sorter.finish()?.map(move |r| r.map(|mut r| r.split_off(count)));
+    Ok(Box::new(FileRows { ex, rows: Box::new(rows), _held: Some(held) }))
+}
+
+/// Whether `spill::abbreviated_key` orders values of `ty` as `ops::sort_cmp` does (every
+/// value of the column then has the same representation).
+fn abbreviates(ty: &DataType) -> bool {
+    matches!(
+        ty,
+        DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Float4 | DataType::Float8 | DataType::Text | DataType::Varchar { .. } | DataType::Date | DataType::Timestamp | DataType::TimestampTz
+    )
 }
 
 /// ORDER BY's order of two rows' sort key values.
@@ -713,7 +953,7 @@ fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> std::cmp::Orderin
     Ordering::Equal
 }
 
-async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e Rel, all: bool, work: &'e WorkTableCell, outer: Outer) -> PgResult<(Vec<Row>, Option<Held<'e>>)> {
+async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e Rel, all: bool, work: &'e WorkTableCell, outer: Outer) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
     let mut seen = HashSet::new();
     let mut keep = |rows: Vec<Row>, held: &mut Held| -> PgResult<Vec<Row>> {
@@ -745,7 +985,7 @@ async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e
     }
     *work.lock().map_err(|_| poisoned())? = saved;
     outcome?;
-    Ok((result, Some(held)))
+    Ok(Box::new(Rows::new(result, Some(held))))
 }
 
 fn poisoned() -> PgError {
