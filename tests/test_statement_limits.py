@@ -68,6 +68,11 @@ def test_statement_timeout_ends_the_join(loaded):
 
 
 def test_join_runs_in_bounded_memory_and_cancels(loaded):
+    if loaded.kind == "meridian":
+        # The peak from here on, not the load's (large write transactions: the issue's
+        # last part).
+        with open(f"/proc/{loaded.pid}/clear_refs", "w") as f:
+            f.write("5")
     outcome = {}
     with loaded.connect(autocommit=True) as runner, loaded.connect(autocommit=True) as other:
         def run():
@@ -143,9 +148,11 @@ def test_idle_in_transaction_session_timeout(meridian):
         conn.execute("SET idle_in_transaction_session_timeout = '500ms'")
         conn.execute("SELECT 1")  # a transaction is now open, and the session idles in it
         time.sleep(1.5)
-        with pytest.raises(psycopg.OperationalError) as info:
+        with pytest.raises(psycopg.Error) as info:
             conn.execute("SELECT 1")
-        assert info.value.sqlstate in ("25P03", None)  # libpq may only see the closed socket
+        # The FATAL error, or (if libpq reads the closed socket first) the broken connection.
+        assert info.value.sqlstate == "25P03" or isinstance(info.value, psycopg.OperationalError), repr(info.value)
+        assert conn.closed
     with meridian.connect(autocommit=True) as conn:
         conn.execute("SET idle_in_transaction_session_timeout = '500ms'")
         time.sleep(1)  # idle outside a transaction: no timeout

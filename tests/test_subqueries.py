@@ -28,9 +28,9 @@ SETUP = [
     "DROP TABLE IF EXISTS sq_a",
     "CREATE TABLE sq_a (id int PRIMARY KEY, grp int, val int, pad text)",
     "CREATE TABLE sq_b (id int PRIMARY KEY, a_id int, amount int, pad text)",
-    f"INSERT INTO sq_a SELECT g, g % 37, CASE WHEN g % 97 = 0 THEN NULL ELSE (g * 7919) % 1000 END, 'a' "
+    f"INSERT INTO sq_a SELECT g, g % 37, CASE WHEN g % 97 = 0 THEN NULL ELSE (g::bigint * 7919) % 1000 END, 'a' "
     f"FROM generate_series(1, {ROWS}) g",
-    f"INSERT INTO sq_b SELECT g, CASE WHEN g % 89 = 0 THEN NULL ELSE (g * 104729) % {ROWS} + 1 END, (g * 31) % 1000, 'b' "
+    f"INSERT INTO sq_b SELECT g, CASE WHEN g % 89 = 0 THEN NULL ELSE (g::bigint * 104729) % {ROWS} + 1 END, (g * 31) % 1000, 'b' "
     f"FROM generate_series(1, {ROWS}) g",
 ]
 

@@ -2014,7 +2014,10 @@ fn collect_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 /// An expression that does not read the current row (constants, parameters, casts of them).
 fn row_independent(e: &Expr) -> bool {
     match e {
-        Expr::Const(..) | Expr::Param { .. } => true,
+        // An enclosing query's column is fixed while this scan runs (a correlated
+        // subquery's key lookup), and so is an uncorrelated scalar subquery.
+        Expr::Const(..) | Expr::Param { .. } | Expr::Column { depth: 1.., .. } => true,
+        Expr::Subquery { plan, kind: SubqueryKind::Scalar, .. } => !plan.correlated,
         Expr::Cast { operand, .. } => row_independent(operand),
         Expr::Binary { left, right, .. } => row_independent(left) && row_independent(right),
         Expr::Unary { operand, .. } => row_independent(operand),
