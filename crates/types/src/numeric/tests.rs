@@ -155,3 +155,10 @@ fn int_conversion() {
     let e = to_int(&n("-inf"), "smallint", -32768, 32767).unwrap_err();
     assert_eq!(e.message, "cannot convert infinity to smallint");
 }
+
+#[test]
+fn values_stay_small() {
+    // Value is moved around on every row; numeric must not grow it
+    assert!(std::mem::size_of::<Numeric>() <= 16);
+    assert!(std::mem::size_of::<crate::Value>() <= 32);
+}

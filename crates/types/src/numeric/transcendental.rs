@@ -181,9 +181,9 @@ pub fn sqrt(x: &Numeric) -> PgResult<Numeric> {
     Numeric::from_dec(Dec { coef: round_div(&f, &pow10(e)), scale: rscale })
 }
 
-/// ln(x) of a positive finite value, rounded to `rscale`.
+/// ln(x) of a positive finite value, rounded once to `rscale` from GUARD more digits.
 fn ln_dec(d: &Dec, rscale: i64) -> Dec {
-    Dec { coef: ln_fixed(d, rscale + 1), scale: rscale + 1 }.round(rscale)
+    Dec { coef: ln_fixed(d, rscale + GUARD), scale: rscale + GUARD }.round(rscale)
 }
 
 fn check_log_arg(d: &Dec) -> PgResult<()> {
