@@ -366,10 +366,10 @@ fn pow_special(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
         let abs_gt_one = match base.dec() {
             None => true,
             Some(d) => {
-                if d.cmp(&Dec::from_i64(-1)).is_eq() {
-                    return one;
+                match d.abs().cmp(&Dec::from_i64(1)) {
+                    std::cmp::Ordering::Equal => return one, // (±1) ^ ±Infinity
+                    o => o.is_gt(),
                 }
-                d.abs().cmp(&Dec::from_i64(1)).is_gt()
             }
         };
         return Ok(if abs_gt_one == (s2 > 0) { Numeric::POS_INF } else { Numeric::ZERO });
