@@ -499,26 +499,26 @@ impl std::fmt::Display for Numeric {
             Repr::NaN => f.write_str("NaN"),
             Repr::PosInf => f.write_str("Infinity"),
             Repr::NegInf => f.write_str("-Infinity"),
-            Repr::Small { coef, dscale: 0 } => write!(f, "{coef}"),
-            _ => {
-                let d = self.dec().expect("finite");
-                let digits = d.coef.magnitude().to_string();
-                let scale = d.scale as usize;
-                if d.is_neg() {
-                    f.write_str("-")?;
-                }
-                if digits.len() > scale {
-                    let (ip, fp) = digits.split_at(digits.len() - scale);
-                    f.write_str(ip)?;
-                    if scale > 0 {
-                        write!(f, ".{fp}")?;
-                    }
-                } else {
-                    write!(f, "0.{}{digits}", "0".repeat(scale - digits.len()))?;
-                }
-                Ok(())
-            }
+            Repr::Small { coef, dscale } => write_decimal(f, *coef < 0, &coef.unsigned_abs().to_string(), *dscale as usize),
+            Repr::Big(b) => write_decimal(f, b.0.is_negative(), &b.0.magnitude().to_string(), b.1 as usize),
         }
+    }
+}
+
+/// `digits × 10^-scale` with every digit, no exponent.
+fn write_decimal(f: &mut std::fmt::Formatter<'_>, neg: bool, digits: &str, scale: usize) -> std::fmt::Result {
+    if neg {
+        f.write_str("-")?;
+    }
+    if digits.len() > scale {
+        let (ip, fp) = digits.split_at(digits.len() - scale);
+        f.write_str(ip)?;
+        if scale > 0 {
+            write!(f, ".{fp}")?;
+        }
+        Ok(())
+    } else {
+        write!(f, "0.{}{digits}", "0".repeat(scale - digits.len()))
     }
 }
 
