@@ -321,7 +321,9 @@ impl Numeric {
     pub fn to_i64_exact(&self) -> Option<i64> {
         match &self.0 {
             Repr::Small { coef, dscale: 0 } => Some(*coef),
+            Repr::Small { coef: 0, .. } => Some(0),
             Repr::Small { coef, dscale } => {
+                // a nonzero i64 is never a multiple of 10^19 or more
                 let p = 10i64.checked_pow(*dscale as u32)?;
                 (coef % p == 0).then_some(coef / p)
             }
