@@ -281,7 +281,10 @@ pub fn pow(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
         }
         return Numeric::from_dec(Dec::new(0, MAX_DISPLAY_SCALE));
     }
-    val *= 0.434294481903252;
+    // numeric.c's literal, not LOG10_E: the truncation below must match PG's
+    #[allow(clippy::approx_constant)]
+    let log10_e = 0.434294481903252;
+    val *= log10_e;
     let rscale = clamp_scale(MIN_SIG_DIGITS - val as i64, &[b.scale, e.scale]);
     let sig_digits = (rscale + val as i64).max(0);
     // ln(base) precise enough that |exp| times its error stays below the guard digits
