@@ -1270,6 +1270,15 @@ impl<'a> Binder<'a> {
                 Expr::Array { elements, ty: DataType::Array(Box::new(ty)) }
             }
             E::Function(f) => self.function(f, scope, child)?,
+            // sqlparser parses ceil(x) / floor(x) as their own expressions
+            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let arg = child(self, expr)?;
+                self.call_scalar("ceil", vec![arg])?
+            }
+            E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let arg = child(self, expr)?;
+                self.call_scalar("floor", vec![arg])?
+            }
             E::Substring { expr, substring_from, substring_for, .. } => {
                 let mut args = vec![child(self, expr)?];
                 args.push(match substring_from {
@@ -2081,6 +2090,8 @@ fn default_column_name(e: &ast::Expr) -> String {
                 _ => name,
             }
         }
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
             // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
             ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),

@@ -4,6 +4,7 @@
 //! coordinator through `eval::EvalEnv::session_function`.
 
 use pgerror::{codes, PgError, PgResult};
+use types::numeric::{self, Numeric};
 use types::{DataType, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +68,14 @@ pub enum ScalarFunc {
     Greatest,
     Least,
     Round,
+    Trunc,
     Floor,
     Ceil,
+    Sign,
+    /// div(numeric, numeric): the truncated quotient.
+    Div,
+    /// log(x) (base 10) and log(b, x).
+    Log,
     Trim,
     ArrayToString,
     ArrayPosition,
@@ -157,6 +164,8 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
     let first = args.first().cloned().unwrap_or(Unknown);
     let text_args = || same(Text);
     let numeric_like = |t: &DataType| if *t == Unknown { Float8 } else { t.clone() };
+    let float8_or_numeric = |t: &DataType| if matches!(t, Numeric { .. }) { NUMERIC } else { Float8 };
+    const NUMERIC: DataType = DataType::NUMERIC;
     let r = match (name, n) {
         ("now" | "transaction_timestamp", 0) => (F::Now, vec![], TimestampTz),
         ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], TimestampTz),
@@ -234,7 +243,17 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             let t = numeric_like(&first);
             (F::Round, vec![t.clone()], t)
         }
-        ("round", 2) => (F::Round, vec![Numeric { precision_scale: None }, Int4], Numeric { precision_scale: None }),
+        ("round", 2) => (F::Round, vec![NUMERIC, Int4], NUMERIC),
+        ("trunc", 1) => {
+            let t = float8_or_numeric(&first);
+            (F::Trunc, vec![t.clone()], t)
+        }
+        ("trunc", 2) => (F::Trunc, vec![NUMERIC, Int4], NUMERIC),
+        ("sign", 1) => {
+            let t = float8_or_numeric(&first);
+            (F::Sign, vec![t.clone()], t)
+        }
+        ("div", 2) => (F::Div, vec![NUMERIC, NUMERIC], NUMERIC),
         ("floor", 1) => {
             let t = numeric_like(&first);
             (F::Floor, vec![t.clone()], t)
@@ -259,10 +278,22 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             let t = if first == Unknown { Int4 } else { first.clone() };
             (F::Mod, same(t.clone()), t)
         }
-        ("sqrt", 1) => (F::Sqrt, vec![Float8], Float8),
-        ("exp", 1) => (F::Exp, vec![Float8], Float8),
-        ("ln", 1) => (F::Ln, vec![Float8], Float8),
-        ("power" | "pow", 2) => (F::Power, vec![Float8, Float8], Float8),
+        // float8 is the preferred type for integers and unknowns; numeric arguments stay exact
+        ("sqrt" | "exp" | "ln" | "log" | "log10", 1) => {
+            let f = match name {
+                "sqrt" => F::Sqrt,
+                "exp" => F::Exp,
+                "ln" => F::Ln,
+                _ => F::Log,
+            };
+            let t = float8_or_numeric(&first);
+            (f, vec![t.clone()], t)
+        }
+        ("log", 2) => (F::Log, vec![NUMERIC, NUMERIC], NUMERIC),
+        ("power" | "pow", 2) => {
+            let t = if args.iter().any(|t| matches!(t, Numeric { .. })) { NUMERIC } else { Float8 };
+            (F::Power, vec![t.clone(), t.clone()], t)
+        }
         ("left", 2) => (F::Left, vec![Text, Int4], Text),
         ("right", 2) => (F::Right, vec![Text, Int4], Text),
         ("repeat", 2) => (F::Repeat, vec![Text, Int4], Text),
@@ -359,7 +390,18 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             }
             best
         }
-        F::Round | F::Floor | F::Ceil => round_like(func, &args)?,
+        F::Round | F::Trunc | F::Floor | F::Ceil => round_like(func, &args)?,
+        F::Sign => match &args[0] {
+            Value::Numeric(n) => Value::Numeric(n.sign()),
+            other => {
+                let v = other.as_f64().unwrap_or(0.0);
+                Value::Float8(if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 })
+            }
+        },
+        F::Div => match (&args[0], &args[1]) {
+            (Value::Numeric(a), Value::Numeric(b)) => Value::Numeric(numeric::div_trunc(a, b)?),
+            _ => return Err(PgError::internal("div() takes numerics")),
+        },
         F::Trim => Value::Text(text(&args[0]).trim_matches(' ').to_string()),
         F::ArrayToString => match &args[0] {
             Value::Array(items) => {
@@ -404,6 +446,7 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         }
         F::PgTypeof => unreachable!("pg_typeof is folded by the binder"),
         F::Mod => types::ops::eval_binary(types::ops::BinaryOp::Mod, &args[0], &args[1])?,
+        F::Sqrt | F::Exp | F::Ln | F::Log | F::Power if matches!(args[0], Value::Numeric(_)) => numeric_function(func, &args)?,
         F::Sqrt => {
             let v = args[0].as_f64().unwrap_or(0.0);
             if v < 0.0 {
@@ -420,7 +463,15 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             }
             Value::Float8(v.ln())
         }
-        F::Power => Value::Float8(args[0].as_f64().unwrap_or(0.0).powf(args[1].as_f64().unwrap_or(0.0))),
+        F::Log => {
+            let v = args[0].as_f64().unwrap_or(0.0);
+            if v <= 0.0 {
+                let msg = if v == 0.0 { "cannot take logarithm of zero" } else { "cannot take logarithm of a negative number" };
+                return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_LOG, msg));
+            }
+            Value::Float8(v.log10())
+        }
+        F::Power => types::ops::eval_binary(types::ops::BinaryOp::Pow, &args[0], &args[1])?,
         F::Left | F::Right => {
             let s: Vec<char> = text(&args[0]).chars().collect();
             let n = int(&args[1]);
@@ -443,26 +494,40 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
 }
 
 fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
-    use rust_decimal::prelude::*;
     let scale = args.get(1).and_then(Value::as_i64).unwrap_or(0);
+    let float = |v: f64| match func {
+        ScalarFunc::Floor => v.floor(),
+        ScalarFunc::Ceil => v.ceil(),
+        ScalarFunc::Trunc => v.trunc(),
+        _ => v.round_ties_even(),
+    };
     Ok(match &args[0] {
-        Value::Float8(v) => Value::Float8(match func {
-            ScalarFunc::Floor => v.floor(),
-            ScalarFunc::Ceil => v.ceil(),
-            _ => v.round(),
-        }),
-        Value::Float4(v) => Value::Float4(match func {
-            ScalarFunc::Floor => v.floor(),
-            ScalarFunc::Ceil => v.ceil(),
-            _ => v.round(),
-        }),
+        Value::Float8(v) => Value::Float8(float(*v)),
+        Value::Float4(v) => Value::Float4(float(*v as f64) as f32),
         Value::Numeric(d) => Value::Numeric(match func {
-            ScalarFunc::Floor => d.floor(),
-            ScalarFunc::Ceil => d.ceil(),
-            _ => d.round_dp_with_strategy(scale.clamp(0, 28) as u32, RoundingStrategy::MidpointAwayFromZero),
+            ScalarFunc::Floor => d.floor()?,
+            ScalarFunc::Ceil => d.ceil()?,
+            ScalarFunc::Trunc => d.trunc(scale)?,
+            _ => d.round(scale)?,
         }),
         other => other.clone(),
     })
+}
+
+/// sqrt, exp, ln, log and power on numerics (exact, PostgreSQL's result scales).
+fn numeric_function(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
+    let arg = |i: usize| match args.get(i) {
+        Some(Value::Numeric(n)) => Ok(n),
+        _ => Err(PgError::internal("numeric function without numeric arguments")),
+    };
+    Ok(Value::Numeric(match (func, args.len()) {
+        (ScalarFunc::Sqrt, _) => numeric::sqrt(arg(0)?)?,
+        (ScalarFunc::Exp, _) => numeric::exp(arg(0)?)?,
+        (ScalarFunc::Ln, _) => numeric::ln(arg(0)?)?,
+        (ScalarFunc::Log, 1) => numeric::log(&Numeric::from(10), arg(0)?)?,
+        (ScalarFunc::Log, _) => numeric::log(arg(0)?, arg(1)?)?,
+        _ => numeric::pow(arg(0)?, arg(1)?)?,
+    }))
 }
 
 fn out_of_range(type_name: &str) -> PgError {

@@ -6,8 +6,7 @@ use crate::io;
 use crate::numeric;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
-use rust_decimal::prelude::ToPrimitive;
-use rust_decimal::Decimal;
+use crate::numeric::Numeric;
 
 /// SQLSTATE 42846 cannot_coerce.
 pub const CANNOT_COERCE: &str = "42846";
@@ -47,10 +46,21 @@ fn float_to_int(f: f64, to: &DataType) -> PgResult<Value> {
     make_int(r as i64, to)
 }
 
-fn numeric_to_int(d: &Decimal, to: &DataType) -> PgResult<Value> {
-    let r = d.round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
-    let v = r.to_i64().ok_or_else(|| int_range_err(to))?;
-    make_int(v, to)
+fn numeric_to_int(d: &Numeric, to: &DataType) -> PgResult<Value> {
+    let (name, min, max) = match to {
+        DataType::Int2 => ("smallint", i16::MIN as i64, i16::MAX as i64),
+        DataType::Int4 => ("integer", i32::MIN as i64, i32::MAX as i64),
+        _ => ("bigint", i64::MIN, i64::MAX),
+    };
+    make_int(numeric::to_int(d, name, min, max)?, to)
+}
+
+/// numeric(p,s) of a value, or the value itself for plain numeric.
+pub(crate) fn with_numeric_typmod(d: Numeric, precision_scale: &Option<(u16, u16)>) -> PgResult<Value> {
+    Ok(Value::Numeric(match precision_scale {
+        Some((p, s)) => numeric::apply_typmod(&d, *p, *s as i16)?,
+        None => d,
+    }))
 }
 
 fn float8_to_float4(f: f64) -> PgResult<Value> {
@@ -78,9 +88,7 @@ pub fn apply_typmod(v: Value, to: &DataType, explicit: bool) -> PgResult<Value> 
         (Value::Text(s), DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name) => {
             Ok(Value::Text(io::apply_string_typmod(s, to)?))
         }
-        (Value::Numeric(d), DataType::Numeric { precision_scale: Some((p, s)) }) => {
-            Ok(Value::Numeric(numeric::apply_typmod(d, *p, *s)?))
-        }
+        (Value::Numeric(d), DataType::Numeric { precision_scale }) => with_numeric_typmod(d, precision_scale),
         (Value::Array(items), DataType::Array(elem)) => Ok(Value::Array(
             items.into_iter().map(|it| apply_typmod(it, elem, explicit)).collect::<PgResult<_>>()?,
         )),
@@ -159,13 +167,7 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
                 T::Int2 | T::Int4 | T::Int8 => make_int(i, t),
                 T::Float4 => Ok(Value::Float4(i as f32)),
                 T::Float8 => Ok(Value::Float8(i as f64)),
-                T::Numeric { precision_scale } => {
-                    let d = Decimal::from(i);
-                    Ok(Value::Numeric(match precision_scale {
-                        Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
-                        None => d,
-                    }))
-                }
+                T::Numeric { precision_scale } => with_numeric_typmod(Numeric::from(i), precision_scale),
                 T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace => {
                     if matches!(v, Value::Oid(_)) {
                         return Ok(v);
@@ -186,8 +188,8 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
         (Value::Float8(f), t) => float_cast(f, matches!(from, T::Float4), from, t),
         (Value::Numeric(d), t) => match t {
             T::Int2 | T::Int4 | T::Int8 => numeric_to_int(&d, t),
-            T::Float4 => float8_to_float4(numeric::to_f64(&d)),
-            T::Float8 => Ok(Value::Float8(numeric::to_f64(&d))),
+            T::Float4 => Ok(Value::Float4(numeric::to_float(&d, true)? as f32)),
+            T::Float8 => Ok(Value::Float8(numeric::to_float(&d, false)?)),
             _ => Err(cannot_cast(from, to)),
         },
         (Value::Bool(b), T::Int4) if explicit => Ok(Value::Int4(b as i32)),
@@ -222,11 +224,7 @@ fn float_cast(f: f64, is_f4: bool, from: &DataType, to: &DataType) -> PgResult<V
         DataType::Float4 => float8_to_float4(f),
         DataType::Float8 => Ok(Value::Float8(f)),
         DataType::Numeric { precision_scale } => {
-            let d = numeric::from_f64(f, if is_f4 { 6 } else { 15 })?;
-            Ok(Value::Numeric(match precision_scale {
-                Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
-                None => d,
-            }))
+            with_numeric_typmod(numeric::from_f64(f, if is_f4 { 6 } else { 15 })?, precision_scale)
         }
         _ => Err(cannot_cast(from, to)),
     }
@@ -300,10 +298,8 @@ pub fn can_cast_explicitly(from: &DataType, to: &DataType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::str::FromStr;
-
     fn num(s: &str) -> Value {
-        Value::Numeric(Decimal::from_str(s).unwrap())
+        Value::Numeric(numeric::parse(s).unwrap().unwrap())
     }
 
     #[test]

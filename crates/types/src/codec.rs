@@ -9,7 +9,8 @@
 
 use crate::Value;
 use pgerror::{PgError, PgResult};
-use rust_decimal::Decimal;
+use crate::numeric::{Numeric, Parts};
+use num_bigint::{BigInt, BigUint, Sign};
 
 /// SQLSTATE XX001 data_corrupted.
 pub const DATA_CORRUPTED: &str = "XX001";
@@ -27,7 +28,8 @@ mod tag {
     pub const INT8: u8 = 5;
     pub const FLOAT4: u8 = 6;
     pub const FLOAT8: u8 = 7;
-    pub const NUMERIC: u8 = 8;
+    /// rust_decimal's 16-byte layout, written before numeric became arbitrary precision.
+    pub const NUMERIC_DECIMAL96: u8 = 8;
     pub const TEXT: u8 = 9;
     pub const BYTEA: u8 = 10;
     pub const DATE: u8 = 11;
@@ -39,6 +41,77 @@ mod tag {
     pub const ARRAY: u8 = 17;
     /// Text ending in a run of spaces (blank-padded `char(n)`): body, then the run length.
     pub const TEXT_PADDED: u8 = 18;
+    /// A kind byte (`numeric_kind`), then for finite values dscale (u16) and the coefficient.
+    pub const NUMERIC: u8 = 19;
+}
+
+/// What follows `tag::NUMERIC`.
+mod numeric_kind {
+    /// dscale u16, coefficient i64.
+    pub const SMALL: u8 = 0;
+    /// dscale u16, varint length, magnitude bytes (little-endian).
+    pub const BIG_POS: u8 = 1;
+    pub const BIG_NEG: u8 = 2;
+    pub const NAN: u8 = 3;
+    pub const POS_INF: u8 = 4;
+    pub const NEG_INF: u8 = 5;
+}
+
+fn encode_numeric(n: &Numeric, out: &mut Vec<u8>) {
+    use numeric_kind as k;
+    match n.parts() {
+        Parts::Small(coef, dscale) => {
+            out.push(k::SMALL);
+            out.extend_from_slice(&dscale.to_le_bytes());
+            out.extend_from_slice(&coef.to_le_bytes());
+        }
+        Parts::Big(coef, dscale) => {
+            out.push(if coef.sign() == Sign::Minus { k::BIG_NEG } else { k::BIG_POS });
+            out.extend_from_slice(&dscale.to_le_bytes());
+            let mag = coef.magnitude().to_bytes_le();
+            put_varint(out, mag.len() as u64);
+            out.extend_from_slice(&mag);
+        }
+        Parts::NaN => out.push(k::NAN),
+        Parts::PosInf => out.push(k::POS_INF),
+        Parts::NegInf => out.push(k::NEG_INF),
+    }
+}
+
+fn decode_numeric(r: &mut Reader<'_>) -> PgResult<Numeric> {
+    use numeric_kind as k;
+    let bad = || corrupted("bad numeric");
+    let kind = r.u8()?;
+    match kind {
+        k::NAN => return Ok(Numeric::NAN),
+        k::POS_INF => return Ok(Numeric::POS_INF),
+        k::NEG_INF => return Ok(Numeric::NEG_INF),
+        k::SMALL | k::BIG_POS | k::BIG_NEG => {}
+        _ => return Err(bad()),
+    }
+    let dscale = u16::from_le_bytes(r.arr()?);
+    let coef = if kind == k::SMALL {
+        BigInt::from(i64::from_le_bytes(r.arr()?))
+    } else {
+        let n = r.len()?;
+        let mag = BigUint::from_bytes_le(r.take(n)?);
+        BigInt::from_biguint(if kind == k::BIG_NEG { Sign::Minus } else { Sign::Plus }, mag)
+    };
+    Numeric::from_parts(coef, dscale).ok_or_else(bad)
+}
+
+/// The legacy 16-byte layout: flags (scale in bits 16..24, sign in bit 31), then the
+/// 96-bit coefficient as three little-endian u32 (lo, mid, hi).
+fn decode_numeric_decimal96(b: [u8; 16]) -> PgResult<Numeric> {
+    let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let scale = (flags >> 16) & 0xff;
+    if flags & 0x7F00_FFFF != 0 || scale > 28 {
+        return Err(corrupted("bad numeric"));
+    }
+    let word = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]) as u128;
+    let mag = word(1) | (word(2) << 32) | (word(3) << 64);
+    let coef = if flags >> 31 == 1 { -BigInt::from(mag) } else { BigInt::from(mag) };
+    Numeric::from_parts(coef, scale as u16).ok_or_else(|| corrupted("bad numeric"))
 }
 
 /// Trailing spaces from which text is stored as `TEXT_PADDED`: a `char(84)` column such
@@ -121,7 +194,7 @@ fn encode_value(v: &Value, out: &mut Vec<u8>) {
         }
         Value::Numeric(d) => {
             out.push(tag::NUMERIC);
-            out.extend_from_slice(&d.serialize())
+            encode_numeric(d, out)
         }
         Value::Text(s) => {
             let body = s.trim_end_matches(' ');
@@ -188,15 +261,8 @@ fn decode_value(r: &mut Reader<'_>, depth: usize) -> PgResult<Value> {
         tag::INT8 => Value::Int8(i64::from_le_bytes(r.arr()?)),
         tag::FLOAT4 => Value::Float4(f32::from_le_bytes(r.arr()?)),
         tag::FLOAT8 => Value::Float8(f64::from_le_bytes(r.arr()?)),
-        tag::NUMERIC => {
-            let b: [u8; 16] = r.arr()?;
-            // flags word: bits 16..24 scale (≤ 28), bit 31 sign, everything else zero
-            let flags = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            if flags & 0x7F00_FFFF != 0 || (flags >> 16) & 0xff > 28 {
-                return Err(corrupted("bad numeric"));
-            }
-            Value::Numeric(Decimal::deserialize(b))
-        }
+        tag::NUMERIC => Value::Numeric(decode_numeric(r)?),
+        tag::NUMERIC_DECIMAL96 => Value::Numeric(decode_numeric_decimal96(r.arr()?)?),
         tag::TEXT => {
             let n = r.len()?;
             let s = std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in text"))?;
@@ -251,7 +317,11 @@ fn skip_value(r: &mut Reader<'_>, depth: usize) -> PgResult<()> {
         tag::INT2 => 2,
         tag::INT4 | tag::FLOAT4 | tag::DATE | tag::OID => 4,
         tag::INT8 | tag::FLOAT8 | tag::TIME | tag::TIMESTAMP | tag::TIMESTAMPTZ => 8,
-        tag::NUMERIC | tag::INTERVAL => 16,
+        tag::NUMERIC_DECIMAL96 | tag::INTERVAL => 16,
+        tag::NUMERIC => {
+            decode_numeric(r)?;
+            return Ok(());
+        }
         tag::TEXT | tag::BYTEA => {
             let n = r.len()?;
             r.take(n)?;
@@ -363,29 +433,31 @@ fn key_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&[0x00, 0x01]);
 }
 
-/// Numeric as sign, decimal exponent and digits (trailing zeros dropped, so 1.5 and 1.50
-/// encode identically — they are equal in SQL).
-fn key_numeric(out: &mut Vec<u8>, d: &Decimal) {
-    let n = d.normalize();
-    if n.is_zero() {
-        out.push(0x01);
-        return;
-    }
-    let m = n.mantissa().unsigned_abs().to_string();
-    let digits = m.trim_end_matches('0');
-    // |n| = 0.d1d2... × 10^e
-    let e: i32 = m.len() as i32 - n.scale() as i32;
-    let neg = n.is_sign_negative();
-    let e_biased = (e + 0x4000) as u16; // |e| ≤ ~60
+/// Numeric as class, decimal exponent and digits (trailing zeros dropped, so 1.5 and 1.50
+/// encode identically — they are equal in SQL). Classes order -Infinity < negative < zero
+/// < positive < +Infinity < NaN, as PostgreSQL sorts numerics.
+fn key_numeric(out: &mut Vec<u8>, n: &Numeric) {
+    let class = match n.parts() {
+        Parts::NegInf => 0x00,
+        Parts::PosInf => 0x04,
+        Parts::NaN => 0x05,
+        _ => match n.key_parts() {
+            None => 0x02,
+            Some((true, _, _)) => 0x01,
+            Some((false, _, _)) => 0x03,
+        },
+    };
+    out.push(class);
+    let Some((neg, e, digits)) = n.key_parts() else { return };
+    // |n| = 0.d1d2… × 10^e, |e| ≤ ~150000
+    let e_biased = (e as i32 as u32) ^ (1 << 31);
     if neg {
-        out.push(0x00);
         out.extend_from_slice(&(!e_biased).to_be_bytes());
         for c in digits.bytes() {
             out.push(10 - (c - b'0')); // 0→10 … 9→1: bigger digit, smaller key
         }
         out.push(0xFF);
     } else {
-        out.push(0x02);
         out.extend_from_slice(&e_biased.to_be_bytes());
         for c in digits.bytes() {
             out.push(c - b'0' + 1); // 1..=10
@@ -484,7 +556,6 @@ mod tests {
     use crate::ops::sort_cmp;
     use proptest::prelude::*;
     use std::cmp::Ordering;
-    use std::str::FromStr;
 
     fn key(v: &Value) -> Vec<u8> {
         let mut out = Vec::new();
@@ -503,7 +574,10 @@ mod tests {
             Value::Int8(i64::MIN),
             Value::Float4(1.5),
             Value::Float8(-0.25),
-            Value::Numeric(Decimal::from_str("-123.4500").unwrap()),
+            Value::Numeric(crate::numeric::parse("-123.4500").unwrap().unwrap()),
+            Value::Numeric(crate::numeric::parse("-12345678901234567890123456789.50").unwrap().unwrap()),
+            Value::Numeric(Numeric::NAN),
+            Value::Numeric(Numeric::NEG_INF),
             Value::Text("héllo".into()),
             Value::Text(format!("padded{}", " ".repeat(84))),
             Value::Text(" ".repeat(8)),
@@ -550,14 +624,26 @@ mod tests {
         assert_eq!(key(&Value::Int4(5)), key(&Value::Int8(5)));
         assert_eq!(key(&Value::Int2(-5)), key(&Value::Int8(-5)));
         assert_eq!(
-            key(&Value::Numeric(Decimal::from_str("1.5").unwrap())),
-            key(&Value::Numeric(Decimal::from_str("1.50").unwrap()))
+            key(&Value::Numeric(crate::numeric::parse("1.5").unwrap().unwrap())),
+            key(&Value::Numeric(crate::numeric::parse("1.50").unwrap().unwrap()))
         );
         assert_eq!(key(&Value::Float8(0.0)), key(&Value::Float8(-0.0)));
     }
 
-    fn arb_decimal() -> impl Strategy<Value = Decimal> {
-        (any::<i64>(), 0u32..=12).prop_map(|(m, s)| Decimal::new(m, s))
+    /// Small and big coefficients at various scales, and the special values.
+    fn arb_numeric() -> impl Strategy<Value = Numeric> {
+        let small = (any::<i64>(), 0u32..=12).prop_map(|(m, s)| {
+            let t = format!("{m}e-{s}");
+            crate::numeric::parse(&t).unwrap().unwrap().round(s as i64).unwrap()
+        });
+        let big = ("-?[0-9]{1,60}", -40i64..30).prop_map(|(d, e)| crate::numeric::parse(&format!("{d}e{e}")).unwrap().unwrap());
+        prop_oneof![
+            4 => small,
+            4 => big,
+            1 => Just(Numeric::NAN),
+            1 => Just(Numeric::POS_INF),
+            1 => Just(Numeric::NEG_INF),
+        ]
     }
 
     fn arb_value() -> impl Strategy<Value = Value> {
@@ -589,7 +675,7 @@ mod tests {
         }
 
         #[test]
-        fn numeric_key_order(a in arb_decimal(), b in arb_decimal()) {
+        fn numeric_key_order(a in arb_numeric(), b in arb_numeric()) {
             let (va, vb) = (Value::Numeric(a), Value::Numeric(b));
             prop_assert_eq!(key(&va).cmp(&key(&vb)), sort_cmp(&va, &vb));
         }
@@ -638,7 +724,7 @@ mod tests {
             any::<i64>().prop_map(Value::Int8),
             any::<i32>().prop_map(Value::Int4),
             ".{0,10}".prop_map(Value::Text),
-            arb_decimal().prop_map(Value::Numeric),
+            arb_numeric().prop_map(Value::Numeric),
             any::<bool>().prop_map(Value::Bool),
         ], 0..8)) {
             let mut out = Vec::new();

@@ -193,7 +193,7 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         Value::Int8(i) => push_int(out, *i),
         Value::Float4(f) => out.extend_from_slice(format_float(*f as f64, true).as_bytes()),
         Value::Float8(f) => out.extend_from_slice(format_float(*f, matches!(ty, DataType::Float4)).as_bytes()),
-        Value::Numeric(d) => out.extend_from_slice(numeric::normalize_zero(*d).to_string().as_bytes()),
+        Value::Numeric(d) => out.extend_from_slice(d.to_string().as_bytes()),
         Value::Text(s) => out.extend_from_slice(s.as_bytes()),
         Value::Bytea(b) => push_hex(out, b),
         Value::Date(d) => out.extend_from_slice(datetime::format_date(*d).as_bytes()),
@@ -595,10 +595,7 @@ pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
         DataType::Float8 => Value::Float8(parse_float(s, "double precision", false)?),
         DataType::Numeric { precision_scale } => {
             let d = numeric::parse(s).ok_or_else(|| invalid_syntax("numeric", s))??;
-            Value::Numeric(match precision_scale {
-                Some((p, sc)) => numeric::apply_typmod(d, *p, *sc)?,
-                None => numeric::normalize_zero(d),
-            })
+            crate::cast::with_numeric_typmod(d, precision_scale)?
         }
         DataType::Text | DataType::Unknown | DataType::PgNodeTree => Value::Text(s.to_string()),
         DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name => {
@@ -732,11 +729,7 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
         DataType::Float4 => Value::Float4(f32::from_be_bytes(fixed(b, ty)?)),
         DataType::Float8 => Value::Float8(f64::from_be_bytes(fixed(b, ty)?)),
         DataType::Numeric { precision_scale } => {
-            let d = numeric::from_binary(b)?;
-            Value::Numeric(match precision_scale {
-                Some((p, s)) => numeric::apply_typmod(d, *p, *s)?,
-                None => d,
-            })
+            crate::cast::with_numeric_typmod(numeric::from_binary(b)?, precision_scale)?
         }
         DataType::Text | DataType::Unknown | DataType::PgNodeTree => Value::Text(utf8(b)?),
         DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name => {
@@ -838,8 +831,6 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rust_decimal::Decimal;
-    use std::str::FromStr;
 
     fn text(v: &Value, ty: &DataType) -> String {
         to_text_string(v, ty).unwrap()
@@ -936,7 +927,7 @@ mod tests {
         assert_eq!(text(&Value::Array(vec![]), &it), "{}");
         assert_eq!(text(&Value::Bytea(vec![0x41, 0x42, 0xff]), &DataType::Bytea), "\\x4142ff");
         assert_eq!(text(&Value::Bool(true), &DataType::Bool), "t");
-        assert_eq!(text(&Value::Numeric(Decimal::from_str("1.50").unwrap()), &DataType::NUMERIC), "1.50");
+        assert_eq!(text(&Value::Numeric(crate::numeric::parse("1.50").unwrap().unwrap()), &DataType::NUMERIC), "1.50");
     }
 
     #[test]
@@ -998,7 +989,7 @@ mod tests {
         assert_eq!(from_text("ab\\001\\\\", &DataType::Bytea).unwrap(), Value::Bytea(b"ab\x01\\".to_vec()));
         assert_eq!(
             from_text("123.456", &DataType::Numeric { precision_scale: Some((5, 2)) }).unwrap(),
-            Value::Numeric(Decimal::from_str("123.46").unwrap())
+            Value::Numeric(crate::numeric::parse("123.46").unwrap().unwrap())
         );
     }
 
@@ -1011,7 +1002,7 @@ mod tests {
             (Value::Int8(-1), DataType::Int8),
             (Value::Float4(1.5), DataType::Float4),
             (Value::Float8(-2.25), DataType::Float8),
-            (Value::Numeric(Decimal::from_str("-12345.678").unwrap()), DataType::NUMERIC),
+            (Value::Numeric(crate::numeric::parse("-12345.678").unwrap().unwrap()), DataType::NUMERIC),
             (Value::Text("héllo".into()), DataType::Text),
             (Value::Text("x".into()), DataType::Char),
             (Value::Bytea(vec![0, 1, 255]), DataType::Bytea),

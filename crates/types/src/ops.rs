@@ -5,7 +5,7 @@ use crate::datetime::{self, USECS_PER_DAY};
 use crate::numeric;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
-use rust_decimal::Decimal;
+use crate::numeric::Numeric;
 use std::cmp::Ordering;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -343,8 +343,8 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (V::Null, _) | (_, V::Null) => None,
         (V::Bool(x), V::Bool(y)) => Some(x.cmp(y)),
         (V::Numeric(x), V::Numeric(y)) => Some(x.cmp(y)),
-        (V::Numeric(x), y) if y.as_i64().is_some() => Some(x.cmp(&Decimal::from(y.as_i64()?))),
-        (x, V::Numeric(y)) if x.as_i64().is_some() => Some(Decimal::from(x.as_i64()?).cmp(y)),
+        (V::Numeric(x), y) if y.as_i64().is_some() => Some(x.cmp(&Numeric::from(y.as_i64()?))),
+        (x, V::Numeric(y)) if x.as_i64().is_some() => Some(Numeric::from(x.as_i64()?).cmp(y)),
         (V::Float4(_) | V::Float8(_), _) | (_, V::Float4(_) | V::Float8(_)) => {
             Some(float_cmp(a.as_f64()?, b.as_f64()?))
         }
@@ -515,7 +515,7 @@ fn float_arith(op: BinaryOp, a: f64, b: f64, is_f4: bool) -> PgResult<Value> {
     }
 }
 
-fn numeric_arith(op: BinaryOp, a: Decimal, b: Decimal) -> PgResult<Value> {
+fn numeric_arith(op: BinaryOp, a: &Numeric, b: &Numeric) -> PgResult<Value> {
     Ok(Value::Numeric(match op {
         BinaryOp::Add => numeric::add(a, b)?,
         BinaryOp::Sub => numeric::sub(a, b)?,
@@ -527,10 +527,10 @@ fn numeric_arith(op: BinaryOp, a: Decimal, b: Decimal) -> PgResult<Value> {
     }))
 }
 
-fn to_decimal(v: &Value) -> Option<Decimal> {
+fn to_numeric(v: &Value) -> Option<Numeric> {
     match v {
-        Value::Numeric(d) => Some(*d),
-        other => other.as_i64().map(Decimal::from),
+        Value::Numeric(d) => Some(d.clone()),
+        other => other.as_i64().map(Numeric::from),
     }
 }
 
@@ -799,9 +799,9 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
         }
         _ => {}
     }
-    if let (Some(a), Some(b)) = (to_decimal(left), to_decimal(right)) {
-        if matches!(left, V::Numeric(_)) || matches!(right, V::Numeric(_)) {
-            return numeric_arith(op, a, b);
+    if matches!(left, V::Numeric(_)) || matches!(right, V::Numeric(_)) {
+        if let (Some(a), Some(b)) = (to_numeric(left), to_numeric(right)) {
+            return numeric_arith(op, &a, &b);
         }
     }
     let bad = || {
@@ -944,7 +944,7 @@ pub fn eval_unary(op: UnaryOp, v: &Value) -> PgResult<Value> {
         (UnaryOp::Neg, V::Int8(x)) => x.checked_neg().map(V::Int8).ok_or_else(|| out_of_range("bigint")),
         (UnaryOp::Neg, V::Float4(x)) => Ok(V::Float4(-x)),
         (UnaryOp::Neg, V::Float8(x)) => Ok(V::Float8(-x)),
-        (UnaryOp::Neg, V::Numeric(d)) => Ok(V::Numeric(numeric::normalize_zero(-*d))),
+        (UnaryOp::Neg, V::Numeric(d)) => Ok(V::Numeric(d.neg())),
         (UnaryOp::Neg, V::Interval { months, days, micros }) => interval_neg(*months, *days, *micros),
         _ => {
             let sym = match op {
@@ -984,10 +984,8 @@ pub fn resolve_unary(op: UnaryOp, ty: &DataType) -> PgResult<DataType> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::str::FromStr;
-
     fn num(s: &str) -> Value {
-        Value::Numeric(Decimal::from_str(s).unwrap())
+        Value::Numeric(numeric::parse(s).unwrap().unwrap())
     }
 
     #[test]

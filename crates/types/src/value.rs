@@ -1,6 +1,6 @@
 //! Runtime SQL values.
 
-use rust_decimal::Decimal;
+use crate::numeric::Numeric;
 
 /// One SQL value. Which `DataType` it belongs to is known from context (the column or
 /// expression type); several types share a representation (text/varchar/bpchar/name → Text,
@@ -14,7 +14,7 @@ pub enum Value {
     Int8(i64),
     Float4(f32),
     Float8(f64),
-    Numeric(Decimal),
+    Numeric(Numeric),
     Text(String),
     Bytea(Vec<u8>),
     /// Days since 2000-01-01 (PostgreSQL's epoch).
@@ -39,7 +39,6 @@ impl Value {
 
 use crate::datatype::DataType;
 use crate::datetime::{DAYS_PER_MONTH, USECS_PER_DAY};
-use rust_decimal::prelude::ToPrimitive;
 use std::hash::Hasher;
 
 impl Value {
@@ -59,7 +58,7 @@ impl Value {
         match self {
             Value::Float4(v) => Some(*v as f64),
             Value::Float8(v) => Some(*v),
-            Value::Numeric(d) => Some(crate::numeric::to_f64(d)),
+            Value::Numeric(d) => Some(d.to_f64_lossy()),
             other => other.as_i64().map(|v| v as f64),
         }
     }
@@ -137,17 +136,13 @@ impl Value {
             }
             Value::Float4(v) => hash_f64(*v as f64, h),
             Value::Float8(v) => hash_f64(*v, h),
-            Value::Numeric(d) => {
-                let n = d.normalize();
-                if n.fract().is_zero() {
-                    if let Some(i) = n.to_i64() {
-                        h.write_u8(1);
-                        h.write_i64(i);
-                        return;
-                    }
+            Value::Numeric(d) => match d.to_i64_exact() {
+                Some(i) => {
+                    h.write_u8(1);
+                    h.write_i64(i)
                 }
-                hash_f64(crate::numeric::to_f64(&n), h)
-            }
+                None => hash_f64(d.to_f64_lossy(), h),
+            },
             Value::Text(s) => {
                 h.write_u8(11);
                 h.write(s.as_bytes());
