@@ -220,6 +220,10 @@ pub(crate) fn in_values<'v>(v: &Value, candidates: impl Iterator<Item = &'v Valu
 }
 
 fn quantified(op: BinaryOp, left: &Value, items: &[Value], all: bool) -> PgResult<Value> {
+    // Over no elements ALL is true and ANY false, whatever the left operand.
+    if items.is_empty() {
+        return Ok(Value::Bool(all));
+    }
     if left.is_null() {
         return Ok(Value::Null);
     }

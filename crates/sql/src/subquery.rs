@@ -85,6 +85,10 @@ impl InSet {
 
     /// SQL `v [NOT] IN (values)`.
     pub fn contains(&self, v: &Value, negated: bool) -> Value {
+        // IN over no rows is false, NOT IN true, even for NULL.
+        if self.values.is_empty() {
+            return Value::Bool(negated);
+        }
         if v.is_null() {
             return Value::Null;
         }
