@@ -162,7 +162,7 @@ pub struct Dml<'a> {
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub view: &'a SessionView<'a>,
-    pub state: &'a StatementState,
+    pub state: &'a StatementState<'a>,
 }
 
 impl<'a> Dml<'a> {

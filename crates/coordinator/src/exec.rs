@@ -58,14 +58,14 @@ pub struct SessionView<'a> {
 
 /// What one statement's executors share: its memory account, the subquery results
 /// computed so far, and the pacing counter.
-pub struct StatementState {
+pub struct StatementState<'a> {
     pub memory: MemoryAccount,
     /// Bytes an operator may hold before it spills (work_mem).
     pub work_mem: usize,
     /// How long a row lock may be waited for (lock_timeout); None: no limit.
     pub lock_timeout: Option<std::time::Duration>,
     /// Where operators past `work_mem` write their rows.
-    pub spill: spill::SpillDir,
+    pub spill: &'a spill::SpillDir,
     subqueries: Mutex<SubqueryCache>,
     /// The subquery an evaluation stopped at: (plan address, outer-row key).
     pending: Mutex<Option<(usize, Vec<u8>)>>,
@@ -79,8 +79,8 @@ struct SubqueryCache {
     bytes: usize,
 }
 
-impl StatementState {
-    pub fn new(limits: &crate::settings::StatementLimits, spill: spill::SpillDir) -> Self {
+impl<'a> StatementState<'a> {
+    pub fn new(limits: &crate::settings::StatementLimits, spill: &'a spill::SpillDir) -> Self {
         StatementState {
             spill,
             memory: MemoryAccount::default(),
@@ -100,7 +100,7 @@ pub struct Executor<'a> {
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub session: &'a SessionView<'a>,
-    pub state: &'a StatementState,
+    pub state: &'a StatementState<'a>,
 }
 
 /// A running query's rows (`Executor::rows`).

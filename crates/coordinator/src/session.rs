@@ -1046,7 +1046,7 @@ impl<S: SessionStream> Session<S> {
         let shared = self.shared.clone();
         let view = view(&shared, &self.state, &self.tx, types::datetime::now_timestamp());
         let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
-        let state = StatementState::new(&self.limits, shared.spill.clone());
+        let state = StatementState::new(&self.limits, &shared.spill);
         let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view, state: &state };
         let outcome = match stmt {
             Statement::Query(q) => match self.stream_rows.take() {

@@ -19,36 +19,58 @@ pub fn pool_limit() -> usize {
     POOL_LIMIT.load(Ordering::Relaxed)
 }
 
-/// One statement's share of the pool; what it still holds is returned when it drops.
-#[derive(Default)]
+/// What a statement may hold without drawing on the pool, and the steps in which it
+/// draws: the pool is one atomic shared by every session thread, and an OLTP statement
+/// that touched it even once would pull its cache line from the other CPUs. So the
+/// pool's bound is exact to within this much per running statement.
+const STEP: usize = 64 << 10;
+
+/// One statement's share of the pool; what it drew is returned when it drops.
 pub struct MemoryAccount {
     used: AtomicUsize,
+    /// Bytes this statement may use: `STEP` of its own plus what it drew from the pool.
+    reserved: AtomicUsize,
+}
+
+impl Default for MemoryAccount {
+    fn default() -> Self {
+        MemoryAccount { used: AtomicUsize::new(0), reserved: AtomicUsize::new(STEP) }
+    }
 }
 
 impl MemoryAccount {
     pub fn charge(&self, bytes: usize) -> PgResult<()> {
-        let before = POOL_USED.fetch_add(bytes, Ordering::Relaxed);
-        if before + bytes > pool_limit() {
-            POOL_USED.fetch_sub(bytes, Ordering::Relaxed);
+        let used = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        if used <= reserved {
+            return Ok(());
+        }
+        let draw = (used - reserved).div_ceil(STEP) * STEP;
+        let before = POOL_USED.fetch_add(draw, Ordering::Relaxed);
+        if before + draw > pool_limit() {
+            POOL_USED.fetch_sub(draw, Ordering::Relaxed);
+            self.used.fetch_sub(bytes, Ordering::Relaxed);
             return Err(PgError::new(codes::OUT_OF_MEMORY, "out of memory").with_detail(format!(
-                "Failed on request of size {bytes} in query memory (the server's --query-memory is {} bytes, {} in use).",
-                pool_limit(),
-                before
+                "Failed on request of size {bytes} in query memory (the server's --query-memory is {} bytes, {before} in use).",
+                pool_limit()
             )));
         }
-        self.used.fetch_add(bytes, Ordering::Relaxed);
+        self.reserved.fetch_add(draw, Ordering::Relaxed);
         Ok(())
     }
 
+    /// Bytes given back stay reserved for this statement until it ends.
     pub fn release(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::Relaxed);
-        POOL_USED.fetch_sub(bytes, Ordering::Relaxed);
     }
 }
 
 impl Drop for MemoryAccount {
     fn drop(&mut self) {
-        POOL_USED.fetch_sub(*self.used.get_mut(), Ordering::Relaxed);
+        let drawn = *self.reserved.get_mut() - STEP;
+        if drawn > 0 {
+            POOL_USED.fetch_sub(drawn, Ordering::Relaxed);
+        }
     }
 }
 
