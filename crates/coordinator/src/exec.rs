@@ -509,6 +509,11 @@ impl<'p> Aggregator<'p> {
         };
         let (_, states, seen) = &mut self.groups[slot];
         for (i, a) in self.aggs.iter().enumerate() {
+            if let Some(f) = &a.filter {
+                if ctx.eval(f, r)? != Value::Bool(true) {
+                    continue;
+                }
+            }
             let v = match &a.arg {
                 Some(e) => ctx.eval(e, r)?,
                 None => Value::Bool(true),

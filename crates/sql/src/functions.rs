@@ -157,6 +157,9 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
     let first = args.first().cloned().unwrap_or(Unknown);
     let text_args = || same(Text);
     let numeric_like = |t: &DataType| if *t == Unknown { Float8 } else { t.clone() };
+    // round/floor/ceil exist for numeric and double precision only: every other
+    // argument type reaches the double precision one (its category's preferred type).
+    let float8_or_numeric = |t: &DataType| if matches!(t, Numeric { .. }) { t.clone() } else { Float8 };
     let r = match (name, n) {
         ("now" | "transaction_timestamp", 0) => (F::Now, vec![], TimestampTz),
         ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], TimestampTz),
@@ -231,16 +234,16 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             (f, same(t.clone()), t)
         }
         ("round", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Round, vec![t.clone()], t)
         }
         ("round", 2) => (F::Round, vec![Numeric { precision_scale: None }, Int4], Numeric { precision_scale: None }),
         ("floor", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Floor, vec![t.clone()], t)
         }
         ("ceil" | "ceiling", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Ceil, vec![t.clone()], t)
         }
         ("btrim" | "trim", 1) => (F::Trim, text_args(), Text),
@@ -446,15 +449,11 @@ fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
     use rust_decimal::prelude::*;
     let scale = args.get(1).and_then(Value::as_i64).unwrap_or(0);
     Ok(match &args[0] {
+        // round(float8) is C's rint(): halves go to the even neighbour.
         Value::Float8(v) => Value::Float8(match func {
             ScalarFunc::Floor => v.floor(),
             ScalarFunc::Ceil => v.ceil(),
-            _ => v.round(),
-        }),
-        Value::Float4(v) => Value::Float4(match func {
-            ScalarFunc::Floor => v.floor(),
-            ScalarFunc::Ceil => v.ceil(),
-            _ => v.round(),
+            _ => v.round_ties_even(),
         }),
         Value::Numeric(d) => Value::Numeric(match func {
             ScalarFunc::Floor => d.floor(),

@@ -10,6 +10,7 @@ pub mod normalize;
 pub mod parse;
 pub mod plan;
 pub mod system_tables;
+mod unsupported_syntax;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};
 pub use plan::*;
