@@ -454,7 +454,7 @@ impl<'a> Binder<'a> {
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
                 let on = match constraint {
-                    Some(ast::JoinConstraint::On(e)) => Some(self.predicate(e, &joined)?),
+                    Some(ast::JoinConstraint::On(e)) => Some(self.clause_predicate("JOIN/ON", e, &joined)?),
                     Some(ast::JoinConstraint::Using(cols)) => {
                         let mut pred: Option<Expr> = None;
                         for c in cols {
@@ -837,7 +837,7 @@ impl<'a> Binder<'a> {
             Some(w) if contains_aggregate(w) => {
                 return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
             }
-            Some(w) => Some(self.predicate(w, scope)?),
+            Some(w) => Some(self.clause_predicate("FILTER", w, scope)?),
             None => None,
         };
         let arg = match args.as_slice() {
@@ -877,13 +877,18 @@ impl<'a> Binder<'a> {
     // ---------------------------------------------------------------- expressions
 
     fn predicate(&mut self, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+        self.clause_predicate("WHERE", e, scope)
+    }
+
+    /// A boolean condition of `clause` (WHERE, FILTER…), named in the type error.
+    fn clause_predicate(&mut self, clause: &str, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
         let b = self.expr(e, scope)?;
         match b.ty() {
             DataType::Bool => Ok(b),
             DataType::Unknown => cast_to(b, &DataType::Bool),
             other => Err(PgError::new(
                 codes::DATATYPE_MISMATCH,
-                format!("argument of WHERE must be type boolean, not type {}", other.format_type()),
+                format!("argument of {clause} must be type boolean, not type {}", other.format_type()),
             )),
         }
     }
@@ -1287,6 +1292,15 @@ impl<'a> Binder<'a> {
                 let a = child(self, expr)?;
                 self.call_scalar("btrim", vec![a])?
             }
+            // sqlparser reads floor(x) / ceil(x) / ceiling(x) as special forms.
+            E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let a = child(self, expr)?;
+                self.call_scalar("floor", vec![a])?
+            }
+            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let a = child(self, expr)?;
+                self.call_scalar("ceil", vec![a])?
+            }
             E::Interval(_) => return Err(unsupported("interval literals")),
             E::Tuple(_) => return Err(unsupported("row constructors")),
             other => return Err(unsupported(format!("expression \"{other}\""))),
@@ -1376,7 +1390,7 @@ impl<'a> Binder<'a> {
         if is_aggregate_name(&name) {
             return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed here"));
         }
-        crate::unsupported_syntax::scalar_call(f, &name)?;
+        let aggregate_clause = crate::unsupported_syntax::scalar_call(f)?;
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
@@ -1410,13 +1424,17 @@ impl<'a> Binder<'a> {
                 .collect::<PgResult<_>>()?,
         };
         let bound = args.iter().map(|a| child(self, a)).collect::<PgResult<Vec<_>>>()?;
-        match name.as_str() {
+        let call = match name.as_str() {
             "coalesce" => {
                 let ty = bound.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
                 let args = bound.into_iter().map(|a| cast_to(a, &ty)).collect::<PgResult<_>>()?;
-                Ok(Expr::Coalesce { args, ty })
+                Expr::Coalesce { args, ty }
             }
-            _ => self.call_scalar(&name, bound),
+            _ => self.call_scalar(&name, bound)?,
+        };
+        match aggregate_clause {
+            Some(clause) => Err(PgError::new(codes::WRONG_OBJECT_TYPE, format!("{clause} specified, but {name} is not an aggregate function"))),
+            None => Ok(call),
         }
     }
 
@@ -2203,6 +2221,8 @@ fn default_column_name(e: &ast::Expr) -> String {
             _ => "?column?".into(),
         },
         ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Trim { .. } => "btrim".into(),
         _ => "?column?".into(),
     }

@@ -5,7 +5,7 @@
 //! fails to compile here until someone decides whether binding reads it or refuses it.
 //! Fields only other dialects produce are refused too (the parser is shared).
 
-use pgerror::{codes, PgError, PgResult};
+use pgerror::{PgError, PgResult};
 use sqlparser::ast;
 
 fn unsupported(what: impl std::fmt::Display) -> PgError {
@@ -217,32 +217,27 @@ pub fn join(j: &ast::Join) -> PgResult<()> {
     }
 }
 
-/// A call of a function that is not an aggregate: plain arguments only.
-pub fn scalar_call(f: &ast::Function, name: &str) -> PgResult<()> {
+/// A call of a function that is not a (known) aggregate: plain arguments only. Returns
+/// the aggregate-only clause it has (FILTER, DISTINCT, ORDER BY), which is an error
+/// once the function is known to be a plain one (42809, as PostgreSQL).
+pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
     let ast::Function { name: _, uses_odbc_syntax, parameters, args, within_group, filter, null_treatment, over } = f;
     refuse_if(over.is_some(), "window functions")?;
     refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
     refuse_if(!matches!(parameters, ast::FunctionArguments::None), "parametric functions")?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    let not_aggregate = |clause: &str| {
-        PgError::new(codes::WRONG_OBJECT_TYPE, format!("{clause} specified, but {name} is not an aggregate function"))
-    };
-    if !within_group.is_empty() {
-        return Err(not_aggregate("WITHIN GROUP"));
-    }
-    if filter.is_some() {
-        return Err(not_aggregate("FILTER"));
-    }
+    refuse_if(!within_group.is_empty(), "WITHIN GROUP (ordered-set aggregates)")?;
+    let mut aggregate_clause = filter.is_some().then_some("FILTER");
     if let ast::FunctionArguments::List(ast::FunctionArgumentList { duplicate_treatment, args: _, clauses }) = args {
         if matches!(duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) {
-            return Err(not_aggregate("DISTINCT"));
+            aggregate_clause = Some("DISTINCT");
         }
         if clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
-            return Err(not_aggregate("ORDER BY"));
+            aggregate_clause = Some("ORDER BY");
         }
-        refuse_if(!clauses.is_empty(), "clauses inside a function's argument list")?;
+        refuse_if(clauses.iter().any(|c| !matches!(c, ast::FunctionArgumentClause::OrderBy(_))), "clauses inside a function's argument list")?;
     }
-    Ok(())
+    Ok(aggregate_clause)
 }
 
 /// An aggregate call: the binder reads its arguments, DISTINCT/ALL and FILTER.
