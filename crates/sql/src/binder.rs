@@ -510,20 +510,21 @@ impl<'a> Binder<'a> {
         };
         match tf {
             ast::TableFactor::Table { name, alias, args, .. } => {
-                let parts = object_name_parts(name);
+                let (name, alias) = without_only(name, alias);
+                let parts = object_name_parts(&name);
                 if let Some(args) = args {
-                    return self.table_function(&parts, &args.args, alias);
+                    return self.table_function(&parts, &args.args, &alias);
                 }
                 if let [single] = parts.as_slice() {
                     if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
                         let mut cols = cols.clone();
                         let rel = rel.clone();
-                        apply_alias(&mut cols, alias, single.clone());
+                        apply_alias(&mut cols, &alias, single.clone());
                         return Ok((rel, Scope { columns: cols }));
                     }
                 }
                 let (rel, mut cols, default) = self.relation(&parts)?;
-                apply_alias(&mut cols, alias, default);
+                apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }))
             }
             ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
@@ -660,6 +661,11 @@ impl<'a> Binder<'a> {
         let mut agg_ctx = if aggregating {
             let mut group_exprs = Vec::new();
             for g in &group_by {
+                // GROUP BY (x) is GROUP BY x.
+                let mut g = g;
+                while let ast::Expr::Nested(inner) = g {
+                    g = inner;
+                }
                 // GROUP BY 1 / GROUP BY alias refer to select-list items.
                 let resolved = match g {
                     ast::Expr::Value(v) => match &v.value {
@@ -1391,6 +1397,9 @@ impl<'a> Binder<'a> {
             return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed here"));
         }
         let aggregate_clause = crate::unsupported_syntax::scalar_call(f)?;
+        if name == "row" && parts.len() == 1 {
+            return Err(unsupported("row constructors"));
+        }
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
@@ -1666,7 +1675,8 @@ impl<'a> Binder<'a> {
         crate::unsupported_syntax::dml_target(relation)?;
         match relation {
             ast::TableFactor::Table { name, alias, .. } => {
-                let table = self.table_by_name(&object_name_parts(name))?;
+                let (name, alias) = without_only(name, alias);
+                let table = self.table_by_name(&object_name_parts(&name))?;
                 let scope = Self::table_scope(&table, alias.as_ref().map(|a| ident_name(&a.name)));
                 Ok((table, scope))
             }
@@ -1863,6 +1873,19 @@ impl<'a> Binder<'a> {
             copy.null_string = n;
         }
         Ok(Statement::CopyFrom(copy))
+    }
+}
+
+/// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
+/// inheritance children, which Meridian tables never have, so it names `t` itself.
+fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> (ast::ObjectName, Option<ast::TableAlias>) {
+    match (name.0.as_slice(), alias) {
+        ([ast::ObjectNamePart::Identifier(only)], Some(a))
+            if only.quote_style.is_none() && only.value.eq_ignore_ascii_case("only") && !a.explicit && a.columns.is_empty() =>
+        {
+            (ast::ObjectName(vec![ast::ObjectNamePart::Identifier(a.name.clone())]), None)
+        }
+        _ => (name.clone(), alias.clone()),
     }
 }
 

@@ -476,7 +476,12 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
 /// A column definition: the binder reads the name, the type and the options NULL,
 /// NOT NULL, DEFAULT and PRIMARY KEY.
 pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
-    let ast::ColumnDef { name: _, data_type: _, options } = c;
+    let ast::ColumnDef { name: _, data_type, options } = c;
+    let type_name = data_type.to_string().to_ascii_lowercase();
+    refuse_if(
+        matches!(type_name.as_str(), "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2"),
+        "serial columns (sequences)",
+    )?;
     for ast::ColumnOptionDef { name: _, option } in options {
         match option {
             ast::ColumnOption::Null | ast::ColumnOption::NotNull | ast::ColumnOption::Default(_) => {}
