@@ -1025,6 +1025,7 @@ impl<'a> Binder<'a> {
     ) -> PgResult<Expr> {
         use ast::Expr as E;
         Ok(match e {
+            E::Identifier(_) if is_default_keyword(e) => return Err(syntax("DEFAULT is not allowed in this context")),
             E::Identifier(id) => self.column_ref(&[ident_name(id)], scope)?,
             E::CompoundIdentifier(ids) => self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?,
             E::Value(v) => self.literal(&v.value, None)?,
@@ -1601,6 +1602,7 @@ impl<'a> Binder<'a> {
             Some(q) => match q.body.as_ref() {
                 ast::SetExpr::Values(values) if q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none() && q.fetch.is_none() => {
                     crate::unsupported_syntax::query(q)?;
+                    crate::unsupported_syntax::values(values)?;
                     fit_targets(&mut target_cols, values.rows.first().map_or(0, |r| r.content.len()))?;
                     self.insert_values(values, &table, &target_cols)?
                 }
