@@ -325,11 +325,12 @@ impl<'a> Binder<'a> {
         let (limit, offset) = match &q.limit_clause {
             Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
             Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
-            // FETCH FIRST [n] ROWS ONLY is LIMIT n (n defaults to 1).
-            None => match &q.fetch {
-                Some(fetch) => (Some(fetch.quantity.clone().unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)))), None),
-                None => (None, None),
-            },
+            None => (None, None),
+        };
+        // FETCH FIRST [n] ROWS ONLY is LIMIT n (n defaults to 1).
+        let limit = match &q.fetch {
+            Some(fetch) => Some(fetch.quantity.clone().unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)))),
+            None => limit,
         };
         let (mut root, mut columns) = match q.body.as_ref() {
             ast::SetExpr::Select(sel) => self.select(sel, order_by)?,

@@ -45,7 +45,8 @@ pub fn query(q: &ast::Query) -> PgResult<()> {
     if let Some(ast::Fetch { with_ties, percent, quantity: _ }) = fetch {
         refuse_if(*with_ties, "FETCH … WITH TIES")?;
         refuse_if(*percent, "FETCH … PERCENT")?;
-        refuse_if(limit_clause.is_some(), "LIMIT together with FETCH")?;
+        let limit = matches!(limit_clause, Some(ast::LimitClause::LimitOffset { limit: Some(_), .. } | ast::LimitClause::OffsetCommaLimit { .. }));
+        refuse_if(limit, "LIMIT together with FETCH")?;
     }
     if let Some(lock) = locks.first() {
         let ast::LockClause { lock_type, of: _, nonblock: _ } = lock;
