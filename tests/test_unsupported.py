@@ -136,6 +136,8 @@ CLAUSES = [
     "SELECT CAST('1' AS int), '2'::int, int '3'",
     "SELECT floor(2.5), ceil(2.5), ceiling(2.5), round(2.5::float8)",
     "SELECT substring('abc' FROM 2 FOR 1), trim(both 'x' FROM 'xax'), position('b' IN 'abc')",
+    "SELECT trim('xax', 'x'), trim(leading 'x' FROM 'xax'), trim(trailing 'x' FROM 'xax'), trim('  a  ')",
+    "SELECT ltrim('xxa', 'x'), rtrim('axx', 'x'), btrim('xyaxy', 'yx'), ltrim('  a'), trim(NULL, 'x')",
     "SELECT EXTRACT(year FROM date '2020-01-02')",
     "SELECT 'a' || 1, 1 || 'a'",
     "SELECT ARRAY[1, 2][1:1]",

@@ -1296,9 +1296,14 @@ impl<'a> Binder<'a> {
                 }
                 self.call_scalar("substr", args)?
             }
-            E::Trim { expr, trim_where: None, trim_what: None, .. } => {
-                let a = child(self, expr)?;
-                self.call_scalar("btrim", vec![a])?
+            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+                // trim([BOTH|LEADING|TRAILING] [chars] FROM s) and trim(s, chars)
+                let mut args = vec![child(self, expr)?];
+                let chars: Vec<&ast::Expr> = trim_what.iter().map(|w| w.as_ref()).chain(trim_characters.iter().flatten()).collect();
+                for c in chars {
+                    args.push(child(self, c)?);
+                }
+                self.call_scalar(trim_function(trim_where.as_ref()), args)?
             }
             // sqlparser reads floor(x) / ceil(x) / ceiling(x) as special forms.
             E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
@@ -1879,6 +1884,15 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// The function behind `trim([BOTH | LEADING | TRAILING] …)`.
+fn trim_function(side: Option<&ast::TrimWhereField>) -> &'static str {
+    match side {
+        Some(ast::TrimWhereField::Leading) => "ltrim",
+        Some(ast::TrimWhereField::Trailing) => "rtrim",
+        Some(ast::TrimWhereField::Both) | None => "btrim",
+    }
+}
+
 /// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
 /// inheritance children, which Meridian tables never have, so it names `t` itself.
 fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> (ast::ObjectName, Option<ast::TableAlias>) {
@@ -2249,7 +2263,7 @@ fn default_column_name(e: &ast::Expr) -> String {
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
-        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Trim { trim_where, .. } => trim_function(trim_where.as_ref()).into(),
         _ => "?column?".into(),
     }
 }

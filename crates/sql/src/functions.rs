@@ -69,7 +69,11 @@ pub enum ScalarFunc {
     Round,
     Floor,
     Ceil,
+    /// btrim / ltrim / rtrim: strip the characters of the second argument (default a
+    /// space) from both ends, the start or the end.
     Trim,
+    LTrim,
+    RTrim,
     ArrayToString,
     ArrayPosition,
     /// `array[i]`, 1-based (built by the binder for subscripts, which shifts int2vector/oidvector's 0-based ones).
@@ -246,7 +250,9 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             let t = float8_or_numeric(&first);
             (F::Ceil, vec![t.clone()], t)
         }
-        ("btrim" | "trim", 1) => (F::Trim, text_args(), Text),
+        ("btrim" | "trim", 1 | 2) => (F::Trim, text_args(), Text),
+        ("ltrim", 1 | 2) => (F::LTrim, text_args(), Text),
+        ("rtrim", 1 | 2) => (F::RTrim, text_args(), Text),
         ("array_to_string", 2) => (F::ArrayToString, vec![first.clone(), Text], Text),
         ("array_position", 2) => {
             let elem = first.element().cloned().unwrap_or(Text);
@@ -363,7 +369,17 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             best
         }
         F::Round | F::Floor | F::Ceil => round_like(func, &args)?,
-        F::Trim => Value::Text(text(&args[0]).trim_matches(' ').to_string()),
+        F::Trim | F::LTrim | F::RTrim => {
+            let chars: Vec<char> = args.get(1).map_or(vec![' '], |c| text(c).chars().collect());
+            let s = text(&args[0]);
+            let strip = |c: char| chars.contains(&c);
+            Value::Text(match func {
+                F::LTrim => s.trim_start_matches(strip),
+                F::RTrim => s.trim_end_matches(strip),
+                _ => s.trim_matches(strip),
+            }
+            .to_string())
+        }
         F::ArrayToString => match &args[0] {
             Value::Array(items) => {
                 let sep = text(&args[1]);
