@@ -2,6 +2,14 @@
 the feature, and the session stays usable (issue 2: e.g. pgbench --partitions and
 --foreign-keys).
 
+Nothing is silently ignored: ``test_clause_gives_postgres_answer_or_0A000`` runs each
+clause of ``CLAUSES`` (aggregate FILTER / WITHIN GROUP / ORDER BY, window functions,
+NULLS FIRST/LAST, COLLATE, FETCH, ONLY, TABLESAMPLE, row locks, DISTINCT ON, grouping
+sets, ON CONFLICT targets, RETURNING, constraints, …) on Meridian and on PostgreSQL 15
+from the same starting tables: Meridian must give PostgreSQL's rows and leave the same
+table contents, fail with PostgreSQL's SQLSTATE where PostgreSQL fails, or refuse with
+0A000.
+
 Meridian-only: on real PostgreSQL these statements succeed, so validating this file
 against PostgreSQL is meaningless and it refuses to run there.
 """
