@@ -145,6 +145,8 @@ CLAUSES = [
     "SELECT floor(2.5), ceil(2.5), ceiling(2.5), round(2.5::float8)",
     "SELECT substring('abc' FROM 2 FOR 1), trim(both 'x' FROM 'xax'), position('b' IN 'abc')",
     "SELECT trim('xax', 'x'), trim(leading 'x' FROM 'xax'), trim(trailing 'x' FROM 'xax'), trim('  a  ')",
+    "SELECT substring('abcdef' FROM 'c.'), substring('abcdef' FROM 'b' FOR '#')",
+    "SELECT substring('abcdef', 2), substring('abcdef', 2, 3), substring('abcdef' FOR 2)",
     "SELECT ltrim('xxa', 'x'), rtrim('axx', 'x'), btrim('xyaxy', 'yx'), ltrim('  a'), trim(NULL, 'x')",
     "SELECT EXTRACT(year FROM date '2020-01-02')",
     "SELECT 'a' || 1, 1 || 'a'",

@@ -1291,6 +1291,10 @@ impl<'a> Binder<'a> {
                     Some(x) => child(self, x)?,
                     None => const_expr(Value::Int4(1), DataType::Int4),
                 });
+                // A text (or untyped) FROM makes it PostgreSQL's regular-expression form.
+                if matches!(args[1].ty(), DataType::Text | DataType::Unknown | DataType::Varchar { .. }) {
+                    return Err(unsupported("substring(… FROM pattern)"));
+                }
                 if let Some(x) = substring_for {
                     args.push(child(self, x)?);
                 }
