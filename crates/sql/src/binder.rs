@@ -23,6 +23,9 @@ struct ScopeColumn {
     ty: DataType,
     table_oid: u32,
     attnum: i16,
+    /// The right side's copy of a `JOIN … USING` column: only a qualified name reaches
+    /// it, and `*` leaves it out (the left side's copy stands for both).
+    merged_away: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -195,6 +198,7 @@ impl<'a> Binder<'a> {
                         ty: t.clone(),
                         table_oid: system_table_oid(sys),
                         attnum: i as i16 + 1,
+                        merged_away: false,
                     })
                     .collect();
                 return Ok((Rel::System { table: sys }, cols, name));
@@ -211,6 +215,7 @@ impl<'a> Binder<'a> {
                 ty: c.ty.to_type(),
                 table_oid: table.oid,
                 attnum: i as i16 + 1,
+                merged_away: false,
             })
             .collect();
         Ok((Rel::Scan { table, access: Access::Full }, cols, name))
@@ -262,6 +267,7 @@ impl<'a> Binder<'a> {
                         ty: if c.ty == DataType::Unknown { DataType::Text } else { c.ty.clone() },
                         table_oid: 0,
                         attnum: 0,
+                        merged_away: false,
                     })
                     .collect())
             };
@@ -452,19 +458,19 @@ impl<'a> Binder<'a> {
                 let lateral_scope = scope.clone();
                 let (right, rscope) = self.table_factor(&join.relation, Some(&lateral_scope))?;
                 let lateral = matches!(&join.relation, ast::TableFactor::Derived { lateral: true, .. });
+                let left_width = scope.columns.len();
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
+                let mut using_pairs = Vec::new();
                 let on = match constraint {
                     Some(ast::JoinConstraint::On(e)) => Some(self.clause_predicate("JOIN/ON", e, &joined)?),
                     Some(ast::JoinConstraint::Using(cols)) => {
                         let mut pred: Option<Expr> = None;
                         for c in cols {
                             let name = object_name_parts(c).pop().unwrap_or_default();
-                            let l = scope.columns.iter().rposition(|sc| sc.name == name);
-                            let r = joined.columns.iter().rposition(|sc| sc.name == name);
-                            let (Some(l), Some(r)) = (l, r) else {
-                                return Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in left table")));
-                            };
+                            let l = using_column(&joined.columns[..left_width], &name, "left")?;
+                            let r = left_width + using_column(&joined.columns[left_width..], &name, "right")?;
+                            using_pairs.push((l, r));
                             let eq = self.comparison(
                                 BinaryOp::Eq,
                                 Expr::Column { depth: 0, index: l, ty: joined.columns[l].ty.clone() },
@@ -482,6 +488,9 @@ impl<'a> Binder<'a> {
                 };
                 rel = Rel::Join { left: Box::new(rel), right: Box::new(right), kind, on, lateral };
                 scope = joined;
+                if !using_pairs.is_empty() {
+                    (rel, scope) = merge_using_columns(rel, scope, &using_pairs);
+                }
             }
             result = Some(match result {
                 None => (rel, scope),
@@ -535,7 +544,7 @@ impl<'a> Binder<'a> {
                 let mut cols: Vec<ScopeColumn> = q
                     .columns
                     .iter()
-                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0 })
+                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
                 Ok((q.root, Scope { columns: cols }))
@@ -635,7 +644,7 @@ impl<'a> Binder<'a> {
                     if scope.columns.is_empty() {
                         return Err(syntax("SELECT * with no tables specified is not valid"));
                     }
-                    for (i, c) in scope.columns.iter().enumerate() {
+                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.merged_away) {
                         items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
                     }
                 }
@@ -644,14 +653,14 @@ impl<'a> Binder<'a> {
                         ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name_parts(n).pop().unwrap_or_default(),
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
-                    let mut found = false;
-                    for (i, c) in scope.columns.iter().enumerate() {
-                        if c.qualifier.as_deref() == Some(q.as_str()) {
-                            items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
-                            found = true;
-                        }
+                    let mut hits: Vec<(usize, &ScopeColumn)> =
+                        scope.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str())).collect();
+                    // A table's own column order, even where JOIN … USING moved a column.
+                    hits.sort_by_key(|(_, c)| c.attnum);
+                    for (i, c) in &hits {
+                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(*i)));
                     }
-                    if !found {
+                    if hits.is_empty() {
                         return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
                     }
                 }
@@ -966,7 +975,7 @@ impl<'a> Binder<'a> {
         };
         let find = |s: &Scope| -> PgResult<Option<usize>> {
             let mut hits = s.columns.iter().enumerate().filter(|(_, c)| {
-                c.name == name && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
+                c.name == name && qualifier.map_or(!c.merged_away, |q| c.qualifier.as_deref() == Some(q))
             });
             match (hits.next(), hits.next()) {
                 (Some((i, _)), None) => Ok(Some(i)),
@@ -1551,6 +1560,7 @@ impl<'a> Binder<'a> {
                     ty: c.ty.to_type(),
                     table_oid: table.oid,
                     attnum: i as i16 + 1,
+                    merged_away: false,
                 })
                 .collect(),
         }
@@ -1888,6 +1898,42 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// The position of the USING column `name` among one side's columns (42703 if absent,
+/// 42702 if that side has it twice, as PostgreSQL).
+fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgResult<usize> {
+    let mut hits = side.iter().enumerate().filter(|(_, c)| c.name == name && !c.merged_away);
+    match (hits.next(), hits.next()) {
+        (Some((i, _)), None) => Ok(i),
+        (Some(_), Some(_)) => Err(PgError::new(
+            codes::AMBIGUOUS_COLUMN,
+            format!("common column name \"{name}\" appears more than once in {which} table"),
+        )),
+        (None, _) => Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in {which} table"))),
+    }
+}
+
+/// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
+/// copies) first, then the rest of the left side, then the right side with its copies of
+/// the USING columns merged away.
+fn merge_using_columns(rel: Rel, scope: Scope, pairs: &[(usize, usize)]) -> (Rel, Scope) {
+    let lefts: Vec<usize> = pairs.iter().map(|&(l, _)| l).collect();
+    let mut rights: Vec<usize> = pairs.iter().map(|&(_, r)| r).collect();
+    rights.sort_unstable();
+    let mut order: Vec<usize> = lefts.clone();
+    order.extend((0..scope.columns.len()).filter(|i| !lefts.contains(i) && !rights.contains(i)));
+    // The right copies go among the right side's columns, keeping `b.*` in b's order.
+    for &r in &rights {
+        let at = order.iter().position(|&i| i > r && !lefts.contains(&i)).unwrap_or(order.len());
+        order.insert(at, r);
+    }
+    let exprs = order.iter().map(|&i| Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() }).collect();
+    let columns = order
+        .iter()
+        .map(|&i| ScopeColumn { merged_away: scope.columns[i].merged_away || rights.contains(&i), ..scope.columns[i].clone() })
+        .collect();
+    (Rel::Project { input: Box::new(rel), exprs }, Scope { columns })
+}
+
 /// The function behind `trim([BOTH | LEADING | TRAILING] …)`.
 fn trim_function(side: Option<&ast::TrimWhereField>) -> &'static str {
     match side {
@@ -1955,7 +2001,7 @@ fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType)
         .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
         .unwrap_or_else(|| function.to_string());
     let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
-    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0 }] }
+    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false }] }
 }
 
 /// The storage parameters of `WITH (…)`: fillfactor is kept; the others (autovacuum
