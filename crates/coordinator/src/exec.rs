@@ -524,13 +524,6 @@ impl<'p> Aggregator<'p> {
             if a.distinct && !seen[i].insert(group_key(std::slice::from_ref(&v))) {
                 continue;
             }
-            // PostgreSQL sorts the input of a DISTINCT aggregate: array_agg/string_agg
-            // (DISTINCT …) list their values in ascending order, NULL last.
-            if let (true, AggState::Array(items)) = (a.distinct, &mut states[i]) {
-                let at = items.partition_point(|x| ops::sort_cmp(x, &v) != std::cmp::Ordering::Greater);
-                items.insert(at, v);
-                continue;
-            }
             accumulate(&mut states[i], a, v)?;
         }
         Ok(())

@@ -5,7 +5,7 @@
 //! other operand's, an INSERT target → the column's), else `text`.
 
 use crate::catalog::{Catalog, ColumnDef, DataTypeDef, TableDef};
-use crate::functions::{resolve_aggregate, resolve_scalar, ScalarFunc};
+use crate::functions::{resolve_aggregate, resolve_scalar, AggFunc, ScalarFunc};
 use crate::parse::{Parsed, ParsedStatement};
 use crate::plan::*;
 use crate::system_tables::{system_columns, system_table, system_table_oid};
@@ -42,6 +42,9 @@ struct AggContext {
     agg_asts: Vec<ast::Expr>,
     /// Scope of the aggregation input (FROM clause).
     input_scope: Scope,
+    /// The order the aggregates need their input rows in (`array_agg(x ORDER BY y)`,
+    /// `array_agg(DISTINCT x)`): the input is sorted so, and all must agree.
+    input_order: Option<Vec<SortKey>>,
 }
 
 pub struct Binder<'a> {
@@ -696,7 +699,7 @@ impl<'a> Binder<'a> {
                 };
                 group_exprs.push(resolved);
             }
-            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone() })
+            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone(), input_order: None })
         } else {
             None
         };
@@ -763,6 +766,9 @@ impl<'a> Binder<'a> {
                 .iter()
                 .map(|g| self.expr(g, &ctx.input_scope))
                 .collect::<PgResult<Vec<_>>>()?;
+            if let Some(keys) = ctx.input_order {
+                rel = Rel::Sort { input: Box::new(rel), keys };
+            }
             rel = Rel::Aggregate { input: Box::new(rel), group_by: group_by_exprs, aggs: ctx.aggs };
             if let Some(h) = having {
                 rel = Rel::Filter { input: Box::new(rel), predicate: h };
@@ -814,7 +820,14 @@ impl<'a> Binder<'a> {
                 if let Some(j) = ctx.agg_asts.iter().position(|a| a == e) {
                     return Ok(Expr::Column { depth: 0, index: ctx.group_count + j, ty: ctx.aggs[j].ty.clone() });
                 }
-                let call = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                let (call, order) = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                match (&ctx.input_order, order) {
+                    (_, None) => {}
+                    (None, Some(keys)) => ctx.input_order = Some(keys),
+                    // Bound expressions compare by their debug form (no PartialEq on plans).
+                    (Some(have), Some(keys)) if format!("{have:?}") == format!("{keys:?}") => {}
+                    (Some(_), Some(_)) => return Err(unsupported("aggregates that order their input differently in one query")),
+                }
                 let ty = call.ty.clone();
                 ctx.aggs.push(call);
                 ctx.agg_asts.push(e.clone());
@@ -841,7 +854,8 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<AggCall> {
+    /// An aggregate call and the order it needs its input in, if any.
+    fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
         crate::unsupported_syntax::aggregate_call(f)?;
         let (args, distinct) = match &f.args {
             ast::FunctionArguments::List(list) => {
@@ -887,7 +901,47 @@ impl<'a> Binder<'a> {
         let (func, ty) = resolve_aggregate(name, arg.as_ref().map(|a| a.ty()).as_ref()).ok_or_else(|| {
             PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", arg.as_ref().map(|a| a.ty().format_type()).unwrap_or_default()))
         })?;
-        Ok(AggCall { func, arg, distinct, filter, ty })
+        // array_agg/string_agg list their values in input order: ORDER BY sorts the input;
+        // DISTINCT ones sort it by the value, as PostgreSQL's sort-based DISTINCT does.
+        let order_by: &[ast::OrderByExpr] = match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .clauses
+                .iter()
+                .find_map(|c| match c {
+                    ast::FunctionArgumentClause::OrderBy(keys) => Some(keys.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or(&[]),
+            _ => &[],
+        };
+        let ordered = matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg);
+        let order = if !ordered {
+            None
+        } else if !order_by.is_empty() {
+            let mut keys = Vec::with_capacity(order_by.len());
+            for o in order_by {
+                let in_args = args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) if *e == o.expr));
+                if distinct && !in_args {
+                    return Err(PgError::new(
+                        codes::INVALID_COLUMN_REFERENCE,
+                        "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                    ));
+                }
+                if contains_aggregate(&o.expr) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                let descending = o.options.sort == Some(ast::OrderBySort::Desc);
+                let expr = self.expr(&o.expr, scope)?;
+                let expr = if expr.ty() == DataType::Unknown { cast_to(expr, &DataType::Text)? } else { expr };
+                keys.push(SortKey { expr, descending, nulls_first: o.options.nulls_first.unwrap_or(descending) });
+            }
+            Some(keys)
+        } else if distinct {
+            arg.clone().map(|expr| vec![SortKey { expr, descending: false, nulls_first: false }])
+        } else {
+            None
+        };
+        Ok((AggCall { func, arg, distinct, filter, ty }, order))
     }
 
     // ---------------------------------------------------------------- expressions

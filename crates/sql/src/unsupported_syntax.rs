@@ -241,7 +241,7 @@ pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
     Ok(aggregate_clause)
 }
 
-/// An aggregate call: the binder reads its arguments, DISTINCT/ALL and FILTER.
+/// An aggregate call: the binder reads its arguments, DISTINCT/ALL, ORDER BY and FILTER.
 pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
     let ast::Function { name: _, uses_odbc_syntax, parameters, args, within_group, filter: _, null_treatment, over } = f;
     refuse_if(over.is_some(), "window functions")?;
@@ -250,11 +250,12 @@ pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
     refuse_if(!within_group.is_empty(), "WITHIN GROUP (ordered-set aggregates)")?;
     if let ast::FunctionArguments::List(ast::FunctionArgumentList { duplicate_treatment: _, args: _, clauses }) = args {
-        refuse_if(
-            clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))),
-            "ORDER BY inside aggregate arguments",
-        )?;
-        refuse_if(!clauses.is_empty(), "clauses inside an aggregate's argument list")?;
+        for clause in clauses {
+            match clause {
+                ast::FunctionArgumentClause::OrderBy(keys) => keys.iter().try_for_each(order_by_expr)?,
+                _ => return Err(unsupported("clauses inside an aggregate's argument list")),
+            }
+        }
     }
     Ok(())
 }
