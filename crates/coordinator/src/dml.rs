@@ -16,8 +16,9 @@ use crate::copy::CopyRow;
 use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView, StatementState};
 use datanode::{Datanode, RowBytes, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
-use sql::eval::EvalCtx;
-use sql::plan::{Access, Delete, Expr, Insert, InsertTarget, OutputColumn, Rel, Update};
+use sql::eval::{EvalCtx, EvalEnv};
+use sql::functions::ScalarFunc;
+use sql::plan::{Access, CopyFrom, Delete, Expr, Insert, InsertTarget, OutputColumn, Rel, Update};
 use sql::TableDef;
 use std::sync::Arc;
 use types::ops::BinaryOp;
@@ -295,46 +296,68 @@ impl<'a> Dml<'a> {
     }
 }
 
-/// Turns COPY lines into table rows and writes them.
+/// COPY FROM's rows: each line's fields go to their columns, the other columns take
+/// their defaults (as INSERT's omitted columns do).
 pub struct CopyLoader {
     table: Arc<TableDef>,
-    columns: Vec<usize>,
-    types: Vec<DataType>,
+    targets: Vec<InsertTarget>,
+    /// Type of each input field.
+    field_types: Vec<DataType>,
     ids: RowIds,
     count: u64,
 }
 
 impl CopyLoader {
-    pub fn new(table: Arc<TableDef>, columns: Vec<usize>) -> Self {
-        let types = table.column_types();
-        CopyLoader { table, columns, types, ids: RowIds::new(), count: 0 }
+    pub fn new(copy: &CopyFrom) -> Self {
+        let mut field_types = vec![DataType::Unknown; copy.fields];
+        for (col, target) in copy.targets.iter().enumerate() {
+            if let InsertTarget::Source(f) = target {
+                field_types[*f] = copy.table.columns[col].ty.to_type();
+            }
+        }
+        CopyLoader { table: copy.table.clone(), targets: copy.targets.clone(), field_types, ids: RowIds::new(), count: 0 }
     }
 
     pub fn count(&self) -> u64 {
         self.count
     }
 
-    pub async fn load(&mut self, dn: &Datanode, txn: &mut Txn, rows: Vec<CopyRow>, line: u64) -> PgResult<()> {
+    pub async fn load(&mut self, dn: &Datanode, txn: &mut Txn, view: &SessionView<'_>, rows: Vec<CopyRow>, line: u64) -> PgResult<()> {
         let table = self.table.clone();
+        let env = DefaultsEnv(view);
+        let ctx = EvalCtx { params: &[], outer: &[], env: &env };
         for fields in rows {
             let context = || format!("COPY {}, line {}", table.name, line);
-            if fields.len() < self.columns.len() {
-                let missing = &table.columns[self.columns[fields.len()]].name;
+            if fields.len() < self.field_types.len() {
+                let missing = self.targets.iter().position(|t| matches!(t, InsertTarget::Source(f) if *f == fields.len())).map_or("", |c| &table.columns[c].name);
                 return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, format!("missing data for column \"{missing}\"")).with_detail(context()));
             }
-            if fields.len() > self.columns.len() {
+            if fields.len() > self.field_types.len() {
                 return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, "extra data after last expected column").with_detail(context()));
             }
-            let mut row = vec![Value::Null; table.columns.len()];
-            for (field, &col) in fields.into_iter().zip(&self.columns) {
-                if let Some(text) = field {
-                    row[col] = types::io::from_text(&text, &self.types[col])?;
-                }
-            }
-            check_not_null(&table, &row)?;
+            let source = fields
+                .into_iter()
+                .zip(&self.field_types)
+                .map(|(field, ty)| field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty)))
+                .collect::<PgResult<Vec<_>>>()?;
+            let row = insert_row(&ctx, &table, &self.targets, &source)?;
             write_new_row(dn, txn, &table, &row, &mut self.ids).await?;
             self.count += 1;
         }
         Ok(())
+    }
+}
+
+/// What COPY's column defaults are evaluated with: the session's functions (`now()`…);
+/// a default never holds a subquery (CREATE TABLE refuses one).
+struct DefaultsEnv<'a>(&'a SessionView<'a>);
+
+impl EvalEnv for DefaultsEnv<'_> {
+    fn subquery(&self, _plan: &sql::plan::Query, _kind: &sql::plan::SubqueryKind, _outer: &[Row], _row: &[Value]) -> PgResult<Arc<sql::subquery::SubqueryResult>> {
+        Err(PgError::internal("subquery in a column default"))
+    }
+
+    fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
+        crate::system::session_function(self.0, func, args)
     }
 }

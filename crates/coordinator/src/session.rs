@@ -1094,10 +1094,11 @@ impl<S: SessionStream> Session<S> {
     /// COPY … FROM STDIN: the CopyIn sub-protocol, rows written as they arrive.
     async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
         self.ensure_started().await?;
-        backend::copy_in_response(&mut self.out, copy.columns.len() as i16);
+        backend::copy_in_response(&mut self.out, copy.fields as i16);
         self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
         let mut parser = CopyParser::new(copy.delimiter, copy.null_string.clone(), copy.csv, copy.header);
-        let mut loader = crate::dml::CopyLoader::new(copy.table.clone(), copy.columns.clone());
+        let mut loader = crate::dml::CopyLoader::new(copy);
+        let statement_time = types::datetime::now_timestamp();
         // After a bad row PostgreSQL still consumes the data up to CopyDone.
         let mut failure: Option<PgError> = None;
         loop {
@@ -1112,9 +1113,10 @@ impl<S: SessionStream> Session<S> {
                 _ => return Err(PgError::new(codes::PROTOCOL_VIOLATION, "unexpected message type during COPY from stdin")),
             };
             if failure.is_none() {
+                let view = view(&self.shared, &self.state, &self.tx, statement_time);
                 let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
                 let result = match rows {
-                    Ok(rows) => loader.load(&self.shared.datanode, txn, rows, parser.line).await,
+                    Ok(rows) => loader.load(&self.shared.datanode, txn, &view, rows, parser.line).await,
                     Err(e) => Err(e),
                 };
                 failure = result.err();

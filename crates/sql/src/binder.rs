@@ -5,7 +5,7 @@
 //! other operand's, an INSERT target → the column's), else `text`.
 
 use crate::catalog::{Catalog, ColumnDef, DataTypeDef, TableDef};
-use crate::functions::{resolve_aggregate, resolve_scalar, ScalarFunc};
+use crate::functions::{resolve_aggregate, resolve_scalar, AggFunc, ScalarFunc};
 use crate::parse::{Parsed, ParsedStatement};
 use crate::plan::*;
 use crate::system_tables::{system_columns, system_table, system_table_oid};
@@ -23,6 +23,9 @@ struct ScopeColumn {
     ty: DataType,
     table_oid: u32,
     attnum: i16,
+    /// The right side's copy of a `JOIN … USING` column: only a qualified name reaches
+    /// it, and `*` leaves it out (the left side's copy stands for both).
+    merged_away: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -39,6 +42,9 @@ struct AggContext {
     agg_asts: Vec<ast::Expr>,
     /// Scope of the aggregation input (FROM clause).
     input_scope: Scope,
+    /// The order the aggregates need their input rows in (`array_agg(x ORDER BY y)`,
+    /// `array_agg(DISTINCT x)`): the input is sorted so, and all must agree.
+    input_order: Option<Vec<SortKey>>,
 }
 
 pub struct Binder<'a> {
@@ -197,6 +203,7 @@ impl<'a> Binder<'a> {
                         ty: t.clone(),
                         table_oid: system_table_oid(sys),
                         attnum: i as i16 + 1,
+                        merged_away: false,
                     })
                     .collect();
                 return Ok((Rel::System { table: sys }, cols, name));
@@ -213,6 +220,7 @@ impl<'a> Binder<'a> {
                 ty: c.ty.to_type(),
                 table_oid: table.oid,
                 attnum: i as i16 + 1,
+                merged_away: false,
             })
             .collect();
         Ok((Rel::Scan { table, access: Access::Full }, cols, name))
@@ -267,6 +275,7 @@ impl<'a> Binder<'a> {
                         ty: if c.ty == DataType::Unknown { DataType::Text } else { c.ty.clone() },
                         table_oid: 0,
                         attnum: 0,
+                        merged_away: false,
                     })
                     .collect())
             };
@@ -321,6 +330,7 @@ impl<'a> Binder<'a> {
     }
 
     fn query_body(&mut self, q: &ast::Query) -> PgResult<Query> {
+        crate::unsupported_syntax::query(q)?;
         let order_by: &[ast::OrderByExpr] = match &q.order_by {
             Some(ast::OrderBy { kind: ast::OrderByKind::Expressions(e), .. }) => e,
             Some(_) => return Err(unsupported("ORDER BY ALL")),
@@ -330,6 +340,11 @@ impl<'a> Binder<'a> {
             Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
             Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
             None => (None, None),
+        };
+        // FETCH FIRST [n] ROWS ONLY is LIMIT n (n defaults to 1).
+        let limit = match &q.fetch {
+            Some(fetch) => Some(fetch.quantity.clone().unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)))),
+            None => limit,
         };
         let (mut root, mut columns) = match q.body.as_ref() {
             ast::SetExpr::Select(sel) => self.select(sel, order_by)?,
@@ -356,9 +371,6 @@ impl<'a> Binder<'a> {
             let offset = offset.map(|e| self.typed_expr(&e, &empty, &DataType::Int8)).transpose()?;
             root = Rel::Limit { input: Box::new(root), limit, offset };
         }
-        if !q.locks.is_empty() {
-            // FOR UPDATE/SHARE: rows are re-read at execution; locking clauses are accepted.
-        }
         for c in &mut columns {
             if c.ty == DataType::Unknown {
                 c.ty = DataType::Text;
@@ -375,10 +387,16 @@ impl<'a> Binder<'a> {
                 let bound = self.query_in(q, &enclosing)?;
                 Ok((bound.root, bound.columns))
             }
-            ast::SetExpr::Values(values) => self.values(values, None),
+            ast::SetExpr::Values(values) => {
+                crate::unsupported_syntax::values(values)?;
+                self.values(values)
+            }
             ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
                 if *op != ast::SetOperator::Union {
                     return Err(unsupported(format!("{op}")));
+                }
+                if !matches!(set_quantifier, ast::SetQuantifier::All | ast::SetQuantifier::Distinct | ast::SetQuantifier::None) {
+                    return Err(unsupported(format!("UNION {set_quantifier}")));
                 }
                 let (l, lcols) = self.set_expr(left)?;
                 let (r, rcols) = self.set_expr(right)?;
@@ -410,8 +428,8 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// VALUES lists. With `target_types`, each column is cast to the target (INSERT).
-    fn values(&mut self, values: &ast::Values, target_types: Option<&[DataType]>) -> PgResult<(Rel, Vec<OutputColumn>)> {
+    /// A VALUES list as a query: each column takes the first known type of its items.
+    fn values(&mut self, values: &ast::Values) -> PgResult<(Rel, Vec<OutputColumn>)> {
         let empty = Scope::default();
         let width = values.rows.first().map(|r| r.content.len()).unwrap_or(0);
         let mut rows = Vec::with_capacity(values.rows.len());
@@ -419,31 +437,14 @@ impl<'a> Binder<'a> {
             if row.content.len() != width {
                 return Err(syntax("VALUES lists must all be the same length"));
             }
-            let mut exprs = Vec::with_capacity(width);
-            for (i, e) in row.content.iter().enumerate() {
-                let bound = match target_types.and_then(|t| t.get(i)) {
-                    Some(ty) => match e {
-                        ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default") => {
-                            // DEFAULT in VALUES: marked as a Null constant of Unknown type, replaced by the caller.
-                            Expr::Const(Value::Null, DataType::Unknown)
-                        }
-                        _ => self.assign_expr(e, &empty, ty)?,
-                    },
-                    None => self.expr(e, &empty)?,
-                };
-                exprs.push(bound);
-            }
-            rows.push(exprs);
+            rows.push(row.content.iter().map(|e| self.expr(e, &empty)).collect::<PgResult<Vec<_>>>()?);
         }
-        // Column types: first non-unknown type per column.
         let mut cols = Vec::with_capacity(width);
         for i in 0..width {
             let ty = rows.iter().map(|r| r[i].ty()).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
-            if target_types.is_none() {
-                for r in rows.iter_mut() {
-                    let e = std::mem::replace(&mut r[i], Expr::Const(Value::Null, DataType::Unknown));
-                    r[i] = cast_to(e, &ty)?;
-                }
+            for r in rows.iter_mut() {
+                let e = std::mem::replace(&mut r[i], Expr::Const(Value::Null, DataType::Unknown));
+                r[i] = cast_to(e, &ty)?;
             }
             cols.push(output_column(&format!("column{}", i + 1), ty));
         }
@@ -455,6 +456,7 @@ impl<'a> Binder<'a> {
         for twj in from {
             let (mut rel, mut scope) = self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
             for join in &twj.joins {
+                crate::unsupported_syntax::join(join)?;
                 let (kind, constraint) = match &join.join_operator {
                     ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => (JoinKind::Inner, Some(c)),
                     ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => (JoinKind::Left, Some(c)),
@@ -464,19 +466,19 @@ impl<'a> Binder<'a> {
                 let lateral_scope = scope.clone();
                 let (right, rscope) = self.table_factor(&join.relation, Some(&lateral_scope))?;
                 let lateral = matches!(&join.relation, ast::TableFactor::Derived { lateral: true, .. });
+                let left_width = scope.columns.len();
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
+                let mut using_pairs = Vec::new();
                 let on = match constraint {
-                    Some(ast::JoinConstraint::On(e)) => Some(self.predicate(e, &joined)?),
+                    Some(ast::JoinConstraint::On(e)) => Some(self.clause_predicate("JOIN/ON", e, &joined)?),
                     Some(ast::JoinConstraint::Using(cols)) => {
                         let mut pred: Option<Expr> = None;
                         for c in cols {
                             let name = object_name_parts(c).pop().unwrap_or_default();
-                            let l = scope.columns.iter().rposition(|sc| sc.name == name);
-                            let r = joined.columns.iter().rposition(|sc| sc.name == name);
-                            let (Some(l), Some(r)) = (l, r) else {
-                                return Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in left table")));
-                            };
+                            let l = using_column(&joined.columns[..left_width], &name, "left")?;
+                            let r = left_width + using_column(&joined.columns[left_width..], &name, "right")?;
+                            using_pairs.push((l, r));
                             let eq = self.comparison(
                                 BinaryOp::Eq,
                                 Expr::Column { depth: 0, index: l, ty: joined.columns[l].ty.clone() },
@@ -494,6 +496,9 @@ impl<'a> Binder<'a> {
                 };
                 rel = Rel::Join { left: Box::new(rel), right: Box::new(right), kind, on, lateral };
                 scope = joined;
+                if !using_pairs.is_empty() {
+                    (rel, scope) = merge_using_columns(rel, scope, &using_pairs);
+                }
             }
             result = Some(match result {
                 None => (rel, scope),
@@ -509,6 +514,7 @@ impl<'a> Binder<'a> {
 
     /// One FROM item. `left` is the scope to its left, visible to LATERAL subqueries.
     fn table_factor(&mut self, tf: &ast::TableFactor, left: Option<&Scope>) -> PgResult<(Rel, Scope)> {
+        crate::unsupported_syntax::table_factor(tf)?;
         let apply_alias = |cols: &mut Vec<ScopeColumn>, alias: &Option<ast::TableAlias>, default: String| {
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or(default);
             for c in cols.iter_mut() {
@@ -522,20 +528,21 @@ impl<'a> Binder<'a> {
         };
         match tf {
             ast::TableFactor::Table { name, alias, args, .. } => {
-                let parts = object_name_parts(name);
+                let (name, alias) = without_only(name, alias);
+                let parts = object_name_parts(&name);
                 if let Some(args) = args {
-                    return self.table_function(&parts, &args.args, alias);
+                    return self.table_function(&parts, &args.args, &alias);
                 }
                 if let [single] = parts.as_slice() {
                     if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
                         let mut cols = cols.clone();
                         let rel = rel.clone();
-                        apply_alias(&mut cols, alias, single.clone());
+                        apply_alias(&mut cols, &alias, single.clone());
                         return Ok((rel, Scope { columns: cols }));
                     }
                 }
                 let (rel, mut cols, default) = self.relation(&parts)?;
-                apply_alias(&mut cols, alias, default);
+                apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }))
             }
             ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
@@ -545,7 +552,7 @@ impl<'a> Binder<'a> {
                 let mut cols: Vec<ScopeColumn> = q
                     .columns
                     .iter()
-                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0 })
+                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
                 Ok((q.root, Scope { columns: cols }))
@@ -614,6 +621,7 @@ impl<'a> Binder<'a> {
     }
 
     fn select(&mut self, sel: &ast::Select, order_by: &[ast::OrderByExpr]) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        crate::unsupported_syntax::select(sel)?;
         let (mut rel, scope) = self.from_clause(&sel.from)?;
         if let Some(w) = &sel.selection {
             if contains_aggregate(w) {
@@ -644,7 +652,7 @@ impl<'a> Binder<'a> {
                     if scope.columns.is_empty() {
                         return Err(syntax("SELECT * with no tables specified is not valid"));
                     }
-                    for (i, c) in scope.columns.iter().enumerate() {
+                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.merged_away) {
                         items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
                     }
                 }
@@ -653,14 +661,14 @@ impl<'a> Binder<'a> {
                         ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name_parts(n).pop().unwrap_or_default(),
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
-                    let mut found = false;
-                    for (i, c) in scope.columns.iter().enumerate() {
-                        if c.qualifier.as_deref() == Some(q.as_str()) {
-                            items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
-                            found = true;
-                        }
+                    let mut hits: Vec<(usize, &ScopeColumn)> =
+                        scope.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str())).collect();
+                    // A table's own column order, even where JOIN … USING moved a column.
+                    hits.sort_by_key(|(_, c)| c.attnum);
+                    for (i, c) in &hits {
+                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(*i)));
                     }
-                    if !found {
+                    if hits.is_empty() {
                         return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
                     }
                 }
@@ -671,6 +679,11 @@ impl<'a> Binder<'a> {
         let mut agg_ctx = if aggregating {
             let mut group_exprs = Vec::new();
             for g in &group_by {
+                // GROUP BY (x) is GROUP BY x.
+                let mut g = g;
+                while let ast::Expr::Nested(inner) = g {
+                    g = inner;
+                }
                 // GROUP BY 1 / GROUP BY alias refer to select-list items.
                 let resolved = match g {
                     ast::Expr::Value(v) => match &v.value {
@@ -691,7 +704,7 @@ impl<'a> Binder<'a> {
                 };
                 group_exprs.push(resolved);
             }
-            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone() })
+            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone(), input_order: None })
         } else {
             None
         };
@@ -758,6 +771,9 @@ impl<'a> Binder<'a> {
                 .iter()
                 .map(|g| self.expr(g, &ctx.input_scope))
                 .collect::<PgResult<Vec<_>>>()?;
+            if let Some(keys) = ctx.input_order {
+                rel = Rel::Sort { input: Box::new(rel), keys };
+            }
             rel = Rel::Aggregate { input: Box::new(rel), group_by: group_by_exprs, aggs: ctx.aggs };
             if let Some(h) = having {
                 rel = Rel::Filter { input: Box::new(rel), predicate: h };
@@ -809,7 +825,14 @@ impl<'a> Binder<'a> {
                 if let Some(j) = ctx.agg_asts.iter().position(|a| a == e) {
                     return Ok(Expr::Column { depth: 0, index: ctx.group_count + j, ty: ctx.aggs[j].ty.clone() });
                 }
-                let call = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                let (call, order) = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                match (&ctx.input_order, order) {
+                    (_, None) => {}
+                    (None, Some(keys)) => ctx.input_order = Some(keys),
+                    // Bound expressions compare by their debug form (no PartialEq on plans).
+                    (Some(have), Some(keys)) if format!("{have:?}") == format!("{keys:?}") => {}
+                    (Some(_), Some(_)) => return Err(unsupported("aggregates that order their input differently in one query")),
+                }
                 let ty = call.ty.clone();
                 ctx.aggs.push(call);
                 ctx.agg_asts.push(e.clone());
@@ -836,12 +859,21 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<AggCall> {
+    /// An aggregate call and the order it needs its input in, if any.
+    fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
+        crate::unsupported_syntax::aggregate_call(f)?;
         let (args, distinct) = match &f.args {
             ast::FunctionArguments::List(list) => {
                 (list.args.clone(), matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)))
             }
             _ => (Vec::new(), false),
+        };
+        let filter = match &f.filter {
+            Some(w) if contains_aggregate(w) => {
+                return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
+            }
+            Some(w) => Some(self.clause_predicate("FILTER", w, scope)?),
+            None => None,
         };
         let arg = match args.as_slice() {
             [] | [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if name == "count" => None,
@@ -874,19 +906,64 @@ impl<'a> Binder<'a> {
         let (func, ty) = resolve_aggregate(name, arg.as_ref().map(|a| a.ty()).as_ref()).ok_or_else(|| {
             PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", arg.as_ref().map(|a| a.ty().format_type()).unwrap_or_default()))
         })?;
-        Ok(AggCall { func, arg, distinct, ty })
+        // array_agg/string_agg list their values in input order: ORDER BY sorts the input;
+        // DISTINCT ones sort it by the value, as PostgreSQL's sort-based DISTINCT does.
+        let order_by: &[ast::OrderByExpr] = match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .clauses
+                .iter()
+                .find_map(|c| match c {
+                    ast::FunctionArgumentClause::OrderBy(keys) => Some(keys.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or(&[]),
+            _ => &[],
+        };
+        let ordered = matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg);
+        let order = if !ordered {
+            None
+        } else if !order_by.is_empty() {
+            let mut keys = Vec::with_capacity(order_by.len());
+            for o in order_by {
+                let in_args = args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) if *e == o.expr));
+                if distinct && !in_args {
+                    return Err(PgError::new(
+                        codes::INVALID_COLUMN_REFERENCE,
+                        "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                    ));
+                }
+                if contains_aggregate(&o.expr) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                let descending = o.options.sort == Some(ast::OrderBySort::Desc);
+                let expr = self.expr(&o.expr, scope)?;
+                let expr = if expr.ty() == DataType::Unknown { cast_to(expr, &DataType::Text)? } else { expr };
+                keys.push(SortKey { expr, descending, nulls_first: o.options.nulls_first.unwrap_or(descending) });
+            }
+            Some(keys)
+        } else if distinct {
+            arg.clone().map(|expr| vec![SortKey { expr, descending: false, nulls_first: false }])
+        } else {
+            None
+        };
+        Ok((AggCall { func, arg, distinct, filter, ty }, order))
     }
 
     // ---------------------------------------------------------------- expressions
 
     fn predicate(&mut self, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+        self.clause_predicate("WHERE", e, scope)
+    }
+
+    /// A boolean condition of `clause` (WHERE, FILTER…), named in the type error.
+    fn clause_predicate(&mut self, clause: &str, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
         let b = self.expr(e, scope)?;
         match b.ty() {
             DataType::Bool => Ok(b),
             DataType::Unknown => cast_to(b, &DataType::Bool),
             other => Err(PgError::new(
                 codes::DATATYPE_MISMATCH,
-                format!("argument of WHERE must be type boolean, not type {}", other.format_type()),
+                format!("argument of {clause} must be type boolean, not type {}", other.format_type()),
             )),
         }
     }
@@ -957,7 +1034,7 @@ impl<'a> Binder<'a> {
         };
         let find = |s: &Scope| -> PgResult<Option<usize>> {
             let mut hits = s.columns.iter().enumerate().filter(|(_, c)| {
-                c.name == name && qualifier.is_none_or(|q| c.qualifier.as_deref() == Some(q))
+                c.name == name && qualifier.map_or(!c.merged_away, |q| c.qualifier.as_deref() == Some(q))
             });
             match (hits.next(), hits.next()) {
                 (Some((i, _)), None) => Ok(Some(i)),
@@ -1017,11 +1094,20 @@ impl<'a> Binder<'a> {
     ) -> PgResult<Expr> {
         use ast::Expr as E;
         Ok(match e {
+            E::Identifier(_) if is_default_keyword(e) => return Err(syntax("DEFAULT is not allowed in this context")),
             E::Identifier(id) => self.column_ref(&[ident_name(id)], scope)?,
             E::CompoundIdentifier(ids) => self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?,
             E::Value(v) => self.literal(&v.value, None)?,
             E::Nested(inner) => child(self, inner)?,
-            E::Collate { expr, .. } => child(self, expr)?,
+            E::Collate { expr, collation } => {
+                // Text compares by code point, which is what these collations (and the
+                // database default, C.UTF-8) mean.
+                let name = object_name_parts(collation).pop().unwrap_or_default();
+                if !matches!(name.as_str(), "C" | "POSIX" | "default" | "ucs_basic") {
+                    return Err(unsupported(format!("collation \"{name}\"")));
+                }
+                child(self, expr)?
+            }
             E::CompoundFieldAccess { root, access_chain } => {
                 let mut e = child(self, root)?;
                 for access in access_chain {
@@ -1231,6 +1317,9 @@ impl<'a> Binder<'a> {
                 let l = cast_to(l, &lt)?;
                 Expr::AnyArray { op, left: Box::new(l), array: Box::new(arr), all }
             }
+            E::Cast { kind, format, .. } if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon) || format.is_some() => {
+                return Err(unsupported(format!("expression \"{e}\"")))
+            }
             E::Cast { expr, data_type, .. } => {
                 let to = self.data_type(data_type)?;
                 let inner = child(self, expr)?;
@@ -1285,14 +1374,23 @@ impl<'a> Binder<'a> {
                     Some(x) => child(self, x)?,
                     None => const_expr(Value::Int4(1), DataType::Int4),
                 });
+                // A text (or untyped) FROM makes it PostgreSQL's regular-expression form.
+                if matches!(args[1].ty(), DataType::Text | DataType::Unknown | DataType::Varchar { .. }) {
+                    return Err(unsupported("substring(… FROM pattern)"));
+                }
                 if let Some(x) = substring_for {
                     args.push(child(self, x)?);
                 }
                 self.call_scalar("substr", args)?
             }
-            E::Trim { expr, trim_where: None, trim_what: None, .. } => {
-                let a = child(self, expr)?;
-                self.call_scalar("btrim", vec![a])?
+            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+                // trim([BOTH|LEADING|TRAILING] [chars] FROM s) and trim(s, chars)
+                let mut args = vec![child(self, expr)?];
+                let chars: Vec<&ast::Expr> = trim_what.iter().map(|w| w.as_ref()).chain(trim_characters.iter().flatten()).collect();
+                for c in chars {
+                    args.push(child(self, c)?);
+                }
+                self.call_scalar(trim_function(trim_where.as_ref()), args)?
             }
             E::Interval(_) => return Err(unsupported("interval literals")),
             E::Tuple(_) => return Err(unsupported("row constructors")),
@@ -1383,6 +1481,10 @@ impl<'a> Binder<'a> {
         if is_aggregate_name(&name) {
             return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed here"));
         }
+        let aggregate_clause = crate::unsupported_syntax::scalar_call(f)?;
+        if name == "row" && parts.len() == 1 {
+            return Err(unsupported("row constructors"));
+        }
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
@@ -1410,18 +1512,23 @@ impl<'a> Binder<'a> {
                 .iter()
                 .map(|a| match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-                    _ => Err(syntax(format!("unexpected argument to function {name}"))),
+                    ast::FunctionArg::Unnamed(_) => Err(syntax(format!("unexpected argument to function {name}"))),
+                    _ => Err(unsupported("named function arguments")),
                 })
                 .collect::<PgResult<_>>()?,
         };
         let bound = args.iter().map(|a| child(self, a)).collect::<PgResult<Vec<_>>>()?;
-        match name.as_str() {
+        let call = match name.as_str() {
             "coalesce" => {
                 let ty = bound.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
                 let args = bound.into_iter().map(|a| cast_to(a, &ty)).collect::<PgResult<_>>()?;
-                Ok(Expr::Coalesce { args, ty })
+                Expr::Coalesce { args, ty }
             }
-            _ => self.call_scalar(&name, bound),
+            _ => self.call_scalar(&name, bound)?,
+        };
+        match aggregate_clause {
+            Some(clause) => Err(PgError::new(codes::WRONG_OBJECT_TYPE, format!("{clause} specified, but {name} is not an aggregate function"))),
+            None => Ok(call),
         }
     }
 
@@ -1518,6 +1625,7 @@ impl<'a> Binder<'a> {
                     ty: c.ty.to_type(),
                     table_oid: table.oid,
                     attnum: i as i16 + 1,
+                    merged_away: false,
                 })
                 .collect(),
         }
@@ -1536,89 +1644,126 @@ impl<'a> Binder<'a> {
     }
 
     fn insert(&mut self, ins: &ast::Insert) -> PgResult<Statement> {
+        crate::unsupported_syntax::insert(ins)?;
         let table_name = match &ins.table {
             ast::TableObject::TableName(n) => object_name_parts(n),
             _ => return Err(unsupported("INSERT into a table function")),
         };
         let table = self.table_by_name(&table_name)?;
-        let target_cols: Vec<usize> = if ins.columns.is_empty() {
-            (0..table.columns.len()).collect()
+        let listed = !ins.columns.is_empty();
+        let mut target_cols: Vec<usize> = Vec::with_capacity(table.columns.len());
+        if listed {
+            for c in &ins.columns {
+                let name = object_name_parts(c).pop().unwrap_or_default();
+                let i = table.column_index(&name).ok_or_else(|| {
+                    PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                })?;
+                if target_cols.contains(&i) {
+                    return Err(PgError::new(codes::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
+                }
+                target_cols.push(i);
+            }
         } else {
-            ins.columns
-                .iter()
-                .map(|c| {
-                    let name = object_name_parts(c).pop().unwrap_or_default();
-                    table.column_index(&name).ok_or_else(|| {
-                        PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
-                    })
-                })
-                .collect::<PgResult<_>>()?
+            target_cols.extend(0..table.columns.len());
+        }
+        // PostgreSQL: without a column list, a shorter source fills the leading columns
+        // and the rest take their defaults; with one, the lengths must match.
+        let fit_targets = |target_cols: &mut Vec<usize>, width: usize| -> PgResult<()> {
+            if width > target_cols.len() {
+                return Err(syntax("INSERT has more expressions than target columns"));
+            }
+            if width < target_cols.len() && listed {
+                return Err(syntax("INSERT has more target columns than expressions"));
+            }
+            target_cols.truncate(width);
+            Ok(())
         };
-        let target_types: Vec<DataType> = target_cols.iter().map(|&i| table.columns[i].ty.to_type()).collect();
-        let (source, source_types) = match ins.source.as_deref() {
-            None => (Rel::Values { rows: vec![vec![]] }, vec![]),
+        let source = match ins.source.as_deref() {
+            // INSERT … DEFAULT VALUES
+            None => {
+                target_cols.clear();
+                Rel::Values { rows: vec![vec![]] }
+            }
             Some(q) => match q.body.as_ref() {
-                ast::SetExpr::Values(values) if q.order_by.is_none() && q.limit_clause.is_none() => {
-                    if values.rows.first().is_some_and(|r| r.content.len() > target_cols.len()) {
-                        return Err(syntax("INSERT has more expressions than target columns"));
-                    }
-                    let (rel, _) = self.values(values, Some(&target_types))?;
-                    (rel, target_types.clone())
+                ast::SetExpr::Values(values) if q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none() && q.fetch.is_none() => {
+                    crate::unsupported_syntax::query(q)?;
+                    crate::unsupported_syntax::values(values)?;
+                    fit_targets(&mut target_cols, values.rows.first().map_or(0, |r| r.content.len()))?;
+                    self.insert_values(values, &table, &target_cols)?
                 }
                 _ => {
                     let bound = self.query(q)?;
-                    if bound.columns.len() > target_cols.len() {
-                        return Err(syntax("INSERT has more expressions than target columns"));
-                    }
-                    let mut exprs = Vec::new();
-                    for (i, c) in bound.columns.iter().enumerate() {
-                        exprs.push(assign_cast(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &target_types[i])?);
-                    }
-                    (Rel::Project { input: Box::new(bound.root), exprs }, target_types.clone())
+                    fit_targets(&mut target_cols, bound.columns.len())?;
+                    let exprs = bound
+                        .columns
+                        .iter()
+                        .zip(&target_cols)
+                        .enumerate()
+                        .map(|(i, (c, &col))| assign_cast(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &table.columns[col].ty.to_type()))
+                        .collect::<PgResult<Vec<_>>>()?;
+                    Rel::Project { input: Box::new(bound.root), exprs }
                 }
             },
         };
-        let mut targets = Vec::with_capacity(table.columns.len());
-        for col in 0..table.columns.len() {
-            match target_cols.iter().position(|&c| c == col) {
-                Some(pos) if pos < source_types.len() => targets.push(InsertTarget::Source(pos)),
-                _ => targets.push(InsertTarget::Default(self.default_expr(&table, col)?)),
-            }
-        }
-        // DEFAULT inside VALUES: replace the marker with the column default.
-        let source = match source {
-            Rel::Values { rows } => {
-                let mut new_rows = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let mut r = Vec::with_capacity(row.len());
-                    for (i, e) in row.into_iter().enumerate() {
-                        if matches!(e, Expr::Const(Value::Null, DataType::Unknown)) {
-                            let col = target_cols[i];
-                            r.push(self.default_expr(&table, col)?.unwrap_or(Expr::Const(Value::Null, target_types[i].clone())));
-                        } else {
-                            r.push(e);
-                        }
-                    }
-                    new_rows.push(r);
-                }
-                Rel::Values { rows: new_rows }
-            }
-            other => other,
-        };
+        let source_types = target_cols.iter().map(|&c| table.columns[c].ty.to_type()).collect();
+        let targets = self.insert_targets(&table, &target_cols)?;
         let on_conflict_do_nothing = match &ins.on {
             None => false,
-            Some(ast::OnInsert::OnConflict(oc)) if matches!(oc.action, ast::OnConflictAction::DoNothing) => true,
-            Some(_) => return Err(unsupported("ON CONFLICT … DO UPDATE")),
+            Some(ast::OnInsert::OnConflict(oc)) => {
+                if !matches!(oc.action, ast::OnConflictAction::DoNothing) {
+                    return Err(unsupported("ON CONFLICT … DO UPDATE"));
+                }
+                check_conflict_target(&table, oc.conflict_target.as_ref())?;
+                true
+            }
+            Some(_) => return Err(unsupported("ON DUPLICATE KEY UPDATE")),
         };
-        let scope = Self::table_scope(&table, None);
+        let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
+        let scope = Self::table_scope(&table, alias);
         let returning = self.returning(&ins.returning, &table, &scope)?;
         Ok(Statement::Insert(Insert { table, targets, source, source_types, on_conflict_do_nothing, returning }))
     }
 
+    /// For each table column: its position among the source columns `sources` (table
+    /// column indexes), else its default.
+    fn insert_targets(&mut self, table: &TableDef, sources: &[usize]) -> PgResult<Vec<InsertTarget>> {
+        (0..table.columns.len())
+            .map(|col| match sources.iter().position(|&c| c == col) {
+                Some(pos) => Ok(InsertTarget::Source(pos)),
+                None => Ok(InsertTarget::Default(self.default_expr(table, col)?)),
+            })
+            .collect()
+    }
+
+    /// The VALUES rows of an INSERT, each item assigned to its target column; the
+    /// `DEFAULT` keyword becomes the column's default (NULL when it has none).
+    fn insert_values(&mut self, values: &ast::Values, table: &TableDef, target_cols: &[usize]) -> PgResult<Rel> {
+        let empty = Scope::default();
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for row in &values.rows {
+            if row.content.len() != target_cols.len() {
+                return Err(syntax("VALUES lists must all be the same length"));
+            }
+            let mut exprs = Vec::with_capacity(target_cols.len());
+            for (e, &col) in row.content.iter().zip(target_cols) {
+                let ty = table.columns[col].ty.to_type();
+                exprs.push(if is_default_keyword(e) {
+                    self.default_expr(table, col)?.unwrap_or(Expr::Const(Value::Null, ty))
+                } else {
+                    self.assign_expr(e, &empty, &ty)?
+                });
+            }
+            rows.push(exprs);
+        }
+        Ok(Rel::Values { rows })
+    }
+
     fn dml_target(&self, relation: &ast::TableFactor) -> PgResult<(Arc<TableDef>, Scope)> {
+        crate::unsupported_syntax::dml_target(relation)?;
         match relation {
             ast::TableFactor::Table { name, alias, .. } => {
-                let table = self.table_by_name(&object_name_parts(name))?;
+                let (name, alias) = without_only(name, alias);
+                let table = self.table_by_name(&object_name_parts(&name))?;
                 let scope = Self::table_scope(&table, alias.as_ref().map(|a| ident_name(&a.name)));
                 Ok((table, scope))
             }
@@ -1627,9 +1772,7 @@ impl<'a> Binder<'a> {
     }
 
     fn update(&mut self, upd: &ast::Update) -> PgResult<Statement> {
-        if !upd.table.joins.is_empty() || upd.from.is_some() {
-            return Err(unsupported("UPDATE … FROM"));
-        }
+        crate::unsupported_syntax::update(upd)?;
         let (table, scope) = self.dml_target(&upd.table.relation)?;
         let mut assignments = Vec::new();
         for a in &upd.assignments {
@@ -1642,11 +1785,12 @@ impl<'a> Binder<'a> {
             })?;
             let ty = table.columns[idx].ty.to_type();
             let value = match &a.value {
-                ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default") => {
-                    self.default_expr(&table, idx)?.unwrap_or(Expr::Const(Value::Null, ty.clone()))
-                }
+                v if is_default_keyword(v) => self.default_expr(&table, idx)?.unwrap_or(Expr::Const(Value::Null, ty.clone())),
                 v => self.assign_expr(v, &scope, &ty)?,
             };
+            if assignments.iter().any(|(i, _)| *i == idx) {
+                return Err(syntax(format!("multiple assignments to same column \"{name}\"")));
+            }
             assignments.push((idx, value));
         }
         let filter = upd.selection.as_ref().map(|w| self.predicate(w, &scope)).transpose()?;
@@ -1659,9 +1803,7 @@ impl<'a> Binder<'a> {
         let from = match &del.from {
             ast::FromTable::WithFromKeyword(t) | ast::FromTable::WithoutKeyword(t) => t,
         };
-        if from.len() != 1 || !from[0].joins.is_empty() || del.using.is_some() {
-            return Err(unsupported("DELETE … USING"));
-        }
+        crate::unsupported_syntax::delete(del)?;
         let (table, scope) = self.dml_target(&from[0].relation)?;
         let filter = del.selection.as_ref().map(|w| self.predicate(w, &scope)).transpose()?;
         let access = primary_key_access(&table, filter.as_ref());
@@ -1672,19 +1814,12 @@ impl<'a> Binder<'a> {
     // ---------------------------------------------------------------- DDL
 
     fn create_table(&mut self, ct: &ast::CreateTable) -> PgResult<Statement> {
-        if ct.query.is_some() {
-            return Err(unsupported("CREATE TABLE AS"));
-        }
-        if ct.partition_by.is_some() {
-            return Err(unsupported("partitioned tables (PARTITION BY)"));
-        }
-        if ct.temporary {
-            return Err(unsupported("temporary tables"));
-        }
+        crate::unsupported_syntax::create_table(ct)?;
         let name = object_name_parts(&ct.name).pop().unwrap_or_default();
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
         for (i, col) in ct.columns.iter().enumerate() {
+            crate::unsupported_syntax::column_def(col)?;
             let ty = self.data_type(&col.data_type)?;
             let mut def = ColumnDef { name: ident_name(&col.name), ty: DataTypeDef::from_type(&ty), not_null: false, default: None };
             if columns.iter().any(|c: &ColumnDef| c.name == def.name) {
@@ -1695,6 +1830,9 @@ impl<'a> Binder<'a> {
                     ast::ColumnOption::NotNull => def.not_null = true,
                     ast::ColumnOption::Null => def.not_null = false,
                     ast::ColumnOption::Default(e) => {
+                        if has_subquery(e) {
+                            return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "cannot use subquery in DEFAULT expression"));
+                        }
                         // Validate now: the default must bind and be assignable.
                         self.assign_expr(e, &Scope::default(), &ty)?;
                         def.default = Some(e.to_string());
@@ -1706,10 +1844,8 @@ impl<'a> Binder<'a> {
                         primary_key = Some(vec![i]);
                         def.not_null = true;
                     }
-                    ast::ColumnOption::Unique(_) => return Err(unsupported("UNIQUE constraints")),
-                    ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
-                    ast::ColumnOption::Check(_) => return Err(unsupported("CHECK constraints")),
-                    other => return Err(unsupported(format!("column option {other}"))),
+                    // Refused by unsupported_syntax::column_def.
+                    _ => {}
                 }
             }
             columns.push(def);
@@ -1717,6 +1853,7 @@ impl<'a> Binder<'a> {
         for c in &ct.constraints {
             match c {
                 ast::TableConstraint::PrimaryKey(pk) => {
+                    crate::unsupported_syntax::primary_key(pk)?;
                     if primary_key.is_some() {
                         return Err(PgError::new(codes::INVALID_TABLE_DEFINITION, format!("multiple primary keys for table \"{name}\" are not allowed")));
                     }
@@ -1748,8 +1885,9 @@ impl<'a> Binder<'a> {
     fn alter_table(&mut self, at: &ast::AlterTable) -> PgResult<Statement> {
         let table = self.table_by_name(&object_name_parts(&at.name))?;
         match at.operations.as_slice() {
-            [ast::AlterTableOperation::AddConstraint { constraint, .. }] => match constraint {
+            [ast::AlterTableOperation::AddConstraint { constraint, not_valid: false }] => match constraint {
                 ast::TableConstraint::PrimaryKey(pk) => {
+                    crate::unsupported_syntax::primary_key(pk)?;
                     let columns = pk
                         .columns
                         .iter()
@@ -1772,19 +1910,21 @@ impl<'a> Binder<'a> {
 
     fn copy(&mut self, table: &str, columns: &[String], options: &[(String, Option<String>)]) -> PgResult<Statement> {
         let table = self.table_by_name(&parse_object_name(table))?;
-        let columns = if columns.is_empty() {
-            (0..table.columns.len()).collect()
-        } else {
-            columns
-                .iter()
-                .map(|n| {
-                    table.column_index(n).ok_or_else(|| {
-                        PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{n}\" of relation \"{}\" does not exist", table.name))
-                    })
-                })
-                .collect::<PgResult<_>>()?
-        };
-        let mut copy = CopyFrom { table, columns, delimiter: b'\t', null_string: "\\N".into(), csv: false, header: false };
+        let mut fields: Vec<usize> = Vec::with_capacity(table.columns.len());
+        if columns.is_empty() {
+            fields.extend(0..table.columns.len());
+        }
+        for n in columns {
+            let i = table.column_index(n).ok_or_else(|| {
+                PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{n}\" of relation \"{}\" does not exist", table.name))
+            })?;
+            if fields.contains(&i) {
+                return Err(PgError::new(codes::DUPLICATE_COLUMN, format!("column \"{n}\" specified more than once")));
+            }
+            fields.push(i);
+        }
+        let targets = self.insert_targets(&table, &fields)?;
+        let mut copy = CopyFrom { table, fields: fields.len(), targets, delimiter: b'\t', null_string: "\\N".into(), csv: false, header: false };
         let mut delimiter = None;
         let mut null_string = None;
         for (name, value) in options {
@@ -1823,6 +1963,101 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// The position of the USING column `name` among one side's columns (42703 if absent,
+/// 42702 if that side has it twice, as PostgreSQL).
+fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgResult<usize> {
+    let mut hits = side.iter().enumerate().filter(|(_, c)| c.name == name && !c.merged_away);
+    match (hits.next(), hits.next()) {
+        (Some((i, _)), None) => Ok(i),
+        (Some(_), Some(_)) => Err(PgError::new(
+            codes::AMBIGUOUS_COLUMN,
+            format!("common column name \"{name}\" appears more than once in {which} table"),
+        )),
+        (None, _) => Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in {which} table"))),
+    }
+}
+
+/// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
+/// copies) first, then the rest of the left side, then the right side with its copies of
+/// the USING columns merged away.
+fn merge_using_columns(rel: Rel, scope: Scope, pairs: &[(usize, usize)]) -> (Rel, Scope) {
+    let lefts: Vec<usize> = pairs.iter().map(|&(l, _)| l).collect();
+    let mut rights: Vec<usize> = pairs.iter().map(|&(_, r)| r).collect();
+    rights.sort_unstable();
+    let mut order: Vec<usize> = lefts.clone();
+    order.extend((0..scope.columns.len()).filter(|i| !lefts.contains(i) && !rights.contains(i)));
+    // The right copies go among the right side's columns, keeping `b.*` in b's order.
+    for &r in &rights {
+        let at = order.iter().position(|&i| i > r && !lefts.contains(&i)).unwrap_or(order.len());
+        order.insert(at, r);
+    }
+    let exprs = order.iter().map(|&i| Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() }).collect();
+    let columns = order
+        .iter()
+        .map(|&i| ScopeColumn { merged_away: scope.columns[i].merged_away || rights.contains(&i), ..scope.columns[i].clone() })
+        .collect();
+    (Rel::Project { input: Box::new(rel), exprs }, Scope { columns })
+}
+
+/// The function behind `trim([BOTH | LEADING | TRAILING] …)`.
+fn trim_function(side: Option<&ast::TrimWhereField>) -> &'static str {
+    match side {
+        Some(ast::TrimWhereField::Leading) => "ltrim",
+        Some(ast::TrimWhereField::Trailing) => "rtrim",
+        Some(ast::TrimWhereField::Both) | None => "btrim",
+    }
+}
+
+/// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
+/// inheritance children, which Meridian tables never have, so it names `t` itself.
+fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> (ast::ObjectName, Option<ast::TableAlias>) {
+    match (name.0.as_slice(), alias) {
+        ([ast::ObjectNamePart::Identifier(only)], Some(a))
+            if only.quote_style.is_none() && only.value.eq_ignore_ascii_case("only") && !a.explicit && a.columns.is_empty() =>
+        {
+            (ast::ObjectName(vec![ast::ObjectNamePart::Identifier(a.name.clone())]), None)
+        }
+        _ => (name.clone(), alias.clone()),
+    }
+}
+
+/// The `DEFAULT` keyword where a value is expected (sqlparser reads it as an identifier).
+fn is_default_keyword(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
+}
+
+/// `ON CONFLICT (cols)` / `ON CONFLICT ON CONSTRAINT name` must name the primary key,
+/// the only unique constraint a Meridian table has; PostgreSQL's errors otherwise.
+fn check_conflict_target(table: &TableDef, target: Option<&ast::ConflictTarget>) -> PgResult<()> {
+    let pk = table.primary_key.as_deref().unwrap_or(&[]);
+    match target {
+        None => Ok(()),
+        Some(ast::ConflictTarget::Columns(cols)) => {
+            let mut named = Vec::with_capacity(cols.len());
+            for c in cols {
+                let name = ident_name(c);
+                let i = table
+                    .column_index(&name)
+                    .ok_or_else(|| PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))?;
+                named.push(i);
+            }
+            if !pk.is_empty() && pk.iter().all(|c| named.contains(c)) && named.iter().all(|c| pk.contains(c)) {
+                Ok(())
+            } else {
+                Err(PgError::new(codes::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"))
+            }
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let name = object_name_parts(name).pop().unwrap_or_default();
+            if !pk.is_empty() && table.pk_name.as_deref() == Some(name.as_str()) {
+                Ok(())
+            } else {
+                Err(PgError::new(codes::UNDEFINED_OBJECT, format!("constraint \"{name}\" for table \"{}\" does not exist", table.name)))
+            }
+        }
+    }
+}
+
 /// The one column of a table function in FROM: named by the alias's column list, else
 /// the alias, else the function (as PostgreSQL does).
 fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType) -> Scope {
@@ -1831,20 +2066,32 @@ fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType)
         .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
         .unwrap_or_else(|| function.to_string());
     let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
-    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0 }] }
+    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false }] }
 }
 
+/// The storage parameters of `WITH (…)`: fillfactor is kept; the others (autovacuum
+/// and TOAST tuning) only steer PostgreSQL's maintenance and change no result.
 fn table_fillfactor(ct: &ast::CreateTable) -> PgResult<Option<u32>> {
-    let text = ct.to_string().to_ascii_lowercase();
-    if let Some(p) = text.find("fillfactor") {
-        let digits: String = text[p + 10..].chars().skip_while(|c| !c.is_ascii_digit()).take_while(|c| c.is_ascii_digit()).collect();
-        let ff: u32 = digits.parse().map_err(|_| syntax("invalid fillfactor"))?;
-        if !(10..=100).contains(&ff) {
-            return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("value {ff} out of bounds for option \"fillfactor\"")).with_detail("Valid values are between \"10\" and \"100\"."));
+    let ast::CreateTableOptions::With(options) = &ct.table_options else { return Ok(None) };
+    let mut fillfactor = None;
+    for option in options {
+        let ast::SqlOption::KeyValue { key, value } = option else {
+            return Err(syntax(format!("syntax error at or near \"{option}\"")));
+        };
+        let name = ident_name(key);
+        if name == "fillfactor" {
+            let ff = value.to_string().parse::<u32>().map_err(|_| {
+                PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for integer option \"fillfactor\": {value}"))
+            })?;
+            if !(10..=100).contains(&ff) {
+                return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("value {ff} out of bounds for option \"fillfactor\"")).with_detail("Valid values are between \"10\" and \"100\"."));
+            }
+            fillfactor = Some(ff);
+        } else if !(name.starts_with("autovacuum_") || name.starts_with("toast.") || matches!(name.as_str(), "toast_tuple_target" | "parallel_workers" | "vacuum_index_cleanup" | "vacuum_truncate" | "user_catalog_table")) {
+            return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("unrecognized parameter \"{name}\"")));
         }
-        return Ok(Some(ff));
     }
-    Ok(None)
+    Ok(fillfactor)
 }
 
 fn comparison_op(op: &ast::BinaryOperator) -> PgResult<BinaryOp> {
@@ -2034,6 +2281,18 @@ fn row_independent(e: &Expr) -> bool {
     }
 }
 
+/// Whether an expression holds a subquery anywhere.
+fn has_subquery(e: &ast::Expr) -> bool {
+    struct Finder;
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            std::ops::ControlFlow::Break(())
+        }
+    }
+    sqlparser::ast::Visit::visit(e, &mut Finder).is_break()
+}
+
 fn is_aggregate_name(name: &str) -> bool {
     resolve_aggregate(name, None).is_some() || matches!(name, "sum" | "avg" | "min" | "max")
 }
@@ -2122,7 +2381,7 @@ fn default_column_name(e: &ast::Expr) -> String {
             _ => "?column?".into(),
         },
         ast::Expr::Substring { .. } => "substring".into(),
-        ast::Expr::Trim { .. } => "btrim".into(),
+        ast::Expr::Trim { trim_where, .. } => trim_function(trim_where.as_ref()).into(),
         _ => "?column?".into(),
     }
 }

@@ -76,7 +76,11 @@ pub enum ScalarFunc {
     Div,
     /// log(x) (base 10) and log(b, x).
     Log,
+    /// btrim / ltrim / rtrim: strip the characters of the second argument (default a
+    /// space) from both ends, the start or the end.
     Trim,
+    LTrim,
+    RTrim,
     ArrayToString,
     ArrayPosition,
     /// `array[i]`, 1-based (built by the binder for subscripts, which shifts int2vector/oidvector's 0-based ones).
@@ -240,7 +244,7 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             (f, same(t.clone()), t)
         }
         ("round", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Round, vec![t.clone()], t)
         }
         ("round", 2) => (F::Round, vec![NUMERIC, Int4], NUMERIC),
@@ -255,14 +259,16 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         }
         ("div", 2) => (F::Div, vec![NUMERIC, NUMERIC], NUMERIC),
         ("floor", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Floor, vec![t.clone()], t)
         }
         ("ceil" | "ceiling", 1) => {
-            let t = numeric_like(&first);
+            let t = float8_or_numeric(&first);
             (F::Ceil, vec![t.clone()], t)
         }
-        ("btrim" | "trim", 1) => (F::Trim, text_args(), Text),
+        ("btrim" | "trim", 1 | 2) => (F::Trim, text_args(), Text),
+        ("ltrim", 1 | 2) => (F::LTrim, text_args(), Text),
+        ("rtrim", 1 | 2) => (F::RTrim, text_args(), Text),
         ("array_to_string", 2) => (F::ArrayToString, vec![first.clone(), Text], Text),
         ("array_position", 2) => {
             let elem = first.element().cloned().unwrap_or(Text);
@@ -402,7 +408,17 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             (Value::Numeric(a), Value::Numeric(b)) => Value::Numeric(numeric::div_trunc(a, b)?),
             _ => return Err(PgError::internal("div() takes numerics")),
         },
-        F::Trim => Value::Text(text(&args[0]).trim_matches(' ').to_string()),
+        F::Trim | F::LTrim | F::RTrim => {
+            let chars: Vec<char> = args.get(1).map_or(vec![' '], |c| text(c).chars().collect());
+            let s = text(&args[0]);
+            let strip = |c: char| chars.contains(&c);
+            Value::Text(match func {
+                F::LTrim => s.trim_start_matches(strip),
+                F::RTrim => s.trim_end_matches(strip),
+                _ => s.trim_matches(strip),
+            }
+            .to_string())
+        }
         F::ArrayToString => match &args[0] {
             Value::Array(items) => {
                 let sep = text(&args[1]);
@@ -502,6 +518,7 @@ fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
         _ => v.round_ties_even(),
     };
     Ok(match &args[0] {
+        // round(float8) is C's rint(): halves go to the even neighbour.
         Value::Float8(v) => Value::Float8(float(*v)),
         Value::Float4(v) => Value::Float4(float(*v as f64) as f32),
         Value::Numeric(d) => Value::Numeric(match func {

@@ -11,6 +11,7 @@ pub mod parse;
 pub mod plan;
 pub mod subquery;
 pub mod system_tables;
+mod unsupported_syntax;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};
 pub use plan::*;

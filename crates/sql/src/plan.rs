@@ -210,6 +210,8 @@ pub struct AggCall {
     /// None for count(*).
     pub arg: Option<Expr>,
     pub distinct: bool,
+    /// `FILTER (WHERE …)`: only rows for which it is true reach the aggregate.
+    pub filter: Option<Expr>,
     pub ty: DataType,
 }
 
@@ -290,8 +292,10 @@ pub struct CreateTable {
 #[derive(Debug, Clone)]
 pub struct CopyFrom {
     pub table: Arc<TableDef>,
-    /// Table column index for each input field.
-    pub columns: Vec<usize>,
+    /// Number of fields in each input line.
+    pub fields: usize,
+    /// For each table column: the input field it comes from, or its default.
+    pub targets: Vec<InsertTarget>,
     pub delimiter: u8,
     pub null_string: String,
     pub csv: bool,

@@ -4,7 +4,6 @@ use super::memory::{Held, MemoryAccount};
 use spill::row_size;
 use super::{group_key, Row};
 use pgerror::PgResult;
-use sql::eval::EvalCtx;
 use sql::functions::AggFunc;
 use sql::plan::{AggCall, Expr};
 use std::collections::{HashMap, HashSet};
@@ -35,8 +34,8 @@ pub(super) struct Aggregator<'p, 'm> {
 /// One input row's contribution: its group key values and each aggregate's argument
 /// (None where the aggregate takes nothing from this row).
 pub(super) struct AggInput {
-    keys: Vec<Value>,
-    args: Vec<Option<Value>>,
+    pub(super) keys: Vec<Value>,
+    pub(super) args: Vec<Option<Value>>,
 }
 
 impl<'p, 'm> Aggregator<'p, 'm> {
@@ -53,27 +52,12 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         Aggregator { group_by, aggs, init, groups: Vec::new(), index: HashMap::new(), held: Held::new(account) }
     }
 
-    /// Whether `input` needs the executor's evaluation (subqueries) rather than `input`.
-    pub(super) fn has_subquery(&self) -> bool {
-        self.group_by.iter().chain(self.aggs.iter().filter_map(|a| a.arg.as_ref())).any(Expr::has_subquery)
+    pub(super) fn group_by(&self) -> &'p [Expr] {
+        self.group_by
     }
 
-    /// The expressions `input` evaluates, in order: group keys, then aggregate arguments.
-    pub(super) fn exprs(&self) -> impl Iterator<Item = Option<&'p Expr>> {
-        self.group_by.iter().map(Some).chain(self.aggs.iter().map(|a| a.arg.as_ref()))
-    }
-
-    /// Split the values of `exprs` (evaluated against one row) into an `AggInput`.
-    pub(super) fn split(&self, mut values: Vec<Option<Value>>) -> AggInput {
-        // count(*) has no argument and counts every row.
-        let args = values.split_off(self.group_by.len()).into_iter().map(|v| Some(v.unwrap_or(Value::Bool(true)))).collect();
-        AggInput { keys: values.into_iter().map(|v| v.unwrap_or(Value::Null)).collect(), args }
-    }
-
-    /// Evaluate one row's contribution (no subqueries: see `has_subquery`).
-    pub(super) fn input(&self, ctx: &EvalCtx, r: &[Value]) -> PgResult<AggInput> {
-        let values = self.exprs().map(|e| e.map(|e| ctx.eval(e, r)).transpose()).collect::<PgResult<Vec<_>>>()?;
-        Ok(self.split(values))
+    pub(super) fn aggs(&self) -> &'p [AggCall] {
+        self.aggs
     }
 
     /// Bytes the groups hold.

@@ -819,22 +819,10 @@ impl<'e> AggregateNode<'e> {
     async fn consume(&mut self, mut input: BoxNode<'e>) -> PgResult<()> {
         let ex = self.ex;
         let mut agg = Aggregator::new(self.group_by, self.aggs, &ex.state.memory);
-        let evaluate_each = agg.has_subquery();
         let mut spilled: Option<KeyedPartitions> = None;
         while let Some(batch) = input.next().await? {
             for r in &batch {
-                let contribution = if evaluate_each {
-                    let mut values = Vec::new();
-                    for e in agg.exprs() {
-                        values.push(match e {
-                            Some(e) => Some(ex.eval(&self.outer, e, r).await?),
-                            None => None,
-                        });
-                    }
-                    agg.split(values)
-                } else {
-                    agg.input(&ex.ctx(&self.outer), r)?
-                };
+                let contribution = aggregate_input(ex, &self.outer, &agg, r).await?;
                 if spilled.is_none() && !self.group_by.is_empty() && agg.held() > ex.state.work_mem {
                     spilled = Some(KeyedPartitions::new(&ex.state.spill, ex.state.work_mem));
                 }
@@ -859,6 +847,30 @@ impl<'e> AggregateNode<'e> {
         Ok(())
     }
 
+}
+
+/// What row `r` contributes: its group key values, and for each aggregate its argument
+/// (TRUE for count(*)), or None where its FILTER is not true (the argument then is not
+/// evaluated, as in PostgreSQL: `sum(1 / x) FILTER (WHERE x <> 0)`).
+async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value]) -> PgResult<AggInput> {
+    let mut keys = Vec::with_capacity(agg.group_by().len());
+    for g in agg.group_by() {
+        keys.push(ex.eval(outer, g, r).await?);
+    }
+    let mut args = Vec::with_capacity(agg.aggs().len());
+    for a in agg.aggs() {
+        if let Some(filter) = &a.filter {
+            if !ex.matches(outer, Some(filter), r).await? {
+                args.push(None);
+                continue;
+            }
+        }
+        args.push(Some(match &a.arg {
+            Some(e) => ex.eval(outer, e, r).await?,
+            None => Value::Bool(true),
+        }));
+    }
+    Ok(AggInput { keys, args })
 }
 
 /// The groups of one partition of spilled aggregate contributions.
