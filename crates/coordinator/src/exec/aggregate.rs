@@ -71,6 +71,10 @@ impl<'p, 'm> Aggregator<'p, 'm> {
     }
 
     pub(super) fn push(&mut self, input: AggInput) -> PgResult<()> {
+        // Without GROUP BY there is one group: no key to encode and look up per row.
+        if self.group_by.is_empty() && !self.groups.is_empty() {
+            return self.accumulate_into(0, input.args);
+        }
         let gk = group_key(&input.keys);
         let slot = match self.index.get(&gk) {
             Some(&i) => i,
@@ -81,8 +85,12 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                 self.groups.len() - 1
             }
         };
+        self.accumulate_into(slot, input.args)
+    }
+
+    fn accumulate_into(&mut self, slot: usize, args: Vec<Option<Value>>) -> PgResult<()> {
         let (_, states, seen) = &mut self.groups[slot];
-        for (i, (a, v)) in self.aggs.iter().zip(input.args).enumerate() {
+        for (i, (a, v)) in self.aggs.iter().zip(args).enumerate() {
             let Some(v) = v else { continue };
             if v.is_null() && a.func != AggFunc::ArrayAgg {
                 continue;
