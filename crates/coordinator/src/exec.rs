@@ -104,14 +104,46 @@ pub struct Executor<'a> {
 }
 
 /// A running query's rows (`Executor::rows`).
-pub struct QueryRows<'e> {
-    node: nodes::BoxNode<'e>,
+pub struct QueryRows<'e>(Source<'e>);
+
+enum Source<'e> {
+    Tree(nodes::BoxNode<'e>),
+    /// Filters and projections over one row read by its primary key (the OLTP point
+    /// query): run without an operator tree, whose boxed nodes and futures would be most
+    /// of its cost. None once read.
+    Point(Option<(&'e Executor<'e>, &'e Rel)>),
 }
 
 impl QueryRows<'_> {
     /// The next batch (never empty), or None after the last.
     pub async fn next_batch(&mut self) -> PgResult<Option<Vec<Row>>> {
-        self.node.next().await
+        match &mut self.0 {
+            Source::Tree(node) => node.next().await,
+            Source::Point(query) => match query.take() {
+                Some((ex, rel)) => Ok(ex.point_row(rel).await?.map(|r| vec![r])),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+/// The filters and projections at the top of `rel` down to a primary-key scan, innermost
+/// first, and that scan; None if `rel` is not that shape.
+fn point_query(rel: &Rel) -> Option<(Vec<&Rel>, &TableDef, &Access)> {
+    let mut steps = Vec::new();
+    let mut at = rel;
+    loop {
+        match at {
+            Rel::Filter { input, .. } | Rel::Project { input, .. } => {
+                steps.push(at);
+                at = input;
+            }
+            Rel::Scan { table, access: access @ Access::PrimaryKey(_) } => {
+                steps.reverse();
+                return Some((steps, table, access));
+            }
+            _ => return None,
+        }
     }
 }
 
@@ -130,15 +162,49 @@ impl<'a> Executor<'a> {
 
     /// The rows of a query, a batch at a time as they are produced.
     pub fn rows<'e>(&'e self, q: &'e Query) -> QueryRows<'e> {
-        QueryRows { node: nodes::open(self, &q.root, Arc::default()) }
+        match point_query(&q.root) {
+            Some(_) => QueryRows(Source::Point(Some((self, &q.root)))),
+            None => QueryRows(Source::Tree(nodes::open(self, &q.root, Arc::default()))),
+        }
+    }
+
+    /// The row of a point query (`point_query`), if any.
+    async fn point_row(&self, rel: &Rel) -> PgResult<Option<Row>> {
+        let Some((steps, table, access)) = point_query(rel) else { return Err(PgError::internal("not a point query")) };
+        let Some(mut scan) = nodes::KeyedScan::open(self, table, access, &[]).await? else { return Ok(None) };
+        let Some(found) = scan.next_row() else { return Ok(None) };
+        let mut row = decode(&found?.1, table)?;
+        for step in steps {
+            match step {
+                Rel::Filter { predicate, .. } => {
+                    if !self.matches(&[], Some(predicate), &row).await? {
+                        return Ok(None);
+                    }
+                }
+                Rel::Project { exprs, .. } => row = nodes::eval_row(self, &[], exprs, &row).await?,
+                _ => unreachable!("point_query returns filters and projections"),
+            }
+        }
+        Ok(Some(row))
     }
 
     /// The rows of `rel` (at most `limit`), charged to the statement while collected.
     pub fn collect<'f>(&'f self, rel: &'f Rel, outer: Outer, limit: Option<usize>) -> futures::future::BoxFuture<'f, PgResult<Vec<Row>>> {
         Box::pin(async move {
+            let mut held = memory::Held::new(&self.state.memory);
+            if let Rel::Values { rows } = rel {
+                // INSERT … VALUES: no operator tree for a few rows.
+                let mut out = Vec::with_capacity(rows.len().min(limit.unwrap_or(usize::MAX)));
+                for exprs in rows.iter().take(limit.unwrap_or(usize::MAX)) {
+                    let row = nodes::eval_row(self, &outer, exprs, &[]).await?;
+                    held.charge(row_size(&row))?;
+                    out.push(row);
+                    self.pace(1).await;
+                }
+                return Ok(out);
+            }
             let mut node = nodes::open(self, rel, outer);
             let mut out = Vec::new();
-            let mut held = memory::Held::new(&self.state.memory);
             while let Some(batch) = node.next().await? {
                 for r in batch {
                     held.charge(row_size(&r))?;

@@ -223,11 +223,7 @@ impl Node for ValuesNode<'_> {
         Box::pin(async move {
             let mut batch = Vec::new();
             for exprs in self.rows.by_ref().take(BATCH) {
-                let mut row = Vec::with_capacity(exprs.len());
-                for e in exprs {
-                    row.push(self.ex.eval(&self.outer, e, &[]).await?);
-                }
-                batch.push(row);
+                batch.push(eval_row(self.ex, &self.outer, exprs, &[]).await?);
             }
             self.ex.pace(batch.len()).await;
             Ok((!batch.is_empty()).then_some(batch))
@@ -318,15 +314,20 @@ impl Node for ProjectNode<'_> {
             let Some(batch) = self.input.next().await? else { return Ok(None) };
             let mut out = Vec::with_capacity(batch.len());
             for r in batch {
-                let mut row = Vec::with_capacity(self.exprs.len());
-                for e in self.exprs {
-                    row.push(self.ex.eval(&self.outer, e, &r).await?);
-                }
-                out.push(row);
+                out.push(eval_row(self.ex, &self.outer, self.exprs, &r).await?);
             }
             Ok(Some(out))
         })
     }
+}
+
+/// `exprs` evaluated against `row` (a projection, a VALUES row).
+pub(super) async fn eval_row(ex: &Executor<'_>, outer: &[Row], exprs: &[Expr], row: &[Value]) -> PgResult<Row> {
+    let mut out = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        out.push(ex.eval(outer, e, row).await?);
+    }
+    Ok(out)
 }
 
 /// The inputs' rows, one input after the other (UNION ALL).
