@@ -159,21 +159,14 @@ def test_idle_in_transaction_session_timeout(meridian):
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
-@pytest.mark.parametrize("value", ["0", "100", "2s", "1min", "90s", "3600000", "1.5s"])
-def test_timeout_settings_read_back_as_postgres(target, postgres, value):
+@pytest.mark.parametrize("setting, value", [
+    *(("statement_timeout", v) for v in ["0", "100", "2s", "1min", "90s", "3600000", "1.5s"]),
+    *(("work_mem", v) for v in ["64kB", "4MB", "1GB", "2048", "1024kB"]),
+])
+def test_settings_read_back_as_postgres(target, postgres, setting, value):
     shown = []
     for server in (target, postgres):
         with server.connect(autocommit=True) as conn:
-            conn.execute(f"SET statement_timeout = '{value}'")
-            shown.append(conn.execute("SHOW statement_timeout").fetchone())
-    assert shown[0] == shown[1]
-
-
-@pytest.mark.parametrize("value", ["64kB", "4MB", "1GB", "2048", "1024kB"])
-def test_work_mem_read_back_as_postgres(target, postgres, value):
-    shown = []
-    for server in (target, postgres):
-        with server.connect(autocommit=True) as conn:
-            conn.execute(f"SET work_mem = '{value}'")
-            shown.append(conn.execute("SHOW work_mem").fetchone())
+            conn.execute(f"SET {setting} = '{value}'")
+            shown.append(conn.execute(f"SHOW {setting}").fetchone())
     assert shown[0] == shown[1]
