@@ -193,7 +193,8 @@ impl<'a> Dml<'a> {
         let mut ids = RowIds::new();
         let mut written = Vec::with_capacity(rows.len());
         for row in rows {
-            match write_new_row(self.dn, txn, table, &row, &mut ids).await {
+            // A new key waits for a concurrent inserter of the same key: a lock wait.
+            match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
                 Ok(()) => written.push(row),
                 Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
                 Err(e) => return Err(e),
@@ -271,7 +272,7 @@ impl<'a> Dml<'a> {
         for (key, new) in changes {
             match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
-                    self.dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new)).await?;
+                    self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new))).await?;
                     self.dn.put(txn, table.rel, &key, None)?;
                 }
                 _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
