@@ -411,7 +411,7 @@ def steady_memory(server: Server, step: float = 1.0, limit: int = 30) -> dict:
 def idle_memory(server: Server, n: int, settle: float = 3.0) -> dict:
     """Memory per idle connection: the growth while the second half of `n` connections
     opens, divided by that half. The first half wakes every server thread; measured from
-    before it, Meridian's figure came out negative (round 9 of docs/performance.md):
+    before it, Meridian's figure came out negative (round 9 in docs/performance.md's git history):
     mimalloc returns pages freed during the load only when the owning thread allocates
     again, which the first connections make it do."""
     socks = []

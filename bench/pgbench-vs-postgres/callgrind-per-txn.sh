@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions and simulated L1d misses per pgbench transaction in Meridian, from
 # callgrind: steady enough to compare two builds where a TPS difference of a few per cent
-# drowns in this machine's noise (docs/performance.md, "Round 18").
+# drowns in this machine's noise (docs/performance.md's git history, "Round 18").
 #
 #   bench/pgbench-vs-postgres/callgrind-per-txn.sh BINARY CLIENTS [pgbench options...]
 #   e.g. callgrind-per-txn.sh target/release/meridian 500          (about 2 minutes)

@@ -8,7 +8,7 @@
 # the server process (for PostgreSQL, pass the postmaster's PID: its child processes,
 # backends included, are summed as "children"), and for pgbench itself (user + system,
 # from its rusage). With perf and tracepoint access it also counts pgbench's ppoll and
-# sendto calls per transaction (docs/performance.md, "Round 3"), how many of those ppoll
+# sendto calls per transaction (docs/performance.md's git history, "Round 3"), how many of those ppoll
 # calls slept (pgbench's voluntary context switches over the same window). With `ss -x`
 # (which must see both processes' sockets) it shows where the clients were at one instant
 # mid-run: how many server-side sockets held an unread request and how many pgbench-side

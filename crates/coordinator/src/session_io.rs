@@ -23,7 +23,7 @@ pub const BUFFER_CAPACITY: usize = 8 << 10;
 /// Free buffers a thread keeps; more are freed. The pool needs as many as the sessions
 /// of one pass hold at once (each holds its answer, and only that, until the pass ends):
 /// with 1,000 connections on two threads a pass runs nearly all of a thread's 500
-/// sessions (docs/performance.md, "Round 20"). At most 4 MiB per thread.
+/// sessions (docs/performance.md's git history, "Round 20"). At most 4 MiB per thread.
 const MAX_FREE_BUFFERS: usize = 512;
 
 thread_local! {

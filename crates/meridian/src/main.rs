@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 // glibc malloc/free was ~7 % of the server's samples at tpcb-like (profiled in round 8 of
-// docs/performance.md, replaced in round 9; docs/decisions/0013).
+// docs/performance.md's git history, replaced in round 9; docs/decisions/0013).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

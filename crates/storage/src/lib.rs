@@ -340,7 +340,7 @@ pub fn memory_split(cache_size: u64) -> (u64, u64, u64) {
 ///
 /// Both keyspaces take a uniformly spread stream of updates (pgbench's accounts): every L0
 /// table overlaps all of L1, so each L0 → L1 compaction rewrites L1 whole, and merging
-/// more L0 tables per compaction divides that cost (round 6 of docs/performance.md: the
+/// more L0 tables per compaction divides that cost (round 6 in docs/performance.md's git history: the
 /// compaction thread's CPU per tpcb-like transaction −20 %).
 fn leveled(l0_threshold: u8) -> Arc<fjall::compaction::Leveled> {
     Arc::new(fjall::compaction::Leveled::default().with_l0_threshold(l0_threshold))
