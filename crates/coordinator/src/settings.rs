@@ -278,62 +278,49 @@ fn number_and_unit(v: &str) -> Option<(f64, &str)> {
     Some((n, t[split..].trim()))
 }
 
-/// A duration setting in milliseconds (no unit: milliseconds).
-fn parse_ms(v: &str) -> Result<u64, ()> {
+/// Duration units in milliseconds, largest first (a bare number is milliseconds).
+const TIME_UNITS: &[(&str, f64)] = &[("d", 86_400_000.0), ("h", 3_600_000.0), ("min", 60_000.0), ("s", 1000.0), ("ms", 1.0), ("us", 0.001)];
+/// Memory units in kB, largest first (a bare number is kB).
+const MEMORY_UNITS: &[(&str, f64)] = &[("TB", 1_073_741_824.0), ("GB", 1_048_576.0), ("MB", 1024.0), ("kB", 1.0), ("B", 1.0 / 1024.0)];
+
+/// A setting's value in its base unit, from a number with an optional unit of `units`.
+fn parse_in(v: &str, units: &[(&str, f64)], max: f64) -> Result<u64, ()> {
     let (n, unit) = number_and_unit(v).ok_or(())?;
-    let scale = match unit {
-        "" | "ms" => 1.0,
-        "us" => 0.001,
-        "s" => 1000.0,
-        "min" => 60_000.0,
-        "h" => 3_600_000.0,
-        "d" => 86_400_000.0,
-        _ => return Err(()),
-    };
-    let ms = (n * scale).round();
-    if !(0.0..=i32::MAX as f64).contains(&ms) {
+    let scale = if unit.is_empty() { 1.0 } else { units.iter().find(|(u, _)| *u == unit).ok_or(())?.1 };
+    let value = (n * scale).round();
+    if !(0.0..=max).contains(&value) {
         return Err(());
     }
-    Ok(ms as u64)
+    Ok(value as u64)
 }
 
-/// How PostgreSQL shows a duration in milliseconds: in the largest unit that divides it.
-fn format_ms(ms: u64) -> String {
-    if ms == 0 {
+/// How PostgreSQL shows a value in the base unit of `units` (named `base`): in the
+/// largest whole unit that divides it.
+fn format_in(value: u64, units: &[(&str, f64)], base: &str) -> String {
+    if value == 0 {
         return "0".to_string();
     }
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)] {
-        if ms % size == 0 {
-            return format!("{}{unit}", ms / size);
+    for (unit, size) in units.iter().filter(|(_, size)| *size > 1.0) {
+        let size = *size as u64;
+        if value % size == 0 {
+            return format!("{}{unit}", value / size);
         }
     }
-    format!("{ms}ms")
+    format!("{value}{base}")
 }
 
-/// A memory setting in kB (no unit: kB).
+fn parse_ms(v: &str) -> Result<u64, ()> {
+    parse_in(v, TIME_UNITS, i32::MAX as f64)
+}
+
+fn format_ms(ms: u64) -> String {
+    format_in(ms, TIME_UNITS, "ms")
+}
+
 fn parse_kb(v: &str) -> Result<u64, ()> {
-    let (n, unit) = number_and_unit(v).ok_or(())?;
-    let scale = match unit {
-        "" | "kB" => 1.0,
-        "B" => 1.0 / 1024.0,
-        "MB" => 1024.0,
-        "GB" => 1024.0 * 1024.0,
-        "TB" => 1024.0 * 1024.0 * 1024.0,
-        _ => return Err(()),
-    };
-    let kb = (n * scale).round();
-    if !(0.0..=u64::MAX as f64).contains(&kb) {
-        return Err(());
-    }
-    Ok(kb as u64)
+    parse_in(v, MEMORY_UNITS, u64::MAX as f64)
 }
 
-/// How PostgreSQL shows a memory size in kB.
 fn format_kb(kb: u64) -> String {
-    for (unit, size) in [("TB", 1u64 << 30), ("GB", 1 << 20), ("MB", 1 << 10)] {
-        if kb % size == 0 && kb >= size {
-            return format!("{}{unit}", kb / size);
-        }
-    }
-    format!("{kb}kB")
+    format_in(kb, MEMORY_UNITS, "kB")
 }
