@@ -4,14 +4,15 @@
 //! (recorded in docs/architecture.md). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
 //! fresh storage relation and switch the table to it, like PostgreSQL's relfilenode swap.
 
-use crate::exec::{decode, encode, row_key};
+use crate::bulk::{BulkSink, Pushed};
+use crate::exec::decode;
+use types::Value;
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode::Isolation;
+use datanode::{Isolation, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
-use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::Arc;
 use wire::backend::{self, NoticeSeverity};
@@ -23,8 +24,9 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
     backend::notice_response_with(out, NoticeSeverity::Notice, &PgError::new(code, message));
 }
 
-/// Execute a DDL statement; returns the command tag.
-pub async fn execute(shared: &Shared, stmt: &Statement, out: &mut BytesMut) -> PgResult<String> {
+/// Execute a DDL statement; returns the command tag. `txn` is the datanode transaction of
+/// the surrounding transaction block, if any: it owns the relations its TRUNCATE creates.
+pub async fn execute(shared: &Shared, stmt: &Statement, mut txn: Option<&mut Txn>, out: &mut BytesMut) -> PgResult<String> {
     use sql::catalog::Catalog;
     match stmt {
         Statement::CreateTable(ct) => {
@@ -57,6 +59,10 @@ pub async fn execute(shared: &Shared, stmt: &Statement, out: &mut BytesMut) -> P
             for t in tables {
                 let current = current(shared, t)?;
                 let rel = shared.datanode.create_rel()?;
+                if let Some(txn) = txn.as_deref_mut() {
+                    // Before anyone can see the relation.
+                    shared.datanode.own_relation(txn, rel);
+                }
                 shared.catalog.put(TableDef { rel, ..(*current).clone() })?;
                 shared.datanode.drop_rel(current.rel)?;
             }
@@ -121,49 +127,75 @@ async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], n
     new_def.rel = new_rel;
 
     let dn = &shared.datanode;
-    let start = shared.gtm.begin().await?;
-    let mut txn = dn.begin(start, Isolation::RepeatableRead);
-    let result: PgResult<()> = async {
-        let mut seen = HashSet::new();
-        let mut batch = Vec::new();
-        let rows = dn.scan(&txn, table.rel, Bound::Unbounded, Bound::Unbounded, start).await?;
-        for item in rows {
-            let (_, bytes) = item?;
-            let row = decode(&bytes, table)?;
-            for &c in columns {
-                if row[c].is_null() {
-                    return Err(PgError::new(
-                        codes::NOT_NULL_VIOLATION,
-                        format!("column \"{}\" of relation \"{}\" contains null values", table.columns[c].name, table.name),
-                    ));
-                }
+    let new_def = Arc::new(new_def);
+    // Rows stored in the new key's order (a table loaded in that order) go straight to
+    // the new relation; otherwise the first pass stops at the first row out of order and
+    // the second sorts them.
+    for sorted in [false, true] {
+        let start = shared.gtm.begin().await?;
+        let mut txn = dn.begin(start, Isolation::RepeatableRead);
+        // Nobody knows the new relation yet; owning it lets the rows go in bulk.
+        dn.own_relation(&mut txn, new_rel);
+        match load_under_key(shared, table, &new_def, columns, &name, &mut txn, start, sorted).await {
+            Ok(Pushed::Taken) => {
+                dn.commit(txn, &shared.gtm).await?;
+                shared.catalog.put((*new_def).clone())?;
+                dn.drop_rel(table.rel)?;
+                return Ok(());
             }
-            let key = row_key(&new_def, &row).expect("primary key just set");
-            if !seen.insert(key.clone()) {
-                let cols: Vec<&str> = columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
-                let vals: Vec<String> = columns
-                    .iter()
-                    .map(|&c| types::io::to_text_string(&row[c], &table.columns[c].ty.to_type()).unwrap_or_default())
-                    .collect();
-                return Err(PgError::new(codes::UNIQUE_VIOLATION, format!("could not create unique index \"{name}\""))
-                    .with_detail(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", "))));
+            Ok(Pushed::NotAscending) => dn.abort(txn, &shared.gtm).await,
+            Err(e) => {
+                dn.abort(txn, &shared.gtm).await;
+                dn.drop_rel(new_rel)?;
+                return Err(e);
             }
-            batch.push((key, Some(encode(&row))));
-        }
-        dn.put_many(&mut txn, new_rel, batch)
-    }
-    .await;
-    match result {
-        Ok(()) => {
-            dn.commit(txn, &shared.gtm).await?;
-            shared.catalog.put(new_def)?;
-            dn.drop_rel(table.rel)?;
-            Ok(())
-        }
-        Err(e) => {
-            dn.abort(txn, &shared.gtm).await;
-            dn.drop_rel(new_rel)?;
-            Err(e)
         }
     }
+    Err(PgError::internal("primary key build: sorted rows out of order"))
+}
+
+/// Loads `table`'s rows into `new_def`'s relation, checking the key columns for NULLs
+/// and duplicates; `NotAscending` when an unsorted load met a row out of key order.
+#[allow(clippy::too_many_arguments)]
+async fn load_under_key(
+    shared: &Shared,
+    table: &TableDef,
+    new_def: &Arc<TableDef>,
+    columns: &[usize],
+    index_name: &str,
+    txn: &mut Txn,
+    start: datanode::Timestamp,
+    sorted: bool,
+) -> PgResult<Pushed> {
+    let dn = &shared.datanode;
+    let mut sink = if sorted {
+        BulkSink::start(dn, txn, new_def.clone(), &shared.spill)?
+    } else {
+        BulkSink::start_in_order(dn, txn, new_def.clone())?
+    };
+    let rows = dn.scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start).await?;
+    for item in rows {
+        let (_, bytes) = item?;
+        let row = decode(&bytes, table)?;
+        for &c in columns {
+            if row[c].is_null() {
+                return Err(PgError::new(
+                    codes::NOT_NULL_VIOLATION,
+                    format!("column \"{}\" of relation \"{}\" contains null values", table.columns[c].name, table.name),
+                ));
+            }
+        }
+        if sink.push(&row, bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
+            return Ok(Pushed::NotAscending);
+        }
+    }
+    let duplicate = |row: &[Value]| {
+        let cols: Vec<&str> = columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
+        let vals: Vec<String> =
+            columns.iter().map(|&c| types::io::to_text_string(&row[c], &table.columns[c].ty.to_type()).unwrap_or_default()).collect();
+        PgError::new(codes::UNIQUE_VIOLATION, format!("could not create unique index \"{index_name}\""))
+            .with_detail(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", ")))
+    };
+    sink.finish(dn, txn, start, &duplicate).await?;
+    Ok(Pushed::Taken)
 }

@@ -62,7 +62,7 @@ async fn write_new_row(dn: &Datanode, txn: &mut Txn, table: &TableDef, row: &[Va
         Some(key) => dn.insert(txn, table.rel, &key, encode(row), || unique_violation(table, row)).await,
         None => {
             let id = ids.next(dn, table.rel)?;
-            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
+            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row)).await
         }
     }
 }
@@ -306,6 +306,8 @@ pub struct CopyLoader {
     field_types: Vec<DataType>,
     ids: RowIds,
     count: u64,
+    /// Set when the rows go straight into storage (`crate::bulk`).
+    bulk: Option<crate::bulk::BulkSink>,
 }
 
 impl CopyLoader {
@@ -316,7 +318,27 @@ impl CopyLoader {
                 field_types[*f] = copy.table.columns[col].ty.to_type();
             }
         }
-        CopyLoader { table: copy.table.clone(), targets: copy.targets.clone(), field_types, ids: RowIds::new(), count: 0 }
+        CopyLoader { table: copy.table.clone(), targets: copy.targets.clone(), field_types, ids: RowIds::new(), count: 0, bulk: None }
+    }
+
+    /// Loads the rows in bulk (`crate::bulk`) if the transaction may: it truncated the
+    /// table and wrote nothing else to it. The caller makes sure that no savepoint could
+    /// undo part of the transaction after this: rows loaded in bulk go only with it.
+    pub fn load_in_bulk_if_owned(&mut self, dn: &Datanode, txn: &mut Txn, spill: &spill::SpillDir) -> PgResult<()> {
+        if dn.can_bulk_load(txn, self.table.rel) {
+            self.bulk = Some(crate::bulk::BulkSink::start(dn, txn, self.table.clone(), spill)?);
+        }
+        Ok(())
+    }
+
+    /// Stores what a bulk load still holds (and checks its keys); the rows are then
+    /// visible to the transaction.
+    pub async fn finish(&mut self, dn: &Datanode, txn: &mut Txn, snapshot: Timestamp) -> PgResult<()> {
+        if let Some(bulk) = self.bulk.take() {
+            let table = self.table.clone();
+            bulk.finish(dn, txn, snapshot, &|row| unique_violation(&table, row)).await?;
+        }
+        Ok(())
     }
 
     pub fn count(&self) -> u64 {
@@ -342,7 +364,14 @@ impl CopyLoader {
                 .map(|(field, ty)| field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty)))
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, &source)?;
-            write_new_row(dn, txn, &table, &row, &mut self.ids).await?;
+            match &mut self.bulk {
+                Some(bulk) => {
+                    if bulk.push(&row, encode(&row), || self.ids.next(dn, table.rel)).await? != crate::bulk::Pushed::Taken {
+                        return Err(PgError::internal("COPY: row ids out of order"));
+                    }
+                }
+                None => write_new_row(dn, txn, &table, &row, &mut self.ids).await?,
+            }
             self.count += 1;
         }
         Ok(())

@@ -968,7 +968,14 @@ impl<S: SessionStream> Session<S> {
             | Statement::Truncate { .. }
             | Statement::AddPrimaryKey { .. }
             | Statement::Vacuum { .. } => {
-                let tag = crate::ddl::execute(&self.shared, stmt, &mut self.out).await?;
+                // Inside a transaction block, the tables TRUNCATE empties are the
+                // transaction's until it ends (`Datanode::own_relation`).
+                let in_block = self.tx.as_ref().is_some_and(|t| t.explicit);
+                if in_block && matches!(stmt, Statement::Truncate { .. }) {
+                    self.ensure_started().await?;
+                }
+                let owner = self.tx.as_mut().filter(|t| t.explicit).and_then(|t| t.dn_txn.as_deref_mut());
+                let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
@@ -1093,14 +1100,19 @@ impl<S: SessionStream> Session<S> {
 
     /// COPY … FROM STDIN: the CopyIn sub-protocol, rows written as they arrive.
     async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
-        self.ensure_started().await?;
+        let snapshot = self.ensure_started().await?;
         backend::copy_in_response(&mut self.out, copy.fields as i16);
         self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
         let mut parser = CopyParser::new(copy.delimiter, copy.null_string.clone(), copy.csv, copy.header);
         let mut loader = crate::dml::CopyLoader::new(copy);
+        // In bulk only where no savepoint could roll part of the transaction back.
+        let mut failure: Option<PgError> = None;
+        if let Some(t) = self.tx.as_mut().filter(|t| t.savepoints.is_empty()) {
+            let txn = t.dn_txn.as_mut().expect("transaction started");
+            failure = loader.load_in_bulk_if_owned(&self.shared.datanode, txn, &self.shared.spill).err();
+        }
         let statement_time = types::datetime::now_timestamp();
         // After a bad row PostgreSQL still consumes the data up to CopyDone.
-        let mut failure: Option<PgError> = None;
         loop {
             let msg = self.next_message().await?.ok_or_else(|| PgError::new(codes::CONNECTION_FAILURE, "connection closed during COPY"))?;
             let (rows, done) = match msg {
@@ -1124,6 +1136,10 @@ impl<S: SessionStream> Session<S> {
             if done {
                 break;
             }
+        }
+        if failure.is_none() {
+            let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
+            failure = loader.finish(&self.shared.datanode, txn, snapshot).await.err();
         }
         match failure {
             Some(e) => Err(e),

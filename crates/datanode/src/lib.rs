@@ -22,12 +22,14 @@
 //! See README.md for the invariants.
 
 mod locks;
+mod owned;
 
 use bytes::Bytes;
 use locks::{
     DeadlockCheck, Dequeue, FxHashMap, FxHashSet, LockMode, LockTable, TryLock, TxnShared,
     TxnState, WaitGuard,
 };
+use owned::{loading_key, OwnedRelations, LOADING_PREFIX};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -104,6 +106,10 @@ pub struct Txn {
     increment_locks: FxHashSet<(RelId, Vec<u8>)>,
     /// Deferred increments, in statement order (`increment`).
     increments: Vec<(RelId, Vec<u8>, IncrementFn)>,
+    /// Relations this transaction owns (`Datanode::own_relation`).
+    owned: Vec<RelId>,
+    /// Owned relations it bulk-loaded rows into, until its commit makes them permanent.
+    loaded: Vec<RelId>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -229,12 +235,20 @@ impl Txn {
             .collect()
     }
 
-    /// Releases every lock and marks the transaction finished (wakes waiting readers).
+    /// Releases every lock and owned relation (emptying those it loaded rows into, unless
+    /// its commit made them permanent) and marks the transaction finished (wakes waiting
+    /// readers).
     fn release_all(&mut self) {
         if self.finished {
             return;
         }
         self.finished = true;
+        if !self.loaded.is_empty() {
+            if let Err(e) = self.inner.discard_loads(&std::mem::take(&mut self.loaded)) {
+                tracing::error!("emptying relations loaded by an aborted transaction: {e} (the next start finishes it)");
+            }
+        }
+        self.inner.owned.release(&self.owned);
         for (rel, keys) in std::mem::take(&mut self.locks) {
             for k in keys.into_keys() {
                 self.inner.locks.release(rel, &k, self.shared.id);
@@ -258,6 +272,15 @@ impl Drop for Txn {
 /// durable, and tells the GTM it ended.
 async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
     let start = txn.shared.start_ts;
+    if !txn.loaded.is_empty() {
+        // Emptying a loaded relation reads and deletes all of it: not on a runtime worker.
+        let (inner, rels) = (txn.inner.clone(), std::mem::take(&mut txn.loaded));
+        match tokio::task::spawn_blocking(move || inner.discard_loads(&rels)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("emptying relations loaded by an aborted transaction: {e} (the next start finishes it)"),
+            Err(e) => tracing::error!("emptying relations loaded by an aborted transaction: {e}"),
+        }
+    }
     txn.release_and_await_reads_durable().await;
     gtm.finish(start).await?;
     Ok(start)
@@ -339,6 +362,7 @@ struct Inner {
     opts: DatanodeOptions,
     locks: LockTable,
     committing: CommitRegistry,
+    owned: OwnedRelations,
     next_txn: AtomicU64,
     rel_alloc: Mutex<()>,
     row_ids: parking_lot::RwLock<HashMap<RelId, Arc<RowIdCounter>>>,
@@ -403,6 +427,7 @@ impl Datanode {
             opts,
             locks: LockTable::new(),
             committing: CommitRegistry::new(),
+            owned: OwnedRelations::default(),
             next_txn: AtomicU64::new(1),
             rel_alloc: Mutex::new(()),
             row_ids: parking_lot::RwLock::new(HashMap::new()),
@@ -432,6 +457,16 @@ impl Datanode {
             .collect();
         for rel in pending {
             spawn_drop(&inner, rel);
+        }
+        // Empty the relations that transactions were loading when the server stopped.
+        let loading = inner.store.meta_scan(storage::Space::Sys, LOADING_PREFIX)?;
+        let loading: Vec<RelId> = loading
+            .iter()
+            .filter_map(|(k, _)| k.get(LOADING_PREFIX.len()..).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
+            .collect();
+        if !loading.is_empty() {
+            tracing::info!("emptying {} relation(s) loaded by transactions that did not commit", loading.len());
+            inner.discard_loads(&loading)?;
         }
         Ok(Arc::new(Datanode { inner }))
     }
@@ -560,6 +595,8 @@ impl Datanode {
             locks: FxHashMap::default(),
             increment_locks: FxHashSet::default(),
             increments: Vec::new(),
+            owned: Vec::new(),
+            loaded: Vec::new(),
             inner: self.inner.clone(),
             finished: false,
         })
@@ -589,6 +626,7 @@ impl Datanode {
         if let Some(w) = txn.own_write(rel, key) {
             return Ok(w.clone());
         }
+        self.wait_unowned(txn, rel).await;
         while let Some(owner) = self
             .inner
             .locks
@@ -611,6 +649,7 @@ impl Datanode {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
     ) -> PgResult<Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'a>> {
+        self.wait_unowned(txn, rel).await;
         // Every transaction that registered before this point and may commit at <= snapshot
         // is waited out; any that registers later gets a commit ts > snapshot.
         for t in self.inner.committing.blocking(rel, snapshot, txn.shared.id) {
@@ -636,6 +675,7 @@ impl Datanode {
         if txn.holds_lock(rel, key) {
             return Ok(());
         }
+        self.wait_unowned(txn, rel).await;
         self.wait_for_lock(txn, rel, key, LockMode::Exclusive).await?;
         txn.record_lock(rel, key);
         Ok(())
@@ -701,6 +741,7 @@ impl Datanode {
             return Ok(None);
         }
         if !txn.has_increment_on(rel, key) {
+            self.wait_unowned(txn, rel).await;
             if self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
                 txn.record_lock(rel, key);
                 return Ok(None);
@@ -774,6 +815,9 @@ impl Datanode {
         if txn.has_increment_on(rel, key) {
             return Err(PgError::internal("datanode: put on a row with a deferred increment"));
         }
+        if self.inner.owned.other_owner(rel, txn.shared.id).is_some() {
+            return Err(PgError::internal("datanode: put into a relation another transaction owns"));
+        }
         if !txn.holds_lock(rel, key) {
             if self.inner.locks.try_lock(&txn.shared, rel, key, LockMode::Exclusive) {
                 txn.record_lock(rel, key);
@@ -794,7 +838,8 @@ impl Datanode {
 
     /// Writes a row under a key that no transaction has used before (a row id just
     /// allocated by `allocate_row_ids`): no version of it exists to check or replace.
-    pub fn put_new_key(&self, txn: &mut Txn, rel: RelId, key: &[u8], row: RowBytes) -> PgResult<()> {
+    pub async fn put_new_key(&self, txn: &mut Txn, rel: RelId, key: &[u8], row: RowBytes) -> PgResult<()> {
+        self.wait_unowned(txn, rel).await;
         self.put(txn, rel, key, Some(row))?;
         txn.note_newest(rel, key, None);
         Ok(())
@@ -823,7 +868,7 @@ impl Datanode {
     }
 
     pub async fn commit(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        if txn.n_writes == 0 && txn.increments.is_empty() {
+        if txn.n_writes == 0 && txn.increments.is_empty() && txn.loaded.is_empty() {
             // Every select ends here, and this future is part of each session's state
             // (one per connection): the read-only path stays small and the write path's
             // kilobytes go to the heap, only for transactions that wrote.
@@ -877,6 +922,51 @@ impl Datanode {
             self.put(txn, rel, &k, r)?;
         }
         Ok(())
+    }
+
+    // ---------------------------------------------------------------- owned relations
+
+    /// Makes `rel`, a relation just created for the transaction's TRUNCATE, the
+    /// transaction's own until it ends: other transactions' reads and writes of it wait
+    /// until then (as PostgreSQL's TRUNCATE locks the table), and the transaction may load
+    /// rows into it in bulk (`bulk_load`). See `owned.rs`.
+    pub fn own_relation(&self, txn: &mut Txn, rel: RelId) {
+        self.inner.owned.claim(rel, &txn.shared);
+        txn.owned.push(rel);
+    }
+
+    /// Whether `bulk_load` may load into `rel`: the transaction owns it and has written
+    /// nothing to it otherwise (rows it wrote are in its write set, and would shadow rows
+    /// loaded later).
+    pub fn can_bulk_load(&self, txn: &Txn, rel: RelId) -> bool {
+        txn.owned.contains(&rel) && txn.writes.get(&rel).is_none_or(|m| m.is_empty())
+    }
+
+    /// Whether the transaction bulk-loaded rows into `rel` already (a later load's keys
+    /// may then exist).
+    pub fn has_bulk_loaded(&self, txn: &Txn, rel: RelId) -> bool {
+        txn.loaded.contains(&rel)
+    }
+
+    /// Starts a bulk load of new rows into `rel` (see `can_bulk_load`), visible at once to
+    /// the transaction's own reads and to everyone else's once it commits; an abort
+    /// empties the relation. The caller must not load a key the relation holds.
+    pub fn bulk_load(&self, txn: &mut Txn, rel: RelId) -> PgResult<storage::BulkLoad> {
+        if !self.can_bulk_load(txn, rel) {
+            return Err(PgError::internal("datanode: bulk load into a relation the transaction does not own"));
+        }
+        if !txn.loaded.contains(&rel) {
+            self.inner.store.meta_put(storage::Space::Sys, &loading_key(rel), Some(b""))?;
+            txn.loaded.push(rel);
+        }
+        self.inner.store.bulk_load(rel, txn.shared.start_ts)
+    }
+
+    /// Waits while another transaction owns `rel`.
+    async fn wait_unowned(&self, txn: &Txn, rel: RelId) {
+        while let Some(owner) = self.inner.owned.other_owner(rel, txn.shared.id) {
+            owner.wait_finished().await;
+        }
     }
 
     // ---------------------------------------------------------------- GC
@@ -1065,12 +1155,15 @@ impl Inner {
                 }
             })
         };
-        let rx = self.store.apply(&writes, ts, self.opts.synchronous_commit, Some(on_applied));
+        // Rows it loaded in bulk become permanent with this batch (their markers go).
+        let loads_kept = txn.loaded.iter().map(|&rel| loading_key(rel)).collect();
+        let rx = self.store.apply_removing(&writes, ts, self.opts.synchronous_commit, Some(on_applied), loads_kept);
         let res = match rx.await {
             Ok(r) => r,
             Err(_) => Err(PgError::io("commit", "storage writer stopped")),
         };
         if res.is_ok() {
+            txn.loaded.clear();
             // A version replaced by a row version is listed by the storage writer (exact-key
             // GC); delete tombstones need the per-key pass.
             let deleted = writes.into_iter().filter(|w| matches!(w.op, storage::WriteOp::Put(None)));
@@ -1082,6 +1175,16 @@ impl Inner {
         }
         unregister(&txn);
         res.map(|()| ts)
+    }
+
+    /// Empties relations that a transaction loaded rows into and does not commit, then
+    /// removes their markers (a crash in between: the next open does it again).
+    fn discard_loads(&self, rels: &[RelId]) -> PgResult<()> {
+        for &rel in rels {
+            self.store.delete_rel(rel, &|| false)?;
+            self.store.meta_put(storage::Space::Sys, &loading_key(rel), None)?;
+        }
+        Ok(())
     }
 
     fn note_written(&self, keys: impl Iterator<Item = (RelId, Vec<u8>)>) {

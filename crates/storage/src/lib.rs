@@ -26,8 +26,11 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod bulk;
 mod rotation;
 mod syncer;
+
+pub use bulk::{BulkLoad, Chunk};
 
 use rotation::MemtableRotation;
 
@@ -259,6 +262,8 @@ struct WriteReq {
     ts: Timestamp,
     durable: bool,
     on_applied: Option<OnApplied>,
+    /// `sys` keys removed in the same batch (`Store::apply_removing`).
+    sys_removals: Vec<Vec<u8>>,
     reply: syncer::Reply,
 }
 
@@ -422,15 +427,14 @@ impl Store {
         };
         let writer_thread = {
             let db = db.clone();
-            let data = data.clone();
-            let latest = latest.clone();
+            let keyspaces = WriterKeyspaces { data: data.clone(), latest: latest.clone(), sys: sys.clone() };
             let lock = latest_lock.clone();
             let stats = stats.clone();
             let superseded = superseded.clone();
             let rotation = rotation.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, data, latest, lock, superseded, rotation, rx, stats, syncer::Pusher(sync_queue)))
+                .spawn(move || writer_loop(db, keyspaces, lock, superseded, rotation, rx, stats, syncer::Pusher(sync_queue)))
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -469,6 +473,19 @@ impl Store {
         durable: bool,
         on_applied: Option<OnApplied>,
     ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
+        self.apply_removing(writes, ts, durable, on_applied, Vec::new())
+    }
+
+    /// `apply`, also removing the `sys` keys `sys_removals` in the same atomic batch (the
+    /// datanode's markers of bulk loads that this commit makes permanent).
+    pub fn apply_removing(
+        &self,
+        writes: &[Write],
+        ts: Timestamp,
+        durable: bool,
+        on_applied: Option<OnApplied>,
+        sys_removals: Vec<Vec<u8>>,
+    ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let items = writes
             .iter()
             .map(|w| {
@@ -485,6 +502,7 @@ impl Store {
             ts,
             durable,
             on_applied,
+            sys_removals,
             reply,
         };
         if let Err(mpsc::SendError(Msg::Write(req))) = self.writer_tx.send(Msg::Write(req)) {
@@ -926,10 +944,16 @@ fn gc_versions(
     (n, remaining, remaining > 0 && versions[0].1)
 }
 
-fn writer_loop(
-    db: Database,
+/// The keyspaces the writer thread writes.
+struct WriterKeyspaces {
     data: Keyspace,
     latest: Keyspace,
+    sys: Keyspace,
+}
+
+fn writer_loop(
+    db: Database,
+    WriterKeyspaces { data, latest, sys }: WriterKeyspaces,
     latest_lock: Arc<parking_lot::Mutex<()>>,
     superseded: Arc<parking_lot::Mutex<Superseded>>,
     rotation: MemtableRotation,
@@ -1007,6 +1031,9 @@ fn writer_loop(
                         }
                     }
                     b.insert(&data, version_key(&prefix, ts), v);
+                }
+                for key in req.sys_removals {
+                    b.remove(&sys, key);
                 }
                 b.commit().map_err(commit_err)
             })();
