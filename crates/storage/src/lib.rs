@@ -17,7 +17,7 @@
 //!   batch written since the last one, `syncer.rs`).
 
 use bytes::Bytes;
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use fjall::{AbstractTree, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use pgerror::{PgError, PgResult};
 use std::ops::Bound;
 use std::path::PathBuf;
@@ -769,6 +769,9 @@ impl Store {
     /// every tombstone written so far (quadratic; it was a quarter of the server's CPU
     /// under tpcb-like, whose every run truncates pgbench_history).
     fn remove_rel_range(&self, ks: &Keyspace, rel: RelId, stop: &dyn Fn() -> bool) -> PgResult<(u64, bool)> {
+        // Tables holding nothing but the relation's keys go whole (a bulk-loaded relation's
+        // tables mostly do); only what is left needs a tombstone per key.
+        ks.tree.drop_range(rel_start(rel)..rel_end(rel)).map_err(|e| io_err("drop tables", e))?;
         let mut n = 0u64;
         let mut from = Bound::Included(rel_start(rel));
         loop {
