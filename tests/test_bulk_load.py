@@ -105,6 +105,15 @@ def run_script(server):
         except psycopg.Error as e:
             seen.append(("error", e.sqlstate, e.diag.message_primary, e.diag.message_detail))
         conn.rollback()
+        # A savepoint open: ROLLBACK TO it takes the COPY's rows back.
+        conn.execute("TRUNCATE heap")
+        conn.execute("SAVEPOINT s")
+        copy_rows(conn, "heap", [(i, "gone") for i in range(1000)])
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        copy_rows(conn, "heap", [(7, "kept")])
+        conn.commit()
+        seen.append(outcome(conn, "SELECT a, b FROM heap"))
+        conn.commit()
         # Rows under row ids; an INSERT before the COPY in the same transaction.
         conn.execute("TRUNCATE heap")
         conn.execute("INSERT INTO heap VALUES (0, 'first')")

@@ -55,23 +55,28 @@ struct Stream {
     load: BulkLoad,
     chunk: Chunk,
     bytes: usize,
-    last: Option<Vec<u8>>,
+    /// The last key of the chunks already passed on.
+    last_passed: Option<Vec<u8>>,
 }
 
 impl Stream {
     fn new(load: BulkLoad) -> Self {
-        Stream { load, chunk: Chunk::new(), bytes: 0, last: None }
+        Stream { load, chunk: Chunk::new(), bytes: 0, last_passed: None }
+    }
+
+    fn last_key(&self) -> Option<&[u8]> {
+        self.chunk.last().map(|(k, _)| k.as_slice()).or(self.last_passed.as_deref())
     }
 
     async fn push(&mut self, key: Vec<u8>, row: RowBytes) -> PgResult<Pushed> {
-        if self.last.as_ref().is_some_and(|last| *last >= key) {
+        if self.last_key().is_some_and(|last| last >= key.as_slice()) {
             return Ok(Pushed::NotAscending);
         }
         self.bytes += key.len() + row.len() + 16;
-        self.last = Some(key.clone());
         self.chunk.push((key, row));
         if self.bytes >= CHUNK_BYTES {
             self.bytes = 0;
+            self.last_passed = self.chunk.last().map(|(k, _)| k.clone());
             self.load.write(std::mem::take(&mut self.chunk)).await?;
         }
         Ok(Pushed::Taken)
@@ -153,7 +158,7 @@ impl BulkSink {
                 unreachable!("sorted load rows are (key, row)")
             };
             // Sorted: a key not above the last one equals it.
-            let taken = stream.last.as_ref() == Some(&key)
+            let taken = stream.last_key() == Some(key.as_slice())
                 || (check_existing && dn.get(txn, self.table.rel, &key, snapshot).await?.is_some());
             if taken {
                 return Err(duplicate(&decode(&encoded, &self.table)?));

@@ -6,7 +6,6 @@
 
 use crate::bulk::{BulkSink, Pushed};
 use crate::exec::decode;
-use types::Value;
 use crate::server::Shared;
 use bytes::BytesMut;
 use datanode::{Isolation, Txn};
@@ -15,6 +14,7 @@ use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
 use std::ops::Bound;
 use std::sync::Arc;
+use types::Value;
 use wire::backend::{self, NoticeSeverity};
 
 /// OIDs reserved per table: the table, its primary-key index, its primary-key constraint.
@@ -118,7 +118,7 @@ async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], n
     let name = name.unwrap_or_else(|| format!("{}_pkey", table.name));
     let mut new_def = table.clone();
     new_def.primary_key = Some(columns.to_vec());
-    new_def.pk_name = Some(name.clone());
+    new_def.pk_name = Some(name);
     new_def.pk_index_oid = Some(table.oid + 1);
     for &c in columns {
         new_def.columns[c].not_null = true;
@@ -136,7 +136,7 @@ async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], n
         let mut txn = dn.begin(start, Isolation::RepeatableRead);
         // Nobody knows the new relation yet; owning it lets the rows go in bulk.
         dn.own_relation(&mut txn, new_rel);
-        match load_under_key(shared, table, &new_def, columns, &name, &mut txn, start, sorted).await {
+        match load_under_key(shared, table, &new_def, &mut txn, sorted).await {
             Ok(Pushed::Taken) => {
                 dn.commit(txn, &shared.gtm).await?;
                 shared.catalog.put((*new_def).clone())?;
@@ -154,20 +154,14 @@ async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], n
     Err(PgError::internal("primary key build: sorted rows out of order"))
 }
 
-/// Loads `table`'s rows into `new_def`'s relation, checking the key columns for NULLs
-/// and duplicates; `NotAscending` when an unsorted load met a row out of key order.
-#[allow(clippy::too_many_arguments)]
-async fn load_under_key(
-    shared: &Shared,
-    table: &TableDef,
-    new_def: &Arc<TableDef>,
-    columns: &[usize],
-    index_name: &str,
-    txn: &mut Txn,
-    start: datanode::Timestamp,
-    sorted: bool,
-) -> PgResult<Pushed> {
+/// Loads `table`'s rows into `new_def`'s relation, checking the new key's columns for
+/// NULLs and duplicates; `NotAscending` when an unsorted load met a row out of key order.
+async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDef>, txn: &mut Txn, sorted: bool) -> PgResult<Pushed> {
     let dn = &shared.datanode;
+    let (Some(columns), Some(index_name)) = (new_def.primary_key.as_deref(), new_def.pk_name.as_deref()) else {
+        return Err(PgError::internal("primary key build without a key"));
+    };
+    let start = txn.start_ts();
     let mut sink = if sorted {
         BulkSink::start(dn, txn, new_def.clone(), &shared.spill)?
     } else {

@@ -335,8 +335,7 @@ impl CopyLoader {
     /// visible to the transaction.
     pub async fn finish(&mut self, dn: &Datanode, txn: &mut Txn, snapshot: Timestamp) -> PgResult<()> {
         if let Some(bulk) = self.bulk.take() {
-            let table = self.table.clone();
-            bulk.finish(dn, txn, snapshot, &|row| unique_violation(&table, row)).await?;
+            bulk.finish(dn, txn, snapshot, &|row| unique_violation(&self.table, row)).await?;
         }
         Ok(())
     }

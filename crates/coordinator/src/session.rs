@@ -974,7 +974,7 @@ impl<S: SessionStream> Session<S> {
                 if in_block && matches!(stmt, Statement::Truncate { .. }) {
                     self.ensure_started().await?;
                 }
-                let owner = self.tx.as_mut().filter(|t| t.explicit).and_then(|t| t.dn_txn.as_deref_mut());
+                let owner = self.tx.as_mut().filter(|_| in_block).and_then(|t| t.dn_txn.as_deref_mut());
                 let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }

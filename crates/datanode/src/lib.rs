@@ -244,9 +244,7 @@ impl Txn {
         }
         self.finished = true;
         if !self.loaded.is_empty() {
-            if let Err(e) = self.inner.discard_loads(&std::mem::take(&mut self.loaded)) {
-                tracing::error!("emptying relations loaded by an aborted transaction: {e} (the next start finishes it)");
-            }
+            self.inner.discard_loads_or_log(&std::mem::take(&mut self.loaded));
         }
         self.inner.owned.release(&self.owned);
         for (rel, keys) in std::mem::take(&mut self.locks) {
@@ -275,10 +273,8 @@ async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Time
     if !txn.loaded.is_empty() {
         // Emptying a loaded relation reads and deletes all of it: not on a runtime worker.
         let (inner, rels) = (txn.inner.clone(), std::mem::take(&mut txn.loaded));
-        match tokio::task::spawn_blocking(move || inner.discard_loads(&rels)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!("emptying relations loaded by an aborted transaction: {e} (the next start finishes it)"),
-            Err(e) => tracing::error!("emptying relations loaded by an aborted transaction: {e}"),
+        if let Err(e) = tokio::task::spawn_blocking(move || inner.discard_loads_or_log(&rels)).await {
+            tracing::error!("emptying relations loaded by an aborted transaction: {e}");
         }
     }
     txn.release_and_await_reads_durable().await;
@@ -391,16 +387,31 @@ pub struct Datanode {
     inner: Arc<Inner>,
 }
 
-fn rowid_key(rel: RelId) -> Vec<u8> {
-    let mut k = b"rowid/".to_vec();
+/// The `sys` key `prefix` + `rel` (big-endian): a per-relation counter or marker.
+fn rel_key(prefix: &[u8], rel: RelId) -> Vec<u8> {
+    let mut k = prefix.to_vec();
     k.extend_from_slice(&rel.to_be_bytes());
     k
 }
 
+/// The relations with a `rel_key(prefix, _)` entry in `sys`.
+fn marked_rels(store: &Store, prefix: &[u8]) -> PgResult<Vec<RelId>> {
+    Ok(store
+        .meta_scan(storage::Space::Sys, prefix)?
+        .into_iter()
+        .filter_map(|(k, _)| k.get(prefix.len()..).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
+        .collect())
+}
+
+const ROWID_PREFIX: &[u8] = b"rowid/";
+const DROP_PREFIX: &[u8] = b"drop/";
+
+fn rowid_key(rel: RelId) -> Vec<u8> {
+    rel_key(ROWID_PREFIX, rel)
+}
+
 fn drop_key(rel: RelId) -> Vec<u8> {
-    let mut k = b"drop/".to_vec();
-    k.extend_from_slice(&rel.to_be_bytes());
-    k
+    rel_key(DROP_PREFIX, rel)
 }
 
 const NEXT_REL_KEY: &[u8] = b"next_rel";
@@ -446,24 +457,11 @@ impl Datanode {
             threads: Mutex::new(Vec::new()),
         });
         // Resume interrupted DROPs.
-        let pending: Vec<RelId> = inner
-            .store
-            .meta_scan(storage::Space::Sys, b"drop/")?
-            .into_iter()
-            .filter_map(|(k, _)| {
-                k.get(5..13)
-                    .map(|b| u64::from_be_bytes(b.try_into().unwrap()))
-            })
-            .collect();
-        for rel in pending {
+        for rel in marked_rels(&inner.store, DROP_PREFIX)? {
             spawn_drop(&inner, rel);
         }
         // Empty the relations that transactions were loading when the server stopped.
-        let loading = inner.store.meta_scan(storage::Space::Sys, LOADING_PREFIX)?;
-        let loading: Vec<RelId> = loading
-            .iter()
-            .filter_map(|(k, _)| k.get(LOADING_PREFIX.len()..).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
-            .collect();
+        let loading = marked_rels(&inner.store, LOADING_PREFIX)?;
         if !loading.is_empty() {
             tracing::info!("emptying {} relation(s) loaded by transactions that did not commit", loading.len());
             inner.discard_loads(&loading)?;
@@ -910,19 +908,6 @@ impl Datanode {
         }
     }
 
-    /// Bulk write of new rows for COPY / rewrites (keys must be new or locked by `txn`);
-    /// same as calling `put` for each row.
-    pub fn put_many(
-        &self,
-        txn: &mut Txn,
-        rel: RelId,
-        rows: impl IntoIterator<Item = (Vec<u8>, Option<RowBytes>)>,
-    ) -> PgResult<()> {
-        for (k, r) in rows {
-            self.put(txn, rel, &k, r)?;
-        }
-        Ok(())
-    }
 
     // ---------------------------------------------------------------- owned relations
 
@@ -1185,6 +1170,13 @@ impl Inner {
             self.store.meta_put(storage::Space::Sys, &loading_key(rel), None)?;
         }
         Ok(())
+    }
+
+    /// `discard_loads` for an aborting transaction, which cannot report the failure.
+    fn discard_loads_or_log(&self, rels: &[RelId]) {
+        if let Err(e) = self.discard_loads(rels) {
+            tracing::error!("emptying relations loaded by an aborted transaction: {e} (the next start finishes it)");
+        }
     }
 
     fn note_written(&self, keys: impl Iterator<Item = (RelId, Vec<u8>)>) {

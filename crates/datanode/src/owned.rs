@@ -17,9 +17,7 @@ use std::sync::Arc;
 
 /// The `sys` key that marks `rel` as loaded by a transaction not yet committed.
 pub(crate) fn loading_key(rel: RelId) -> Vec<u8> {
-    let mut k = LOADING_PREFIX.to_vec();
-    k.extend_from_slice(&rel.to_be_bytes());
-    k
+    crate::rel_key(LOADING_PREFIX, rel)
 }
 
 pub(crate) const LOADING_PREFIX: &[u8] = b"loading/";
