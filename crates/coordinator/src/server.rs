@@ -33,6 +33,8 @@ pub struct CoordinatorConfig {
     pub cache_size: u64,
     /// What all running statements together may hold (`exec::memory`).
     pub query_memory: usize,
+    /// A transaction's write set and row locks past this spill to storage.
+    pub txn_memory: u64,
     pub synchronous_commit: bool,
     /// Address of a remote GTM; None runs the GTM in process.
     pub gtm: Option<String>,
@@ -141,6 +143,7 @@ impl Coordinator {
         dn_opts.cache_size = config.cache_size;
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
+        dn_opts.txn_memory = config.txn_memory;
         let datanode = Datanode::open(dn_opts)?;
         datanode.start_gc(gtm.clone(), Duration::from_secs(5));
         let catalog = LiveCatalog::load(datanode.clone())?;

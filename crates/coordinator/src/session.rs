@@ -892,7 +892,7 @@ impl<S: SessionStream> Session<S> {
                 let pos = t.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| no_savepoint(name))?;
                 t.savepoints.truncate(pos + 1);
                 if let Some(dn) = t.dn_txn.as_mut() {
-                    dn.rollback_to(&t.savepoints[pos].1);
+                    dn.rollback_to(&t.savepoints[pos].1)?;
                 }
                 t.failed = false;
                 Ok(Outcome::tag("ROLLBACK"))

@@ -23,6 +23,7 @@
 
 mod locks;
 mod owned;
+mod spilled;
 
 use bytes::Bytes;
 use locks::{
@@ -30,6 +31,7 @@ use locks::{
     TxnState, WaitGuard,
 };
 use owned::{loading_key, OwnedRelations, LOADING_PREFIX};
+use spilled::{Intent, Spilled, SpilledOwnIter, Spillers};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -58,6 +60,9 @@ pub struct DatanodeOptions {
     pub cache_size: u64,
     pub synchronous_commit: bool,
     pub deadlock_timeout: Duration,
+    /// Memory a transaction's write set, undo log and row locks may take before they
+    /// spill to storage (`spilled.rs`), bytes.
+    pub txn_memory: u64,
 }
 
 impl DatanodeOptions {
@@ -68,6 +73,7 @@ impl DatanodeOptions {
             cache_size: 128 * 1024 * 1024,
             synchronous_commit: true,
             deadlock_timeout: Duration::from_secs(1),
+            txn_memory: 16 << 20,
         }
     }
 }
@@ -110,6 +116,10 @@ pub struct Txn {
     owned: Vec<RelId>,
     /// Owned relations it bulk-loaded rows into, until its commit makes them permanent.
     loaded: Vec<RelId>,
+    /// Estimated memory of `writes`, `undo` and `locks` (spilled past `txn_memory`).
+    memory: usize,
+    /// What it moved to storage, once it outgrew `txn_memory`.
+    spilled: Option<Spilled>,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -125,14 +135,14 @@ impl Txn {
         self.isolation = iso;
     }
     pub fn has_writes(&self) -> bool {
-        self.n_writes > 0
+        self.n_writes > 0 || self.spilled.is_some()
     }
     /// Local transaction id (as used in deadlock reports).
     pub fn id(&self) -> u64 {
         self.shared.id
     }
     pub fn savepoint(&self) -> Savepoint {
-        Savepoint { undo: self.undo.len(), increments: self.increments.len() }
+        Savepoint { undo: self.undo_position(), increments: self.increments.len() }
     }
     /// Whether increments wait to be applied (`Datanode::apply_increments`).
     pub fn has_increments(&self) -> bool {
@@ -152,9 +162,13 @@ impl Txn {
     }
     /// Undoes the writes and increments made after `sp`. Row locks taken since are kept
     /// until the end of the transaction (conservative).
-    pub fn rollback_to(&mut self, sp: &Savepoint) {
+    pub fn rollback_to(&mut self, sp: &Savepoint) -> PgResult<()> {
         self.increments.truncate(sp.increments);
-        while self.undo.len() > sp.undo {
+        let spilled_undo = self.spilled.as_ref().map_or(0, |s| s.undo);
+        if sp.undo < spilled_undo {
+            return self.rollback_spilled(sp.undo);
+        }
+        while self.undo.len() > sp.undo - spilled_undo {
             let (rel, key, prev) = self.undo.pop().expect("len checked");
             let m = self.writes.entry(rel).or_default();
             match prev {
@@ -170,21 +184,43 @@ impl Txn {
                 }
             }
         }
+        Ok(())
     }
 
-    fn own_write(&self, rel: RelId, key: &[u8]) -> Option<&Option<RowBytes>> {
-        self.writes.get(&rel).and_then(|m| m.get(key))
+    /// The transaction's own version of a key (None: it has not written it; Some(None):
+    /// it deleted it).
+    fn own_write(&self, rel: RelId, key: &[u8]) -> PgResult<Option<Option<RowBytes>>> {
+        if let Some(w) = self.writes.get(&rel).and_then(|m| m.get(key)) {
+            return Ok(Some(w.clone()));
+        }
+        Ok(match self.intent(rel, key)? {
+            Some(Intent::Write(w)) => Some(w),
+            Some(Intent::Locked) | None => None,
+        })
     }
 
-    fn holds_lock(&self, rel: RelId, key: &[u8]) -> bool {
-        self.locks.get(&rel).is_some_and(|s| s.contains_key(key))
+    fn holds_lock(&self, rel: RelId, key: &[u8]) -> PgResult<bool> {
+        Ok(self.locks.get(&rel).is_some_and(|s| s.contains_key(key)) || self.intent(rel, key)?.is_some())
     }
 
-    fn record_lock(&mut self, rel: RelId, key: &[u8]) {
+    fn record_lock(&mut self, rel: RelId, key: &[u8]) -> PgResult<()> {
         let keys = self.locks.entry(rel).or_default();
         if !keys.contains_key(key) {
             keys.insert(key.to_vec(), None);
+            self.grew(2 * key.len() + spilled::LOCK_OVERHEAD)?;
         }
+        Ok(())
+    }
+
+    /// Notes memory taken by the write set, undo log or locks; past `txn_memory` they go
+    /// to storage.
+    fn grew(&mut self, bytes: usize) -> PgResult<()> {
+        self.memory += bytes;
+        if self.memory as u64 > self.inner.opts.txn_memory {
+            let inner = self.inner.clone();
+            inner.spill(self)?;
+        }
+        Ok(())
     }
 
     /// Reads the newest committed version of a key locked (or increment-locked) by this
@@ -247,6 +283,15 @@ impl Txn {
             self.inner.discard_loads_or_log(&std::mem::take(&mut self.loaded));
         }
         self.inner.owned.release(&self.owned);
+        if let Some(spilled) = self.spilled.take() {
+            for (rel, key) in self.shared.close_reinstated() {
+                self.inner.locks.release(rel, &key, self.shared.id);
+            }
+            self.inner.spillers.unregister(&spilled.rels, self.shared.id);
+            if !spilled.commit_recorded {
+                self.inner.discard_intents(self.shared.id);
+            }
+        }
         for (rel, keys) in std::mem::take(&mut self.locks) {
             for k in keys.into_keys() {
                 self.inner.locks.release(rel, &k, self.shared.id);
@@ -338,7 +383,10 @@ impl CommitRegistry {
 }
 
 type KeySet = FxHashSet<(RelId, Vec<u8>)>;
-type OwnIter<'a> = Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Option<RowBytes>)> + Send + 'a>;
+/// A transaction's own writes in a scan range: (key, row or None for a delete).
+type OwnIter<'a> = Box<dyn Iterator<Item = PgResult<(Vec<u8>, Option<RowBytes>)>> + Send + 'a>;
+/// The part of them in its in-memory write set.
+type MemoryOwnIter<'a> = std::collections::btree_map::Range<'a, Vec<u8>, Option<RowBytes>>;
 
 const RECENT_SHARDS: usize = 16;
 /// Minimum time between two full-scan collections of one relation caused by overflow.
@@ -359,6 +407,7 @@ struct Inner {
     locks: LockTable,
     committing: CommitRegistry,
     owned: OwnedRelations,
+    spillers: Spillers,
     next_txn: AtomicU64,
     rel_alloc: Mutex<()>,
     row_ids: parking_lot::RwLock<HashMap<RelId, Arc<RowIdCounter>>>,
@@ -439,6 +488,7 @@ impl Datanode {
             locks: LockTable::new(),
             committing: CommitRegistry::new(),
             owned: OwnedRelations::default(),
+            spillers: Spillers::default(),
             next_txn: AtomicU64::new(1),
             rel_alloc: Mutex::new(()),
             row_ids: parking_lot::RwLock::new(HashMap::new()),
@@ -466,6 +516,7 @@ impl Datanode {
             tracing::info!("emptying {} relation(s) loaded by transactions that did not commit", loading.len());
             inner.discard_loads(&loading)?;
         }
+        inner.recover_spilled_commits()?;
         Ok(Arc::new(Datanode { inner }))
     }
 
@@ -595,6 +646,8 @@ impl Datanode {
             increments: Vec::new(),
             owned: Vec::new(),
             loaded: Vec::new(),
+            memory: 0,
+            spilled: None,
             inner: self.inner.clone(),
             finished: false,
         })
@@ -621,10 +674,15 @@ impl Datanode {
         snapshot: Timestamp,
         presence_only: bool,
     ) -> PgResult<Option<RowBytes>> {
-        if let Some(w) = txn.own_write(rel, key) {
-            return Ok(w.clone());
+        if let Some(w) = txn.own_write(rel, key)? {
+            return Ok(w);
         }
         self.wait_unowned(txn, rel).await;
+        for t in self.inner.spillers.of(rel, txn.shared.id) {
+            if t.blocks_snapshot(snapshot) {
+                t.wait_finished().await;
+            }
+        }
         while let Some(owner) = self
             .inner
             .locks
@@ -654,13 +712,17 @@ impl Datanode {
             t.wait_finished().await;
         }
         let stored = self.inner.store.scan(rel, &lo, &hi, snapshot);
-        let own: OwnIter<'a> = match txn.writes.get(&rel) {
-            Some(m) if !m.is_empty() && range_nonempty(&lo, &hi) => {
-                let lo_b = as_ref_bound(&lo);
-                let hi_b = as_ref_bound(&hi);
-                Box::new(m.range::<[u8], _>((lo_b, hi_b)))
-            }
-            _ => Box::new(std::iter::empty()),
+        let memory: Option<MemoryOwnIter<'a>> = match txn.writes.get(&rel) {
+            Some(m) if !m.is_empty() && range_nonempty(&lo, &hi) => Some(m.range::<[u8], _>((as_ref_bound(&lo), as_ref_bound(&hi)))),
+            _ => None,
+        };
+        let own: OwnIter<'a> = match (memory, txn.intents_in(rel, &lo, &hi)) {
+            (memory, Some(intents)) => Box::new(SpilledOwnIter {
+                memory: memory.unwrap_or_default().peekable(),
+                intents: intents.peekable(),
+            }),
+            (Some(memory), None) => Box::new(memory.map(|(k, v)| Ok((k.clone(), v.clone())))),
+            (None, None) => Box::new(std::iter::empty()),
         };
         Ok(Box::new(MergeIter {
             stored: stored.peekable(),
@@ -670,53 +732,73 @@ impl Datanode {
 
     /// Takes the row's exclusive lock, waiting (with deadlock detection) if need be.
     async fn acquire(&self, txn: &mut Txn, rel: RelId, key: &[u8]) -> PgResult<()> {
-        if txn.holds_lock(rel, key) {
+        if txn.holds_lock(rel, key)? {
             return Ok(());
         }
         self.wait_unowned(txn, rel).await;
         self.wait_for_lock(txn, rel, key, LockMode::Exclusive).await?;
-        txn.record_lock(rel, key);
-        Ok(())
+        txn.record_lock(rel, key)
     }
 
     async fn wait_for_lock(&self, txn: &mut Txn, rel: RelId, key: &[u8], mode: LockMode) -> PgResult<()> {
+        if let TryLock::Queued(waiter, rx) = self.inner.locks.lock_or_enqueue(&txn.shared, rel, key, mode) {
+            self.wait_queued(txn, rel, key, mode, waiter, rx).await?;
+        }
+        // A spilled transaction may hold the row through an intent: queue behind it. (A
+        // Merge comes from an increment holder, which checked when it took the row.)
+        if mode != LockMode::Merge {
+            while let Some(t) = self.inner.spilled_holder(txn.shared.id, rel, key)? {
+                if let Some((waiter, rx)) = self.inner.locks.reinstate_for_spiller(&t, &txn.shared, rel, key, mode) {
+                    self.wait_queued(txn, rel, key, mode, waiter, rx).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits in a lock's queue until granted, checking for deadlocks every
+    /// `deadlock_timeout`.
+    async fn wait_queued(
+        &self,
+        txn: &Txn,
+        rel: RelId,
+        key: &[u8],
+        mode: LockMode,
+        waiter: u64,
+        mut rx: tokio::sync::oneshot::Receiver<()>,
+    ) -> PgResult<()> {
         let inner = &*self.inner;
-        match inner.locks.lock_or_enqueue(&txn.shared, rel, key, mode) {
-            TryLock::Acquired => {}
-            TryLock::Queued(waiter, mut rx) => {
-                let mut guard = WaitGuard {
-                    table: &inner.locks,
-                    txn: txn.shared.clone(),
-                    rel,
-                    key,
-                    waiter,
-                    mode,
-                    armed: true,
-                };
-                loop {
-                    tokio::select! {
-                        r = &mut rx => {
-                            guard.armed = false;
-                            if r.is_err() {
-                                // Sender dropped without a grant: should not happen.
-                                if let Dequeue::Granted = inner.locks.dequeue(rel, key, waiter, &txn.shared, mode) {
-                                    break;
-                                }
-                                return Err(PgError::internal("lock wait ended without a grant"));
-                            }
+        let mut guard = WaitGuard {
+            table: &inner.locks,
+            txn: txn.shared.clone(),
+            rel,
+            key,
+            waiter,
+            mode,
+            armed: true,
+        };
+        loop {
+            tokio::select! {
+                r = &mut rx => {
+                    guard.armed = false;
+                    if r.is_err() {
+                        // Sender dropped without a grant: should not happen.
+                        if let Dequeue::Granted = inner.locks.dequeue(rel, key, waiter, &txn.shared, mode) {
                             break;
                         }
-                        _ = tokio::time::sleep(inner.opts.deadlock_timeout) => {
-                            match inner.locks.check_deadlock(&txn.shared, rel, key, waiter, mode) {
-                                DeadlockCheck::NoCycle => continue,
-                                DeadlockCheck::Granted => { guard.armed = false; break; }
-                                DeadlockCheck::Victim(detail) => {
-                                    guard.armed = false;
-                                    return Err(PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
-                                        .with_detail(detail)
-                                        .with_hint("See server log for query details."));
-                                }
-                            }
+                        return Err(PgError::internal("lock wait ended without a grant"));
+                    }
+                    break;
+                }
+                _ = tokio::time::sleep(inner.opts.deadlock_timeout) => {
+                    match inner.locks.check_deadlock(&txn.shared, rel, key, waiter, mode) {
+                        DeadlockCheck::NoCycle => continue,
+                        DeadlockCheck::Granted => { guard.armed = false; break; }
+                        DeadlockCheck::Victim(detail) => {
+                            guard.armed = false;
+                            return Err(PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
+                                .with_detail(detail)
+                                .with_hint("See server log for query details."));
                         }
                     }
                 }
@@ -735,13 +817,14 @@ impl Datanode {
     /// whether the row exists, in which case `apply` runs at commit, or earlier when the
     /// transaction touches the row again.
     pub async fn increment(&self, txn: &mut Txn, rel: RelId, key: &[u8], apply: IncrementFn) -> PgResult<Option<bool>> {
-        if txn.isolation != Isolation::ReadCommitted || txn.holds_lock(rel, key) || txn.own_write(rel, key).is_some() {
+        if txn.isolation != Isolation::ReadCommitted || txn.holds_lock(rel, key)? || txn.own_write(rel, key)?.is_some() {
             return Ok(None);
         }
         if !txn.has_increment_on(rel, key) {
             self.wait_unowned(txn, rel).await;
-            if self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
-                txn.record_lock(rel, key);
+            // (Not while a spilled transaction may hold the row: `wait_for_lock` checks.)
+            if self.inner.spillers.of(rel, txn.shared.id).is_empty() && self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
+                txn.record_lock(rel, key)?;
                 return Ok(None);
             }
             if !txn.increment_locks.contains(&(rel, key.to_vec())) {
@@ -767,7 +850,7 @@ impl Datanode {
     pub async fn apply_increments(&self, txn: &mut Txn) -> PgResult<()> {
         for ((rel, key), fs) in txn.take_increments_by_row() {
             self.wait_for_lock(txn, rel, &key, LockMode::Apply).await?;
-            txn.record_lock(rel, &key);
+            txn.record_lock(rel, &key)?;
             let Some(mut row) = txn.read_newest_locked(rel, &key)?.and_then(|v| v.row) else {
                 continue; // cannot happen: the increment lock kept deleters out
             };
@@ -788,8 +871,8 @@ impl Datanode {
         if txn.has_increment_on(rel, key) {
             self.apply_increments(txn).await?;
         }
-        if let Some(w) = txn.own_write(rel, key) {
-            return Ok(w.clone());
+        if let Some(w) = txn.own_write(rel, key)? {
+            return Ok(w);
         }
         self.acquire(txn, rel, key).await?;
         match txn.read_newest_locked(rel, key)? {
@@ -816,22 +899,23 @@ impl Datanode {
         if self.inner.owned.other_owner(rel, txn.shared.id).is_some() {
             return Err(PgError::internal("datanode: put into a relation another transaction owns"));
         }
-        if !txn.holds_lock(rel, key) {
+        if !txn.holds_lock(rel, key)? {
             if self.inner.locks.try_lock(&txn.shared, rel, key, LockMode::Exclusive) {
-                txn.record_lock(rel, key);
+                txn.record_lock(rel, key)?;
             } else {
                 return Err(PgError::internal(
                     "datanode: put on a row locked by another transaction",
                 ));
             }
         }
+        let size = 2 * key.len() + row.as_ref().map_or(0, |r| r.len()) + spilled::WRITE_OVERHEAD;
         let m = txn.writes.entry(rel).or_default();
         let prev = m.insert(key.to_vec(), row);
         if prev.is_none() {
             txn.n_writes += 1;
         }
         txn.undo.push((rel, key.to_vec(), prev));
-        Ok(())
+        txn.grew(size)
     }
 
     /// Writes a row under a key that no transaction has used before (a row id just
@@ -855,7 +939,7 @@ impl Datanode {
             self.apply_increments(txn).await?;
         }
         self.acquire(txn, rel, key).await?;
-        let exists = match txn.own_write(rel, key) {
+        let exists = match txn.own_write(rel, key)? {
             Some(w) => w.is_some(),
             None => txn.read_newest_locked(rel, key)?.is_some_and(|v| v.row.is_some()),
         };
@@ -866,7 +950,7 @@ impl Datanode {
     }
 
     pub async fn commit(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        if txn.n_writes == 0 && txn.increments.is_empty() && txn.loaded.is_empty() {
+        if !txn.has_writes() && txn.increments.is_empty() && txn.loaded.is_empty() {
             // Every select ends here, and this future is part of each session's state
             // (one per connection): the read-only path stays small and the write path's
             // kilobytes go to the heap, only for transactions that wrote.
@@ -1081,6 +1165,9 @@ impl Inner {
     /// Commits `txn` with its deferred increments, grouped by row (`merges`), whose rows
     /// it holds in Merge mode.
     async fn commit(self: &Arc<Self>, mut txn: Box<Txn>, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        if txn.spilled.is_some() {
+            return self.commit_spilled(txn, merges, gtm).await;
+        }
         let start = txn.shared.start_ts;
         let mut rels: Vec<RelId> = txn
             .writes
@@ -1277,9 +1364,9 @@ impl Iterator for MergeIter<'_> {
             let take_own = match (self.stored.peek(), self.own.peek()) {
                 (None, None) => return None,
                 (Some(Err(_)), _) => return self.stored.next(),
-                (None, Some(_)) => true,
+                (_, Some(Err(_))) | (None, Some(_)) => true,
                 (Some(_), None) => false,
-                (Some(Ok((sk, _))), Some((ok, _))) => {
+                (Some(Ok((sk, _))), Some(Ok((ok, _)))) => {
                     if ok.as_slice() <= sk.as_slice() {
                         if ok.as_slice() == sk.as_slice() {
                             self.stored.next(); // shadowed by our own write
@@ -1291,10 +1378,10 @@ impl Iterator for MergeIter<'_> {
                 }
             };
             if take_own {
-                let (k, v) = self.own.next().expect("peeked");
-                match v {
-                    Some(row) => return Some(Ok((k.clone(), row.clone()))),
-                    None => continue, // our own delete
+                match self.own.next().expect("peeked") {
+                    Ok((k, Some(row))) => return Some(Ok((k, row))),
+                    Ok((_, None)) => continue, // our own delete
+                    Err(e) => return Some(Err(e)),
                 }
             } else {
                 return self.stored.next();

@@ -86,6 +86,10 @@ pub(crate) struct TxnShared {
     done: tokio::sync::Notify,
     /// The row this transaction is queued for, if any (for the wait-for graph).
     waiting_for: Mutex<Option<(RelId, Vec<u8>)>>,
+    /// Rows it holds through spilled intents that others have put back into the lock
+    /// table to queue behind it (`LockTable::reinstate_for_spiller`); None once it has
+    /// released them at its end (`close_reinstated`).
+    reinstated: Mutex<Option<Vec<(RelId, Vec<u8>)>>>,
 }
 
 impl TxnShared {
@@ -96,7 +100,18 @@ impl TxnShared {
             state: Mutex::new(TxnState::Active),
             done: tokio::sync::Notify::new(),
             waiting_for: Mutex::new(None),
+            reinstated: Mutex::new(Some(Vec::new())),
         }
+    }
+
+    /// Takes the rows reinstated for it, which its caller releases; none are added later.
+    pub fn close_reinstated(&self) -> Vec<(RelId, Vec<u8>)> {
+        self.reinstated.lock().take().unwrap_or_default()
+    }
+
+    /// Whether it still holds rows through intents (it has not ended).
+    pub fn holds_intents(&self) -> bool {
+        self.reinstated.lock().is_some()
     }
 
     pub fn set_state(&self, s: TxnState) {
@@ -517,6 +532,48 @@ impl LockTable {
     /// on are granted.
     pub fn release(&self, rel: RelId, key: &[u8], id: u64) {
         self.shard(rel, key).lock().give_up(rel, key, id, true, true);
+    }
+
+    /// `id` gives up the owner slot only (its rows' intents hold them now, `spilled.rs`);
+    /// an increment it holds on the row stays.
+    pub fn release_owner(&self, rel: RelId, key: &[u8], id: u64) {
+        self.shard(rel, key).lock().give_up(rel, key, id, true, false);
+    }
+
+    /// `me` was granted the row in `mode`, but the spilled transaction `spiller` holds it
+    /// through an intent (which has no entry here): gives the grant up, makes `spiller` the
+    /// row's owner (unless someone else owns it) and queues `me` first, so that the wait
+    /// is FIFO, in the wait-for graph and ended by `spiller`'s end, which releases the
+    /// rows reinstated for it. None if `spiller` has ended (no wait).
+    pub fn reinstate_for_spiller(
+        &self,
+        spiller: &Arc<TxnShared>,
+        me: &Arc<TxnShared>,
+        rel: RelId,
+        key: &[u8],
+        mode: LockMode,
+    ) -> Option<(u64, tokio::sync::oneshot::Receiver<()>)> {
+        let mut reinstated = spiller.reinstated.lock();
+        let rows = reinstated.as_mut()?;
+        let mut shard = self.shard(rel, key).lock();
+        let e = shard.entry_mut(rel, key).expect("a granted lock has an entry");
+        match mode {
+            LockMode::Increment => e.increments.retain(|t| t.id != me.id),
+            _ => {
+                if e.owned_by(me.id) {
+                    e.owner = None;
+                }
+            }
+        }
+        if e.owner.is_none() {
+            e.owner = Some((spiller.clone(), LockMode::Exclusive));
+            rows.push((rel, key.to_vec()));
+        }
+        let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *me.waiting_for.lock() = Some((rel, key.to_vec()));
+        e.queue.push_front(Waiter { id, txn: me.clone(), mode, tx: Some(tx) });
+        Some((id, rx))
     }
 
     /// Early lock release: `holder`'s write or increment is applied (the next owner reads

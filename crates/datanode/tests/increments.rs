@@ -186,7 +186,7 @@ async fn rollback_to_savepoint_drops_later_increments() {
     let mut t = e.increment_holder("a", 1).await;
     let sp = t.savepoint();
     assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(100)).await.unwrap(), Some(true));
-    t.rollback_to(&sp);
+    t.rollback_to(&sp).unwrap();
     e.dn.commit(t, &e.gtm).await.unwrap();
     assert_eq!(e.committed("a").await, 1);
 }

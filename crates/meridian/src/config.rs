@@ -25,6 +25,10 @@ pub struct StartArgs {
     /// past work_mem spill to temporary files first. Default 512MB.
     #[arg(long)]
     query_memory: Option<String>,
+    /// Memory one transaction's uncommitted writes and row locks may take before they
+    /// move to storage (write intents). Default 16MB.
+    #[arg(long)]
+    txn_memory: Option<String>,
     /// on (default): a commit returns once durable; off: PostgreSQL's asynchronous commit.
     #[arg(long)]
     synchronous_commit: Option<String>,
@@ -39,7 +43,7 @@ pub struct StartArgs {
     #[arg(long)]
     busy_poll_us: Option<u64>,
     /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size, query_memory,
-    /// synchronous_commit, gtm, session_threads, busy_poll_us.
+    /// txn_memory, synchronous_commit, gtm, session_threads, busy_poll_us.
     #[arg(long)]
     config: Option<PathBuf>,
 }
@@ -52,6 +56,7 @@ struct FileSettings {
     unix_socket_dir: Option<PathBuf>,
     cache_size: Option<String>,
     query_memory: Option<String>,
+    txn_memory: Option<String>,
     synchronous_commit: Option<bool>,
     gtm: Option<String>,
     session_threads: Option<usize>,
@@ -66,6 +71,7 @@ pub struct Settings {
     pub unix_socket_dir: Option<PathBuf>,
     pub cache_size: String,
     pub query_memory: String,
+    pub txn_memory: String,
     pub synchronous_commit: bool,
     pub gtm: Option<String>,
     pub session_threads: usize,
@@ -92,6 +98,7 @@ impl StartArgs {
                 .filter(|dir| !dir.as_os_str().is_empty()),
             cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
             query_memory: self.query_memory.clone().or(file.query_memory).unwrap_or_else(|| "512MB".into()),
+            txn_memory: self.txn_memory.clone().or(file.txn_memory).unwrap_or_else(|| "16MB".into()),
             synchronous_commit,
             gtm: self.gtm.clone().or(file.gtm),
             session_threads: self

@@ -72,6 +72,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         data_dir: settings.data_dir.clone(),
         cache_size: parse_size(&settings.cache_size)?,
         query_memory: parse_size(&settings.query_memory)? as usize,
+        txn_memory: parse_size(&settings.txn_memory)?,
         synchronous_commit: settings.synchronous_commit,
         gtm: settings.gtm.clone(),
         session_threads: settings.session_threads,

@@ -27,10 +27,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod bulk;
+mod intents;
 mod rotation;
 mod syncer;
 
 pub use bulk::{BulkLoad, Chunk};
+pub use intents::{prefix_successor, IntentIter};
 
 use rotation::MemtableRotation;
 
@@ -287,6 +289,8 @@ pub struct Store {
     latest_lock: Arc<parking_lot::Mutex<()>>,
     meta: Keyspace,
     sys: Keyspace,
+    /// Spilled write sets of large transactions (`intents.rs`).
+    intents: Keyspace,
     writer_tx: mpsc::Sender<Msg>,
     /// The writer (`meridian-wal`) and the syncer (`meridian-fsync`), joined by `close`.
     threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
@@ -403,6 +407,7 @@ impl Store {
         let latest = ks("latest", rotation::FJALL_LIMIT_OFF, tune_for_point_reads)?;
         let meta = ks("meta", 1 << 20, |o| o)?;
         let sys = ks("sys", 1 << 20, |o| o)?;
+        let intents = ks("intents", intents::INTENTS_MEMTABLE, |o| o)?;
         let rotation = MemtableRotation::new(&data, &latest, memtable);
         ensure_format(&db, &data, &latest, &sys, &rotation)?;
         let latest_lock = Arc::new(parking_lot::Mutex::new(()));
@@ -444,6 +449,7 @@ impl Store {
             latest_lock,
             meta,
             sys,
+            intents,
             writer_tx: tx,
             threads: parking_lot::Mutex::new(vec![writer_thread, syncer_thread]),
             stats,
