@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Bytes of intents written per batch when spilling or applying them.
-const BATCH_BYTES: usize = 4 << 20;
+const BATCH_BYTES: usize = 1 << 20;
 
 pub(crate) const COMMIT_PREFIX: &[u8] = b"spilled_commit/";
 

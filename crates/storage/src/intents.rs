@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 /// Memtable size of the keyspace: fjall flushes and stalls writers on its own (at most
 /// five memtables), so a spilling transaction holds at most a few of these in memory.
-pub(crate) const INTENTS_MEMTABLE: u64 = 8 << 20;
+pub(crate) const INTENTS_MEMTABLE: u64 = 4 << 20;
 
 /// A range of the `intents` keyspace, in key order (owns its snapshot of the tree).
 pub struct IntentIter {
