@@ -16,7 +16,8 @@
 //!   `CommittingPending` or `Committing(ts <= s)` waits for it to finish, then reads the
 //!   store. Scans wait out every such transaction that wrote the scanned relation.
 //! * Write set: per transaction, ordered, in memory; read-your-own-writes in `get` and
-//!   `scan`; savepoints through an undo log.
+//!   `scan`; savepoints through an undo log. Past `txn_memory` the write set, undo log and
+//!   row locks spill to storage as write intents (`spilled.rs`).
 //! * GC: `gc(horizon)` over recently written keys; `vacuum(rel)` full scan.
 //!
 //! See README.md for the invariants.
@@ -1005,10 +1006,10 @@ impl Datanode {
     }
 
     /// Whether `bulk_load` may load into `rel`: the transaction owns it and has written
-    /// nothing to it otherwise (rows it wrote are in its write set, and would shadow rows
-    /// loaded later).
+    /// nothing to it otherwise (rows it wrote are in its write set or its intents, and
+    /// would shadow rows loaded later).
     pub fn can_bulk_load(&self, txn: &Txn, rel: RelId) -> bool {
-        txn.owned.contains(&rel) && txn.writes.get(&rel).is_none_or(|m| m.is_empty())
+        txn.owned.contains(&rel) && txn.writes.get(&rel).is_none_or(|m| m.is_empty()) && !txn.has_spilled(rel)
     }
 
     /// Whether the transaction bulk-loaded rows into `rel` already (a later load's keys

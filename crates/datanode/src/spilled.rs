@@ -172,7 +172,7 @@ pub(crate) struct Spilled {
 }
 
 impl Txn {
-    fn has_spilled(&self, rel: RelId) -> bool {
+    pub(crate) fn has_spilled(&self, rel: RelId) -> bool {
         self.spilled.as_ref().is_some_and(|s| s.rels.contains(&rel))
     }
 
