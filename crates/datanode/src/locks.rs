@@ -89,8 +89,11 @@ pub(crate) struct TxnShared {
     /// Rows it holds through spilled intents that others have put back into the lock
     /// table to queue behind it (`LockTable::reinstate_for_spiller`); None once it has
     /// released them at its end (`close_reinstated`).
-    reinstated: Mutex<Option<Vec<(RelId, Vec<u8>)>>>,
+    reinstated: Mutex<Option<Vec<Row>>>,
 }
+
+/// A row: (relation, key).
+pub(crate) type Row = (RelId, Vec<u8>);
 
 impl TxnShared {
     pub fn new(id: u64, start_ts: Timestamp) -> Self {
@@ -105,7 +108,7 @@ impl TxnShared {
     }
 
     /// Takes the rows reinstated for it, which its caller releases; none are added later.
-    pub fn close_reinstated(&self) -> Vec<(RelId, Vec<u8>)> {
+    pub fn close_reinstated(&self) -> Vec<Row> {
         self.reinstated.lock().take().unwrap_or_default()
     }
 
