@@ -1169,7 +1169,6 @@ impl Inner {
         if txn.spilled.is_some() {
             return self.commit_spilled(txn, merges, gtm).await;
         }
-        let start = txn.shared.start_ts;
         let mut rels: Vec<RelId> = txn
             .writes
             .iter()
@@ -1179,26 +1178,7 @@ impl Inner {
             .collect();
         rels.sort_unstable();
         rels.dedup();
-        for &rel in &rels {
-            self.committing.register(rel, &txn.shared);
-        }
-        txn.shared.set_state(TxnState::CommittingPending);
-        let unregister = |txn: &Txn| {
-            for &rel in &rels {
-                self.committing.unregister(rel, txn.shared.id);
-            }
-        };
-        let ts = match gtm.commit(start).await {
-            Ok(ts) => ts,
-            Err(e) => {
-                // Nothing was written: the transaction is aborted. Tell the GTM (best effort).
-                txn.release_and_await_reads_durable().await;
-                unregister(&txn);
-                let _ = gtm.finish(start).await;
-                return Err(e);
-            }
-        };
-        txn.shared.set_state(TxnState::Committing(ts));
+        let ts = self.take_commit_ts(&mut txn, &rels, gtm).await?;
         let mut writes = Vec::with_capacity(txn.n_writes + merges.len());
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
@@ -1246,8 +1226,37 @@ impl Inner {
         for (rel, key) in locked.iter() {
             self.locks.finish(*rel, key, txn.shared.id);
         }
-        unregister(&txn);
+        self.unregister_committing(&rels, txn.shared.id);
         res.map(|()| ts)
+    }
+
+    /// Steps 1 and 2 of a commit: registers the transaction on `rels` (scans wait for it),
+    /// marks it `CommittingPending`, takes its commit timestamp and marks it `Committing`.
+    /// If the GTM fails nothing was written: the transaction ends aborted.
+    async fn take_commit_ts(&self, txn: &mut Txn, rels: &[RelId], gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        for &rel in rels {
+            self.committing.register(rel, &txn.shared);
+        }
+        txn.shared.set_state(TxnState::CommittingPending);
+        let start = txn.shared.start_ts;
+        match gtm.commit(start).await {
+            Ok(ts) => {
+                txn.shared.set_state(TxnState::Committing(ts));
+                Ok(ts)
+            }
+            Err(e) => {
+                txn.release_and_await_reads_durable().await;
+                self.unregister_committing(rels, txn.shared.id);
+                let _ = gtm.finish(start).await; // best effort
+                Err(e)
+            }
+        }
+    }
+
+    fn unregister_committing(&self, rels: &[RelId], id: u64) {
+        for &rel in rels {
+            self.committing.unregister(rel, id);
+        }
     }
 
     /// Empties relations that a transaction loaded rows into and does not commit, then

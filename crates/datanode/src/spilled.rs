@@ -22,7 +22,7 @@
 //! * Savepoints: each spilled undo entry is an `UndoRecord` of the key's state among the
 //!   intents before the write; rolling back past a spill restores those states.
 
-use crate::locks::{FxHashMap, TxnShared, TxnState};
+use crate::locks::{FxHashMap, TxnShared};
 use crate::{Increments, Inner, RelId, RowBytes, Timestamp, Txn};
 use parking_lot::Mutex;
 use pgerror::{PgError, PgResult};
@@ -332,7 +332,6 @@ impl Inner {
     /// `Inner::commit` for a transaction that spilled: everything goes to its intents,
     /// the commit timestamp is recorded durably, then the intents are applied.
     pub(crate) async fn commit_spilled(self: &Arc<Self>, mut txn: Box<Txn>, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        let start = txn.shared.start_ts;
         if let Err(e) = self.spill(&mut txn) {
             let _ = crate::end_unapplied(txn, gtm).await;
             return Err(e);
@@ -341,32 +340,14 @@ impl Inner {
         rels.extend(merges.keys().map(|(r, _)| *r));
         rels.sort_unstable();
         rels.dedup();
-        for &rel in &rels {
-            self.committing.register(rel, &txn.shared);
-        }
-        txn.shared.set_state(TxnState::CommittingPending);
-        let unregister = |txn: &Txn| {
-            for &rel in &rels {
-                self.committing.unregister(rel, txn.shared.id);
-            }
-        };
-        let ts = match gtm.commit(start).await {
-            Ok(ts) => ts,
-            Err(e) => {
-                txn.release_and_await_reads_durable().await;
-                unregister(&txn);
-                let _ = gtm.finish(start).await;
-                return Err(e);
-            }
-        };
-        txn.shared.set_state(TxnState::Committing(ts));
+        let ts = self.take_commit_ts(&mut txn, &rels, gtm).await?;
         let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks).into_iter().collect();
         let res = self.apply_spilled(&mut txn, ts, merges, &increment_locks).await;
         txn.release_all();
         for (rel, key) in &increment_locks {
             self.locks.finish(*rel, key, txn.shared.id);
         }
-        unregister(&txn);
+        self.unregister_committing(&rels, txn.shared.id);
         res.map(|()| ts)
     }
 
