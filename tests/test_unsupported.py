@@ -124,6 +124,14 @@ CLAUSES = [
     "SELECT j.id FROM (cl_a a JOIN cl_b b ON a.id = b.id) AS j(id) ORDER BY 1",
     "SELECT * FROM (cl_a a JOIN cl_b b ON a.id = b.id) ORDER BY 1",
     "SELECT a.id, l.n FROM cl_a a, LATERAL (SELECT a.x + 1 AS n) l ORDER BY 1",
+    # functions in FROM are implicitly LATERAL
+    "SELECT a.id, g FROM cl_a a, generate_series(1, a.id) g ORDER BY 1, 2",
+    "SELECT a.id, g FROM cl_a a, LATERAL generate_series(a.id, 3) g ORDER BY 1, 2",
+    "SELECT a.id, g FROM cl_a a LEFT JOIN generate_series(2, a.id) g ON true ORDER BY 1, 2",
+    "SELECT a.id, u FROM cl_a a CROSS JOIN unnest(ARRAY[a.id, a.x]) u ORDER BY 1, 2",
+    "SELECT (SELECT count(*) FROM cl_b b, generate_series(b.aid, a.id) s) FROM cl_a a ORDER BY a.id",
+    "SELECT * FROM generate_series(1, 2) a, generate_series(a, 2) b ORDER BY 1, 2",
+    "SELECT * FROM cl_a a, generate_series(1, nosuch) g",
     # SELECT clauses
     "SELECT DISTINCT ON (x) x, id FROM cl_a ORDER BY x, id",
     "SELECT DISTINCT x FROM cl_a ORDER BY x",

@@ -127,7 +127,6 @@ fn const_expr(v: Value, ty: DataType) -> Expr {
     Expr::Const(v, ty)
 }
 
-/// Does a plan refer to a column of an enclosing query?
 fn output_column(name: &str, ty: DataType) -> OutputColumn {
     OutputColumn { name: name.to_string(), ty, table_oid: 0, column_attr: 0 }
 }
@@ -454,7 +453,7 @@ impl<'a> Binder<'a> {
     fn from_clause(&mut self, from: &[ast::TableWithJoins]) -> PgResult<(Rel, Scope)> {
         let mut result: Option<(Rel, Scope)> = None;
         for twj in from {
-            let (mut rel, mut scope) = self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
+            let (mut rel, mut scope, first_lateral) = self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
             for join in &twj.joins {
                 crate::unsupported_syntax::join(join)?;
                 let (kind, constraint) = match &join.join_operator {
@@ -464,8 +463,7 @@ impl<'a> Binder<'a> {
                     other => return Err(unsupported(format!("join type {other:?}").split('(').next().unwrap_or("").to_string())),
                 };
                 let lateral_scope = scope.clone();
-                let (right, rscope) = self.table_factor(&join.relation, Some(&lateral_scope))?;
-                let lateral = matches!(&join.relation, ast::TableFactor::Derived { lateral: true, .. });
+                let (right, rscope, lateral) = self.table_factor(&join.relation, Some(&lateral_scope))?;
                 let left_width = scope.columns.len();
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
@@ -503,17 +501,18 @@ impl<'a> Binder<'a> {
             result = Some(match result {
                 None => (rel, scope),
                 Some((prev, mut pscope)) => {
-                    let lateral = matches!(&twj.relation, ast::TableFactor::Derived { lateral: true, .. });
                     pscope.columns.extend(scope.columns);
-                    (Rel::Join { left: Box::new(prev), right: Box::new(rel), kind: JoinKind::Inner, on: None, lateral }, pscope)
+                    (Rel::Join { left: Box::new(prev), right: Box::new(rel), kind: JoinKind::Inner, on: None, lateral: first_lateral }, pscope)
                 }
             });
         }
         Ok(result.unwrap_or((Rel::Unit, Scope::default())))
     }
 
-    /// One FROM item. `left` is the scope to its left, visible to LATERAL subqueries.
-    fn table_factor(&mut self, tf: &ast::TableFactor, left: Option<&Scope>) -> PgResult<(Rel, Scope)> {
+    /// One FROM item, and whether it is joined laterally (evaluated for each row to its
+    /// left). `left` is the scope to its left, visible to LATERAL subqueries and to the
+    /// arguments of functions (implicitly LATERAL, as in PostgreSQL).
+    fn table_factor(&mut self, tf: &ast::TableFactor, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
         crate::unsupported_syntax::table_factor(tf)?;
         let apply_alias = |cols: &mut Vec<ScopeColumn>, alias: &Option<ast::TableAlias>, default: String| {
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or(default);
@@ -531,19 +530,19 @@ impl<'a> Binder<'a> {
                 let (name, alias) = without_only(name, alias);
                 let parts = object_name_parts(&name);
                 if let Some(args) = args {
-                    return self.table_function(&parts, &args.args, &alias);
+                    return self.table_function(&parts, &args.args, &alias, left);
                 }
                 if let [single] = parts.as_slice() {
                     if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
                         let mut cols = cols.clone();
                         let rel = rel.clone();
                         apply_alias(&mut cols, &alias, single.clone());
-                        return Ok((rel, Scope { columns: cols }));
+                        return Ok((rel, Scope { columns: cols }, false));
                     }
                 }
                 let (rel, mut cols, default) = self.relation(&parts)?;
                 apply_alias(&mut cols, &alias, default);
-                Ok((rel, Scope { columns: cols }))
+                Ok((rel, Scope { columns: cols }, false))
             }
             ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
                 let enclosing = if *lateral { left.cloned().unwrap_or_default() } else { Scope::default() };
@@ -555,15 +554,15 @@ impl<'a> Binder<'a> {
                     .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
-                Ok((q.root, Scope { columns: cols }))
+                Ok((q.root, Scope { columns: cols }, *lateral))
             }
             ast::TableFactor::Function { name, args, alias, .. } => {
                 let args: Vec<ast::FunctionArg> = args.clone();
-                self.table_function(&object_name_parts(name), &args, alias)
+                self.table_function(&object_name_parts(name), &args, alias, left)
             }
             ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. } if array_exprs.len() == 1 => {
                 let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()))];
-                self.table_function(&["unnest".to_string()], &args, alias)
+                self.table_function(&["unnest".to_string()], &args, alias, left)
             }
             ast::TableFactor::NestedJoin { table_with_joins, alias } => {
                 let (rel, mut scope) = self.from_clause(std::slice::from_ref(table_with_joins))?;
@@ -572,13 +571,29 @@ impl<'a> Binder<'a> {
                         c.qualifier = Some(ident_name(&a.name));
                     }
                 }
-                Ok((rel, scope))
+                Ok((rel, scope, false))
             }
             _ => Err(unsupported("this kind of FROM item")),
         }
     }
 
-    fn table_function(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>) -> PgResult<(Rel, Scope)> {
+    /// A set-returning function in FROM; laterally joined when its arguments refer to the
+    /// FROM items on its `left`.
+    fn table_function(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
+        let Some(left) = left else {
+            return self.function_rel(parts, args, alias).map(|(rel, scope)| (rel, scope, false));
+        };
+        // Bound as a LATERAL subquery's body is: the left side is the enclosing scope.
+        self.outer.push(left.clone());
+        let was_escaping = std::mem::replace(&mut self.escapes, 0);
+        let result = self.function_rel(parts, args, alias);
+        self.outer.pop();
+        let escapes = std::mem::replace(&mut self.escapes, was_escaping);
+        self.escapes = self.escapes.max(escapes.saturating_sub(1));
+        result.map(|(rel, scope)| (rel, scope, escapes > 0))
+    }
+
+    fn function_rel(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>) -> PgResult<(Rel, Scope)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
         if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args) {
             // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
