@@ -13,8 +13,11 @@
 //! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
 use crate::copy::CopyRow;
-use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView, StatementState};
-use datanode::{Datanode, RowBytes, Timestamp, Txn};
+use crate::exec::memory::Held;
+use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState};
+use crate::spool::Spool;
+use spill::row_size;
+use datanode::{Datanode, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
@@ -142,17 +145,106 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
     }
 }
 
-async fn returning(ex: &Executor<'_>, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[Row]) -> PgResult<Vec<Row>> {
-    let Some(items) = items else { return Ok(Vec::new()) };
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut values = Vec::with_capacity(items.len());
-        for (e, _) in items {
-            values.push(ex.eval(&[], e, r).await?);
-        }
-        out.push(values);
+/// Target rows a streamed UPDATE or DELETE (`streams`) reads, locks and writes at a
+/// time: it holds about one batch, and each batch opens the scan once more, which costs
+/// little next to a thousand rows.
+const TARGET_BATCH: ReadLimit = ReadLimit { rows: 1000, bytes: 4 << 20 };
+
+/// Source rows an INSERT writes at a time, between which it yields (`Executor::pace`).
+const SOURCE_BATCH: usize = 1000;
+
+/// Whether an UPDATE or DELETE may read and write its rows a batch at a time and still
+/// not see its own writes, as if it had read them all first: each batch's scan goes on
+/// after the key the one before ended at, so no row may move to another key (an
+/// assignment to a primary-key column; rows without one keep their row ids), and no
+/// subquery may read the table between batches. Every access is in key order.
+fn streams(table: &TableDef, assignments: &[(usize, Expr)], filter: Option<&Expr>, returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+    let pk = table.primary_key.as_deref().unwrap_or_default();
+    assignments.iter().all(|(col, e)| !pk.contains(col) && !e.has_subquery())
+        && filter.is_none_or(|f| !f.has_subquery())
+        && !returning_has_subquery(returning)
+}
+
+fn returning_has_subquery(returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+    returning.iter().flatten().any(|(e, _)| e.has_subquery())
+}
+
+/// Where the next batch of an UPDATE's or DELETE's rows starts.
+enum Position {
+    Start,
+    After(Vec<u8>),
+    End,
+}
+
+/// The rows an UPDATE or DELETE finds: in batches of `TARGET_BATCH` where it `streams`,
+/// else all in one.
+struct TargetRows<'p> {
+    table: &'p TableDef,
+    access: &'p Access,
+    filter: Option<&'p Expr>,
+    limit: ReadLimit,
+    position: Position,
+}
+
+impl<'p> TargetRows<'p> {
+    fn new(table: &'p TableDef, access: &'p Access, filter: Option<&'p Expr>, streams: bool) -> Self {
+        let limit = if streams { TARGET_BATCH } else { ReadLimit::NONE };
+        TargetRows { table, access, filter, limit, position: Position::Start }
     }
-    Ok(out)
+
+    /// The next batch, charged to `held`; None after the last.
+    async fn next(&mut self, dml: &Dml<'_>, txn: &Txn, held: &mut Held<'_>) -> PgResult<Option<Vec<KeyedRow>>> {
+        let after = match &self.position {
+            Position::Start => None,
+            Position::After(key) => Some(key.as_slice()),
+            Position::End => return Ok(None),
+        };
+        let (rows, resume) = dml.reader(txn).keyed_rows(self.table, self.access, self.filter, after, self.limit, held).await?;
+        self.position = resume.map_or(Position::End, Position::After);
+        Ok(Some(rows))
+    }
+}
+
+/// What a DML statement has done: the number of rows it changed, and what RETURNING
+/// made of them, charged to the statement.
+struct Affected<'s> {
+    returning: Option<&'s [(Expr, OutputColumn)]>,
+    /// Rows changed since `returned_so_far` last ran (with RETURNING only).
+    changed: Vec<Row>,
+    returned: Vec<Row>,
+    held: Held<'s>,
+    count: u64,
+}
+
+impl<'s> Affected<'s> {
+    fn new(state: &'s StatementState<'s>, returning: &'s Option<Vec<(Expr, OutputColumn)>>) -> Self {
+        Affected { returning: returning.as_deref(), changed: Vec::new(), returned: Vec::new(), held: Held::new(&state.memory), count: 0 }
+    }
+
+    fn changed(&mut self, row: Row) {
+        self.count += 1;
+        if self.returning.is_some() {
+            self.changed.push(row);
+        }
+    }
+
+    /// Evaluates RETURNING over the rows changed since the last call, after their writes.
+    async fn returned_so_far(&mut self, ex: &Executor<'_>) -> PgResult<()> {
+        let Some(items) = self.returning else { return Ok(()) };
+        for r in std::mem::take(&mut self.changed) {
+            let mut values = Vec::with_capacity(items.len());
+            for (e, _) in items {
+                values.push(ex.eval(&[], e, &r).await?);
+            }
+            self.held.charge(row_size(&values))?;
+            self.returned.push(values);
+        }
+        Ok(())
+    }
+
+    fn result(self) -> DmlResult {
+        (self.returned, self.count)
+    }
 }
 
 /// What every DML statement runs with: the datanode, the statement snapshot, the
@@ -182,30 +274,45 @@ impl<'a> Dml<'a> {
         Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view, state: self.state }
     }
 
+    /// The source is read to its end before the first row is written: its scans borrow
+    /// the transaction that writes borrow exclusively, and a source that reads the table
+    /// written (`INSERT INTO t SELECT … FROM t`) must not see the statement's rows. Its
+    /// rows wait in a spool: in memory up to work_mem, past it in a temporary file.
     pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
-        let rows: Vec<Row> = {
-            let ex = self.reader(txn);
-            let source = ex.collect(&ins.source, Default::default(), None).await?;
-            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
-            source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
-        };
+        let mut spool = Spool::new(self.state);
+        self.reader(txn).each_row(&ins.source, Default::default(), &mut |row| spool.push(row).map(|()| true)).await?;
+        let mut source = spool.finish()?;
+        // A subquery in RETURNING reads the table after all the statement's writes.
+        let batch = if returning_has_subquery(&ins.returning) { usize::MAX } else { SOURCE_BATCH };
         let mut ids = RowIds::new();
-        let mut written = Vec::with_capacity(rows.len());
-        for row in rows {
-            // A new key waits for a concurrent inserter of the same key: a lock wait.
-            match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
-                Ok(()) => written.push(row),
-                Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
-                Err(e) => return Err(e),
+        let mut affected = Affected::new(self.state, &ins.returning);
+        loop {
+            let rows = source.next_batch(batch)?;
+            if rows.is_empty() {
+                break;
             }
+            for src in &rows {
+                let row = {
+                    let ex = self.reader(txn);
+                    insert_row(&EvalCtx { params: self.params, outer: &[], env: &ex }, table, &ins.targets, src)?
+                };
+                // A new key waits for a concurrent inserter of the same key: a lock wait.
+                match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
+                    Ok(()) => affected.changed(row),
+                    Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let ex = self.reader(txn);
+            affected.returned_so_far(&ex).await?;
+            ex.pace(rows.len()).await;
         }
-        let out = returning(&self.reader(txn), &ins.returning, &written).await?;
-        Ok((out, written.len() as u64))
+        Ok(affected.result())
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
-    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<(Vec<u8>, RowBytes, Row)>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
+    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<KeyedRow>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
             let Some(current) = self.lock_wait(self.dn.lock_row(txn, table.rel, &key)).await? else {
@@ -245,20 +352,35 @@ impl<'a> Dml<'a> {
 
     pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
-        let increments = increments_of(upd);
-        let candidates = match increments {
-            Some(_) => self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?,
-            None => self.reader(txn).keyed_rows(table, &upd.access, upd.filter.as_ref()).await?,
-        };
-        if let (Some(increments), [(key, _, _)]) = (increments, candidates.as_slice()) {
-            if let Some(done) = self.increment(txn, table, key, increments).await? {
-                return Ok(done);
+        let mut affected = Affected::new(self.state, &upd.returning);
+        if let Some(increments) = increments_of(upd) {
+            let candidates = self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?;
+            if let [(key, _, _)] = candidates.as_slice() {
+                if let Some(done) = self.increment(txn, table, key, increments).await? {
+                    return Ok(done);
+                }
             }
+            self.update_batch(txn, upd, candidates, &mut affected).await?;
+            return Ok(affected.result());
         }
+        let streams = streams(table, &upd.assignments, upd.filter.as_ref(), &upd.returning);
+        let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
+        loop {
+            let mut held = Held::new(&self.state.memory);
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
+            self.update_batch(txn, upd, candidates, &mut affected).await?;
+        }
+        Ok(affected.result())
+    }
+
+    /// Locks, computes and writes one batch of an UPDATE's rows.
+    async fn update_batch(&self, txn: &mut Txn, upd: &Update, candidates: Vec<KeyedRow>, affected: &mut Affected<'_>) -> PgResult<()> {
+        let table = &upd.table;
         let locked = self.lock_candidates(txn, table, candidates, upd.filter.as_ref()).await?;
         // Every new row is computed before the first is written, so that subqueries in
         // SET read the table as the statement found it (as PostgreSQL's, which read
-        // at the command's snapshot), not with this statement's own writes.
+        // at the command's snapshot), not with this statement's own writes; a statement
+        // with subqueries is one batch (`streams`).
         let mut changes = Vec::with_capacity(locked.len());
         for (key, old) in locked {
             let mut new = old.clone();
@@ -268,7 +390,6 @@ impl<'a> Dml<'a> {
             check_not_null(table, &new)?;
             changes.push((key, new));
         }
-        let mut updated = Vec::with_capacity(changes.len());
         for (key, new) in changes {
             match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
@@ -277,23 +398,26 @@ impl<'a> Dml<'a> {
                 }
                 _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
             }
-            updated.push(new);
+            affected.changed(new);
         }
-        let out = returning(&self.reader(txn), &upd.returning, &updated).await?;
-        Ok((out, updated.len() as u64))
+        affected.returned_so_far(&self.reader(txn)).await
     }
 
     pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
-        let candidates = self.reader(txn).keyed_rows(table, &del.access, del.filter.as_ref()).await?;
-        let locked = self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await?;
-        let mut deleted = Vec::with_capacity(locked.len());
-        for (key, old) in locked {
-            self.dn.put(txn, table.rel, &key, None)?;
-            deleted.push(old);
+        let mut affected = Affected::new(self.state, &del.returning);
+        let streams = streams(table, &[], del.filter.as_ref(), &del.returning);
+        let mut targets = TargetRows::new(table, &del.access, del.filter.as_ref(), streams);
+        loop {
+            let mut held = Held::new(&self.state.memory);
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
+            for (key, old) in self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await? {
+                self.dn.put(txn, table.rel, &key, None)?;
+                affected.changed(old);
+            }
+            affected.returned_so_far(&self.reader(txn)).await?;
         }
-        let out = returning(&self.reader(txn), &del.returning, &deleted).await?;
-        Ok((out, deleted.len() as u64))
+        Ok(affected.result())
     }
 }
 
