@@ -206,44 +206,68 @@ impl<'p> TargetRows<'p> {
 }
 
 /// What a DML statement has done: the number of rows it changed, and what RETURNING
-/// made of them, charged to the statement.
+/// made of them. RETURNING runs after each batch's writes, or after the statement's
+/// last write if it has a subquery (which reads the table as the statement left it);
+/// the rows it waits for and its results are charged to the statement.
 struct Affected<'s> {
     returning: Option<&'s [(Expr, OutputColumn)]>,
-    /// Rows changed since `returned_so_far` last ran (with RETURNING only).
+    at_end: bool,
+    /// Rows changed that RETURNING has not run over yet.
     changed: Vec<Row>,
+    changed_held: Held<'s>,
     returned: Vec<Row>,
-    held: Held<'s>,
+    returned_held: Held<'s>,
     count: u64,
 }
 
 impl<'s> Affected<'s> {
     fn new(state: &'s StatementState<'s>, returning: &'s Option<Vec<(Expr, OutputColumn)>>) -> Self {
-        Affected { returning: returning.as_deref(), changed: Vec::new(), returned: Vec::new(), held: Held::new(&state.memory), count: 0 }
-    }
-
-    fn changed(&mut self, row: Row) {
-        self.count += 1;
-        if self.returning.is_some() {
-            self.changed.push(row);
+        Affected {
+            returning: returning.as_deref(),
+            at_end: returning_has_subquery(returning),
+            changed: Vec::new(),
+            changed_held: Held::new(&state.memory),
+            returned: Vec::new(),
+            returned_held: Held::new(&state.memory),
+            count: 0,
         }
     }
 
-    /// Evaluates RETURNING over the rows changed since the last call, after their writes.
-    async fn returned_so_far(&mut self, ex: &Executor<'_>) -> PgResult<()> {
+    fn changed(&mut self, row: Row) -> PgResult<()> {
+        self.count += 1;
+        if self.returning.is_some() {
+            self.changed_held.charge(row_size(&row))?;
+            self.changed.push(row);
+        }
+        Ok(())
+    }
+
+    /// After a batch's writes.
+    async fn batch_written(&mut self, ex: &Executor<'_>) -> PgResult<()> {
+        if self.at_end {
+            return Ok(());
+        }
+        self.run_returning(ex).await
+    }
+
+    /// After the statement's last write: the rows RETURNING made and the count.
+    async fn finish(mut self, ex: &Executor<'_>) -> PgResult<DmlResult> {
+        self.run_returning(ex).await?;
+        Ok((self.returned, self.count))
+    }
+
+    async fn run_returning(&mut self, ex: &Executor<'_>) -> PgResult<()> {
         let Some(items) = self.returning else { return Ok(()) };
         for r in std::mem::take(&mut self.changed) {
             let mut values = Vec::with_capacity(items.len());
             for (e, _) in items {
                 values.push(ex.eval(&[], e, &r).await?);
             }
-            self.held.charge(row_size(&values))?;
+            self.returned_held.charge(row_size(&values))?;
             self.returned.push(values);
         }
+        self.changed_held.clear();
         Ok(())
-    }
-
-    fn result(self) -> DmlResult {
-        (self.returned, self.count)
     }
 }
 
@@ -283,12 +307,10 @@ impl<'a> Dml<'a> {
         let mut spool = Spool::new(self.state);
         self.reader(txn).each_row(&ins.source, Default::default(), &mut |row| spool.push(row).map(|()| true)).await?;
         let mut source = spool.finish()?;
-        // A subquery in RETURNING reads the table after all the statement's writes.
-        let batch = if returning_has_subquery(&ins.returning) { usize::MAX } else { SOURCE_BATCH };
         let mut ids = RowIds::new();
         let mut affected = Affected::new(self.state, &ins.returning);
         loop {
-            let rows = source.next_batch(batch)?;
+            let rows = source.next_batch(SOURCE_BATCH)?;
             if rows.is_empty() {
                 break;
             }
@@ -299,22 +321,23 @@ impl<'a> Dml<'a> {
                 };
                 // A new key waits for a concurrent inserter of the same key: a lock wait.
                 match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
-                    Ok(()) => affected.changed(row),
+                    Ok(()) => affected.changed(row)?,
                     Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
                     Err(e) => return Err(e),
                 }
             }
             let ex = self.reader(txn);
-            affected.returned_so_far(&ex).await?;
+            affected.batch_written(&ex).await?;
             ex.pace(rows.len()).await;
         }
-        Ok(affected.result())
+        affected.finish(&self.reader(txn)).await
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
     async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<KeyedRow>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
+            self.reader(txn).pace(1).await;
             let Some(current) = self.lock_wait(self.dn.lock_row(txn, table.rel, &key)).await? else {
                 continue; // deleted by a transaction that committed after our snapshot
             };
@@ -361,7 +384,7 @@ impl<'a> Dml<'a> {
                 }
             }
             self.update_batch(txn, upd, candidates, &mut affected).await?;
-            return Ok(affected.result());
+            return affected.finish(&self.reader(txn)).await;
         }
         let streams = streams(table, &upd.assignments, upd.filter.as_ref(), &upd.returning);
         let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
@@ -370,7 +393,7 @@ impl<'a> Dml<'a> {
             let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
             self.update_batch(txn, upd, candidates, &mut affected).await?;
         }
-        Ok(affected.result())
+        affected.finish(&self.reader(txn)).await
     }
 
     /// Locks, computes and writes one batch of an UPDATE's rows.
@@ -398,9 +421,9 @@ impl<'a> Dml<'a> {
                 }
                 _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
             }
-            affected.changed(new);
+            affected.changed(new)?;
         }
-        affected.returned_so_far(&self.reader(txn)).await
+        affected.batch_written(&self.reader(txn)).await
     }
 
     pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
@@ -413,11 +436,11 @@ impl<'a> Dml<'a> {
             let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
             for (key, old) in self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await? {
                 self.dn.put(txn, table.rel, &key, None)?;
-                affected.changed(old);
+                affected.changed(old)?;
             }
-            affected.returned_so_far(&self.reader(txn)).await?;
+            affected.batch_written(&self.reader(txn)).await?;
         }
-        Ok(affected.result())
+        affected.finish(&self.reader(txn)).await
     }
 }
 

@@ -65,3 +65,47 @@ impl SpooledRows<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::StatementLimits;
+    use types::Value;
+
+    fn rows(n: i64) -> impl Iterator<Item = Row> {
+        (0..n).map(|i| vec![Value::Int8(i), Value::Text(format!("row {i}"))])
+    }
+
+    fn spooled(n: i64, work_mem: usize) -> (Vec<Row>, u64) {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = SpillDir::open(parent.path().join("pgsql_tmp")).unwrap();
+        let state = StatementState::new(&StatementLimits { work_mem, ..Default::default() }, &dir);
+        let mut spool = Spool::new(&state);
+        rows(n).try_for_each(|r| spool.push(r)).unwrap();
+        let mut back = spool.finish().unwrap();
+        let mut out = Vec::new();
+        loop {
+            let batch = back.next_batch(7).unwrap();
+            if batch.is_empty() {
+                break;
+            }
+            assert!(batch.len() <= 7);
+            out.extend(batch);
+        }
+        (out, dir.stats().files)
+    }
+
+    #[test]
+    fn rows_within_work_mem_stay_in_memory() {
+        let (out, files) = spooled(100, 1 << 20);
+        assert_eq!(out, rows(100).collect::<Vec<_>>());
+        assert_eq!(files, 0);
+    }
+
+    #[test]
+    fn rows_past_work_mem_go_to_one_file_in_order() {
+        let (out, files) = spooled(10_000, 16 << 10);
+        assert_eq!(out, rows(10_000).collect::<Vec<_>>());
+        assert_eq!(files, 1);
+    }
+}
