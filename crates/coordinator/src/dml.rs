@@ -157,16 +157,62 @@ const SOURCE_BATCH: usize = 1000;
 /// not see its own writes, as if it had read them all first: each batch's scan goes on
 /// after the key the one before ended at, so no row may move to another key (an
 /// assignment to a primary-key column; rows without one keep their row ids), and no
-/// subquery may read the table between batches. Every access is in key order.
-fn streams(table: &TableDef, assignments: &[(usize, Expr)], filter: Option<&Expr>, returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+/// subquery may read the table between batches. Every access is in key order; one by
+/// primary key finds one row, a batch in any case.
+fn streams(table: &TableDef, access: &Access, assignments: &[(usize, Expr)], filter: Option<&Expr>, returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+    if matches!(access, Access::PrimaryKey(_)) {
+        return false;
+    }
     let pk = table.primary_key.as_deref().unwrap_or_default();
-    assignments.iter().all(|(col, e)| !pk.contains(col) && !e.has_subquery())
-        && filter.is_none_or(|f| !f.has_subquery())
-        && !returning_has_subquery(returning)
+    let reads = |e: &Expr| reads_table(e, table.rel);
+    assignments.iter().all(|(col, e)| !pk.contains(col) && !reads(e))
+        && !filter.is_some_and(reads)
+        && !returning.iter().flatten().any(|(e, _)| reads(e))
 }
 
 fn returning_has_subquery(returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
     returning.iter().flatten().any(|(e, _)| e.has_subquery())
+}
+
+/// Whether a subquery in `e` reads the table `rel`.
+fn reads_table(e: &Expr, rel: u64) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if let Expr::Subquery { plan, .. } = x {
+            found |= rel_reads_table(&plan.root, rel);
+        }
+    });
+    found
+}
+
+/// Whether `r` scans the table `rel`, or a subquery in one of its expressions does.
+fn rel_reads_table(r: &Rel, rel: u64) -> bool {
+    let input = |i: &Rel| rel_reads_table(i, rel);
+    let expr = |e: &Expr| reads_table(e, rel);
+    match r {
+        Rel::Unit | Rel::System { .. } | Rel::WorkTable { .. } => false,
+        Rel::Scan { table, access } => {
+            table.rel == rel
+                || match access {
+                    Access::Full => false,
+                    Access::PrimaryKey(exprs) => exprs.iter().any(expr),
+                    Access::KeyRange { lower, upper } => [lower, upper].into_iter().flatten().any(|b| expr(&b.value)),
+                }
+        }
+        Rel::Values { rows } => rows.iter().flatten().any(expr),
+        Rel::GenerateSeries { start, stop, step } => expr(start) || expr(stop) || step.as_ref().is_some_and(expr),
+        Rel::Filter { input: i, predicate } => input(i) || expr(predicate),
+        Rel::Project { input: i, exprs } => input(i) || exprs.iter().any(expr),
+        Rel::Join { left, right, on, .. } => input(left) || input(right) || on.as_ref().is_some_and(expr),
+        Rel::Aggregate { input: i, group_by, aggs } => {
+            input(i) || group_by.iter().any(expr) || aggs.iter().any(|a| a.arg.iter().chain(&a.filter).any(expr))
+        }
+        Rel::Sort { input: i, keys } => input(i) || keys.iter().any(|k| expr(&k.expr)),
+        Rel::Limit { input: i, limit, offset } => input(i) || limit.iter().chain(offset).any(expr),
+        Rel::Distinct { input: i } => input(i),
+        Rel::Union { left, right, .. } => input(left) || input(right),
+        Rel::RecursiveUnion { base, recursive, .. } => input(base) || input(recursive),
+    }
 }
 
 /// Where the next batch of an UPDATE's or DELETE's rows starts.
@@ -386,7 +432,7 @@ impl<'a> Dml<'a> {
             self.update_batch(txn, upd, candidates, &mut affected).await?;
             return affected.finish(&self.reader(txn)).await;
         }
-        let streams = streams(table, &upd.assignments, upd.filter.as_ref(), &upd.returning);
+        let streams = streams(table, &upd.access, &upd.assignments, upd.filter.as_ref(), &upd.returning);
         let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);
@@ -403,7 +449,7 @@ impl<'a> Dml<'a> {
         // Every new row is computed before the first is written, so that subqueries in
         // SET read the table as the statement found it (as PostgreSQL's, which read
         // at the command's snapshot), not with this statement's own writes; a statement
-        // with subqueries is one batch (`streams`).
+        // whose subqueries read its table is one batch (`streams`).
         let mut changes = Vec::with_capacity(locked.len());
         for (key, old) in locked {
             let mut new = old.clone();
@@ -429,7 +475,7 @@ impl<'a> Dml<'a> {
     pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
-        let streams = streams(table, &[], del.filter.as_ref(), &del.returning);
+        let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
         let mut targets = TargetRows::new(table, &del.access, del.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);

@@ -336,9 +336,14 @@ impl<'a> Executor<'a> {
             self.scan_keyed(table, access, after, &mut |key, bytes, row| keep(&mut read, (key, bytes, row))).await?;
         } else {
             let ctx = self.ctx(&[]);
-            self.scan_keyed(table, access, after, &mut |key, bytes, row| if ctx.matches(filter, &row)? { keep(&mut read, (key, bytes, row)) } else { Ok(true) }).await?;
+            self.scan_keyed(table, access, after, &mut |key, bytes, row| match ctx.matches(filter, &row)? {
+                true => keep(&mut read, (key, bytes, row)),
+                false => Ok(true),
+            })
+            .await?;
         }
-        let resume = (read.len() >= limit.rows || held.bytes() >= limit.bytes).then(|| read.last().map(|(key, ..)| key.clone())).flatten();
+        let full = read.len() >= limit.rows || held.bytes() >= limit.bytes;
+        let resume = read.last().filter(|_| full).map(|(key, ..)| key.clone());
         if let Some(f) = subquery_filter {
             let mut matching = Vec::new();
             for (key, bytes, row) in read {
