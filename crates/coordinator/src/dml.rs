@@ -13,8 +13,11 @@
 //! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
 use crate::copy::CopyRow;
-use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, Row, SessionView, StatementState};
-use datanode::{Datanode, RowBytes, Timestamp, Txn};
+use crate::exec::memory::Held;
+use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState};
+use crate::spool::Spool;
+use spill::row_size;
+use datanode::{Datanode, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
@@ -142,17 +145,176 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
     }
 }
 
-async fn returning(ex: &Executor<'_>, items: &Option<Vec<(Expr, OutputColumn)>>, rows: &[Row]) -> PgResult<Vec<Row>> {
-    let Some(items) = items else { return Ok(Vec::new()) };
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let mut values = Vec::with_capacity(items.len());
-        for (e, _) in items {
-            values.push(ex.eval(&[], e, r).await?);
-        }
-        out.push(values);
+/// Target rows a streamed UPDATE or DELETE (`streams`) reads, locks and writes at a
+/// time: it holds about one batch, and each batch opens the scan once more, which costs
+/// little next to a thousand rows.
+const TARGET_BATCH: ReadLimit = ReadLimit { rows: 1000, bytes: 4 << 20 };
+
+/// Source rows an INSERT writes at a time, between which it yields (`Executor::pace`).
+const SOURCE_BATCH: usize = 1000;
+
+/// Whether an UPDATE or DELETE may read and write its rows a batch at a time and still
+/// not see its own writes, as if it had read them all first: each batch's scan goes on
+/// after the key the one before ended at, so no row may move to another key (an
+/// assignment to a primary-key column; rows without one keep their row ids), and no
+/// subquery may read the table between batches. Every access is in key order; one by
+/// primary key finds one row, a batch in any case.
+fn streams(table: &TableDef, access: &Access, assignments: &[(usize, Expr)], filter: Option<&Expr>, returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+    if matches!(access, Access::PrimaryKey(_)) {
+        return false;
     }
-    Ok(out)
+    let pk = table.primary_key.as_deref().unwrap_or_default();
+    let reads = |e: &Expr| reads_table(e, table.rel);
+    assignments.iter().all(|(col, e)| !pk.contains(col) && !reads(e))
+        && !filter.is_some_and(reads)
+        && !returning.iter().flatten().any(|(e, _)| reads(e))
+}
+
+fn returning_has_subquery(returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+    returning.iter().flatten().any(|(e, _)| e.has_subquery())
+}
+
+/// Whether a subquery in `e` reads the table `rel`.
+fn reads_table(e: &Expr, rel: u64) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if let Expr::Subquery { plan, .. } = x {
+            found |= rel_reads_table(&plan.root, rel);
+        }
+    });
+    found
+}
+
+/// Whether `r` scans the table `rel`, or a subquery in one of its expressions does.
+fn rel_reads_table(r: &Rel, rel: u64) -> bool {
+    let input = |i: &Rel| rel_reads_table(i, rel);
+    let expr = |e: &Expr| reads_table(e, rel);
+    match r {
+        Rel::Unit | Rel::System { .. } | Rel::WorkTable { .. } => false,
+        Rel::Scan { table, access } => {
+            table.rel == rel
+                || match access {
+                    Access::Full => false,
+                    Access::PrimaryKey(exprs) => exprs.iter().any(expr),
+                    Access::KeyRange { lower, upper } => [lower, upper].into_iter().flatten().any(|b| expr(&b.value)),
+                }
+        }
+        Rel::Values { rows } => rows.iter().flatten().any(expr),
+        Rel::GenerateSeries { start, stop, step } => expr(start) || expr(stop) || step.as_ref().is_some_and(expr),
+        Rel::Filter { input: i, predicate } => input(i) || expr(predicate),
+        Rel::Project { input: i, exprs } => input(i) || exprs.iter().any(expr),
+        Rel::Join { left, right, on, .. } => input(left) || input(right) || on.as_ref().is_some_and(expr),
+        Rel::Aggregate { input: i, group_by, aggs } => {
+            input(i) || group_by.iter().any(expr) || aggs.iter().any(|a| a.arg.iter().chain(&a.filter).any(expr))
+        }
+        Rel::Sort { input: i, keys } => input(i) || keys.iter().any(|k| expr(&k.expr)),
+        Rel::Limit { input: i, limit, offset } => input(i) || limit.iter().chain(offset).any(expr),
+        Rel::Distinct { input: i } => input(i),
+        Rel::Union { left, right, .. } => input(left) || input(right),
+        Rel::RecursiveUnion { base, recursive, .. } => input(base) || input(recursive),
+    }
+}
+
+/// Where the next batch of an UPDATE's or DELETE's rows starts.
+enum Position {
+    Start,
+    After(Vec<u8>),
+    End,
+}
+
+/// The rows an UPDATE or DELETE finds: in batches of `TARGET_BATCH` where it `streams`,
+/// else all in one.
+struct TargetRows<'p> {
+    table: &'p TableDef,
+    access: &'p Access,
+    filter: Option<&'p Expr>,
+    limit: ReadLimit,
+    position: Position,
+}
+
+impl<'p> TargetRows<'p> {
+    fn new(table: &'p TableDef, access: &'p Access, filter: Option<&'p Expr>, streams: bool) -> Self {
+        let limit = if streams { TARGET_BATCH } else { ReadLimit::NONE };
+        TargetRows { table, access, filter, limit, position: Position::Start }
+    }
+
+    /// The next batch, charged to `held`; None after the last.
+    async fn next(&mut self, dml: &Dml<'_>, txn: &Txn, held: &mut Held<'_>) -> PgResult<Option<Vec<KeyedRow>>> {
+        let after = match &self.position {
+            Position::Start => None,
+            Position::After(key) => Some(key.as_slice()),
+            Position::End => return Ok(None),
+        };
+        let (rows, resume) = dml.reader(txn).keyed_rows(self.table, self.access, self.filter, after, self.limit, held).await?;
+        self.position = resume.map_or(Position::End, Position::After);
+        Ok(Some(rows))
+    }
+}
+
+/// What a DML statement has done: the number of rows it changed, and what RETURNING
+/// made of them. RETURNING runs after each batch's writes, or after the statement's
+/// last write if it has a subquery (which reads the table as the statement left it);
+/// the rows it waits for and its results are charged to the statement.
+struct Affected<'s> {
+    returning: Option<&'s [(Expr, OutputColumn)]>,
+    at_end: bool,
+    /// Rows changed that RETURNING has not run over yet.
+    changed: Vec<Row>,
+    changed_held: Held<'s>,
+    returned: Vec<Row>,
+    returned_held: Held<'s>,
+    count: u64,
+}
+
+impl<'s> Affected<'s> {
+    fn new(state: &'s StatementState<'s>, returning: &'s Option<Vec<(Expr, OutputColumn)>>) -> Self {
+        Affected {
+            returning: returning.as_deref(),
+            at_end: returning_has_subquery(returning),
+            changed: Vec::new(),
+            changed_held: Held::new(&state.memory),
+            returned: Vec::new(),
+            returned_held: Held::new(&state.memory),
+            count: 0,
+        }
+    }
+
+    fn changed(&mut self, row: Row) -> PgResult<()> {
+        self.count += 1;
+        if self.returning.is_some() {
+            self.changed_held.charge(row_size(&row))?;
+            self.changed.push(row);
+        }
+        Ok(())
+    }
+
+    /// After a batch's writes.
+    async fn batch_written(&mut self, ex: &Executor<'_>) -> PgResult<()> {
+        if self.at_end {
+            return Ok(());
+        }
+        self.run_returning(ex).await
+    }
+
+    /// After the statement's last write: the rows RETURNING made and the count.
+    async fn finish(mut self, ex: &Executor<'_>) -> PgResult<DmlResult> {
+        self.run_returning(ex).await?;
+        Ok((self.returned, self.count))
+    }
+
+    async fn run_returning(&mut self, ex: &Executor<'_>) -> PgResult<()> {
+        let Some(items) = self.returning else { return Ok(()) };
+        for r in std::mem::take(&mut self.changed) {
+            let mut values = Vec::with_capacity(items.len());
+            for (e, _) in items {
+                values.push(ex.eval(&[], e, &r).await?);
+            }
+            self.returned_held.charge(row_size(&values))?;
+            self.returned.push(values);
+        }
+        self.changed_held.clear();
+        Ok(())
+    }
 }
 
 /// What every DML statement runs with: the datanode, the statement snapshot, the
@@ -182,32 +344,46 @@ impl<'a> Dml<'a> {
         Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view, state: self.state }
     }
 
+    /// The source is read to its end before the first row is written: its scans borrow
+    /// the transaction that writes borrow exclusively, and a source that reads the table
+    /// written (`INSERT INTO t SELECT … FROM t`) must not see the statement's rows. Its
+    /// rows wait in a spool: in memory up to work_mem, past it in a temporary file.
     pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
-        let rows: Vec<Row> = {
-            let ex = self.reader(txn);
-            let source = ex.collect(&ins.source, Default::default(), None).await?;
-            let ctx = EvalCtx { params: self.params, outer: &[], env: &ex };
-            source.iter().map(|src| insert_row(&ctx, table, &ins.targets, src)).collect::<PgResult<_>>()?
-        };
+        let mut spool = Spool::new(self.state);
+        self.reader(txn).each_row(&ins.source, Default::default(), &mut |row| spool.push(row).map(|()| true)).await?;
+        let mut source = spool.finish()?;
         let mut ids = RowIds::new();
-        let mut written = Vec::with_capacity(rows.len());
-        for row in rows {
-            // A new key waits for a concurrent inserter of the same key: a lock wait.
-            match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
-                Ok(()) => written.push(row),
-                Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
-                Err(e) => return Err(e),
+        let mut affected = Affected::new(self.state, &ins.returning);
+        loop {
+            let rows = source.next_batch(SOURCE_BATCH)?;
+            if rows.is_empty() {
+                break;
             }
+            for src in &rows {
+                let row = {
+                    let ex = self.reader(txn);
+                    insert_row(&EvalCtx { params: self.params, outer: &[], env: &ex }, table, &ins.targets, src)?
+                };
+                // A new key waits for a concurrent inserter of the same key: a lock wait.
+                match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
+                    Ok(()) => affected.changed(row)?,
+                    Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let ex = self.reader(txn);
+            affected.batch_written(&ex).await?;
+            ex.pace(rows.len()).await;
         }
-        let out = returning(&self.reader(txn), &ins.returning, &written).await?;
-        Ok((out, written.len() as u64))
+        affected.finish(&self.reader(txn)).await
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
-    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<(Vec<u8>, RowBytes, Row)>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
+    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<KeyedRow>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
+            self.reader(txn).pace(1).await;
             let Some(current) = self.lock_wait(self.dn.lock_row(txn, table.rel, &key)).await? else {
                 continue; // deleted by a transaction that committed after our snapshot
             };
@@ -245,20 +421,35 @@ impl<'a> Dml<'a> {
 
     pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
-        let increments = increments_of(upd);
-        let candidates = match increments {
-            Some(_) => self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?,
-            None => self.reader(txn).keyed_rows(table, &upd.access, upd.filter.as_ref()).await?,
-        };
-        if let (Some(increments), [(key, _, _)]) = (increments, candidates.as_slice()) {
-            if let Some(done) = self.increment(txn, table, key, increments).await? {
-                return Ok(done);
+        let mut affected = Affected::new(self.state, &upd.returning);
+        if let Some(increments) = increments_of(upd) {
+            let candidates = self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?;
+            if let [(key, _, _)] = candidates.as_slice() {
+                if let Some(done) = self.increment(txn, table, key, increments).await? {
+                    return Ok(done);
+                }
             }
+            self.update_batch(txn, upd, candidates, &mut affected).await?;
+            return affected.finish(&self.reader(txn)).await;
         }
+        let streams = streams(table, &upd.access, &upd.assignments, upd.filter.as_ref(), &upd.returning);
+        let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
+        loop {
+            let mut held = Held::new(&self.state.memory);
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
+            self.update_batch(txn, upd, candidates, &mut affected).await?;
+        }
+        affected.finish(&self.reader(txn)).await
+    }
+
+    /// Locks, computes and writes one batch of an UPDATE's rows.
+    async fn update_batch(&self, txn: &mut Txn, upd: &Update, candidates: Vec<KeyedRow>, affected: &mut Affected<'_>) -> PgResult<()> {
+        let table = &upd.table;
         let locked = self.lock_candidates(txn, table, candidates, upd.filter.as_ref()).await?;
         // Every new row is computed before the first is written, so that subqueries in
         // SET read the table as the statement found it (as PostgreSQL's, which read
-        // at the command's snapshot), not with this statement's own writes.
+        // at the command's snapshot), not with this statement's own writes; a statement
+        // whose subqueries read its table is one batch (`streams`).
         let mut changes = Vec::with_capacity(locked.len());
         for (key, old) in locked {
             let mut new = old.clone();
@@ -268,7 +459,6 @@ impl<'a> Dml<'a> {
             check_not_null(table, &new)?;
             changes.push((key, new));
         }
-        let mut updated = Vec::with_capacity(changes.len());
         for (key, new) in changes {
             match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
@@ -277,23 +467,26 @@ impl<'a> Dml<'a> {
                 }
                 _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
             }
-            updated.push(new);
+            affected.changed(new)?;
         }
-        let out = returning(&self.reader(txn), &upd.returning, &updated).await?;
-        Ok((out, updated.len() as u64))
+        affected.batch_written(&self.reader(txn)).await
     }
 
     pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
-        let candidates = self.reader(txn).keyed_rows(table, &del.access, del.filter.as_ref()).await?;
-        let locked = self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await?;
-        let mut deleted = Vec::with_capacity(locked.len());
-        for (key, old) in locked {
-            self.dn.put(txn, table.rel, &key, None)?;
-            deleted.push(old);
+        let mut affected = Affected::new(self.state, &del.returning);
+        let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
+        let mut targets = TargetRows::new(table, &del.access, del.filter.as_ref(), streams);
+        loop {
+            let mut held = Held::new(&self.state.memory);
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
+            for (key, old) in self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await? {
+                self.dn.put(txn, table.rel, &key, None)?;
+                affected.changed(old)?;
+            }
+            affected.batch_written(&self.reader(txn)).await?;
         }
-        let out = returning(&self.reader(txn), &del.returning, &deleted).await?;
-        Ok((out, deleted.len() as u64))
+        affected.finish(&self.reader(txn)).await
     }
 }
 

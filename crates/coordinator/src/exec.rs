@@ -39,6 +39,21 @@ use types::Value;
 
 pub type Row = Vec<Value>;
 
+/// A table row read for UPDATE or DELETE: its storage key, its stored bytes (to tell
+/// whether a concurrent writer changed it) and its values.
+pub type KeyedRow = (Vec<u8>, RowBytes, Row);
+
+/// How many rows `Executor::keyed_rows` reads at a time, and about how many bytes.
+#[derive(Clone, Copy)]
+pub struct ReadLimit {
+    pub rows: usize,
+    pub bytes: usize,
+}
+
+impl ReadLimit {
+    pub const NONE: ReadLimit = ReadLimit { rows: usize::MAX, bytes: usize::MAX };
+}
+
 /// Rows handed up between operators at a time.
 const BATCH: usize = 256;
 
@@ -192,30 +207,38 @@ impl<'a> Executor<'a> {
     pub fn collect<'f>(&'f self, rel: &'f Rel, outer: Outer, limit: Option<usize>) -> futures::future::BoxFuture<'f, PgResult<Vec<Row>>> {
         Box::pin(async move {
             let mut held = memory::Held::new(&self.state.memory);
-            if let Rel::Values { rows } = rel {
-                // INSERT … VALUES: no operator tree for a few rows.
-                let mut out = Vec::with_capacity(rows.len().min(limit.unwrap_or(usize::MAX)));
-                for exprs in rows.iter().take(limit.unwrap_or(usize::MAX)) {
-                    let row = nodes::eval_row(self, &outer, exprs, &[]).await?;
-                    held.charge(row_size(&row))?;
-                    out.push(row);
-                    self.pace(1).await;
-                }
-                return Ok(out);
-            }
-            let mut node = nodes::open(self, rel, outer);
             let mut out = Vec::new();
-            while let Some(batch) = node.next().await? {
-                for r in batch {
-                    held.charge(row_size(&r))?;
-                    out.push(r);
-                    if limit.is_some_and(|l| out.len() >= l) {
-                        return Ok(out);
-                    }
-                }
-            }
+            self.each_row(rel, outer, &mut |row| {
+                held.charge(row_size(&row))?;
+                out.push(row);
+                Ok(limit.is_none_or(|l| out.len() < l))
+            })
+            .await?;
             Ok(out)
         })
+    }
+
+    /// Hands the rows of `rel` to `take` as they are produced, until it returns false.
+    pub async fn each_row(&self, rel: &Rel, outer: Outer, take: &mut (dyn FnMut(Row) -> PgResult<bool> + Send)) -> PgResult<()> {
+        if let Rel::Values { rows } = rel {
+            // INSERT … VALUES: no operator tree for a few rows.
+            for exprs in rows {
+                if !take(nodes::eval_row(self, &outer, exprs, &[]).await?)? {
+                    break;
+                }
+                self.pace(1).await;
+            }
+            return Ok(());
+        }
+        let mut node = nodes::open(self, rel, outer);
+        while let Some(batch) = node.next().await? {
+            for r in batch {
+                if !take(r)? {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Note `rows` rows handled; every few hundred, let the thread's other sessions run
@@ -280,54 +303,66 @@ impl<'a> Executor<'a> {
         Ok(())
     }
 
-    /// Visit the rows of a table reached by `access`, with their storage keys and bytes
+    /// Visit the rows of a table reached by `access` whose keys follow `after` (all of
+    /// them without it), with their storage keys and bytes, while `visit` returns true
     /// (UPDATE and DELETE; queries scan through `nodes`).
-    async fn scan_keyed(&self, table: &TableDef, access: &Access, visit: &mut (dyn FnMut(Vec<u8>, RowBytes, Row) -> PgResult<()> + Send)) -> PgResult<()> {
-        let Some(mut rows) = nodes::KeyedScan::open(self, table, access, &[]).await? else { return Ok(()) };
+    async fn scan_keyed(&self, table: &TableDef, access: &Access, after: Option<&[u8]>, visit: &mut (dyn FnMut(Vec<u8>, RowBytes, Row) -> PgResult<bool> + Send)) -> PgResult<()> {
+        let Some(mut rows) = nodes::KeyedScan::open_after(self, table, access, &[], after).await? else { return Ok(()) };
         while let Some((key, bytes)) = rows.next_row().transpose()? {
-            visit(key, bytes.clone(), decode(&bytes, table)?)?;
+            let more = visit(key, bytes.clone(), decode(&bytes, table)?)?;
             self.pace(1).await;
+            if !more {
+                break;
+            }
         }
         Ok(())
     }
 
-    /// Rows of a table matching `filter`, with their storage keys, for UPDATE and DELETE.
-    pub async fn keyed_rows(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
-        let mut candidates = Vec::new();
-        if let Some(f) = filter.filter(|f| f.has_subquery()) {
+    /// Rows of a table matching `filter`, with their storage keys, for UPDATE and DELETE:
+    /// those whose keys follow `after` (all without it), in key order, up to `limit`, and
+    /// the key to go on after if the limit ended the scan. What they hold is charged to
+    /// `held`.
+    pub async fn keyed_rows(&self, table: &TableDef, access: &Access, filter: Option<&Expr>, after: Option<&[u8]>, limit: ReadLimit, held: &mut memory::Held<'_>) -> PgResult<(Vec<KeyedRow>, Option<Vec<u8>>)> {
+        let mut read = Vec::new();
+        let mut keep = |read: &mut Vec<KeyedRow>, (key, bytes, row): KeyedRow| -> PgResult<bool> {
+            held.charge(key.len() + bytes.len() + row_size(&row))?;
+            read.push((key, bytes, row));
+            Ok(read.len() < limit.rows && held.bytes() < limit.bytes)
+        };
+        let subquery_filter = filter.filter(|f| f.has_subquery());
+        if subquery_filter.is_some() {
             // The filter's subqueries may have to be computed first: check each row
-            // outside the scan's visit.
-            self.scan_keyed(table, access, &mut |key, bytes, row| {
-                candidates.push((key, bytes, row));
-                Ok(())
+            // outside the scan's visit (the limit counts the rows read, then).
+            self.scan_keyed(table, access, after, &mut |key, bytes, row| keep(&mut read, (key, bytes, row))).await?;
+        } else {
+            let ctx = self.ctx(&[]);
+            self.scan_keyed(table, access, after, &mut |key, bytes, row| match ctx.matches(filter, &row)? {
+                true => keep(&mut read, (key, bytes, row)),
+                false => Ok(true),
             })
             .await?;
-            let mut out = Vec::new();
-            for (key, bytes, row) in candidates {
+        }
+        let full = read.len() >= limit.rows || held.bytes() >= limit.bytes;
+        let resume = read.last().filter(|_| full).map(|(key, ..)| key.clone());
+        if let Some(f) = subquery_filter {
+            let mut matching = Vec::new();
+            for (key, bytes, row) in read {
                 if self.matches(&[], Some(f), &row).await? {
-                    out.push((key, bytes, row));
+                    matching.push((key, bytes, row));
                 }
             }
-            return Ok(out);
+            read = matching;
         }
-        let ctx = self.ctx(&[]);
-        self.scan_keyed(table, access, &mut |key, bytes, row| {
-            if ctx.matches(filter, &row)? {
-                candidates.push((key, bytes, row));
-            }
-            Ok(())
-        })
-        .await?;
-        Ok(candidates)
+        Ok((read, resume))
     }
 
     /// `keyed_rows` for an increment (`dml::increments_of`: a primary-key access and a
     /// filter on key columns), which needs only to know whether the row exists: does not
     /// wait for increments of the row being merged (`Datanode::get_row`), so the
     /// row's other columns may be older than the snapshot's.
-    pub async fn keyed_row_present(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, RowBytes, Row)>> {
+    pub async fn keyed_row_present(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<KeyedRow>> {
         let Access::PrimaryKey(exprs) = access else {
-            return self.keyed_rows(table, access, filter).await;
+            return Err(PgError::internal("an increment reads its row by primary key"));
         };
         let ctx = self.ctx(&[]);
         let found = self.row_by_key(table, &ctx, exprs, true).await?;

@@ -15,6 +15,7 @@ pub mod server;
 pub mod session;
 pub mod session_io;
 pub mod settings;
+pub mod spool;
 pub mod system;
 
 pub use server::{Coordinator, CoordinatorConfig};

@@ -136,6 +136,12 @@ pub(super) enum KeyedScan<'e> {
 impl<'e> KeyedScan<'e> {
     /// None if `access` matches nothing (a NULL key or bound).
     pub(super) async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<KeyedScan<'e>>> {
+        Self::open_after(ex, table, access, outer, None).await
+    }
+
+    /// `open`, for the rows whose keys follow `after` only (a statement that goes on
+    /// where its previous batch ended: `Executor::keyed_rows`).
+    pub(super) async fn open_after(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<KeyedScan<'e>>> {
         let key_of = async |exprs: &[Expr]| -> PgResult<Option<Vec<u8>>> {
             let mut values = Vec::with_capacity(exprs.len());
             for e in exprs {
@@ -146,6 +152,9 @@ impl<'e> KeyedScan<'e> {
         let (lo, hi) = match access {
             Access::PrimaryKey(exprs) => {
                 let Some(key) = key_of(exprs).await? else { return Ok(None) };
+                if after.is_some_and(|after| key.as_slice() <= after) {
+                    return Ok(None);
+                }
                 let row = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?;
                 return Ok(Some(KeyedScan::One(row.map(|bytes| (key, bytes)))));
             }
@@ -161,6 +170,8 @@ impl<'e> KeyedScan<'e> {
                 (lo, hi)
             }
         };
+        // A key the scan returned lies within its bounds: past it is past the lower bound.
+        let lo = after.map_or(lo, |after| Bound::Excluded(after.to_vec()));
         Ok(Some(KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)))
     }
 
