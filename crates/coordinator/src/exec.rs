@@ -16,6 +16,7 @@
 
 pub mod memory;
 mod aggregate;
+mod columns;
 mod nodes;
 mod spilling;
 
