@@ -2,8 +2,8 @@
 //! decodes only those and leaves the others NULL (`SELECT count(*)` decodes nothing, a
 //! join's spill files do not carry columns nobody reads).
 //!
-//! The analysis is conservative: an expression with a subquery reads every column (a
-//! correlated subquery gets the whole row as its outer row), and DISTINCT, UNION, the
+//! The analysis is conservative: an expression with a correlated subquery reads every
+//! column (the subquery gets the whole row as its outer row), and DISTINCT, UNION, the
 //! statement's result and LATERAL's left side read every column.
 
 use sql::plan::{AggCall, Expr, SortKey};
@@ -51,7 +51,8 @@ pub(super) fn reads_all(used: &Used) -> bool {
     used.as_ref().is_none_or(|cols| cols.iter().all(|&c| c))
 }
 
-/// Marks the row columns `e` reads; false if it may read any (a subquery).
+/// Marks the row columns `e` reads; false if it may read any (a correlated subquery; an
+/// uncorrelated one reads no row, and `visit` enters the left operand of its IN).
 fn mark(e: &Expr, cols: &mut [bool]) -> bool {
     let mut bounded = true;
     e.visit(&mut |x| match x {
@@ -60,7 +61,7 @@ fn mark(e: &Expr, cols: &mut [bool]) -> bool {
                 *c = true;
             }
         }
-        Expr::Subquery { .. } => bounded = false,
+        Expr::Subquery { plan, .. } if plan.correlated => bounded = false,
         _ => {}
     });
     bounded
@@ -85,10 +86,14 @@ mod tests {
     }
 
     #[test]
-    fn a_subquery_reads_every_column() {
-        let q = sql::plan::Query { root: sql::plan::Rel::Unit, columns: Vec::new(), correlated: true };
-        let e = Expr::Subquery { plan: Box::new(q), kind: sql::plan::SubqueryKind::Exists, ty: DataType::Bool };
-        assert_eq!(read_by(3, [&col(0), &e]), None);
+    fn a_correlated_subquery_reads_every_column() {
+        let subquery = |correlated| {
+            let q = sql::plan::Query { root: sql::plan::Rel::Unit, columns: Vec::new(), correlated };
+            let kind = sql::plan::SubqueryKind::In { left: Box::new(col(1)), negated: false };
+            Expr::Subquery { plan: Box::new(q), kind, ty: DataType::Bool }
+        };
+        assert_eq!(read_by(3, [&col(0), &subquery(true)]), None);
+        assert_eq!(read_by(3, [&subquery(false)]), Some(vec![false, true, false]));
     }
 
     #[test]
