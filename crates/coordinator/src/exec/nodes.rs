@@ -9,6 +9,7 @@ use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::memory::Held;
 use spill::row_size;
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
+use sql::eval::EvalCtx;
 use crate::system;
 use datanode::RowBytes;
 use futures::future::BoxFuture;
@@ -355,13 +356,14 @@ impl Node for ProjectNode<'_> {
     }
 }
 
-/// `exprs` evaluated against `row` (a projection, a VALUES row).
-pub(super) async fn eval_row(ex: &Executor<'_>, outer: &[Row], exprs: &[Expr], row: &[Value]) -> PgResult<Row> {
-    let mut out = Vec::with_capacity(exprs.len());
-    for e in exprs {
-        out.push(ex.eval(outer, e, row).await?);
+/// `exprs` evaluated against `row` (a projection, a VALUES row, sort keys).
+pub(super) async fn eval_row<'x>(ex: &Executor<'_>, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr> + Clone, row: &[Value]) -> PgResult<Row> {
+    let compute = |ctx: &EvalCtx| exprs.clone().into_iter().map(|e| ctx.eval(e, row)).collect();
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => ex.recompute(err, outer, exprs.clone(), row, compute).await,
+        done => done,
     }
-    Ok(out)
 }
 
 /// The inputs' rows, one input after the other (UNION ALL).
@@ -830,15 +832,23 @@ fn take_at<'r>(rows: &'r [Row], at: &mut usize) -> Option<&'r Row> {
 /// reads only its columns), or an inner row placed after the left side's width of NULLs;
 /// None if any is NULL (matches nothing).
 async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row: &[Value], left_side: bool) -> PgResult<Option<Vec<u8>>> {
-    let mut values = Vec::with_capacity(keys.len());
-    for (l, r) in keys {
-        let v = ex.eval(outer, if left_side { l } else { r }, row).await?;
-        if v.is_null() {
-            return Ok(None);
+    let side = keys.iter().map(|&(l, r)| if left_side { l } else { r });
+    let compute = |ctx: &EvalCtx| -> PgResult<Option<Vec<u8>>> {
+        let mut values = Vec::with_capacity(keys.len());
+        for e in side.clone() {
+            let v = ctx.eval(e, row)?;
+            if v.is_null() {
+                return Ok(None);
+            }
+            values.push(v);
         }
-        values.push(v);
+        Ok(Some(group_key(&values)))
+    };
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => ex.recompute(err, outer, side.clone(), row, compute).await,
+        done => done,
     }
-    Ok(Some(group_key(&values)))
 }
 
 /// The equalities `l = r` among the conjuncts of `on` with `l` over the left side's
@@ -941,24 +951,29 @@ impl<'e> AggregateNode<'e> {
 /// (TRUE for count(*)), or None where its FILTER is not true (the argument then is not
 /// evaluated, as in PostgreSQL: `sum(1 / x) FILTER (WHERE x <> 0)`).
 async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value]) -> PgResult<AggInput> {
-    let mut keys = Vec::with_capacity(agg.group_by().len());
-    for g in agg.group_by() {
-        keys.push(ex.eval(outer, g, r).await?);
-    }
-    let mut args = Vec::with_capacity(agg.aggs().len());
-    for a in agg.aggs() {
-        if let Some(filter) = &a.filter {
-            if !ex.matches(outer, Some(filter), r).await? {
+    let compute = |ctx: &EvalCtx| -> PgResult<AggInput> {
+        let keys = agg.group_by().iter().map(|g| ctx.eval(g, r)).collect::<PgResult<_>>()?;
+        let mut args = Vec::with_capacity(agg.aggs().len());
+        for a in agg.aggs() {
+            if !ctx.matches(a.filter.as_ref(), r)? {
                 args.push(None);
                 continue;
             }
+            args.push(Some(match &a.arg {
+                Some(e) => ctx.eval(e, r)?,
+                None => Value::Bool(true),
+            }));
         }
-        args.push(Some(match &a.arg {
-            Some(e) => ex.eval(outer, e, r).await?,
-            None => Value::Bool(true),
-        }));
+        Ok(AggInput { keys, args })
+    };
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => {
+            let exprs: Vec<&Expr> = agg.group_by().iter().chain(agg.aggs().iter().flat_map(|a| a.arg.iter().chain(&a.filter))).collect();
+            ex.recompute(err, outer, exprs.iter().copied(), r, compute).await
+        }
+        done => done,
     }
-    Ok(AggInput { keys, args })
 }
 
 /// The groups of one partition of spilled aggregate contributions.
@@ -1009,10 +1024,7 @@ async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortK
     };
     while let Some(batch) = input.next().await? {
         for r in batch {
-            let mut keyed = Vec::with_capacity(keys.len() + r.len());
-            for sk in keys {
-                keyed.push(ex.eval(&outer, &sk.expr, &r).await?);
-            }
+            let mut keyed = eval_row(ex, &outer, keys.iter().map(|k| &k.expr), &r).await?;
             keyed.extend(r);
             sorter.push(keyed)?;
         }
