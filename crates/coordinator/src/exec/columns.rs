@@ -100,7 +100,7 @@ mod tests {
     fn join_sides_split_at_the_left_width() {
         let on = Expr::Binary { op: BinaryOp::Eq, left: Box::new(col(1)), right: Box::new(col(3)), ty: DataType::Bool };
         let used = Some(vec![false, false, false, false, true]);
-        assert_eq!(of_join_sides(used, Some(&on), 2, 5), (Some(vec![false, true]), Some(vec![true, false, true])));
+        assert_eq!(of_join_sides(used, Some(&on), 2, 5), (Some(vec![false, true]), Some(vec![false, true, true])));
         assert_eq!(of_join_sides(None, None, 2, 5), (Some(vec![true; 2]), Some(vec![true; 3])));
     }
 }
