@@ -351,8 +351,13 @@ fn skip_value(r: &mut Reader<'_>, depth: usize) -> PgResult<()> {
 
 /// Appends the row encoding of `values` to `out`.
 pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
-    put_varint(out, values.len() as u64);
-    for v in values {
+    encode_row_parts(&[values], out);
+}
+
+/// `encode_row` of the concatenation of `parts`, without building it.
+pub fn encode_row_parts(parts: &[&[Value]], out: &mut Vec<u8>) {
+    put_varint(out, parts.iter().map(|p| p.len()).sum::<usize>() as u64);
+    for v in parts.iter().flat_map(|p| p.iter()) {
         encode_value(v, out);
     }
 }

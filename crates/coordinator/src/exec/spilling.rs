@@ -51,10 +51,7 @@ impl KeyedPartitions {
 
     pub(super) fn push(&mut self, key: Vec<u8>, row: Row) -> PgResult<()> {
         let hash = hash_of(&key);
-        let mut keyed = Vec::with_capacity(row.len() + 1);
-        keyed.push(Value::Bytea(key));
-        keyed.extend(row);
-        self.partitioner.push(hash, &keyed)
+        self.partitioner.push_parts(hash, &[&[Value::Bytea(key)], &row])
     }
 
     pub(super) fn finish(self) -> PgResult<Vec<Partition>> {
