@@ -16,6 +16,7 @@
 
 pub mod memory;
 mod aggregate;
+mod columns;
 mod nodes;
 mod spilling;
 
@@ -253,37 +254,48 @@ impl<'a> Executor<'a> {
 
     /// Evaluate `e` against `row`, computing the subqueries it needs first.
     pub async fn eval(&self, outer: &[Row], e: &Expr, row: &[Value]) -> PgResult<Value> {
-        loop {
-            match self.ctx(outer).eval(e, row) {
-                Err(err) => self.compute_pending(err, outer, e, row).await?,
-                done => return done,
-            }
+        match self.ctx(outer).eval(e, row) {
+            Err(err) => self.recompute(err, outer, [e], row, |ctx| ctx.eval(e, row)).await,
+            done => done,
         }
     }
 
     /// A WHERE clause (true only for TRUE), computing the subqueries it needs first.
     pub async fn matches(&self, outer: &[Row], predicate: Option<&Expr>, row: &[Value]) -> PgResult<bool> {
-        let Some(p) = predicate else { return Ok(true) };
+        match self.ctx(outer).matches(predicate, row) {
+            Err(err) => self.recompute(err, outer, predicate, row, |ctx| ctx.matches(predicate, row)).await,
+            done => done,
+        }
+    }
+
+    /// After `compute` (evaluations of `exprs` against `row`) failed with `err`: computes
+    /// the subquery it stopped at and runs it again, until it succeeds or fails otherwise.
+    /// Hot loops run `compute` at once and await this only when it fails: an `.await` per
+    /// value costs more than most evaluations.
+    pub(super) async fn recompute<'x, T>(&self, mut err: PgError, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr> + Clone, row: &[Value], compute: impl Fn(&EvalCtx) -> PgResult<T>) -> PgResult<T> {
         loop {
-            match self.ctx(outer).matches(Some(p), row) {
-                Err(err) => self.compute_pending(err, outer, p, row).await?,
+            self.compute_pending(err, outer, exprs.clone(), row).await?;
+            match compute(&self.ctx(outer)) {
+                Err(again) => err = again,
                 done => return done,
             }
         }
     }
 
-    /// After an evaluation of `e` failed with `err`: if it stopped at a subquery not yet
-    /// computed, compute it (Ok: evaluate again); otherwise the error stands.
-    async fn compute_pending(&self, err: PgError, outer: &[Row], e: &Expr, row: &[Value]) -> PgResult<()> {
+    /// After an evaluation of `exprs` failed with `err`: if it stopped at a subquery not
+    /// yet computed, compute it (Ok: evaluate again); otherwise the error stands.
+    async fn compute_pending<'x>(&self, err: PgError, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr>, row: &[Value]) -> PgResult<()> {
         let Some((address, key)) = self.state.pending.lock().take() else { return Err(err) };
         let mut found = None;
-        e.visit(&mut |x| {
-            if let Expr::Subquery { plan, kind, .. } = x {
-                if std::ptr::from_ref::<Query>(plan) as usize == address {
-                    found = Some((plan.as_ref(), kind));
+        for e in exprs {
+            e.visit(&mut |x| {
+                if let Expr::Subquery { plan, kind, .. } = x {
+                    if std::ptr::from_ref::<Query>(plan) as usize == address {
+                        found = Some((plan.as_ref(), kind));
+                    }
                 }
-            }
-        });
+            });
+        }
         let (plan, kind) = found.ok_or_else(|| PgError::internal("pending subquery not found in the expression evaluated"))?;
         let mut stack = Vec::with_capacity(outer.len() + 1);
         stack.extend_from_slice(outer);

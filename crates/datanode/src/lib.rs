@@ -1371,6 +1371,9 @@ impl Iterator for MergeIter<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if self.own.peek().is_none() {
+                return self.stored.next(); // the common case: nothing of our own (left) here
+            }
             let take_own = match (self.stored.peek(), self.own.peek()) {
                 (None, None) => return None,
                 (Some(Err(_)), _) => return self.stored.next(),

@@ -43,12 +43,17 @@ impl Partitioner {
     }
 
     pub fn push(&mut self, hash: u64, row: &[Value]) -> PgResult<()> {
+        self.push_parts(hash, &[row])
+    }
+
+    /// `push` of the row made of `parts` one after the other, without building it.
+    pub fn push_parts(&mut self, hash: u64, parts: &[&[Value]]) -> PgResult<()> {
         let index = self.partition_of(hash);
         let writer = match &mut self.writers[index] {
             Some(writer) => writer,
             empty => empty.insert(RowWriter::create(&self.dir)?),
         };
-        writer.push(row)
+        writer.push_parts(parts)
     }
 
     /// All `fanout` partitions, in index order (empty ones included, so that the

@@ -4,7 +4,7 @@
 use crate::eval::in_values;
 use crate::plan::SubqueryKind;
 use pgerror::{codes, PgError, PgResult};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use types::Value;
 
 #[derive(Debug)]
@@ -50,7 +50,7 @@ pub struct InSet {
     values: Vec<Value>,
     /// Key encodings of the non-NULL values. Equal values of one type family encode
     /// alike (all integer widths, say), so a probe of that family is answered here.
-    keys: HashSet<Vec<u8>>,
+    keys: FxHashSet<Vec<u8>>,
     /// The key tag (first byte) shared by all non-NULL values, if they share one.
     tag: Option<u8>,
     mixed: bool,
@@ -65,7 +65,7 @@ fn key_of(v: &Value) -> Vec<u8> {
 
 impl InSet {
     fn new(values: Vec<Value>) -> InSet {
-        let mut set = InSet { keys: HashSet::with_capacity(values.len()), values: Vec::new(), tag: None, mixed: false, has_null: false };
+        let mut set = InSet { keys: FxHashSet::with_capacity_and_hasher(values.len(), Default::default()), values: Vec::new(), tag: None, mixed: false, has_null: false };
         for v in &values {
             if v.is_null() {
                 set.has_null = true;

@@ -351,8 +351,13 @@ fn skip_value(r: &mut Reader<'_>, depth: usize) -> PgResult<()> {
 
 /// Appends the row encoding of `values` to `out`.
 pub fn encode_row(values: &[Value], out: &mut Vec<u8>) {
-    put_varint(out, values.len() as u64);
-    for v in values {
+    encode_row_parts(&[values], out);
+}
+
+/// `encode_row` of the concatenation of `parts`, without building it.
+pub fn encode_row_parts(parts: &[&[Value]], out: &mut Vec<u8>) {
+    put_varint(out, parts.iter().map(|p| p.len()).sum::<usize>() as u64);
+    for v in parts.iter().flat_map(|p| p.iter()) {
         encode_value(v, out);
     }
 }
@@ -368,6 +373,26 @@ pub fn decode_row(bytes: &[u8]) -> PgResult<Vec<Value>> {
     if r.at != bytes.len() {
         return Err(corrupted("trailing bytes"));
     }
+    Ok(out)
+}
+
+/// `decode_row` of only the columns `wanted` marks, as a row `wanted.len()` wide whose
+/// other columns (and those past the stored row's width) are NULL. Stops reading after
+/// the last wanted column, so what follows it is not checked.
+pub fn decode_row_columns(bytes: &[u8], wanted: &[bool]) -> PgResult<Vec<Value>> {
+    let mut r = Reader { b: bytes, at: 0 };
+    let n = r.len()?;
+    let last = wanted.iter().rposition(|&w| w).map_or(0, |i| i + 1).min(n);
+    let mut out = Vec::with_capacity(wanted.len());
+    for &w in &wanted[..last] {
+        if w {
+            out.push(decode_value(&mut r, 0)?);
+        } else {
+            skip_value(&mut r, 0)?;
+            out.push(Value::Null);
+        }
+    }
+    out.resize_with(wanted.len(), || Value::Null); // `resize` would clone NULL through `Value::clone`
     Ok(out)
 }
 
@@ -736,6 +761,21 @@ mod tests {
         }
 
         #[test]
+        fn decoding_some_columns_nulls_the_others(vals in proptest::collection::vec(prop_oneof![
+            Just(Value::Null),
+            any::<i32>().prop_map(Value::Int4),
+            ".{0,10}".prop_map(Value::Text),
+            arb_numeric().prop_map(Value::Numeric),
+        ], 0..8), wanted in proptest::collection::vec(any::<bool>(), 0..10)) {
+            let mut out = Vec::new();
+            encode_row(&vals, &mut out);
+            let expected: Vec<Value> = wanted.iter().enumerate()
+                .map(|(i, &w)| if w { vals.get(i).cloned().unwrap_or(Value::Null) } else { Value::Null })
+                .collect();
+            prop_assert_eq!(decode_row_columns(&out, &wanted).unwrap(), expected);
+        }
+
+        #[test]
         fn desc_key_reverses(a in proptest::option::of(".{0,6}"), b in proptest::option::of(".{0,6}"), x in any::<i32>(), y in any::<i32>()) {
             let (va, vb) = (a.map(Value::Text).unwrap_or(Value::Null), b.map(Value::Text).unwrap_or(Value::Null));
             let (mut ka, mut kb) = (Vec::new(), Vec::new());
@@ -751,6 +791,7 @@ mod tests {
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
             let _ = decode_row(&bytes);
             let _ = decode_row_column(&bytes, 3);
+            let _ = decode_row_columns(&bytes, &[false, true, false, true]);
         }
     }
 }

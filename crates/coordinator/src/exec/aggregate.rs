@@ -6,7 +6,8 @@ use super::{group_key, Row};
 use pgerror::PgResult;
 use sql::functions::AggFunc;
 use sql::plan::{AggCall, Expr};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use types::ops::{self, BinaryOp};
 use types::{DataType, Value};
 
@@ -27,7 +28,9 @@ pub(super) struct Aggregator<'p, 'm> {
     aggs: &'p [AggCall],
     init: Vec<AggState>,
     groups: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)>,
-    index: HashMap<Vec<u8>, usize>,
+    index: FxHashMap<Vec<u8>, usize>,
+    /// The current row's group key (reused: a key is copied only for a new group).
+    key: Vec<u8>,
     held: Held<'m>,
 }
 
@@ -49,7 +52,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                 _ => AggState::Value(Value::Null),
             })
             .collect();
-        Aggregator { group_by, aggs, init, groups: Vec::new(), index: HashMap::new(), held: Held::new(account) }
+        Aggregator { group_by, aggs, init, groups: Vec::new(), index: FxHashMap::default(), key: Vec::new(), held: Held::new(account) }
     }
 
     pub(super) fn group_by(&self) -> &'p [Expr] {
@@ -75,13 +78,14 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         if self.group_by.is_empty() && !self.groups.is_empty() {
             return self.accumulate_into(0, input.args);
         }
-        let gk = group_key(&input.keys);
-        let slot = match self.index.get(&gk) {
+        self.key.clear();
+        types::codec::encode_key(&input.keys, &mut self.key);
+        let slot = match self.index.get(self.key.as_slice()) {
             Some(&i) => i,
             None => {
-                self.held.charge(row_size(&input.keys) + gk.len() + self.aggs.len() * std::mem::size_of::<AggState>())?;
+                self.held.charge(row_size(&input.keys) + self.key.len() + self.aggs.len() * std::mem::size_of::<AggState>())?;
                 self.groups.push((input.keys, self.init.clone(), vec![HashSet::new(); self.aggs.len()]));
-                self.index.insert(gk, self.groups.len() - 1);
+                self.index.insert(self.key.clone(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
@@ -143,11 +147,22 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
         AggState::Value(cur) => {
             *cur = match agg.func {
                 AggFunc::Sum => {
-                    let v = types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
-                    if cur.is_null() {
-                        v
-                    } else {
-                        ops::eval_binary(BinaryOp::Add, cur, &v)?
+                    // sum(int2/int4) is int8: added without a cast and an operator call
+                    // per row while it does not overflow
+                    let fast = match (&*cur, &v) {
+                        (Value::Int8(c), Value::Int2(_) | Value::Int4(_)) => v.as_i64().and_then(|x| c.checked_add(x)),
+                        _ => None,
+                    };
+                    match fast {
+                        Some(sum) => Value::Int8(sum),
+                        None => {
+                            let v = types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
+                            if cur.is_null() {
+                                v
+                            } else {
+                                ops::eval_binary(BinaryOp::Add, cur, &v)?
+                            }
+                        }
                     }
                 }
                 AggFunc::Min | AggFunc::Max => {

@@ -4,17 +4,20 @@
 //! the statement (`Held`).
 
 use super::aggregate::{AggInput, Aggregator};
+use super::columns::{self, Used};
 use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::memory::Held;
 use spill::row_size;
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
+use sql::eval::EvalCtx;
 use crate::system;
 use datanode::RowBytes;
 use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::*;
 use sql::TableDef;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::Arc;
 use types::ops::{self, BinaryOp};
@@ -27,26 +30,50 @@ pub(super) trait Node: Send {
 
 pub(super) type BoxNode<'e> = Box<dyn Node + 'e>;
 
-/// The operator tree of `rel`, run under the enclosing rows `outer`.
+/// The operator tree of `rel`, run under the enclosing rows `outer`, for a consumer that
+/// reads every column of its rows.
 pub(super) fn open<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer) -> BoxNode<'e> {
+    open_reading(ex, rel, outer, None)
+}
+
+/// `open` for a consumer that reads only the columns `used` marks (the others may be NULL).
+fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used) -> BoxNode<'e> {
     match rel {
         Rel::Unit => Box::new(Rows::new(vec![Vec::new()], None)),
-        Rel::Scan { table, access } => Box::new(Scan { ex, table, access, outer, state: ScanState::Start }),
+        Rel::Scan { table, access } => Box::new(Scan { ex, table, access, outer, used: (!columns::reads_all(&used)).then_some(used).flatten(), state: ScanState::Start }),
         Rel::System { table } => Box::new(Deferred::new(async move { Ok(Box::new(Rows::new(system::rows(*table, ex.session)?, None)) as BoxNode) })),
         Rel::Values { rows } => Box::new(ValuesNode { ex, rows: rows.iter(), outer }),
         Rel::GenerateSeries { start, stop, step } => Box::new(Series { ex, exprs: (start, stop, step.as_ref()), outer, state: None }),
-        Rel::Filter { input, predicate } => Box::new(FilterNode { ex, input: open(ex, input, outer.clone()), predicate, outer }),
-        Rel::Project { input, exprs } => Box::new(ProjectNode { ex, input: open(ex, input, outer.clone()), exprs, outer }),
-        Rel::Join { left, right, kind, on, lateral } => Box::new(JoinNode::new(ex, open(ex, left, outer.clone()), left.width(), right, *kind, on.as_ref(), *lateral, outer)),
+        Rel::Filter { input, predicate } => {
+            let input = open_reading(ex, input, outer.clone(), columns::adding(used, [predicate]));
+            Box::new(FilterNode { ex, input, predicate, outer })
+        }
+        Rel::Project { input, exprs } => {
+            let input = open_reading(ex, input, outer.clone(), columns::read_by(input.width(), exprs));
+            Box::new(ProjectNode { ex, input, exprs, outer })
+        }
+        Rel::Join { left, right, kind, on, lateral } => {
+            let (left_used, right_used) = match lateral {
+                // the right side is computed per left row, which it may read whole
+                true => (None, None),
+                false => columns::of_join_sides(used, on.as_ref(), left.width(), rel.width()),
+            };
+            let left_node = open_reading(ex, left, outer.clone(), left_used);
+            Box::new(JoinNode::new(ex, left_node, left.width(), right, right_used, *kind, on.as_ref(), *lateral, outer))
+        }
         Rel::Aggregate { input, group_by, aggs } => {
-            let input = Some(open(ex, input, outer.clone()));
+            let input = Some(open_reading(ex, input, outer.clone(), columns::read_by_aggregate(input.width(), group_by, aggs)));
             Box::new(AggregateNode { ex, group_by, aggs, outer, input, output: None, pending: Vec::new() })
         }
         Rel::Sort { input, keys } => {
-            let input = open(ex, input, outer.clone());
+            let input = open_reading(ex, input, outer.clone(), columns::adding_sort_keys(used, keys));
             Box::new(Deferred::new(sort(ex, input, keys, outer)))
         }
-        Rel::Limit { input, limit, offset } => Box::new(LimitNode { ex, input: open(ex, input, outer.clone()), limit: limit.as_ref(), offset: offset.as_ref(), outer, window: None }),
+        Rel::Limit { input, limit, offset } => {
+            // LIMIT and OFFSET are evaluated without a row
+            let input = open_reading(ex, input, outer.clone(), used);
+            Box::new(LimitNode { ex, input, limit: limit.as_ref(), offset: offset.as_ref(), outer, window: None })
+        }
         Rel::Distinct { input } => Box::new(DistinctNode::new(ex, vec![open(ex, input, outer)])),
         Rel::Union { left, right, all: true } => Box::new(Concat { inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)] }),
         Rel::Union { left, right, all: false } => Box::new(DistinctNode::new(ex, vec![open(ex, left, outer.clone()), open(ex, right, outer)])),
@@ -194,6 +221,8 @@ struct Scan<'e> {
     table: &'e TableDef,
     access: &'e Access,
     outer: Outer,
+    /// The columns to decode; None: all.
+    used: Used,
     state: ScanState<'e>,
 }
 
@@ -210,7 +239,13 @@ impl Node for Scan<'_> {
             let mut batch = Vec::new();
             while batch.len() < BATCH {
                 match scan.next_row() {
-                    Some(item) => batch.push(decode(&item?.1, self.table)?),
+                    Some(item) => {
+                        let bytes = item?.1;
+                        batch.push(match &self.used {
+                            Some(used) => types::codec::decode_row_columns(&bytes, used)?,
+                            None => decode(&bytes, self.table)?,
+                        });
+                    }
                     None => {
                         self.state = ScanState::Done;
                         break;
@@ -332,13 +367,14 @@ impl Node for ProjectNode<'_> {
     }
 }
 
-/// `exprs` evaluated against `row` (a projection, a VALUES row).
-pub(super) async fn eval_row(ex: &Executor<'_>, outer: &[Row], exprs: &[Expr], row: &[Value]) -> PgResult<Row> {
-    let mut out = Vec::with_capacity(exprs.len());
-    for e in exprs {
-        out.push(ex.eval(outer, e, row).await?);
+/// `exprs` evaluated against `row` (a projection, a VALUES row, sort keys).
+pub(super) async fn eval_row<'x>(ex: &Executor<'_>, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr> + Clone, row: &[Value]) -> PgResult<Row> {
+    let compute = |ctx: &EvalCtx| exprs.clone().into_iter().map(|e| ctx.eval(e, row)).collect();
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => ex.recompute(err, outer, exprs.clone(), row, compute).await,
+        done => done,
     }
-    Ok(out)
 }
 
 /// The inputs' rows, one input after the other (UNION ALL).
@@ -494,6 +530,8 @@ struct JoinNode<'e> {
     left: BoxNode<'e>,
     left_width: usize,
     right: &'e Rel,
+    /// The columns of the right side's rows that the join and its consumer read.
+    right_used: Used,
     kind: JoinKind,
     on: Option<&'e Expr>,
     lateral: bool,
@@ -511,29 +549,72 @@ struct JoinNode<'e> {
 
 struct Inner {
     rows: Vec<Row>,
-    /// Hash key → positions in `rows`; None when the join is not hashed.
-    buckets: Option<HashMap<Vec<u8>, Vec<usize>>>,
+    /// The rows by hash key; None when the join is not hashed.
+    buckets: Option<Buckets>,
+}
+
+/// Positions in `Inner::rows` by hash key: each key's rows chained in insertion order
+/// through `next`, so a key costs one map entry and no list of its own.
+#[derive(Default)]
+struct Buckets {
+    /// Key → (first, last) of its rows.
+    ends: FxHashMap<Vec<u8>, (usize, usize)>,
+    /// Per row: the next row of its key, or `END`.
+    next: Vec<usize>,
+}
+
+const END: usize = usize::MAX;
+
+impl Buckets {
+    /// Adds row `position` (the next one: positions ascend from 0) under `key`.
+    fn push(&mut self, key: Vec<u8>, position: usize) {
+        self.next.push(END);
+        match self.ends.get_mut(&key) {
+            Some((_, last)) => {
+                self.next[*last] = position;
+                *last = position;
+            }
+            None => {
+                self.ends.insert(key, (position, position));
+            }
+        }
+    }
+
+    /// The first row of `key`, or `END`.
+    fn first(&self, key: &[u8]) -> usize {
+        self.ends.get(key).map_or(END, |&(first, _)| first)
+    }
+
+    /// Every (key, position), a key's rows together.
+    fn into_rows(self) -> impl Iterator<Item = (Vec<u8>, usize)> {
+        let next = self.next;
+        self.ends.into_iter().flat_map(move |(key, (first, _))| {
+            let chain: Vec<usize> = std::iter::successors(Some(first), |&i| Some(next[i]).filter(|&n| n != END)).collect();
+            chain.into_iter().map(move |i| (key.clone(), i))
+        })
+    }
 }
 
 /// The outer row being matched and how far.
 struct Probe {
     left: Row,
     candidates: Candidates,
-    position: usize,
     matched: bool,
 }
 
+/// The inner rows an outer row is matched against, with the next one to try.
 enum Candidates {
-    All,
-    None,
-    Bucket(Vec<u8>),
-    /// LATERAL: the inner rows computed for this outer row.
-    Own(Vec<Row>),
+    /// Every inner row, from this position on.
+    All(usize),
+    /// The rows of one hash key, from this position on (`Buckets::next`; `END`: none).
+    Chain(usize),
+    /// LATERAL: the inner rows computed for this outer row, from this position on.
+    Own(Vec<Row>, usize),
 }
 
 impl<'e> JoinNode<'e> {
     #[allow(clippy::too_many_arguments)]
-    fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
+    fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, right_used: Used, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
         let hash_keys = if lateral { Vec::new() } else { on.map(|on| equi_keys(on, left_width)).unwrap_or_default() };
         JoinNode {
             ex,
@@ -541,6 +622,7 @@ impl<'e> JoinNode<'e> {
             left,
             left_width,
             right,
+            right_used,
             kind,
             on,
             lateral,
@@ -556,10 +638,10 @@ impl<'e> JoinNode<'e> {
 
     async fn build(&mut self) -> PgResult<()> {
         let (ex, work_mem) = (self.ex, self.ex.state.work_mem);
-        let mut node = open(ex, self.right, self.outer.clone());
+        let mut node = open_reading(ex, self.right, self.outer.clone(), self.right_used.take());
         let hashed = !self.hash_keys.is_empty();
         let mut rows = Vec::new();
-        let mut buckets = HashMap::<Vec<u8>, Vec<usize>>::new();
+        let mut buckets = Buckets::default();
         let mut spilled: Option<KeyedPartitions> = None;
         let mut padded = vec![Value::Null; self.left_width];
         while let Some(batch) = node.next().await? {
@@ -576,10 +658,8 @@ impl<'e> JoinNode<'e> {
                 };
                 if spilled.is_none() && self.held.bytes() > work_mem {
                     let mut partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
-                    for (k, positions) in buckets.drain() {
-                        for i in positions {
-                            partitions.push(k.clone(), std::mem::take(&mut rows[i]))?;
-                        }
+                    for (k, i) in std::mem::take(&mut buckets).into_rows() {
+                        partitions.push(k, std::mem::take(&mut rows[i]))?;
                     }
                     rows = Vec::new();
                     self.held.clear();
@@ -589,7 +669,7 @@ impl<'e> JoinNode<'e> {
                     Some(partitions) => partitions.push(key, r)?,
                     None => {
                         self.held.charge(row_size(&r) + key.len() + 48)?;
-                        buckets.entry(key).or_default().push(rows.len());
+                        buckets.push(key, rows.len());
                         rows.push(r);
                     }
                 }
@@ -603,18 +683,15 @@ impl<'e> JoinNode<'e> {
         // gets the empty key, which no inner row has.
         let mut outer_partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
         let mut left = std::mem::replace(&mut self.left, Box::new(Rows::new(Vec::new(), None)));
-        let width = self.left_width + self.right.width();
         while let Some(batch) = left.next().await? {
             for l in batch {
-                let mut padded = l.clone();
-                padded.resize(width, Value::Null);
-                let key = hash_key(ex, &self.outer, &self.hash_keys, &padded, true).await?.unwrap_or_default();
+                let key = hash_key(ex, &self.outer, &self.hash_keys, &l, true).await?.unwrap_or_default();
                 outer_partitions.push(key, l)?;
             }
         }
         self.phases = inner_partitions.finish()?.into_iter().zip(outer_partitions.finish()?).collect();
         self.keyed_left = true;
-        self.inner = Some(Inner { rows: Vec::new(), buckets: Some(HashMap::new()) });
+        self.inner = Some(Inner { rows: Vec::new(), buckets: Some(Buckets::default()) });
         Ok(())
     }
 
@@ -634,11 +711,11 @@ impl<'e> JoinNode<'e> {
             }
             self.held.clear();
             let mut rows = Vec::new();
-            let mut buckets = HashMap::<Vec<u8>, Vec<usize>>::new();
+            let mut buckets = Buckets::default();
             for (i, row) in inner.read()?.into_iter().flatten().enumerate() {
                 let (key, row) = split_key(row?);
                 self.held.charge(row_size(&row) + key.len() + 48)?;
-                buckets.entry(key).or_default().push(rows.len());
+                buckets.push(key, rows.len());
                 rows.push(row);
                 if i % BATCH == BATCH - 1 {
                     ex.pace(BATCH).await;
@@ -656,27 +733,31 @@ impl<'e> JoinNode<'e> {
     async fn start_probe(&mut self, left: Row) -> PgResult<()> {
         if self.keyed_left {
             let (key, left) = split_key(left);
-            let candidates = if key.is_empty() { Candidates::None } else { Candidates::Bucket(key) };
-            self.probe = Some(Probe { left, candidates, position: 0, matched: false });
+            let candidates = Candidates::Chain(if key.is_empty() { END } else { self.bucket_of(&key) });
+            self.probe = Some(Probe { left, candidates, matched: false });
             return Ok(());
         }
         let candidates = if self.lateral {
             let mut stack = Vec::with_capacity(self.outer.len() + 1);
             stack.extend_from_slice(&self.outer);
             stack.push(left.clone());
-            Candidates::Own(self.ex.collect(self.right, Arc::new(stack), None).await?)
+            Candidates::Own(self.ex.collect(self.right, Arc::new(stack), None).await?, 0)
         } else if self.hash_keys.is_empty() {
-            Candidates::All
+            Candidates::All(0)
         } else {
-            let mut padded = left.clone();
-            padded.resize(self.left_width + self.right.width(), Value::Null);
-            match hash_key(self.ex, &self.outer, &self.hash_keys, &padded, true).await? {
-                Some(key) => Candidates::Bucket(key),
-                None => Candidates::None,
+            // the left side's key expressions read only the left row's columns
+            match hash_key(self.ex, &self.outer, &self.hash_keys, &left, true).await? {
+                Some(key) => Candidates::Chain(self.bucket_of(&key)),
+                None => Candidates::Chain(END),
             }
         };
-        self.probe = Some(Probe { left, candidates, position: 0, matched: false });
+        self.probe = Some(Probe { left, candidates, matched: false });
         Ok(())
+    }
+
+    /// The first inner row of hash key `key`, or `END`.
+    fn bucket_of(&self, key: &[u8]) -> usize {
+        self.inner.as_ref().and_then(|i| i.buckets.as_ref()).map_or(END, |b| b.first(key))
     }
 }
 
@@ -704,22 +785,23 @@ impl Node for JoinNode<'_> {
                     self.start_probe(left).await?;
                 }
                 let probe = self.probe.as_mut().expect("probe started");
-                let empty = Vec::new();
-                let inner_rows = self.inner.as_ref().map_or(&empty, |i| &i.rows);
-                let (rows, positions): (&Vec<Row>, Option<&Vec<usize>>) = match &probe.candidates {
-                    Candidates::All => (inner_rows, None),
-                    Candidates::None => (&empty, None),
-                    Candidates::Own(rows) => (rows, None),
-                    Candidates::Bucket(key) => match self.inner.as_ref().and_then(|i| i.buckets.as_ref()).and_then(|b| b.get(key)) {
-                        Some(positions) => (inner_rows, Some(positions)),
-                        None => (&empty, None),
-                    },
-                };
-                let count = positions.map_or(rows.len(), Vec::len);
+                let inner = self.inner.as_ref();
                 let mut examined = 0;
-                while probe.position < count && out.len() < BATCH {
-                    let r = &rows[positions.map_or(probe.position, |p| p[probe.position])];
-                    probe.position += 1;
+                let mut exhausted = false;
+                while out.len() < BATCH {
+                    let next = match &mut probe.candidates {
+                        Candidates::All(at) => take_at(inner.map_or(&[][..], |i| &i.rows), at),
+                        Candidates::Own(rows, at) => take_at(rows, at),
+                        Candidates::Chain(at) => inner.filter(|_| *at != END).map(|inner| {
+                            let r = &inner.rows[*at];
+                            *at = inner.buckets.as_ref().map_or(END, |b| b.next[*at]);
+                            r
+                        }),
+                    };
+                    let Some(r) = next else {
+                        exhausted = true;
+                        break;
+                    };
                     examined += 1;
                     let mut joined = Vec::with_capacity(probe.left.len() + r.len());
                     joined.extend_from_slice(&probe.left);
@@ -732,7 +814,7 @@ impl Node for JoinNode<'_> {
                         self.ex.pace(BATCH).await;
                     }
                 }
-                if probe.position < count {
+                if !exhausted {
                     return Ok(Some(out)); // the batch is full
                 }
                 let probe = self.probe.take().expect("probe started");
@@ -750,19 +832,34 @@ impl Node for JoinNode<'_> {
     }
 }
 
-/// The hash key of `row` (a joined row, or an inner row placed after the left side's
-/// width of NULLs) from one side of the key equalities; None if any is NULL (matches
-/// nothing).
+/// `rows[*at]`, moving `at` on past it.
+fn take_at<'r>(rows: &'r [Row], at: &mut usize) -> Option<&'r Row> {
+    let r = rows.get(*at)?;
+    *at += 1;
+    Some(r)
+}
+
+/// The hash key of `row` from one side of the key equalities: a left row (whose side
+/// reads only its columns), or an inner row placed after the left side's width of NULLs;
+/// None if any is NULL (matches nothing).
 async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row: &[Value], left_side: bool) -> PgResult<Option<Vec<u8>>> {
-    let mut values = Vec::with_capacity(keys.len());
-    for (l, r) in keys {
-        let v = ex.eval(outer, if left_side { l } else { r }, row).await?;
-        if v.is_null() {
-            return Ok(None);
+    let side = keys.iter().map(|&(l, r)| if left_side { l } else { r });
+    let compute = |ctx: &EvalCtx| -> PgResult<Option<Vec<u8>>> {
+        let mut values = Vec::with_capacity(keys.len());
+        for e in side.clone() {
+            let v = ctx.eval(e, row)?;
+            if v.is_null() {
+                return Ok(None);
+            }
+            values.push(v);
         }
-        values.push(v);
+        Ok(Some(group_key(&values)))
+    };
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => ex.recompute(err, outer, side.clone(), row, compute).await,
+        done => done,
     }
-    Ok(Some(group_key(&values)))
 }
 
 /// The equalities `l = r` among the conjuncts of `on` with `l` over the left side's
@@ -865,24 +962,29 @@ impl<'e> AggregateNode<'e> {
 /// (TRUE for count(*)), or None where its FILTER is not true (the argument then is not
 /// evaluated, as in PostgreSQL: `sum(1 / x) FILTER (WHERE x <> 0)`).
 async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value]) -> PgResult<AggInput> {
-    let mut keys = Vec::with_capacity(agg.group_by().len());
-    for g in agg.group_by() {
-        keys.push(ex.eval(outer, g, r).await?);
-    }
-    let mut args = Vec::with_capacity(agg.aggs().len());
-    for a in agg.aggs() {
-        if let Some(filter) = &a.filter {
-            if !ex.matches(outer, Some(filter), r).await? {
+    let compute = |ctx: &EvalCtx| -> PgResult<AggInput> {
+        let keys = agg.group_by().iter().map(|g| ctx.eval(g, r)).collect::<PgResult<_>>()?;
+        let mut args = Vec::with_capacity(agg.aggs().len());
+        for a in agg.aggs() {
+            if !ctx.matches(a.filter.as_ref(), r)? {
                 args.push(None);
                 continue;
             }
+            args.push(Some(match &a.arg {
+                Some(e) => ctx.eval(e, r)?,
+                None => Value::Bool(true),
+            }));
         }
-        args.push(Some(match &a.arg {
-            Some(e) => ex.eval(outer, e, r).await?,
-            None => Value::Bool(true),
-        }));
+        Ok(AggInput { keys, args })
+    };
+    let now = compute(&ex.ctx(outer));
+    match now {
+        Err(err) => {
+            let exprs: Vec<&Expr> = agg.group_by().iter().chain(agg.aggs().iter().flat_map(|a| a.arg.iter().chain(&a.filter))).collect();
+            ex.recompute(err, outer, exprs.iter().copied(), r, compute).await
+        }
+        done => done,
     }
-    Ok(AggInput { keys, args })
 }
 
 /// The groups of one partition of spilled aggregate contributions.
@@ -933,10 +1035,7 @@ async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortK
     };
     while let Some(batch) = input.next().await? {
         for r in batch {
-            let mut keyed = Vec::with_capacity(keys.len() + r.len());
-            for sk in keys {
-                keyed.push(ex.eval(&outer, &sk.expr, &r).await?);
-            }
+            let mut keyed = eval_row(ex, &outer, keys.iter().map(|k| &k.expr), &r).await?;
             keyed.extend(r);
             sorter.push(keyed)?;
         }

@@ -29,10 +29,13 @@ pub(super) fn row_hash(row: &[Value]) -> u64 {
 
 /// A spilled row back as its key and the row.
 pub(super) fn split_key(mut row: Row) -> (Vec<u8>, Row) {
-    let rest = row.split_off(1);
-    match row.pop() {
-        Some(Value::Bytea(key)) => (key, rest),
-        _ => (Vec::new(), rest),
+    if row.is_empty() {
+        return (Vec::new(), row);
+    }
+    // `remove` shifts the row in place; `split_off` would allocate another
+    match row.remove(0) {
+        Value::Bytea(key) => (key, row),
+        _ => (Vec::new(), row),
     }
 }
 
@@ -48,10 +51,7 @@ impl KeyedPartitions {
 
     pub(super) fn push(&mut self, key: Vec<u8>, row: Row) -> PgResult<()> {
         let hash = hash_of(&key);
-        let mut keyed = Vec::with_capacity(row.len() + 1);
-        keyed.push(Value::Bytea(key));
-        keyed.extend(row);
-        self.partitioner.push(hash, &keyed)
+        self.partitioner.push_parts(hash, &[&[Value::Bytea(key)], &row])
     }
 
     pub(super) fn finish(self) -> PgResult<Vec<Partition>> {
