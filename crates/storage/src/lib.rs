@@ -696,9 +696,7 @@ impl Store {
     /// Full-scan garbage collection of one relation (VACUUM).
     pub fn gc_rel(&self, rel: RelId, horizon: Timestamp) -> PgResult<u64> {
         let mut removed = 0u64;
-        let mut batch = self.db.batch();
         let mut gone: Vec<(Vec<u8>, Timestamp)> = Vec::new();
-        let mut cur_prefix: Vec<u8> = Vec::new();
         let mut versions: Vec<(fjall::UserKey, bool)> = Vec::new();
         let flush_key = |versions: &mut Vec<(fjall::UserKey, bool)>,
                          batch: &mut fjall::OwnedWriteBatch,
@@ -712,27 +710,39 @@ impl Store {
             versions.clear();
             n
         };
-        for g in self.data.range(rel_start(rel)..rel_end(rel)) {
-            let (k, v) = g.into_inner().map_err(|e| io_err("vacuum read", e))?;
-            let p = &k[..k.len() - TS_LEN];
-            if p != cur_prefix.as_slice() {
-                removed += flush_key(&mut versions, &mut batch, &mut gone);
-                cur_prefix.clear();
-                cur_prefix.extend_from_slice(p);
-                if batch.len() >= 10_000 {
-                    let b = std::mem::replace(&mut batch, self.db.batch());
-                    self.commit_gc(b, &gone)
-                        .map_err(|e| io_err("vacuum write", e))?;
-                    gone.clear();
+        // Each batch of removals is committed with a fresh iterator after it, from the
+        // first key not yet collected: one iterator over the whole relation would hold
+        // its snapshot, and with it every memtable written meanwhile, to the end.
+        let mut from = rel_start(rel);
+        loop {
+            let mut batch = self.db.batch();
+            let mut cur_prefix: Vec<u8> = Vec::new();
+            let mut resume = None;
+            for g in self.data.range(from.clone()..rel_end(rel)) {
+                let (k, v) = g.into_inner().map_err(|e| io_err("vacuum read", e))?;
+                let p = &k[..k.len() - TS_LEN];
+                if p != cur_prefix.as_slice() {
+                    removed += flush_key(&mut versions, &mut batch, &mut gone);
+                    if batch.len() >= 10_000 {
+                        resume = Some(p.to_vec());
+                        break;
+                    }
+                    cur_prefix.clear();
+                    cur_prefix.extend_from_slice(p);
                 }
+                let tomb = v.first() == Some(&TAG_DELETE);
+                versions.push((k, tomb));
             }
-            let tomb = v.first() == Some(&TAG_DELETE);
-            versions.push((k, tomb));
+            if resume.is_none() {
+                removed += flush_key(&mut versions, &mut batch, &mut gone);
+            }
+            self.commit_gc(batch, &gone).map_err(|e| io_err("vacuum write", e))?;
+            gone.clear();
+            match resume {
+                Some(p) => from = p,
+                None => return Ok(removed),
+            }
         }
-        removed += flush_key(&mut versions, &mut batch, &mut gone);
-        self.commit_gc(batch, &gone)
-            .map_err(|e| io_err("vacuum write", e))?;
-        Ok(removed)
     }
 
     /// Commits a GC batch of `data` removals. `gone` lists the keys whose every version
