@@ -26,6 +26,7 @@ use crate::locks::{FxHashMap, TxnShared};
 use crate::{Increments, Inner, RelId, RowBytes, Timestamp, Txn};
 use parking_lot::Mutex;
 use pgerror::{PgError, PgResult};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -224,17 +225,24 @@ impl Txn {
         let spilled_undo = self.spilled.as_ref().map_or(0, |s| s.undo);
         let store = self.inner.store.clone();
         let records = store.intent_range(Bound::Included(undo_key(id, pos)), Bound::Excluded(undo_key(id, spilled_undo)));
-        let mut batch = Vec::new();
+        // Newest first; a key undone twice in one batch keeps its older state (one entry
+        // per key in a batch: a batch writes all its entries at one sequence number).
+        let mut restored: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut removed = Vec::new();
+        let write = |restored: &mut BTreeMap<Vec<u8>, Vec<u8>>, removed: &mut Vec<Vec<u8>>| {
+            let entries = std::mem::take(restored).into_iter().map(|(k, v)| (k, Some(v)));
+            store.intents_write(entries.chain(std::mem::take(removed).into_iter().map(|k| (k, None))))
+        };
         for r in records.rev() {
             let (undo_k, v) = r?;
             let (rel, key, before) = decode_undo(&v)?;
-            batch.push((intent_key(id, rel, &key), Some(before.encoded())));
-            batch.push((undo_k, None));
-            if batch.len() >= 10_000 {
-                store.intents_write(std::mem::take(&mut batch))?;
+            restored.insert(intent_key(id, rel, &key), before.encoded());
+            removed.push(undo_k);
+            if removed.len() >= 10_000 {
+                write(&mut restored, &mut removed)?;
             }
         }
-        store.intents_write(batch)?;
+        write(&mut restored, &mut removed)?;
         if let Some(s) = self.spilled.as_mut() {
             s.undo = pos;
         }
