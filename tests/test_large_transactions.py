@@ -15,6 +15,7 @@ import time
 import psycopg
 import pytest
 
+from test_bulk_load import copy_rows
 from test_memory import DOCUMENTED_OVERHEAD_BYTES
 
 MB = 1024 * 1024
@@ -31,12 +32,6 @@ def small_txn_memory(tmp_path, size="1MB"):
     path = tmp_path / "meridian.toml"
     path.write_text(f'txn_memory = "{size}"\n')
     return str(path)
-
-
-def copy_rows(conn, table, rows):
-    with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN") as copy:
-        for r in rows:
-            copy.write_row(r)
 
 
 @pytest.mark.slow
