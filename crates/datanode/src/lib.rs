@@ -121,6 +121,9 @@ pub struct Txn {
     memory: usize,
     /// What it moved to storage, once it outgrew `txn_memory`.
     spilled: Option<Spilled>,
+    /// Whether a savepoint was ever taken: until then a spill need not keep its undo log
+    /// (nothing can roll back to a position inside it).
+    savepoint_taken: AtomicBool,
     inner: Arc<Inner>,
     finished: bool,
 }
@@ -143,6 +146,7 @@ impl Txn {
         self.shared.id
     }
     pub fn savepoint(&self) -> Savepoint {
+        self.savepoint_taken.store(true, Ordering::Relaxed);
         Savepoint { undo: self.undo_position(), increments: self.increments.len() }
     }
     /// Whether increments wait to be applied (`Datanode::apply_increments`).
@@ -649,6 +653,7 @@ impl Datanode {
             loaded: Vec::new(),
             memory: 0,
             spilled: None,
+            savepoint_taken: AtomicBool::new(false),
             inner: self.inner.clone(),
             finished: false,
         })

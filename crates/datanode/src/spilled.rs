@@ -420,7 +420,8 @@ impl Inner {
         // write (a write-set value, or what the intents held before this spill).
         let undo = std::mem::take(&mut txn.undo);
         let n_undo = undo.len();
-        for (i, (rel, key, before)) in undo.into_iter().enumerate() {
+        let keep_undo = txn.savepoint_taken.load(Ordering::Relaxed);
+        for (i, (rel, key, before)) in undo.into_iter().enumerate().filter(|_| keep_undo) {
             let before = match before {
                 Some(v) => Intent::Write(v),
                 None if had_intents.contains(&rel) => match self.store.intent_get(&intent_key(id, rel, &key))? {
