@@ -132,6 +132,12 @@ CLAUSES = [
     "SELECT (SELECT count(*) FROM cl_b b, generate_series(b.aid, a.id) s) FROM cl_a a ORDER BY a.id",
     "SELECT * FROM generate_series(1, 2) a, generate_series(a, 2) b ORDER BY 1, 2",
     "SELECT * FROM cl_a a, generate_series(1, nosuch) g",
+    # a relation's name used as a column: a scalar function's value, else a row value
+    "SELECT u, u.x FROM unnest(ARRAY[3, 1]) u(x) ORDER BY 1",
+    "SELECT g FROM generate_series(1, 3) g(n) WHERE g > 1",
+    "SELECT a.id, (SELECT count(*) FROM cl_b b WHERE b.aid = g) FROM cl_a a, generate_series(1, a.id) g(n) ORDER BY 1, 2",
+    "SELECT a FROM cl_a a ORDER BY 1",
+    "SELECT count(a) FROM cl_a a",
     # SELECT clauses
     "SELECT DISTINCT ON (x) x, id FROM cl_a ORDER BY x, id",
     "SELECT DISTINCT x FROM cl_a ORDER BY x",

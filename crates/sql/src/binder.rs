@@ -26,6 +26,9 @@ struct ScopeColumn {
     /// The right side's copy of a `JOIN … USING` column: only a qualified name reaches
     /// it, and `*` leaves it out (the left side's copy stands for both).
     merged_away: bool,
+    /// The only column of a function returning a scalar: its relation's name alone refers
+    /// to it (PostgreSQL's whole-row reference of such a function is the value itself).
+    scalar_function: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -203,6 +206,7 @@ impl<'a> Binder<'a> {
                         table_oid: system_table_oid(sys),
                         attnum: i as i16 + 1,
                         merged_away: false,
+                        scalar_function: false,
                     })
                     .collect();
                 return Ok((Rel::System { table: sys }, cols, name));
@@ -220,6 +224,7 @@ impl<'a> Binder<'a> {
                 table_oid: table.oid,
                 attnum: i as i16 + 1,
                 merged_away: false,
+                scalar_function: false,
             })
             .collect();
         Ok((Rel::Scan { table, access: Access::Full }, cols, name))
@@ -275,6 +280,7 @@ impl<'a> Binder<'a> {
                         table_oid: 0,
                         attnum: 0,
                         merged_away: false,
+                        scalar_function: false,
                     })
                     .collect())
             };
@@ -551,7 +557,7 @@ impl<'a> Binder<'a> {
                 let mut cols: Vec<ScopeColumn> = q
                     .columns
                     .iter()
-                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false })
+                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false, scalar_function: false })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
                 Ok((q.root, Scope { columns: cols }, *lateral))
@@ -1066,6 +1072,11 @@ impl<'a> Binder<'a> {
                 return Ok(Expr::Column { depth: d + 1, index: i, ty: s.columns[i].ty.clone() });
             }
         }
+        if qualifier.is_none() {
+            if let Some(e) = self.whole_row_ref(name, scope)? {
+                return Ok(e);
+            }
+        }
         if let Some(q) = qualifier {
             let known = scope.columns.iter().chain(self.outer.iter().flat_map(|s| s.columns.iter())).any(|c| c.qualifier.as_deref() == Some(q));
             if !known {
@@ -1074,6 +1085,23 @@ impl<'a> Binder<'a> {
             return Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column {q}.{name} does not exist")));
         }
         Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))
+    }
+
+    /// A relation's name used as a column (after no column matched, as PostgreSQL
+    /// resolves it): a scalar function's value; other relations' row values are refused.
+    fn whole_row_ref(&mut self, name: &str, scope: &Scope) -> PgResult<Option<Expr>> {
+        for (d, s) in std::iter::once(scope).chain(self.outer.iter().rev()).enumerate() {
+            let mut of_relation = s.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(name));
+            let Some((i, c)) = of_relation.next() else { continue };
+            if !c.scalar_function || of_relation.next().is_some() {
+                return Err(unsupported(&format!("whole-row reference to \"{name}\"")));
+            }
+            if d > 0 {
+                self.escapes = self.escapes.max(d);
+            }
+            return Ok(Some(Expr::Column { depth: d, index: i, ty: c.ty.clone() }));
+        }
+        Ok(None)
     }
 
     fn comparison(&mut self, op: BinaryOp, l: Expr, r: Expr) -> PgResult<Expr> {
@@ -1641,6 +1669,7 @@ impl<'a> Binder<'a> {
                     table_oid: table.oid,
                     attnum: i as i16 + 1,
                     merged_away: false,
+                    scalar_function: false,
                 })
                 .collect(),
         }
@@ -2081,7 +2110,7 @@ fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType)
         .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
         .unwrap_or_else(|| function.to_string());
     let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
-    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false }] }
+    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false, scalar_function: true }] }
 }
 
 /// The storage parameters of `WITH (…)`: fillfactor is kept; the others (autovacuum
