@@ -1610,7 +1610,7 @@ impl<'a> Binder<'a> {
                 let mods = base[p + 1..]
                     .trim_end_matches(')')
                     .split(',')
-                    .map(|m| m.trim().parse::<u32>().map_err(|_| syntax(format!("invalid type modifier in {text}"))))
+                    .map(|m| m.trim().parse::<i32>().map_err(|_| syntax(format!("invalid type modifier in {text}"))))
                     .collect::<PgResult<Vec<_>>>()?;
                 (base[..p].trim().to_string(), mods)
             }

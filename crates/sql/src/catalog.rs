@@ -46,10 +46,7 @@ impl DataTypeDef {
             DataType::Bpchar { .. } if self.typmod >= 4 => {
                 DataType::Bpchar { len: Some((self.typmod - 4) as u32) }
             }
-            DataType::Numeric { .. } if self.typmod >= 4 => {
-                let m = self.typmod - 4;
-                DataType::Numeric { precision_scale: Some(((m >> 16) as u16, (m & 0xffff) as u16)) }
-            }
+            DataType::Numeric { .. } => base.with_typmod(self.typmod),
             other => other,
         }
     }

@@ -56,9 +56,9 @@ fn numeric_to_int(d: &Numeric, to: &DataType) -> PgResult<Value> {
 }
 
 /// numeric(p,s) of a value, or the value itself for plain numeric.
-pub(crate) fn with_numeric_typmod(d: Numeric, precision_scale: &Option<(u16, u16)>) -> PgResult<Value> {
+pub(crate) fn with_numeric_typmod(d: Numeric, precision_scale: &Option<(u16, i16)>) -> PgResult<Value> {
     Ok(Value::Numeric(match precision_scale {
-        Some((p, s)) => numeric::apply_typmod(&d, *p, *s as i16)?,
+        Some((p, s)) => numeric::apply_typmod(&d, *p, *s)?,
         None => d,
     }))
 }

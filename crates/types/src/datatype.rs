@@ -68,7 +68,7 @@ pub enum DataType {
     Float4,
     Float8,
     /// `numeric(p,s)`: `precision_scale` is `Some((p, s))`, `None` when unconstrained.
-    Numeric { precision_scale: Option<(u16, u16)> },
+    Numeric { precision_scale: Option<(u16, i16)> },
     Text,
     Varchar { max_len: Option<u32> },
     /// `character(n)` (bpchar); `None` is bare `bpchar` (no padding).
@@ -99,9 +99,9 @@ pub enum DataType {
 use pgerror::{codes, PgError, PgResult};
 
 /// Longest `varchar(n)` / `char(n)` PostgreSQL accepts.
-pub const MAX_VARCHAR_LEN: u32 = 10_485_760;
+pub const MAX_VARCHAR_LEN: i32 = 10_485_760;
 /// Longest numeric precision PostgreSQL accepts in a type modifier.
-pub const MAX_NUMERIC_PRECISION: u32 = 1000;
+pub const MAX_NUMERIC_PRECISION: i32 = 1000;
 /// NAMEDATALEN - 1: the most bytes a `name` holds.
 pub const NAME_MAX_BYTES: usize = 63;
 
@@ -245,7 +245,7 @@ impl DataType {
     pub fn typmod(&self) -> i32 {
         match self {
             DataType::Varchar { max_len: Some(n) } | DataType::Bpchar { len: Some(n) } => *n as i32 + 4,
-            DataType::Numeric { precision_scale: Some((p, s)) } => (((*p as i32) << 16) | *s as i32) + 4,
+            DataType::Numeric { precision_scale: Some((p, s)) } => numeric_typmod(*p, *s),
             DataType::Array(e) => e.typmod(),
             _ => -1,
         }
@@ -259,7 +259,8 @@ impl DataType {
             DataType::Numeric { .. } => DataType::Numeric {
                 precision_scale: (typmod >= 4).then(|| {
                     let t = typmod - 4;
-                    (((t >> 16) & 0xffff) as u16, (t & 0xffff) as u16)
+                    // The scale is 11 bits, sign-extended (PostgreSQL's make_numeric_typmod).
+                    (((t >> 16) & 0xffff) as u16, (((t & 0x7ff) ^ 1024) - 1024) as i16)
                 }),
             },
             DataType::Array(e) => DataType::Array(Box::new(e.with_typmod(typmod))),
@@ -454,7 +455,7 @@ impl DataType {
     /// Every type name PostgreSQL accepts for the supported types, case-insensitive,
     /// with an optional `pg_catalog.` prefix and `[]` suffix / `_` array names.
     /// `modifiers` are the parenthesised numbers (`varchar(10)`, `numeric(10,2)`).
-    pub fn from_sql_name(name: &str, modifiers: &[u32]) -> PgResult<DataType> {
+    pub fn from_sql_name(name: &str, modifiers: &[i32]) -> PgResult<DataType> {
         let orig = name.trim();
         let mut lower = orig.to_ascii_lowercase();
         // normalise internal whitespace ("double   precision")
@@ -500,7 +501,7 @@ impl DataType {
                             format!("length for type {tname} cannot exceed {MAX_VARCHAR_LEN}"),
                         ))
                     } else {
-                        Ok(Some(*m))
+                        Ok(Some(*m as u32))
                     }
                 }
                 _ => Err(PgError::new(codes::SYNTAX_ERROR, "invalid type modifier")),
@@ -553,13 +554,13 @@ impl DataType {
                         format!("NUMERIC precision {p} must be between 1 and {MAX_NUMERIC_PRECISION}"),
                     ));
                 }
-                if s > MAX_NUMERIC_PRECISION {
+                if !(-MAX_NUMERIC_PRECISION..=MAX_NUMERIC_PRECISION).contains(&s) {
                     return Err(PgError::new(
                         codes::INVALID_PARAMETER_VALUE,
-                        format!("NUMERIC scale {s} must be between -1000 and 1000"),
+                        format!("NUMERIC scale {s} must be between -{MAX_NUMERIC_PRECISION} and {MAX_NUMERIC_PRECISION}"),
                     ));
                 }
-                DataType::Numeric { precision_scale: Some((p as u16, s as u16)) }
+                DataType::Numeric { precision_scale: Some((p as u16, s as i16)) }
             }
             "text" => no_mods(DataType::Text)?,
             "varchar" | "character varying" | "char varying" => DataType::Varchar { max_len: len_mod("varchar")? },
@@ -626,13 +627,19 @@ impl DataType {
     }
 }
 
-fn mods_typmod(t: &DataType, modifiers: &[u32]) -> i32 {
+fn mods_typmod(t: &DataType, modifiers: &[i32]) -> i32 {
     match (t, modifiers) {
-        (DataType::Varchar { .. } | DataType::Bpchar { .. }, [n]) => *n as i32 + 4,
-        (DataType::Numeric { .. }, [p]) => ((*p as i32) << 16) + 4,
-        (DataType::Numeric { .. }, [p, s]) => (((*p as i32) << 16) | *s as i32) + 4,
+        (DataType::Varchar { .. } | DataType::Bpchar { .. }, [n]) => *n + 4,
+        (DataType::Numeric { .. }, [p]) => numeric_typmod(*p as u16, 0),
+        (DataType::Numeric { .. }, [p, s]) => numeric_typmod(*p as u16, *s as i16),
         _ => -1,
     }
+}
+
+/// numeric(p,s)'s atttypmod: the scale in the low 11 bits (negative scales too), as
+/// PostgreSQL's make_numeric_typmod packs it.
+fn numeric_typmod(precision: u16, scale: i16) -> i32 {
+    (((precision as i32) << 16) | (scale as i32 & 0x7ff)) + 4
 }
 
 impl std::fmt::Display for DataType {

@@ -12,7 +12,7 @@ fn parse_type(s: &str) -> DataType {
     let (name, mods) = match s.find('(') {
         Some(i) => {
             let inner = &s[i + 1..s.len() - 1];
-            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<u32>>())
+            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<i32>>())
         }
         None => (s, vec![]),
     };

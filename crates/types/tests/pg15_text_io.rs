@@ -13,7 +13,7 @@ fn parse_type(s: &str) -> DataType {
     let (name, mods) = match s.find('(') {
         Some(i) if !s.ends_with("[]") => {
             let inner = &s[i + 1..s.len() - 1];
-            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<u32>>())
+            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<i32>>())
         }
         _ => (s, vec![]),
     };

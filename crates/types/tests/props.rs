@@ -142,7 +142,7 @@ proptest! {
 #[test]
 fn sql_names() {
     use DataType as T;
-    let n = |s: &str, m: &[u32]| DataType::from_sql_name(s, m).unwrap();
+    let n = |s: &str, m: &[i32]| DataType::from_sql_name(s, m).unwrap();
     assert_eq!(n("INT", &[]), T::Int4);
     assert_eq!(n("pg_catalog.int8", &[]), T::Int8);
     assert_eq!(n("double  precision", &[]), T::Float8);
