@@ -236,22 +236,27 @@ SCENARIOS = [
 ]
 
 
-def deadlock_summary(outcome):
-    """Which session loses is PostgreSQL's choice; compare only what must hold."""
-    steps = outcome["steps"]
-    errors = sorted(s["result"].get("error") for s in steps if "error" in s["result"])
-    victims = {s["session"] for s in steps if s["result"].get("error") == "40P01"}
-    final = {i: v for i, v in outcome["final"]}
-    if victims == {"s1"}:
-        final_ok = final == {1: 1000, 2: 10}        # only s2's updates
-    elif victims == {"s2"}:
-        final_ok = final == {1: 1, 2: 100}          # only s1's updates
-    else:
-        final_ok = False
-    return {"errors": errors, "victims": len(victims),
-            "final_reflects_exactly_the_surviving_transaction": final_ok,
-            "commit_tags": sorted(s["result"].get("tag", "") for s in steps
-                                  if s["sql"] == "COMMIT")}
+def deadlock_summary_for(final_if_victim):
+    """Which session loses is PostgreSQL's choice; compare only what must hold: one
+    victim, and final rows that are those of the surviving transaction
+    (``final_if_victim[victim]``)."""
+    def summary(outcome):
+        steps = outcome["steps"]
+        errors = sorted(s["result"].get("error") for s in steps if "error" in s["result"])
+        victims = {s["session"] for s in steps if s["result"].get("error") == "40P01"}
+        final = {i: v for i, v in outcome["final"]}
+        final_ok = len(victims) == 1 and final == final_if_victim[next(iter(victims))]
+        return {"errors": errors, "victims": len(victims),
+                "final_reflects_exactly_the_surviving_transaction": final_ok,
+                "commit_tags": sorted(s["result"].get("tag", "") for s in steps
+                                      if s["sql"] == "COMMIT")}
+    return summary
+
+
+deadlock_summary = deadlock_summary_for({
+    "s1": {1: 1000, 2: 10},   # only s2's updates
+    "s2": {1: 1, 2: 100},     # only s1's updates
+})
 
 
 SCENARIOS.append(("deadlock", [(1, 0), (2, 0)], [
@@ -263,6 +268,21 @@ SCENARIOS.append(("deadlock", [(1, 0), (2, 0)], [
     ("s1", "COMMIT"),
     ("s2", "COMMIT"),
 ], deadlock_summary))
+
+# A cycle through a table lock: s1's TRUNCATE holds its table until s1 ends (Meridian: the
+# relation is owned by s1), s2 waits for it while holding a row s1 waits for.
+SCENARIOS.append(("deadlock_truncate", [(1, 0), (2, 0)], [
+    ("s0", "DROP TABLE IF EXISTS {t}_o"),
+    ("s0", "CREATE TABLE {t}_o (id int PRIMARY KEY)"),
+    ("s0", "INSERT INTO {t}_o VALUES (1)"),
+    ("s1", RC), ("s2", RC),
+    ("s1", "TRUNCATE {t}_o"),
+    ("s2", "UPDATE {t} SET v = v + 10 WHERE id = 1"),
+    ("s1", "UPDATE {t} SET v = v + 1 WHERE id = 1"),       # waits for s2
+    ("s2", "SELECT count(*) FROM {t}_o"),                  # waits for s1: deadlock
+    ("s1", "COMMIT"),
+    ("s2", "COMMIT"),
+], deadlock_summary_for({"s1": {1: 10, 2: 0}, "s2": {1: 1, 2: 0}})))
 
 
 def _scenario_params():
@@ -298,5 +318,5 @@ def test_isolation_matches_postgres(postgres, target, name, setup, steps, summar
             f"--- PostgreSQL 15\n{json.dumps(expected_view, indent=1, default=str)}\n"
             f"--- {target.kind}\n{json.dumps(actual_view, indent=1, default=str)}\n"
             f"--- raw {target.kind} outcome\n{json.dumps(actual, indent=1, default=str)}")
-    if name == "deadlock":
+    if name.startswith("deadlock"):
         assert actual_view["errors"] == ["40P01"] and actual_view["victims"] == 1, actual

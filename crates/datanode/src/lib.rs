@@ -473,6 +473,10 @@ const ROW_ID_WINDOW: u64 = 65_536;
 /// First relation id handed out by `create_rel`.
 pub const FIRST_REL_ID: RelId = 1;
 
+fn deadlock_detected(detail: String) -> PgError {
+    PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected").with_detail(detail).with_hint("See server log for query details.")
+}
+
 fn serialization_failure() -> PgError {
     PgError::new(
         codes::SERIALIZATION_FAILURE,
@@ -683,7 +687,7 @@ impl Datanode {
         if let Some(w) = txn.own_write(rel, key)? {
             return Ok(w);
         }
-        self.wait_unowned(txn, rel).await;
+        self.wait_unowned(txn, rel).await?;
         for t in self.inner.spillers.of(rel, txn.shared.id) {
             if t.blocks_snapshot(snapshot) {
                 t.wait_finished().await;
@@ -711,7 +715,7 @@ impl Datanode {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
     ) -> PgResult<Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'a>> {
-        self.wait_unowned(txn, rel).await;
+        self.wait_unowned(txn, rel).await?;
         // Every transaction that registered before this point and may commit at <= snapshot
         // is waited out; any that registers later gets a commit ts > snapshot.
         for t in self.inner.committing.blocking(rel, snapshot, txn.shared.id) {
@@ -741,7 +745,7 @@ impl Datanode {
         if txn.holds_lock(rel, key)? {
             return Ok(());
         }
-        self.wait_unowned(txn, rel).await;
+        self.wait_unowned(txn, rel).await?;
         self.wait_for_lock(txn, rel, key, LockMode::Exclusive).await?;
         txn.record_lock(rel, key)
     }
@@ -802,9 +806,7 @@ impl Datanode {
                         DeadlockCheck::Granted => { guard.armed = false; break; }
                         DeadlockCheck::Victim(detail) => {
                             guard.armed = false;
-                            return Err(PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
-                                .with_detail(detail)
-                                .with_hint("See server log for query details."));
+                            return Err(deadlock_detected(detail));
                         }
                     }
                 }
@@ -827,7 +829,7 @@ impl Datanode {
             return Ok(None);
         }
         if !txn.has_increment_on(rel, key) {
-            self.wait_unowned(txn, rel).await;
+            self.wait_unowned(txn, rel).await?;
             // (Not while a spilled transaction may hold the row: `wait_for_lock` checks.)
             if self.inner.spillers.of(rel, txn.shared.id).is_empty() && self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
                 txn.record_lock(rel, key)?;
@@ -927,7 +929,7 @@ impl Datanode {
     /// Writes a row under a key that no transaction has used before (a row id just
     /// allocated by `allocate_row_ids`): no version of it exists to check or replace.
     pub async fn put_new_key(&self, txn: &mut Txn, rel: RelId, key: &[u8], row: RowBytes) -> PgResult<()> {
-        self.wait_unowned(txn, rel).await;
+        self.wait_unowned(txn, rel).await?;
         self.put(txn, rel, key, Some(row))?;
         txn.note_newest(rel, key, None);
         Ok(())
@@ -1038,10 +1040,23 @@ impl Datanode {
     }
 
     /// Waits while another transaction owns `rel`.
-    async fn wait_unowned(&self, txn: &Txn, rel: RelId) {
+    async fn wait_unowned(&self, txn: &Txn, rel: RelId) -> PgResult<()> {
         while let Some(owner) = self.inner.owned.other_owner(rel, txn.shared.id) {
-            owner.wait_finished().await;
+            let _waiting = LockTable::wait_for_relation(&txn.shared, rel, &owner);
+            let finished = owner.wait_finished();
+            tokio::pin!(finished);
+            loop {
+                tokio::select! {
+                    _ = &mut finished => break,
+                    _ = tokio::time::sleep(self.inner.opts.deadlock_timeout) => {
+                        if let Some(detail) = self.inner.locks.check_relation_deadlock(&txn.shared) {
+                            return Err(deadlock_detected(detail));
+                        }
+                    }
+                }
+            }
         }
+        Ok(())
     }
 
     // ---------------------------------------------------------------- GC

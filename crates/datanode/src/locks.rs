@@ -84,8 +84,8 @@ pub(crate) struct TxnShared {
     pub start_ts: Timestamp,
     state: Mutex<TxnState>,
     done: tokio::sync::Notify,
-    /// The row this transaction is queued for, if any (for the wait-for graph).
-    waiting_for: Mutex<Option<(RelId, Vec<u8>)>>,
+    /// What this transaction is blocked on, if anything (for the wait-for graph).
+    waiting_for: Mutex<Option<WaitingFor>>,
     /// Rows it holds through spilled intents that others have put back into the lock
     /// table to queue behind it (`LockTable::reinstate_for_spiller`); None once it has
     /// released them at its end (`close_reinstated`).
@@ -94,6 +94,15 @@ pub(crate) struct TxnShared {
 
 /// A row: (relation, key).
 pub(crate) type Row = (RelId, Vec<u8>);
+
+/// What a waiting transaction is blocked on: an edge source of the wait-for graph.
+#[derive(Clone)]
+pub(crate) enum WaitingFor {
+    /// Queued on a row's lock: blocked by the row's owner and earlier waiters.
+    Row(RelId, Vec<u8>),
+    /// A relation another transaction owns (owned.rs): blocked by that owner until it ends.
+    Relation(RelId, Arc<TxnShared>),
+}
 
 impl TxnShared {
     pub fn new(id: u64, start_ts: Timestamp) -> Self {
@@ -475,7 +484,7 @@ impl LockTable {
         let e = shard.entry_mut(rel, key).expect("a lock that is not free has an entry");
         let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        *txn.waiting_for.lock() = Some((rel, key.to_vec()));
+        *txn.waiting_for.lock() = Some(WaitingFor::Row(rel, key.to_vec()));
         e.queue.push_back(Waiter {
             id,
             txn: txn.clone(),
@@ -574,7 +583,7 @@ impl LockTable {
         }
         let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        *me.waiting_for.lock() = Some((rel, key.to_vec()));
+        *me.waiting_for.lock() = Some(WaitingFor::Row(rel, key.to_vec()));
         e.queue.push_front(Waiter { id, txn: me.clone(), mode, tx: Some(tx) });
         Some((id, rx))
     }
@@ -639,9 +648,9 @@ impl LockTable {
     }
 
     /// Deadlock check for `me`, queued as `waiter` on (rel, key): searches the wait-for
-    /// graph (owner and earlier waiters of the row a transaction is queued on) for a cycle
-    /// back to `me`. Checks are serialised by the detector mutex, and a victim leaves its
-    /// queue before the mutex is released, so each cycle yields exactly one victim.
+    /// graph for a cycle back to `me` (`find_cycle`). Checks are serialised by the
+    /// detector mutex, and a victim leaves its queue before the mutex is released, so each
+    /// cycle yields exactly one victim.
     pub fn check_deadlock(
         &self,
         me: &Arc<TxnShared>,
@@ -651,22 +660,60 @@ impl LockTable {
         mode: LockMode,
     ) -> DeadlockCheck {
         let _d = self.detector.lock();
+        let Some(detail) = self.find_cycle(me) else {
+            return DeadlockCheck::NoCycle;
+        };
+        let mut shard = self.shard(rel, key).lock();
+        match Self::dequeue_locked(&mut shard, rel, key, waiter, me, mode) {
+            Dequeue::Removed => DeadlockCheck::Victim(detail),
+            Dequeue::Granted => DeadlockCheck::Granted,
+        }
+    }
+
+    /// Deadlock check for `me`, waiting for a relation another transaction owns: on a
+    /// cycle, `me` leaves the graph (under the detector mutex, so the cycle's other
+    /// members find no cycle) and the detail describing it is returned.
+    pub fn check_relation_deadlock(&self, me: &Arc<TxnShared>) -> Option<String> {
+        let _d = self.detector.lock();
+        let detail = self.find_cycle(me)?;
+        *me.waiting_for.lock() = None;
+        Some(detail)
+    }
+
+    /// Depth-first search of the wait-for graph from `me` (edges: the owner and earlier
+    /// waiters of the row a transaction is queued on, the owner of the relation it waits
+    /// for); the cycle back to `me` as the error detail, if there is one. Call with the
+    /// detector mutex held.
+    fn find_cycle(&self, me: &Arc<TxnShared>) -> Option<String> {
         let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut waits: HashMap<u64, String> = HashMap::new();
         let mut visited: HashSet<u64> = HashSet::new();
         let mut stack: Vec<Arc<TxnShared>> = vec![me.clone()];
         visited.insert(me.id);
         let mut found: Option<u64> = None; // the txn whose edge closes the cycle
         'dfs: while let Some(t) = stack.pop() {
             let wf = t.waiting_for.lock().clone();
-            let Some((r, k)) = wf else { continue };
-            let blockers: Vec<Arc<TxnShared>> = {
-                let shard = self.shard(r, &k).lock();
-                let Some(e) = shard.map.get(&r).and_then(|m| m.get(k.as_slice())) else {
-                    continue;
-                };
-                match e.queue.iter().position(|w| w.txn.id == t.id) {
-                    Some(pos) => e.blockers_of(pos),
-                    None => continue, // granted meanwhile
+            let blockers: Vec<Arc<TxnShared>> = match wf {
+                None => continue,
+                Some(WaitingFor::Row(r, k)) => {
+                    let shard = self.shard(r, &k).lock();
+                    let Some(e) = shard.map.get(&r).and_then(|m| m.get(k.as_slice())) else {
+                        continue;
+                    };
+                    match e.queue.iter().position(|w| w.txn.id == t.id) {
+                        Some(pos) => {
+                            waits.insert(t.id, "ExclusiveLock on a row".into());
+                            e.blockers_of(pos)
+                        }
+                        None => continue, // granted meanwhile
+                    }
+                }
+                Some(WaitingFor::Relation(r, owner)) => {
+                    if owner.state() == TxnState::Finished {
+                        continue;
+                    }
+                    waits.insert(t.id, format!("AccessShareLock on relation {r}"));
+                    vec![owner]
                 }
             };
             for b in blockers {
@@ -680,9 +727,7 @@ impl LockTable {
                 }
             }
         }
-        let Some(last) = found else {
-            return DeadlockCheck::NoCycle;
-        };
+        let last = found?;
         // Reconstruct the cycle me -> ... -> last -> me for the error detail.
         let mut chain = vec![last];
         let mut cur = last;
@@ -702,15 +747,16 @@ impl LockTable {
             if !detail.is_empty() {
                 detail.push('\n');
             }
-            detail.push_str(&format!(
-                "Transaction {t} waits for ExclusiveLock on a row; blocked by transaction {next}."
-            ));
+            let what = waits.get(t).map(String::as_str).unwrap_or("a lock");
+            detail.push_str(&format!("Transaction {t} waits for {what}; blocked by transaction {next}."));
         }
-        let mut shard = self.shard(rel, key).lock();
-        match Self::dequeue_locked(&mut shard, rel, key, waiter, me, mode) {
-            Dequeue::Removed => DeadlockCheck::Victim(detail),
-            Dequeue::Granted => DeadlockCheck::Granted,
-        }
+        Some(detail)
+    }
+
+    /// Marks `me` as waiting for `rel`, owned by `owner`, until the returned guard drops.
+    pub fn wait_for_relation(me: &Arc<TxnShared>, rel: RelId, owner: &Arc<TxnShared>) -> RelationWait {
+        *me.waiting_for.lock() = Some(WaitingFor::Relation(rel, owner.clone()));
+        RelationWait(me.clone())
     }
 
     /// Every wait-for edge (waiter start ts, blocker start ts), as `blockers_of` defines
@@ -747,6 +793,16 @@ impl LockTable {
             .and_then(|m| m.get(key))
             .map(|e| e.queue.len())
             .unwrap_or(0)
+    }
+}
+
+/// A wait for an owned relation (`LockTable::wait_for_relation`): the waiter leaves the
+/// wait-for graph when it drops.
+pub(crate) struct RelationWait(Arc<TxnShared>);
+
+impl Drop for RelationWait {
+    fn drop(&mut self) {
+        *self.0.waiting_for.lock() = None;
     }
 }
 
