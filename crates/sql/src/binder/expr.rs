@@ -1,0 +1,677 @@
+//! Expressions: column references, operators, function calls, literals, parameters,
+//! explicit casts and type names.
+
+use super::*;
+
+impl<'a> Binder<'a> {
+    pub(super) fn predicate(&mut self, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+        self.clause_predicate("WHERE", e, scope)
+    }
+
+    /// A boolean condition of `clause` (WHERE, FILTER…), named in the type error.
+    pub(super) fn clause_predicate(&mut self, clause: &str, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+        let b = self.expr(e, scope)?;
+        match b.ty() {
+            DataType::Bool => Ok(b),
+            DataType::Unknown => cast_to(b, &DataType::Bool),
+            other => Err(PgError::new(
+                codes::DATATYPE_MISMATCH,
+                format!("argument of {clause} must be type boolean, not type {}", other.format_type()),
+            )),
+        }
+    }
+
+    /// Bind and coerce to `ty` with assignment rules (INSERT/UPDATE targets).
+    pub(super) fn assign_expr(&mut self, e: &ast::Expr, scope: &Scope, ty: &DataType) -> PgResult<Expr> {
+        let b = self.expr_expecting(e, scope, Some(ty))?;
+        assign_cast(b, ty)
+    }
+
+    /// Bind and coerce to `ty` implicitly (LIMIT, function arguments).
+    pub(super) fn typed_expr(&mut self, e: &ast::Expr, scope: &Scope, ty: &DataType) -> PgResult<Expr> {
+        let b = self.expr_expecting(e, scope, Some(ty))?;
+        cast_to(b, ty)
+    }
+
+    pub(super) fn expr(&mut self, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+        self.expr_expecting(e, scope, None)
+    }
+
+    /// Bind with a type hint for parameters and untyped literals.
+    pub(super) fn expr_expecting(&mut self, e: &ast::Expr, scope: &Scope, hint: Option<&DataType>) -> PgResult<Expr> {
+        if let ast::Expr::Value(v) = e {
+            if let ast::Value::Placeholder(p) = &v.value {
+                return self.param(p, hint);
+            }
+        }
+        let mut recurse = |b: &mut Binder, child: &ast::Expr| b.expr(child, scope);
+        let bound = self.expr_with(e, scope, &mut recurse)?;
+        Ok(bound)
+    }
+
+    pub(super) fn param(&mut self, p: &str, hint: Option<&DataType>) -> PgResult<Expr> {
+        let n: usize = p
+            .trim_start_matches('$')
+            .parse()
+            .map_err(|_| syntax(format!("syntax error at or near \"{p}\"")))?;
+        if n == 0 || n > 65535 {
+            return Err(PgError::new(codes::UNDEFINED_PARAMETER, format!("there is no parameter ${n}")));
+        }
+        if self.params.len() < n {
+            self.params.resize(n, DataType::Unknown);
+        }
+        if self.params[n - 1] == DataType::Unknown {
+            if let Some(h) = hint.filter(|h| **h != DataType::Unknown) {
+                self.params[n - 1] = h.clone();
+            }
+        }
+        Ok(Expr::Param { index: n - 1, ty: self.params[n - 1].clone() })
+    }
+
+    /// Give an Unknown-typed parameter the type `ty` (inference from context).
+    pub(super) fn infer_param(&mut self, e: Expr, ty: &DataType) -> Expr {
+        match e {
+            Expr::Param { index, ty: DataType::Unknown } if *ty != DataType::Unknown => {
+                self.params[index] = ty.clone();
+                Expr::Param { index, ty: ty.clone() }
+            }
+            other => other,
+        }
+    }
+
+    pub(super) fn column_ref(&mut self, parts: &[String], scope: &Scope) -> PgResult<Expr> {
+        let (qualifier, name) = match parts {
+            [name] => (None, name.as_str()),
+            [.., q, name] => (Some(q.as_str()), name.as_str()),
+            [] => return Err(syntax("empty column reference")),
+        };
+        let find = |s: &Scope| -> PgResult<Option<usize>> {
+            let mut hits = s.columns.iter().enumerate().filter(|(_, c)| {
+                c.name == name && qualifier.map_or(!c.merged_away, |q| c.qualifier.as_deref() == Some(q))
+            });
+            match (hits.next(), hits.next()) {
+                (Some((i, _)), None) => Ok(Some(i)),
+                (Some(_), Some(_)) => Err(PgError::new(codes::AMBIGUOUS_COLUMN, format!("column reference \"{name}\" is ambiguous"))),
+                (None, _) => Ok(None),
+            }
+        };
+        if let Some(i) = find(scope)? {
+            return Ok(Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() });
+        }
+        for (d, s) in self.outer.iter().rev().enumerate() {
+            if let Some(i) = find(s)? {
+                self.escapes = self.escapes.max(d + 1);
+                return Ok(Expr::Column { depth: d + 1, index: i, ty: s.columns[i].ty.clone() });
+            }
+        }
+        if qualifier.is_none() {
+            if let Some(e) = self.whole_row_ref(name, scope)? {
+                return Ok(e);
+            }
+        }
+        if let Some(q) = qualifier {
+            let known = scope.columns.iter().chain(self.outer.iter().flat_map(|s| s.columns.iter())).any(|c| c.qualifier.as_deref() == Some(q));
+            if !known {
+                return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
+            }
+            return Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column {q}.{name} does not exist")));
+        }
+        Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))
+    }
+
+    /// A relation's name used as a column (after no column matched, as PostgreSQL
+    /// resolves it): a scalar function's value; other relations' row values are refused.
+    pub(super) fn whole_row_ref(&mut self, name: &str, scope: &Scope) -> PgResult<Option<Expr>> {
+        for (d, s) in std::iter::once(scope).chain(self.outer.iter().rev()).enumerate() {
+            let mut of_relation = s.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(name));
+            let Some((i, c)) = of_relation.next() else { continue };
+            if !c.scalar_function || of_relation.next().is_some() {
+                return Err(unsupported(&format!("whole-row reference to \"{name}\"")));
+            }
+            if d > 0 {
+                self.escapes = self.escapes.max(d);
+            }
+            return Ok(Some(Expr::Column { depth: d, index: i, ty: c.ty.clone() }));
+        }
+        Ok(None)
+    }
+
+    pub(super) fn comparison(&mut self, op: BinaryOp, l: Expr, r: Expr) -> PgResult<Expr> {
+        self.binary(op, l, r)
+    }
+
+    pub(super) fn binary(&mut self, op: BinaryOp, l: Expr, r: Expr) -> PgResult<Expr> {
+        // Parameters take the other side's type.
+        let (l, r) = {
+            let lt = l.ty();
+            let rt = r.ty();
+            let l = self.infer_param(l, &rt);
+            let r = self.infer_param(r, &lt);
+            (l, r)
+        };
+        let (lt, rt, result) = resolve_binary(op, &l.ty(), &r.ty())?;
+        // `text || anynonarray` converts the other side with its output function.
+        let (l, r) = if op == BinaryOp::Concat {
+            (cast_to_explicit(l, &lt)?, cast_to_explicit(r, &rt)?)
+        } else {
+            (cast_to(l, &lt)?, cast_to(r, &rt)?)
+        };
+        Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty: result })
+    }
+
+    /// Structural binding; `child` binds sub-expressions (so the aggregate-output binder
+    /// can reuse every case here).
+    pub(super) fn expr_with(
+        &mut self,
+        e: &ast::Expr,
+        scope: &Scope,
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
+    ) -> PgResult<Expr> {
+        use ast::Expr as E;
+        Ok(match e {
+            E::Identifier(_) if is_default_keyword(e) => return Err(syntax("DEFAULT is not allowed in this context")),
+            E::Identifier(id) => self.column_ref(&[ident_name(id)], scope)?,
+            E::CompoundIdentifier(ids) => self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?,
+            E::Value(v) => self.literal(&v.value, None)?,
+            E::Nested(inner) => child(self, inner)?,
+            E::Collate { expr, collation } => {
+                // Text compares by code point, which is what these collations (and the
+                // database default, C.UTF-8) mean.
+                let name = object_name_parts(collation).pop().unwrap_or_default();
+                if !matches!(name.as_str(), "C" | "POSIX" | "default" | "ucs_basic") {
+                    return Err(unsupported(format!("collation \"{name}\"")));
+                }
+                child(self, expr)?
+            }
+            E::CompoundFieldAccess { root, access_chain } => {
+                let mut e = child(self, root)?;
+                for access in access_chain {
+                    let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
+                        return Err(unsupported(format!("expression \"{access}\"")));
+                    };
+                    let elem = match e.ty() {
+                        DataType::Array(t) => *t,
+                        DataType::Int2Vector => DataType::Int2,
+                        DataType::OidVector => DataType::Oid,
+                        other => {
+                            return Err(PgError::new(
+                                codes::DATATYPE_MISMATCH,
+                                format!("cannot subscript type {} because it does not support subscripting", other.format_type()),
+                            ))
+                        }
+                    };
+                    let vector = matches!(e.ty(), DataType::Int2Vector | DataType::OidVector);
+                    let i = child(self, index)?;
+                    let i = self.infer_param(i, &DataType::Int4);
+                    let mut i = cast_to(i, &DataType::Int4)?;
+                    if vector {
+                        // int2vector / oidvector subscripts start at 0
+                        i = self.binary(BinaryOp::Add, i, const_expr(Value::Int4(1), DataType::Int4))?;
+                    }
+                    e = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![e, i], ty: elem };
+                }
+                e
+            }
+            E::BinaryOp { left, op, right } => {
+                use ast::BinaryOperator as B;
+                let l = child(self, left)?;
+                let r = child(self, right)?;
+                let bop = match op {
+                    B::And | B::Or => {
+                        let l = cast_to(l, &DataType::Bool)?;
+                        let r = cast_to(r, &DataType::Bool)?;
+                        return Ok(if *op == B::And { Expr::And(Box::new(l), Box::new(r)) } else { Expr::Or(Box::new(l), Box::new(r)) });
+                    }
+                    B::Plus => BinaryOp::Add,
+                    B::Minus => BinaryOp::Sub,
+                    B::Multiply => BinaryOp::Mul,
+                    B::Divide => BinaryOp::Div,
+                    B::Modulo => BinaryOp::Mod,
+                    B::Eq => BinaryOp::Eq,
+                    B::NotEq => BinaryOp::NotEq,
+                    B::Lt => BinaryOp::Lt,
+                    B::LtEq => BinaryOp::LtEq,
+                    B::Gt => BinaryOp::Gt,
+                    B::GtEq => BinaryOp::GtEq,
+                    B::StringConcat => BinaryOp::Concat,
+                    B::PGRegexMatch => BinaryOp::RegexMatch,
+                    B::PGRegexNotMatch => BinaryOp::RegexNotMatch,
+                    B::PGRegexIMatch => BinaryOp::RegexIMatch,
+                    B::PGRegexNotIMatch => BinaryOp::RegexNotIMatch,
+                    B::PGExp => BinaryOp::Pow,
+                    B::PGLikeMatch => BinaryOp::Like,
+                    B::PGNotLikeMatch => BinaryOp::NotLike,
+                    B::PGILikeMatch => BinaryOp::ILike,
+                    B::PGNotILikeMatch => BinaryOp::NotILike,
+                    B::PGCustomBinaryOperator(parts) => match parts.last().map(String::as_str) {
+                        Some("~") => BinaryOp::RegexMatch,
+                        Some("!~") => BinaryOp::RegexNotMatch,
+                        Some("~*") => BinaryOp::RegexIMatch,
+                        Some("!~*") => BinaryOp::RegexNotIMatch,
+                        Some("=") => BinaryOp::Eq,
+                        Some("<>") => BinaryOp::NotEq,
+                        Some("~~") => BinaryOp::Like,
+                        Some("!~~") => BinaryOp::NotLike,
+                        Some("||") => BinaryOp::Concat,
+                        _ => return Err(unsupported(format!("operator {op}"))),
+                    },
+                    other => return Err(unsupported(format!("operator {other}"))),
+                };
+                self.binary(bop, l, r)?
+            }
+            E::UnaryOp { op, expr } => {
+                // Fold "-<number>" so that i64::MIN and negative literals keep their type.
+                if let (ast::UnaryOperator::Minus, E::Value(v)) = (op, expr.as_ref()) {
+                    if let ast::Value::Number(n, _) = &v.value {
+                        return self.number(&format!("-{n}"));
+                    }
+                }
+                let operand = child(self, expr)?;
+                match op {
+                    ast::UnaryOperator::Not => Expr::Not(Box::new(cast_to(operand, &DataType::Bool)?)),
+                    ast::UnaryOperator::Minus | ast::UnaryOperator::Plus => {
+                        let operand = if operand.ty() == DataType::Unknown { cast_to(operand, &DataType::Float8)? } else { operand };
+                        let ty = operand.ty();
+                        let uop = if *op == ast::UnaryOperator::Minus { UnaryOp::Neg } else { UnaryOp::Plus };
+                        Expr::Unary { op: uop, operand: Box::new(operand), ty }
+                    }
+                    other => return Err(unsupported(format!("operator {other}"))),
+                }
+            }
+            E::IsNull(x) | E::IsNotNull(x) => {
+                Expr::IsNull { operand: Box::new(child(self, x)?), negated: matches!(e, E::IsNotNull(_)) }
+            }
+            E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
+                let operand = cast_to(child(self, x)?, &DataType::Bool)?;
+                let target = matches!(e, E::IsTrue(_) | E::IsNotTrue(_));
+                let negated = matches!(e, E::IsNotTrue(_) | E::IsNotFalse(_));
+                Expr::IsDistinctFrom {
+                    left: Box::new(operand),
+                    right: Box::new(const_expr(Value::Bool(target), DataType::Bool)),
+                    negated: !negated,
+                }
+            }
+            E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
+                let l = child(self, a)?;
+                let r = child(self, b)?;
+                let Expr::Binary { left, right, .. } = self.binary(BinaryOp::Eq, l, r)? else { unreachable!() };
+                Expr::IsDistinctFrom { left, right, negated: matches!(e, E::IsNotDistinctFrom(..)) }
+            }
+            E::InList { expr, list, negated } => {
+                let operand = child(self, expr)?;
+                let mut items = Vec::with_capacity(list.len());
+                for item in list {
+                    let b = child(self, item)?;
+                    let Expr::Binary { left, right, .. } = self.binary(BinaryOp::Eq, operand.clone(), b)? else { unreachable!() };
+                    items.push((*left, *right));
+                }
+                let operand = items.first().map(|(l, _)| l.clone()).unwrap_or(operand);
+                Expr::InList { operand: Box::new(operand), list: items.into_iter().map(|(_, r)| r).collect(), negated: *negated }
+            }
+            E::InSubquery { expr, subquery, negated } => {
+                let left = child(self, expr)?;
+                let plan = self.query_in(subquery, scope)?;
+                let sub_ty = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
+                let left = cast_to(self.infer_param(left, &sub_ty), &sub_ty)?;
+                Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::In { left: Box::new(left), negated: *negated }, ty: DataType::Bool }
+            }
+            E::Exists { subquery, negated } => {
+                let plan = self.query_in(subquery, scope)?;
+                let ex = Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Exists, ty: DataType::Bool };
+                if *negated {
+                    Expr::Not(Box::new(ex))
+                } else {
+                    ex
+                }
+            }
+            E::Subquery(q) => {
+                let plan = self.query_in(q, scope)?;
+                if plan.columns.len() != 1 {
+                    return Err(syntax("subquery must return only one column"));
+                }
+                let ty = plan.columns[0].ty.clone();
+                Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Scalar, ty }
+            }
+            E::Between { expr, negated, low, high } => {
+                let x = child(self, expr)?;
+                let lo = child(self, low)?;
+                let hi = child(self, high)?;
+                let ge = self.binary(BinaryOp::GtEq, x.clone(), lo)?;
+                let le = self.binary(BinaryOp::LtEq, x, hi)?;
+                let both = Expr::And(Box::new(ge), Box::new(le));
+                if *negated {
+                    Expr::Not(Box::new(both))
+                } else {
+                    both
+                }
+            }
+            E::Like { negated, expr, pattern, escape_char, any: false } | E::ILike { negated, expr, pattern, escape_char, any: false } => {
+                if escape_char.is_some() {
+                    return Err(unsupported("LIKE … ESCAPE"));
+                }
+                let l = child(self, expr)?;
+                let r = child(self, pattern)?;
+                let op = match (matches!(e, E::ILike { .. }), negated) {
+                    (false, false) => BinaryOp::Like,
+                    (false, true) => BinaryOp::NotLike,
+                    (true, false) => BinaryOp::ILike,
+                    (true, true) => BinaryOp::NotILike,
+                };
+                self.binary(op, l, r)?
+            }
+            E::AnyOp { left, compare_op, right, .. } | E::AllOp { left, compare_op, right } => {
+                let l = child(self, left)?;
+                let op = comparison_op(compare_op)?;
+                let all = matches!(e, E::AllOp { .. });
+                if let E::Subquery(q) = right.as_ref() {
+                    let plan = self.query_in(q, scope)?;
+                    if plan.columns.len() != 1 {
+                        return Err(syntax(if plan.columns.len() > 1 { "subquery has too many columns" } else { "subquery has too few columns" }));
+                    }
+                    let sub_ty = plan.columns[0].ty.clone();
+                    let left = Box::new(cast_to(self.infer_param(l, &sub_ty), &sub_ty)?);
+                    // `= ANY` is IN and `<> ALL` is NOT IN, NULLs included: both hashed.
+                    let kind = match (op, all) {
+                        (BinaryOp::Eq, false) => SubqueryKind::In { left, negated: false },
+                        (BinaryOp::NotEq, true) => SubqueryKind::In { left, negated: true },
+                        _ => SubqueryKind::Quantified { op, left, all },
+                    };
+                    return Ok(Expr::Subquery { plan: Box::new(plan), kind, ty: DataType::Bool });
+                }
+                let arr = child(self, right)?;
+                let arr = if arr.ty() == DataType::Unknown {
+                    let lt = l.ty();
+                    cast_to(arr, &DataType::Array(Box::new(if lt == DataType::Unknown { DataType::Text } else { lt })))?
+                } else {
+                    arr
+                };
+                let elem = arr.ty().element().cloned().ok_or_else(|| {
+                    PgError::new(codes::WRONG_OBJECT_TYPE, "op ANY/ALL (array) requires array on right side")
+                })?;
+                let (lt, _, _) = resolve_binary(op, &l.ty(), &elem)?;
+                let l = cast_to(l, &lt)?;
+                Expr::AnyArray { op, left: Box::new(l), array: Box::new(arr), all }
+            }
+            E::Cast { kind, format, .. } if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon) || format.is_some() => {
+                return Err(unsupported(format!("expression \"{e}\"")))
+            }
+            E::Cast { expr, data_type, .. } => {
+                let to = self.data_type(data_type)?;
+                let inner = child(self, expr)?;
+                self.explicit_cast(inner, &to)?
+            }
+            E::TypedString(ts) => {
+                let to = self.data_type(&ts.data_type)?;
+                let lit = self.literal(&ts.value.value, None)?;
+                self.explicit_cast(lit, &to)?
+            }
+            E::Case { operand, conditions, else_result, .. } => {
+                let operand = operand.as_ref().map(|o| child(self, o)).transpose()?;
+                let mut whens = Vec::with_capacity(conditions.len());
+                for cw in conditions {
+                    let c = child(self, &cw.condition)?;
+                    let c = match &operand {
+                        Some(op) => cast_to(c, &op.ty())?,
+                        None => cast_to(c, &DataType::Bool)?,
+                    };
+                    whens.push((c, child(self, &cw.result)?));
+                }
+                let otherwise = else_result.as_ref().map(|x| child(self, x)).transpose()?;
+                let ty = whens
+                    .iter()
+                    .map(|(_, r)| r.ty())
+                    .chain(otherwise.iter().map(Expr::ty))
+                    .find(|t| *t != DataType::Unknown)
+                    .unwrap_or(DataType::Text);
+                let whens = whens.into_iter().map(|(c, r)| Ok((c, cast_to(r, &ty)?))).collect::<PgResult<Vec<_>>>()?;
+                let otherwise = otherwise.map(|o| cast_to(o, &ty)).transpose()?.map(Box::new);
+                Expr::Case { operand: operand.map(Box::new), whens, otherwise, ty }
+            }
+            E::Array(arr) => {
+                let elems = arr.elem.iter().map(|x| child(self, x)).collect::<PgResult<Vec<_>>>()?;
+                let ty = elems.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
+                let elements = elems.into_iter().map(|x| cast_to(x, &ty)).collect::<PgResult<Vec<_>>>()?;
+                Expr::Array { elements, ty: DataType::Array(Box::new(ty)) }
+            }
+            E::Function(f) => self.function(f, scope, child)?,
+            // sqlparser parses ceil(x) / floor(x) as their own expressions
+            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let arg = child(self, expr)?;
+                self.call_scalar("ceil", vec![arg])?
+            }
+            E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                let arg = child(self, expr)?;
+                self.call_scalar("floor", vec![arg])?
+            }
+            E::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![child(self, expr)?];
+                args.push(match substring_from {
+                    Some(x) => child(self, x)?,
+                    None => const_expr(Value::Int4(1), DataType::Int4),
+                });
+                // A text (or untyped) FROM makes it PostgreSQL's regular-expression form.
+                if matches!(args[1].ty(), DataType::Text | DataType::Unknown | DataType::Varchar { .. }) {
+                    return Err(unsupported("substring(… FROM pattern)"));
+                }
+                if let Some(x) = substring_for {
+                    args.push(child(self, x)?);
+                }
+                self.call_scalar("substr", args)?
+            }
+            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+                // trim([BOTH|LEADING|TRAILING] [chars] FROM s) and trim(s, chars)
+                let mut args = vec![child(self, expr)?];
+                let chars: Vec<&ast::Expr> = trim_what.iter().map(|w| w.as_ref()).chain(trim_characters.iter().flatten()).collect();
+                for c in chars {
+                    args.push(child(self, c)?);
+                }
+                self.call_scalar(trim_function(trim_where.as_ref()), args)?
+            }
+            E::Interval(_) => return Err(unsupported("interval literals")),
+            E::Tuple(_) => return Err(unsupported("row constructors")),
+            other => return Err(unsupported(format!("expression \"{other}\""))),
+        })
+    }
+
+    pub(super) fn explicit_cast(&mut self, inner: Expr, to: &DataType) -> PgResult<Expr> {
+        // A numeric string is an OID for every reg* type ('16602'::regclass).
+        if matches!(to, DataType::RegClass | DataType::RegType | DataType::RegNamespace | DataType::RegProc) {
+            if let Expr::Const(Value::Text(s), _) = &inner {
+                if let Ok(o) = s.trim().parse::<u32>() {
+                    return Ok(const_expr(Value::Oid(o), to.clone()));
+                }
+            }
+        }
+        // 'name'::regclass resolves against the catalog now, as PostgreSQL's regclassin does.
+        if *to == DataType::RegClass {
+            if let Expr::Const(Value::Text(name), _) = &inner {
+                let parts = parse_object_name(name);
+                let oid = match self.relation(&parts) {
+                    Ok((Rel::Scan { table, .. }, _, _)) => table.oid,
+                    Ok((Rel::System { table }, _, _)) => system_table_oid(table),
+                    _ => {
+                        return Err(PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist")));
+                    }
+                };
+                return Ok(const_expr(Value::Oid(oid), DataType::RegClass));
+            }
+        }
+        // reg* → text needs the catalog (regclassout, regtypeout…): a session function.
+        let reg_text = match inner.ty() {
+            DataType::RegClass => Some(ScalarFunc::RegclassText),
+            DataType::RegType => Some(ScalarFunc::RegtypeText),
+            DataType::RegNamespace => Some(ScalarFunc::RegnamespaceText),
+            DataType::RegProc => Some(ScalarFunc::RegprocText),
+            _ => None,
+        };
+        if let Some(func) = reg_text {
+            if matches!(to, DataType::Text | DataType::Name | DataType::Varchar { .. } | DataType::Bpchar { .. }) {
+                let e = Expr::Func { func, args: vec![inner], ty: DataType::Text };
+                return cast_to_explicit(e, to);
+            }
+        }
+        if matches!(to, DataType::RegType | DataType::RegProc) {
+            if let Expr::Const(Value::Text(s), _) = &inner {
+                if *to == DataType::RegType {
+                    let t = DataType::from_sql_name(s, &[])?;
+                    return Ok(const_expr(Value::Oid(t.oid()), DataType::RegType));
+                }
+                if *to == DataType::RegProc {
+                    return Ok(const_expr(Value::Oid(sql_regproc_oid(s)?), DataType::RegProc));
+                }
+            }
+        }
+        let inner = self.infer_param(inner, to);
+        cast_to_explicit(inner, to)
+    }
+
+    pub(super) fn call_scalar(&mut self, name: &str, args: Vec<Expr>) -> PgResult<Expr> {
+        let arg_types: Vec<DataType> = args.iter().map(Expr::ty).collect();
+        let (func, want, ty) = resolve_scalar(name, &arg_types)?;
+        if func == ScalarFunc::PgTypeof {
+            return Ok(const_expr(Value::Oid(arg_types[0].oid()), DataType::RegType));
+        }
+        let args = args
+            .into_iter()
+            .zip(want.iter())
+            .map(|(a, t)| {
+                let a = self.infer_param(a, t);
+                cast_to(a, t)
+            })
+            .collect::<PgResult<Vec<_>>>()?;
+        Ok(Expr::Func { func, args, ty })
+    }
+
+    pub(super) fn function(
+        &mut self,
+        f: &ast::Function,
+        scope: &Scope,
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
+    ) -> PgResult<Expr> {
+        let parts = object_name_parts(&f.name);
+        let name = parts.last().cloned().unwrap_or_default();
+        if f.over.is_some() {
+            return Err(unsupported("window functions"));
+        }
+        if is_aggregate_name(&name) {
+            return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed here"));
+        }
+        let aggregate_clause = crate::unsupported_syntax::scalar_call(f)?;
+        if name == "row" && parts.len() == 1 {
+            return Err(unsupported("row constructors"));
+        }
+        let args: Vec<ast::Expr> = match &f.args {
+            ast::FunctionArguments::None => {
+                return match name.as_str() {
+                    "current_timestamp" | "localtimestamp" | "now" => self.call_scalar("now", vec![]),
+                    "current_date" => {
+                        let now = self.call_scalar("now", vec![])?;
+                        cast_to_explicit(now, &DataType::Date)
+                    }
+                    "current_user" | "session_user" | "user" | "current_role" => self.call_scalar("current_user", vec![]),
+                    "current_schema" => self.call_scalar("current_schema", vec![]),
+                    "current_catalog" => self.call_scalar("current_database", vec![]),
+                    _ => self.call_scalar(&name, vec![]),
+                };
+            }
+            ast::FunctionArguments::Subquery(q) => {
+                if name == "array" {
+                    let plan = self.query_in(q, scope)?;
+                    let elem = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
+                    return Ok(Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Array, ty: DataType::Array(Box::new(elem)) });
+                }
+                return Err(unsupported(format!("{name}(subquery)")));
+            }
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                    ast::FunctionArg::Unnamed(_) => Err(syntax(format!("unexpected argument to function {name}"))),
+                    _ => Err(unsupported("named function arguments")),
+                })
+                .collect::<PgResult<_>>()?,
+        };
+        let bound = args.iter().map(|a| child(self, a)).collect::<PgResult<Vec<_>>>()?;
+        let call = match name.as_str() {
+            "coalesce" => {
+                let ty = bound.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
+                let args = bound.into_iter().map(|a| cast_to(a, &ty)).collect::<PgResult<_>>()?;
+                Expr::Coalesce { args, ty }
+            }
+            _ => self.call_scalar(&name, bound)?,
+        };
+        match aggregate_clause {
+            Some(clause) => Err(PgError::new(codes::WRONG_OBJECT_TYPE, format!("{clause} specified, but {name} is not an aggregate function"))),
+            None => Ok(call),
+        }
+    }
+
+    pub(super) fn literal(&mut self, v: &ast::Value, _hint: Option<&DataType>) -> PgResult<Expr> {
+        Ok(match v {
+            ast::Value::Number(n, _) => return self.number(n),
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => const_expr(Value::Text(s.clone()), DataType::Unknown),
+            ast::Value::DollarQuotedString(d) => const_expr(Value::Text(d.value.clone()), DataType::Unknown),
+            ast::Value::Boolean(b) => const_expr(Value::Bool(*b), DataType::Bool),
+            ast::Value::Null => const_expr(Value::Null, DataType::Unknown),
+            ast::Value::Placeholder(p) => return self.param(p, None),
+            other => return Err(unsupported(format!("literal {other}"))),
+        })
+    }
+
+    pub(super) fn number(&mut self, n: &str) -> PgResult<Expr> {
+        if let Ok(i) = n.parse::<i64>() {
+            return Ok(match i32::try_from(i) {
+                Ok(small) => const_expr(Value::Int4(small), DataType::Int4),
+                Err(_) => const_expr(Value::Int8(i), DataType::Int8),
+            });
+        }
+        let v = types::io::from_text(n, &DataType::Numeric { precision_scale: None })?;
+        Ok(const_expr(v, DataType::Numeric { precision_scale: None }))
+    }
+
+    pub(super) fn data_type(&self, dt: &ast::DataType) -> PgResult<DataType> {
+        let text = dt.to_string();
+        let lower = text.to_ascii_lowercase();
+        let (array, base) = match lower.strip_suffix("[]") {
+            Some(b) => (true, b.to_string()),
+            None => (false, lower),
+        };
+        let (name, mods) = match base.find('(') {
+            Some(p) => {
+                let mods = base[p + 1..]
+                    .trim_end_matches(')')
+                    .split(',')
+                    .map(|m| m.trim().parse::<i32>().map_err(|_| syntax(format!("invalid type modifier in {text}"))))
+                    .collect::<PgResult<Vec<_>>>()?;
+                (base[..p].trim().to_string(), mods)
+            }
+            None => (base.trim().to_string(), Vec::new()),
+        };
+        let name = name.trim_matches('"').to_string();
+        let ty = DataType::from_sql_name(&name, &mods)?;
+        Ok(if array { DataType::Array(Box::new(ty)) } else { ty })
+    }
+}
+
+/// The function behind `trim([BOTH | LEADING | TRAILING] …)`.
+pub(super) fn trim_function(side: Option<&ast::TrimWhereField>) -> &'static str {
+    match side {
+        Some(ast::TrimWhereField::Leading) => "ltrim",
+        Some(ast::TrimWhereField::Trailing) => "rtrim",
+        Some(ast::TrimWhereField::Both) | None => "btrim",
+    }
+}
+
+pub(super) fn comparison_op(op: &ast::BinaryOperator) -> PgResult<BinaryOp> {
+    use ast::BinaryOperator as B;
+    Ok(match op {
+        B::Eq => BinaryOp::Eq,
+        B::NotEq => BinaryOp::NotEq,
+        B::Lt => BinaryOp::Lt,
+        B::LtEq => BinaryOp::LtEq,
+        B::Gt => BinaryOp::Gt,
+        B::GtEq => BinaryOp::GtEq,
+        other => return Err(unsupported(format!("operator {other} with ANY/ALL"))),
+    })
+}

@@ -1,0 +1,247 @@
+//! Name resolution and typing: parsed statements → bound `plan::Statement`s.
+//!
+//! Parameter types follow PostgreSQL: a `$n` whose type the client left unspecified takes
+//! the type its context demands (`aid = $1` → the column's type, `abalance + $1` → the
+//! other operand's, an INSERT target → the column's), else `text`.
+
+use crate::catalog::{Catalog, ColumnDef, DataTypeDef, TableDef};
+use crate::functions::{resolve_aggregate, resolve_scalar, AggFunc, ScalarFunc};
+use crate::parse::{Parsed, ParsedStatement};
+use crate::plan::*;
+use crate::system_tables::{system_columns, system_table, system_table_oid};
+use pgerror::{codes, PgError, PgResult};
+use sqlparser::ast;
+use std::sync::Arc;
+use types::ops::{resolve_binary, BinaryOp, UnaryOp};
+use types::{DataType, Value};
+
+mod access;
+mod casts;
+mod ddl;
+mod dml;
+mod expr;
+mod query;
+
+pub use access::primary_key_access;
+pub use casts::cast_to;
+use access::*;
+use casts::*;
+use dml::*;
+use expr::*;
+use query::*;
+
+/// A column visible to expressions at some level of the query.
+#[derive(Debug, Clone)]
+struct ScopeColumn {
+    qualifier: Option<String>,
+    name: String,
+    ty: DataType,
+    table_oid: u32,
+    attnum: i16,
+    /// The right side's copy of a `JOIN … USING` column: only a qualified name reaches
+    /// it, and `*` leaves it out (the left side's copy stands for both).
+    merged_away: bool,
+    /// The only column of a function returning a scalar: its relation's name alone refers
+    /// to it (PostgreSQL's whole-row reference of such a function is the value itself).
+    scalar_function: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    columns: Vec<ScopeColumn>,
+}
+
+/// State while binding the select list of an aggregating query: which AST expressions
+/// are group keys and which aggregate calls have been collected.
+struct AggContext {
+    group_exprs: Vec<ast::Expr>,
+    group_count: usize,
+    aggs: Vec<AggCall>,
+    agg_asts: Vec<ast::Expr>,
+    /// Scope of the aggregation input (FROM clause).
+    input_scope: Scope,
+    /// The order the aggregates need their input rows in (`array_agg(x ORDER BY y)`,
+    /// `array_agg(DISTINCT x)`): the input is sorted so, and all must agree.
+    input_order: Option<Vec<SortKey>>,
+}
+
+pub struct Binder<'a> {
+    catalog: &'a dyn Catalog,
+    /// Parameter types: given by the client or inferred (Unknown until inferred).
+    params: Vec<DataType>,
+    /// Enclosing scopes (outermost first); the current scope is passed explicitly.
+    outer: Vec<Scope>,
+    /// How many query levels out the references of the query being bound (its nested
+    /// queries included) reach: 0 if it is not correlated.
+    escapes: usize,
+    /// Common table expressions in scope (innermost last): name, bound relation, columns.
+    ctes: Vec<(String, Rel, Vec<ScopeColumn>)>,
+}
+
+/// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
+/// Returns the statement and the final parameter types.
+pub fn bind(
+    stmt: &ParsedStatement,
+    catalog: &dyn Catalog,
+    param_types: &[u32],
+) -> PgResult<(Statement, Vec<DataType>)> {
+    let params = param_types
+        .iter()
+        .map(|&oid| if oid == 0 { Ok(DataType::Unknown) } else { DataType::from_oid(oid).ok_or_else(|| unknown_type_oid(oid)) })
+        .collect::<PgResult<Vec<_>>>()?;
+    let mut binder = Binder { catalog, params, outer: Vec::new(), escapes: 0, ctes: Vec::new() };
+    let bound = match &stmt.parsed {
+        Parsed::Ready(s) => s.clone(),
+        Parsed::Vacuum { tables, analyze } => {
+            let tables = tables.iter().map(|t| binder.table_by_name(&parse_object_name(t))).collect::<PgResult<_>>()?;
+            Statement::Vacuum { tables, analyze: *analyze }
+        }
+        Parsed::Sql(ast) => binder.statement(ast)?,
+        Parsed::CopyFrom { table, columns, options } => binder.copy(table, columns, options)?,
+    };
+    let params = binder.params.into_iter().map(|t| if t == DataType::Unknown { DataType::Text } else { t }).collect();
+    Ok((bound, params))
+}
+
+fn unknown_type_oid(oid: u32) -> PgError {
+    PgError::new(codes::UNDEFINED_OBJECT, format!("type with OID {oid} does not exist"))
+}
+
+/// `schema.table` or `table`, unquoting and lower-casing unquoted parts.
+fn parse_object_name(s: &str) -> Vec<String> {
+    s.split('.')
+        .map(|p| if p.starts_with('"') { p.trim_matches('"').to_string() } else { p.to_ascii_lowercase() })
+        .collect()
+}
+
+/// PostgreSQL folds unquoted identifiers to lower case.
+fn ident_name(id: &ast::Ident) -> String {
+    if id.quote_style.is_some() {
+        id.value.clone()
+    } else {
+        id.value.to_ascii_lowercase()
+    }
+}
+
+fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
+    name.0
+        .iter()
+        .map(|p| match p {
+            ast::ObjectNamePart::Identifier(id) => ident_name(id),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn syntax(msg: impl Into<String>) -> PgError {
+    PgError::new(codes::SYNTAX_ERROR, msg)
+}
+
+fn unsupported(what: impl std::fmt::Display) -> PgError {
+    PgError::unsupported(what)
+}
+
+fn const_expr(v: Value, ty: DataType) -> Expr {
+    Expr::Const(v, ty)
+}
+
+fn output_column(name: &str, ty: DataType) -> OutputColumn {
+    OutputColumn { name: name.to_string(), ty, table_oid: 0, column_attr: 0 }
+}
+
+impl<'a> Binder<'a> {
+    fn statement(&mut self, stmt: &ast::Statement) -> PgResult<Statement> {
+        use ast::Statement as S;
+        match stmt {
+            S::Query(q) => Ok(Statement::Query(self.query(q)?)),
+            S::Insert(ins) => self.insert(ins),
+            S::Update(upd) => self.update(upd),
+            S::Delete(del) => self.delete(del),
+            S::CreateTable(ct) => self.create_table(ct),
+            S::Drop { object_type, if_exists, names, .. } => match object_type {
+                ast::ObjectType::Table => Ok(Statement::DropTable {
+                    names: names.iter().map(|n| object_name_parts(n).pop().unwrap_or_default()).collect(),
+                    if_exists: *if_exists,
+                }),
+                other => Err(unsupported(format!("DROP {other}"))),
+            },
+            S::Truncate(t) => {
+                let tables = t
+                    .table_names
+                    .iter()
+                    .map(|tn| self.table_by_name(&object_name_parts(&tn.name)))
+                    .collect::<PgResult<_>>()?;
+                Ok(Statement::Truncate { tables })
+            }
+            S::AlterTable(at) => self.alter_table(at),
+            S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
+                Err(syntax(format!("syntax error at or near \"{}\"", stmt.to_string().split_whitespace().nth(1).unwrap_or(""))))
+            }
+            S::CreateIndex(_) => Err(unsupported("CREATE INDEX")),
+            S::CreateView(_) => Err(unsupported("CREATE VIEW")),
+            S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
+            S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
+            S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
+            S::Explain { .. } => Err(unsupported("EXPLAIN")),
+            S::Prepare { .. } | S::Execute { .. } | S::Deallocate { .. } => Err(unsupported("SQL-level PREPARE/EXECUTE")),
+            other => {
+                let word = other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                Err(unsupported(format!("statement \"{word}\"")))
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- tables
+
+    fn table_by_name(&self, parts: &[String]) -> PgResult<Arc<TableDef>> {
+        let (schema, name) = match parts {
+            [name] => (None, name.as_str()),
+            [schema, name] => (Some(schema.as_str()), name.as_str()),
+            [_, schema, name] => (Some(schema.as_str()), name.as_str()),
+            _ => return Err(syntax("improper qualified name (too many dotted names)")),
+        };
+        self.catalog.table(schema, name).ok_or_else(|| {
+            PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{}\" does not exist", parts.join(".")))
+        })
+    }
+
+    /// Resolve a FROM-clause name to a user table or a system catalog table.
+    fn relation(&self, parts: &[String]) -> PgResult<(Rel, Vec<ScopeColumn>, String)> {
+        let name = parts.last().cloned().unwrap_or_default();
+        let schema = if parts.len() > 1 { Some(parts[parts.len() - 2].as_str()) } else { None };
+        if schema.is_none() || schema == Some("pg_catalog") || schema == Some("information_schema") {
+            if let Some(sys) = system_table(&name) {
+                let cols = system_columns(sys)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (n, t))| ScopeColumn {
+                        qualifier: Some(name.clone()),
+                        name: n.to_string(),
+                        ty: t.clone(),
+                        table_oid: system_table_oid(sys),
+                        attnum: i as i16 + 1,
+                        merged_away: false,
+                        scalar_function: false,
+                    })
+                    .collect();
+                return Ok((Rel::System { table: sys }, cols, name));
+            }
+        }
+        let table = self.table_by_name(parts)?;
+        let cols = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ScopeColumn {
+                qualifier: Some(table.name.clone()),
+                name: c.name.clone(),
+                ty: c.ty.to_type(),
+                table_oid: table.oid,
+                attnum: i as i16 + 1,
+                merged_away: false,
+                scalar_function: false,
+            })
+            .collect();
+        Ok((Rel::Scan { table, access: Access::Full }, cols, name))
+    }
+}

@@ -1,0 +1,918 @@
+//! Queries: WITH, set operations, VALUES, FROM (tables, joins, functions), SELECT lists,
+//! grouping and aggregates, ORDER BY.
+
+use super::*;
+
+impl<'a> Binder<'a> {
+    pub fn query(&mut self, q: &ast::Query) -> PgResult<Query> {
+        self.query_in(q, &Scope::default())
+    }
+
+    /// Bind a query whose enclosing scope (for correlation) is `enclosing`.
+    pub(super) fn query_in(&mut self, q: &ast::Query, enclosing: &Scope) -> PgResult<Query> {
+        self.outer.push(enclosing.clone());
+        let was_escaping = std::mem::replace(&mut self.escapes, 0);
+        let ctes_before = self.ctes.len();
+        let result = match &q.with {
+            Some(with) => self.with_clause(with).and_then(|_| self.query_body(q)),
+            None => self.query_body(q),
+        };
+        self.ctes.truncate(ctes_before);
+        self.outer.pop();
+        // A reference that reaches past this query's enclosing scope makes the
+        // enclosing query correlated too.
+        let escapes = self.escapes;
+        self.escapes = was_escaping.max(escapes.saturating_sub(1));
+        let mut query = result?;
+        query.correlated = escapes > 0;
+        Ok(query)
+    }
+
+    /// Bind the CTEs of a WITH clause (at the level of the query that owns it) and put
+    /// them in scope. A recursive CTE must be `base UNION [ALL] recursive-term`.
+    pub(super) fn with_clause(&mut self, with: &ast::With) -> PgResult<()> {
+        for cte in &with.cte_tables {
+            let name = ident_name(&cte.alias.name);
+            let col_names: Vec<String> = cte.alias.columns.iter().map(|c| ident_name(&c.name)).collect();
+            let name_cols = |cols: &[OutputColumn]| -> PgResult<Vec<ScopeColumn>> {
+                if col_names.len() > cols.len() {
+                    return Err(syntax(format!(
+                        "WITH query \"{name}\" has {} columns available but {} columns specified",
+                        cols.len(),
+                        col_names.len()
+                    )));
+                }
+                Ok(cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ScopeColumn {
+                        qualifier: Some(name.clone()),
+                        name: col_names.get(i).cloned().unwrap_or_else(|| c.name.clone()),
+                        ty: if c.ty == DataType::Unknown { DataType::Text } else { c.ty.clone() },
+                        table_oid: 0,
+                        attnum: 0,
+                        merged_away: false,
+                        scalar_function: false,
+                    })
+                    .collect())
+            };
+            let recursive_parts = match cte.query.body.as_ref() {
+                ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right }
+                    if with.recursive && cte.query.order_by.is_none() && cte.query.limit_clause.is_none() =>
+                {
+                    Some((left, right, matches!(set_quantifier, ast::SetQuantifier::All)))
+                }
+                _ => None,
+            };
+            let (rel, cols) = match recursive_parts {
+                Some((left, right, all)) => {
+                    let (base, base_cols) = self.set_expr(left)?;
+                    let cols = name_cols(&base_cols)?;
+                    let base = if base_cols.iter().any(|c| c.ty == DataType::Unknown) {
+                        let exprs = base_cols
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                            .collect::<PgResult<Vec<_>>>()?;
+                        Rel::Project { input: Box::new(base), exprs }
+                    } else {
+                        base
+                    };
+                    let work: WorkTableCell = Default::default();
+                    let width = cols.len();
+                    self.ctes.push((name.clone(), Rel::WorkTable { work: work.clone(), width }, cols.clone()));
+                    let rec = self.set_expr(right);
+                    self.ctes.pop();
+                    let (rec, rec_cols) = rec?;
+                    if rec_cols.len() != width {
+                        return Err(syntax("each UNION query must have the same number of columns"));
+                    }
+                    let exprs = rec_cols
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                        .collect::<PgResult<Vec<_>>>()?;
+                    let rec = Rel::Project { input: Box::new(rec), exprs };
+                    (Rel::RecursiveUnion { base: Box::new(base), recursive: Box::new(rec), all, work }, cols)
+                }
+                None => {
+                    let q = self.query_body(&cte.query)?;
+                    let cols = name_cols(&q.columns)?;
+                    (q.root, cols)
+                }
+            };
+            self.ctes.push((name, rel, cols));
+        }
+        Ok(())
+    }
+
+    pub(super) fn query_body(&mut self, q: &ast::Query) -> PgResult<Query> {
+        crate::unsupported_syntax::query(q)?;
+        let order_by: &[ast::OrderByExpr] = match &q.order_by {
+            Some(ast::OrderBy { kind: ast::OrderByKind::Expressions(e), .. }) => e,
+            Some(_) => return Err(unsupported("ORDER BY ALL")),
+            None => &[],
+        };
+        let (limit, offset) = match &q.limit_clause {
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
+            None => (None, None),
+        };
+        // FETCH FIRST [n] ROWS ONLY is LIMIT n (n defaults to 1).
+        let limit = match &q.fetch {
+            Some(fetch) => Some(fetch.quantity.clone().unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)))),
+            None => limit,
+        };
+        let (mut root, mut columns) = match q.body.as_ref() {
+            ast::SetExpr::Select(sel) => self.select(sel, order_by)?,
+            other => {
+                let (rel, cols) = self.set_expr(other)?;
+                if order_by.is_empty() {
+                    (rel, cols)
+                } else {
+                    let keys = order_by
+                        .iter()
+                        .map(|o| self.output_sort_key(o, &cols))
+                        .collect::<PgResult<Vec<_>>>()?;
+                    (Rel::Sort { input: Box::new(rel), keys }, cols)
+                }
+            }
+        };
+        if limit.is_some() || offset.is_some() {
+            let empty = Scope::default();
+            let limit = match limit {
+                Some(ast::Expr::Value(v)) if matches!(v.value, ast::Value::Null) => None,
+                Some(e) => Some(self.typed_expr(&e, &empty, &DataType::Int8)?),
+                None => None,
+            };
+            let offset = offset.map(|e| self.typed_expr(&e, &empty, &DataType::Int8)).transpose()?;
+            root = Rel::Limit { input: Box::new(root), limit, offset };
+        }
+        for c in &mut columns {
+            if c.ty == DataType::Unknown {
+                c.ty = DataType::Text;
+            }
+        }
+        Ok(Query { root, columns, correlated: false })
+    }
+
+    pub(super) fn set_expr(&mut self, body: &ast::SetExpr) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        match body {
+            ast::SetExpr::Select(sel) => self.select(sel, &[]),
+            ast::SetExpr::Query(q) => {
+                let enclosing = self.outer.last().cloned().unwrap_or_default();
+                let bound = self.query_in(q, &enclosing)?;
+                Ok((bound.root, bound.columns))
+            }
+            ast::SetExpr::Values(values) => {
+                crate::unsupported_syntax::values(values)?;
+                self.values(values)
+            }
+            ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+                if *op != ast::SetOperator::Union {
+                    return Err(unsupported(format!("{op}")));
+                }
+                if !matches!(set_quantifier, ast::SetQuantifier::All | ast::SetQuantifier::Distinct | ast::SetQuantifier::None) {
+                    return Err(unsupported(format!("UNION {set_quantifier}")));
+                }
+                let (l, lcols) = self.set_expr(left)?;
+                let (r, rcols) = self.set_expr(right)?;
+                if lcols.len() != rcols.len() {
+                    return Err(syntax("each UNION query must have the same number of columns"));
+                }
+                let all = matches!(set_quantifier, ast::SetQuantifier::All);
+                // Unify column types: an unknown/NULL column takes the other side's type.
+                let mut cols = lcols.clone();
+                let mut rexprs = Vec::new();
+                let mut lexprs = Vec::new();
+                let mut need_cast = false;
+                for (i, (lc, rc)) in lcols.iter().zip(&rcols).enumerate() {
+                    let ty = if lc.ty == DataType::Unknown || lc.ty == rc.ty { rc.ty.clone() } else { lc.ty.clone() };
+                    let ty = if ty == DataType::Unknown { DataType::Text } else { ty };
+                    lexprs.push(cast_to(Expr::Column { depth: 0, index: i, ty: lc.ty.clone() }, &ty)?);
+                    rexprs.push(cast_to(Expr::Column { depth: 0, index: i, ty: rc.ty.clone() }, &ty)?);
+                    need_cast |= lc.ty != ty || rc.ty != ty;
+                    cols[i].ty = ty;
+                }
+                let (l, r) = if need_cast {
+                    (Rel::Project { input: Box::new(l), exprs: lexprs }, Rel::Project { input: Box::new(r), exprs: rexprs })
+                } else {
+                    (l, r)
+                };
+                Ok((Rel::Union { left: Box::new(l), right: Box::new(r), all }, cols))
+            }
+            _ => Err(unsupported("this kind of query")),
+        }
+    }
+
+    /// A VALUES list as a query: each column takes the first known type of its items.
+    pub(super) fn values(&mut self, values: &ast::Values) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        let empty = Scope::default();
+        let width = values.rows.first().map(|r| r.content.len()).unwrap_or(0);
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for row in &values.rows {
+            if row.content.len() != width {
+                return Err(syntax("VALUES lists must all be the same length"));
+            }
+            rows.push(row.content.iter().map(|e| self.expr(e, &empty)).collect::<PgResult<Vec<_>>>()?);
+        }
+        let mut cols = Vec::with_capacity(width);
+        for i in 0..width {
+            let ty = rows.iter().map(|r| r[i].ty()).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
+            for r in rows.iter_mut() {
+                let e = std::mem::replace(&mut r[i], Expr::Const(Value::Null, DataType::Unknown));
+                r[i] = cast_to(e, &ty)?;
+            }
+            cols.push(output_column(&format!("column{}", i + 1), ty));
+        }
+        Ok((Rel::Values { rows }, cols))
+    }
+
+    pub(super) fn from_clause(&mut self, from: &[ast::TableWithJoins]) -> PgResult<(Rel, Scope)> {
+        let mut result: Option<(Rel, Scope)> = None;
+        for twj in from {
+            let (mut rel, mut scope, first_lateral) = self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
+            for join in &twj.joins {
+                crate::unsupported_syntax::join(join)?;
+                let (kind, constraint) = match &join.join_operator {
+                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => (JoinKind::Inner, Some(c)),
+                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => (JoinKind::Left, Some(c)),
+                    ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
+                    other => return Err(unsupported(format!("join type {other:?}").split('(').next().unwrap_or("").to_string())),
+                };
+                let lateral_scope = scope.clone();
+                let (right, rscope, lateral) = self.table_factor(&join.relation, Some(&lateral_scope))?;
+                let left_width = scope.columns.len();
+                let mut joined = scope.clone();
+                joined.columns.extend(rscope.columns);
+                let mut using_pairs = Vec::new();
+                let on = match constraint {
+                    Some(ast::JoinConstraint::On(e)) => Some(self.clause_predicate("JOIN/ON", e, &joined)?),
+                    Some(ast::JoinConstraint::Using(cols)) => {
+                        let mut pred: Option<Expr> = None;
+                        for c in cols {
+                            let name = object_name_parts(c).pop().unwrap_or_default();
+                            let l = using_column(&joined.columns[..left_width], &name, "left")?;
+                            let r = left_width + using_column(&joined.columns[left_width..], &name, "right")?;
+                            using_pairs.push((l, r));
+                            let eq = self.comparison(
+                                BinaryOp::Eq,
+                                Expr::Column { depth: 0, index: l, ty: joined.columns[l].ty.clone() },
+                                Expr::Column { depth: 0, index: r, ty: joined.columns[r].ty.clone() },
+                            )?;
+                            pred = Some(match pred {
+                                Some(p) => Expr::And(Box::new(p), Box::new(eq)),
+                                None => eq,
+                            });
+                        }
+                        pred
+                    }
+                    Some(ast::JoinConstraint::Natural) => return Err(unsupported("NATURAL JOIN")),
+                    Some(ast::JoinConstraint::None) | None => None,
+                };
+                rel = Rel::Join { left: Box::new(rel), right: Box::new(right), kind, on, lateral };
+                scope = joined;
+                if !using_pairs.is_empty() {
+                    (rel, scope) = merge_using_columns(rel, scope, &using_pairs);
+                }
+            }
+            result = Some(match result {
+                None => (rel, scope),
+                Some((prev, mut pscope)) => {
+                    pscope.columns.extend(scope.columns);
+                    (Rel::Join { left: Box::new(prev), right: Box::new(rel), kind: JoinKind::Inner, on: None, lateral: first_lateral }, pscope)
+                }
+            });
+        }
+        Ok(result.unwrap_or((Rel::Unit, Scope::default())))
+    }
+
+    /// One FROM item, and whether it is joined laterally (evaluated for each row to its
+    /// left). `left` is the scope to its left, visible to LATERAL subqueries and to the
+    /// arguments of functions (implicitly LATERAL, as in PostgreSQL).
+    pub(super) fn table_factor(&mut self, tf: &ast::TableFactor, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
+        crate::unsupported_syntax::table_factor(tf)?;
+        let apply_alias = |cols: &mut Vec<ScopeColumn>, alias: &Option<ast::TableAlias>, default: String| {
+            let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or(default);
+            for c in cols.iter_mut() {
+                c.qualifier = Some(qualifier.clone());
+            }
+            if let Some(a) = alias {
+                for (c, name) in cols.iter_mut().zip(&a.columns) {
+                    c.name = ident_name(&name.name);
+                }
+            }
+        };
+        match tf {
+            ast::TableFactor::Table { name, alias, args, .. } => {
+                let (name, alias) = without_only(name, alias);
+                let parts = object_name_parts(&name);
+                if let Some(args) = args {
+                    return self.table_function(&parts, &args.args, &alias, left);
+                }
+                if let [single] = parts.as_slice() {
+                    if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
+                        let mut cols = cols.clone();
+                        let rel = rel.clone();
+                        apply_alias(&mut cols, &alias, single.clone());
+                        return Ok((rel, Scope { columns: cols }, false));
+                    }
+                }
+                let (rel, mut cols, default) = self.relation(&parts)?;
+                apply_alias(&mut cols, &alias, default);
+                Ok((rel, Scope { columns: cols }, false))
+            }
+            ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
+                let enclosing = if *lateral { left.cloned().unwrap_or_default() } else { Scope::default() };
+                // A LATERAL subquery sees the left side as its enclosing scope.
+                let q = self.query_in(subquery, &enclosing)?;
+                let mut cols: Vec<ScopeColumn> = q
+                    .columns
+                    .iter()
+                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false, scalar_function: false })
+                    .collect();
+                apply_alias(&mut cols, alias, String::new());
+                Ok((q.root, Scope { columns: cols }, *lateral))
+            }
+            ast::TableFactor::Function { name, args, alias, .. } => {
+                let args: Vec<ast::FunctionArg> = args.clone();
+                self.table_function(&object_name_parts(name), &args, alias, left)
+            }
+            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. } if array_exprs.len() == 1 => {
+                let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()))];
+                self.table_function(&["unnest".to_string()], &args, alias, left)
+            }
+            ast::TableFactor::NestedJoin { table_with_joins, alias } => {
+                let (rel, mut scope) = self.from_clause(std::slice::from_ref(table_with_joins))?;
+                if let Some(a) = alias {
+                    for c in scope.columns.iter_mut() {
+                        c.qualifier = Some(ident_name(&a.name));
+                    }
+                }
+                Ok((rel, scope, false))
+            }
+            _ => Err(unsupported("this kind of FROM item")),
+        }
+    }
+
+    /// A set-returning function in FROM; laterally joined when its arguments refer to the
+    /// FROM items on its `left`.
+    pub(super) fn table_function(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
+        let Some(left) = left else {
+            return self.function_rel(parts, args, alias).map(|(rel, scope)| (rel, scope, false));
+        };
+        // Bound as a LATERAL subquery's body is: the left side is the enclosing scope.
+        self.outer.push(left.clone());
+        let was_escaping = std::mem::replace(&mut self.escapes, 0);
+        let result = self.function_rel(parts, args, alias);
+        self.outer.pop();
+        let escapes = std::mem::replace(&mut self.escapes, was_escaping);
+        self.escapes = self.escapes.max(escapes.saturating_sub(1));
+        result.map(|(rel, scope)| (rel, scope, escapes > 0))
+    }
+
+    pub(super) fn function_rel(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>) -> PgResult<(Rel, Scope)> {
+        let name = parts.last().map(String::as_str).unwrap_or("");
+        if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args) {
+            // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
+            let arr = self.expr(e, &Scope::default())?;
+            let elem = match arr.ty() {
+                DataType::Array(t) => *t,
+                other => {
+                    return Err(PgError::new(
+                        codes::UNDEFINED_FUNCTION,
+                        format!("function unnest({}) does not exist", other.format_type()),
+                    ))
+                }
+            };
+            let stop = Expr::Func { func: ScalarFunc::Cardinality, args: vec![arr.clone()], ty: DataType::Int4 };
+            let series = Rel::GenerateSeries { start: const_expr(Value::Int4(1), DataType::Int4), stop, step: None };
+            let index = Expr::Column { depth: 0, index: 0, ty: DataType::Int4 };
+            let item = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![arr, index], ty: elem.clone() };
+            return Ok((Rel::Project { input: Box::new(series), exprs: vec![item] }, function_scope("unnest", alias, elem)));
+        }
+        if name != "generate_series" {
+            return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
+        }
+        let empty = Scope::default();
+        let exprs = args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.expr(e, &empty),
+                _ => Err(syntax("unexpected argument to generate_series")),
+            })
+            .collect::<PgResult<Vec<_>>>()?;
+        if exprs.len() < 2 || exprs.len() > 3 {
+            return Err(PgError::new(codes::UNDEFINED_FUNCTION, "function generate_series with these arguments does not exist"));
+        }
+        let ty = if exprs.iter().any(|e| e.ty() == DataType::Int8) { DataType::Int8 } else { DataType::Int4 };
+        let mut it = exprs.into_iter().map(|e| cast_to(e, &ty));
+        let start = it.next().unwrap()?;
+        let stop = it.next().unwrap()?;
+        let step = it.next().transpose()?;
+        Ok((Rel::GenerateSeries { start, stop, step }, function_scope("generate_series", alias, ty)))
+    }
+
+    pub(super) fn select(&mut self, sel: &ast::Select, order_by: &[ast::OrderByExpr]) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        crate::unsupported_syntax::select(sel)?;
+        let (mut rel, scope) = self.from_clause(&sel.from)?;
+        if let Some(w) = &sel.selection {
+            if contains_aggregate(w) {
+                return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+            }
+            let predicate = self.predicate(w, &scope)?;
+            rel = push_filter(rel, predicate);
+        }
+        let group_by: Vec<ast::Expr> = match &sel.group_by {
+            ast::GroupByExpr::Expressions(e, _) => e.clone(),
+            ast::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL")),
+        };
+        let aggregating = !group_by.is_empty()
+            || sel.having.is_some()
+            || sel.projection.iter().any(|p| match p {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+                _ => false,
+            })
+            || order_by.iter().any(|o| contains_aggregate(&o.expr));
+
+        // Expand the select list into (AST expression, output name) pairs.
+        let mut items: Vec<(ast::Expr, String, Option<usize>)> = Vec::new();
+        for item in &sel.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) => items.push((e.clone(), default_column_name(e), None)),
+                ast::SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias), None)),
+                ast::SelectItem::Wildcard(_) => {
+                    if scope.columns.is_empty() {
+                        return Err(syntax("SELECT * with no tables specified is not valid"));
+                    }
+                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.merged_away) {
+                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
+                    }
+                }
+                ast::SelectItem::QualifiedWildcard(kind, _) => {
+                    let q = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name_parts(n).pop().unwrap_or_default(),
+                        ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
+                    };
+                    let mut hits: Vec<(usize, &ScopeColumn)> =
+                        scope.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str())).collect();
+                    // A table's own column order, even where JOIN … USING moved a column.
+                    hits.sort_by_key(|(_, c)| c.attnum);
+                    for (i, c) in &hits {
+                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(*i)));
+                    }
+                    if hits.is_empty() {
+                        return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
+                    }
+                }
+                _ => return Err(unsupported("this select-list item")),
+            }
+        }
+
+        let mut agg_ctx = if aggregating {
+            let mut group_exprs = Vec::new();
+            for g in &group_by {
+                // GROUP BY (x) is GROUP BY x.
+                let mut g = g;
+                while let ast::Expr::Nested(inner) = g {
+                    g = inner;
+                }
+                // GROUP BY 1 / GROUP BY alias refer to select-list items.
+                let resolved = match g {
+                    ast::Expr::Value(v) => match &v.value {
+                        ast::Value::Number(n, _) => {
+                            let i: usize = n.parse().map_err(|_| syntax("invalid GROUP BY position"))?;
+                            items.get(i.wrapping_sub(1)).map(|it| it.0.clone()).ok_or_else(|| {
+                                PgError::new(codes::INVALID_COLUMN_REFERENCE, format!("GROUP BY position {i} is not in select list"))
+                            })?
+                        }
+                        _ => g.clone(),
+                    },
+                    ast::Expr::Identifier(id)
+                        if !scope.columns.iter().any(|c| c.name == ident_name(id)) =>
+                    {
+                        items.iter().find(|it| it.1 == ident_name(id)).map(|it| it.0.clone()).unwrap_or_else(|| g.clone())
+                    }
+                    _ => g.clone(),
+                };
+                group_exprs.push(resolved);
+            }
+            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone(), input_order: None })
+        } else {
+            None
+        };
+
+        // Bind the select list (and HAVING / ORDER BY) over the FROM scope or the aggregate output.
+        let mut exprs = Vec::with_capacity(items.len());
+        let mut columns = Vec::with_capacity(items.len());
+        for (e, name, wildcard_index) in &items {
+            let bound = match (&mut agg_ctx, wildcard_index) {
+                (None, Some(i)) => Expr::Column { depth: 0, index: *i, ty: scope.columns[*i].ty.clone() },
+                (Some(ctx), _) => self.agg_expr(e, ctx)?,
+                (None, None) => self.expr(e, &scope)?,
+            };
+            let (table_oid, column_attr) = match (agg_ctx.is_none(), &bound) {
+                (true, Expr::Column { depth: 0, index, .. }) => (scope.columns[*index].table_oid, scope.columns[*index].attnum),
+                _ => (0, 0),
+            };
+            let ty = bound.ty();
+            columns.push(OutputColumn { name: name.clone(), ty, table_oid, column_attr });
+            exprs.push(bound);
+        }
+        let having = match (&mut agg_ctx, &sel.having) {
+            (Some(ctx), Some(h)) => {
+                let b = self.agg_expr(h, ctx)?;
+                Some(cast_to(b, &DataType::Bool)?)
+            }
+            _ => None,
+        };
+        // ORDER BY: output names/positions, else expressions appended as hidden columns.
+        let mut sort_keys = Vec::new();
+        let visible = exprs.len();
+        for o in order_by {
+            let descending = o.options.sort == Some(ast::OrderBySort::Desc);
+            let nulls_first = o.options.nulls_first.unwrap_or(descending);
+            let index = match &o.expr {
+                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
+                    let ast::Value::Number(n, _) = &v.value else { unreachable!() };
+                    let i: usize = n.parse().map_err(|_| syntax("invalid ORDER BY position"))?;
+                    if i == 0 || i > visible {
+                        return Err(PgError::new(codes::INVALID_COLUMN_REFERENCE, format!("ORDER BY position {i} is not in select list")));
+                    }
+                    i - 1
+                }
+                ast::Expr::Identifier(id) if columns.iter().filter(|c| c.name == ident_name(id)).count() == 1
+                    && (agg_ctx.is_some() || !scope.columns.iter().any(|c| c.name == ident_name(id)) || items.iter().any(|it| it.1 == ident_name(id))) =>
+                {
+                    columns.iter().position(|c| c.name == ident_name(id)).unwrap()
+                }
+                e => {
+                    let bound = match &mut agg_ctx {
+                        Some(ctx) => self.agg_expr(e, ctx)?,
+                        None => self.expr(e, &scope)?,
+                    };
+                    exprs.push(bound);
+                    exprs.len() - 1
+                }
+            };
+            sort_keys.push(SortKey { expr: Expr::Column { depth: 0, index, ty: exprs[index].ty() }, descending, nulls_first });
+        }
+
+        if let Some(ctx) = agg_ctx {
+            let group_by_exprs = ctx
+                .group_exprs
+                .iter()
+                .map(|g| self.expr(g, &ctx.input_scope))
+                .collect::<PgResult<Vec<_>>>()?;
+            if let Some(keys) = ctx.input_order {
+                rel = Rel::Sort { input: Box::new(rel), keys };
+            }
+            rel = Rel::Aggregate { input: Box::new(rel), group_by: group_by_exprs, aggs: ctx.aggs };
+            if let Some(h) = having {
+                rel = Rel::Filter { input: Box::new(rel), predicate: h };
+            }
+        }
+        let total = exprs.len();
+        rel = Rel::Project { input: Box::new(rel), exprs };
+        match &sel.distinct {
+            None | Some(ast::Distinct::All) => {}
+            Some(ast::Distinct::Distinct) => rel = Rel::Distinct { input: Box::new(rel) },
+            Some(ast::Distinct::On(_)) => return Err(unsupported("SELECT DISTINCT ON")),
+        }
+        if !sort_keys.is_empty() {
+            rel = Rel::Sort { input: Box::new(rel), keys: sort_keys };
+        }
+        if total > visible {
+            // Drop the hidden ORDER BY columns.
+            let trim = (0..visible).map(|i| Expr::Column { depth: 0, index: i, ty: columns[i].ty.clone() }).collect();
+            rel = Rel::Project { input: Box::new(rel), exprs: trim };
+        }
+        Ok((rel, columns))
+    }
+
+    pub(super) fn output_sort_key(&mut self, o: &ast::OrderByExpr, cols: &[OutputColumn]) -> PgResult<SortKey> {
+        let descending = o.options.sort == Some(ast::OrderBySort::Desc);
+        let nulls_first = o.options.nulls_first.unwrap_or(descending);
+        let index = match &o.expr {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => n.parse::<usize>().ok().filter(|i| *i >= 1 && *i <= cols.len()).map(|i| i - 1),
+                _ => None,
+            },
+            ast::Expr::Identifier(id) => cols.iter().position(|c| c.name == ident_name(id)),
+            _ => None,
+        }
+        .ok_or_else(|| unsupported("ORDER BY expressions on UNION results other than output columns"))?;
+        Ok(SortKey { expr: Expr::Column { depth: 0, index, ty: cols[index].ty.clone() }, descending, nulls_first })
+    }
+
+    /// Bind an expression in the output of an aggregation: group keys and aggregate
+    /// calls become columns of the Aggregate node's output.
+    pub(super) fn agg_expr(&mut self, e: &ast::Expr, ctx: &mut AggContext) -> PgResult<Expr> {
+        if let Some(i) = ctx.group_exprs.iter().position(|g| g == e) {
+            let ty = self.expr(e, &ctx.input_scope)?.ty();
+            return Ok(Expr::Column { depth: 0, index: i, ty });
+        }
+        if let ast::Expr::Function(f) = e {
+            let name = object_name_parts(&f.name).pop().unwrap_or_default();
+            if is_aggregate_name(&name) && f.over.is_none() {
+                if let Some(j) = ctx.agg_asts.iter().position(|a| a == e) {
+                    return Ok(Expr::Column { depth: 0, index: ctx.group_count + j, ty: ctx.aggs[j].ty.clone() });
+                }
+                let (call, order) = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                match (&ctx.input_order, order) {
+                    (_, None) => {}
+                    (None, Some(keys)) => ctx.input_order = Some(keys),
+                    // Bound expressions compare by their debug form (no PartialEq on plans).
+                    (Some(have), Some(keys)) if format!("{have:?}") == format!("{keys:?}") => {}
+                    (Some(_), Some(_)) => return Err(unsupported("aggregates that order their input differently in one query")),
+                }
+                let ty = call.ty.clone();
+                ctx.aggs.push(call);
+                ctx.agg_asts.push(e.clone());
+                return Ok(Expr::Column { depth: 0, index: ctx.group_count + ctx.aggs.len() - 1, ty });
+            }
+        }
+        match e {
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
+                // A column that is neither grouped nor aggregated may still be an outer reference.
+                let bound = self.expr(e, &ctx.input_scope)?;
+                match bound {
+                    Expr::Column { depth: 0, .. } => Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        format!("column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function", e),
+                    )),
+                    other => Ok(other),
+                }
+            }
+            _ => {
+                // Rebind children through agg_expr by binding against a scope made of the
+                // aggregate output: simplest correct approach is structural recursion.
+                self.expr_with(e, &Scope::default(), &mut |b, child| b.agg_expr(child, ctx))
+            }
+        }
+    }
+
+    /// An aggregate call and the order it needs its input in, if any.
+    pub(super) fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
+        crate::unsupported_syntax::aggregate_call(f)?;
+        let (args, distinct) = match &f.args {
+            ast::FunctionArguments::List(list) => {
+                (list.args.clone(), matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)))
+            }
+            _ => (Vec::new(), false),
+        };
+        let filter = match &f.filter {
+            Some(w) if contains_aggregate(w) => {
+                return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
+            }
+            Some(w) => Some(self.clause_predicate("FILTER", w, scope)?),
+            None => None,
+        };
+        let arg = match args.as_slice() {
+            [] | [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if name == "count" => None,
+            // string_agg(value, delimiter): both go to the aggregate as ARRAY[value, delimiter].
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(d))]
+                if name == "string_agg" =>
+            {
+                if contains_aggregate(v) || contains_aggregate(d) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                let v = self.expr(v, scope)?;
+                let v = self.infer_param(v, &DataType::Text);
+                let d = self.expr(d, scope)?;
+                let d = self.infer_param(d, &DataType::Text);
+                let elements = vec![cast_to(v, &DataType::Text)?, cast_to(d, &DataType::Text)?];
+                Some(Expr::Array { elements, ty: DataType::Array(Box::new(DataType::Text)) })
+            }
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
+                if contains_aggregate(e) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                Some(self.expr(e, scope)?)
+            }
+            _ => return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} with these arguments does not exist"))),
+        };
+        let arg = match arg {
+            Some(a) if a.ty() == DataType::Unknown => Some(cast_to(a, &DataType::Text)?),
+            other => other,
+        };
+        let (func, ty) = resolve_aggregate(name, arg.as_ref().map(|a| a.ty()).as_ref()).ok_or_else(|| {
+            PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", arg.as_ref().map(|a| a.ty().format_type()).unwrap_or_default()))
+        })?;
+        // array_agg/string_agg list their values in input order: ORDER BY sorts the input;
+        // DISTINCT ones sort it by the value, as PostgreSQL's sort-based DISTINCT does.
+        let order_by: &[ast::OrderByExpr] = match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .clauses
+                .iter()
+                .find_map(|c| match c {
+                    ast::FunctionArgumentClause::OrderBy(keys) => Some(keys.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or(&[]),
+            _ => &[],
+        };
+        let ordered = matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg);
+        let order = if !ordered {
+            None
+        } else if !order_by.is_empty() {
+            let mut keys = Vec::with_capacity(order_by.len());
+            for o in order_by {
+                let in_args = args.iter().any(|a| matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) if *e == o.expr));
+                if distinct && !in_args {
+                    return Err(PgError::new(
+                        codes::INVALID_COLUMN_REFERENCE,
+                        "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                    ));
+                }
+                if contains_aggregate(&o.expr) {
+                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                }
+                let descending = o.options.sort == Some(ast::OrderBySort::Desc);
+                let expr = self.expr(&o.expr, scope)?;
+                let expr = if expr.ty() == DataType::Unknown { cast_to(expr, &DataType::Text)? } else { expr };
+                keys.push(SortKey { expr, descending, nulls_first: o.options.nulls_first.unwrap_or(descending) });
+            }
+            Some(keys)
+        } else if distinct {
+            arg.clone().map(|expr| vec![SortKey { expr, descending: false, nulls_first: false }])
+        } else {
+            None
+        };
+        Ok((AggCall { func, arg, distinct, filter, ty }, order))
+    }
+}
+
+/// The position of the USING column `name` among one side's columns (42703 if absent,
+/// 42702 if that side has it twice, as PostgreSQL).
+pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgResult<usize> {
+    let mut hits = side.iter().enumerate().filter(|(_, c)| c.name == name && !c.merged_away);
+    match (hits.next(), hits.next()) {
+        (Some((i, _)), None) => Ok(i),
+        (Some(_), Some(_)) => Err(PgError::new(
+            codes::AMBIGUOUS_COLUMN,
+            format!("common column name \"{name}\" appears more than once in {which} table"),
+        )),
+        (None, _) => Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in {which} table"))),
+    }
+}
+
+/// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
+/// copies) first, then the rest of the left side, then the right side with its copies of
+/// the USING columns merged away.
+pub(super) fn merge_using_columns(rel: Rel, scope: Scope, pairs: &[(usize, usize)]) -> (Rel, Scope) {
+    let lefts: Vec<usize> = pairs.iter().map(|&(l, _)| l).collect();
+    let mut rights: Vec<usize> = pairs.iter().map(|&(_, r)| r).collect();
+    rights.sort_unstable();
+    let mut order: Vec<usize> = lefts.clone();
+    order.extend((0..scope.columns.len()).filter(|i| !lefts.contains(i) && !rights.contains(i)));
+    // The right copies go among the right side's columns, keeping `b.*` in b's order.
+    for &r in &rights {
+        let at = order.iter().position(|&i| i > r && !lefts.contains(&i)).unwrap_or(order.len());
+        order.insert(at, r);
+    }
+    let exprs = order.iter().map(|&i| Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() }).collect();
+    let columns = order
+        .iter()
+        .map(|&i| ScopeColumn { merged_away: scope.columns[i].merged_away || rights.contains(&i), ..scope.columns[i].clone() })
+        .collect();
+    (Rel::Project { input: Box::new(rel), exprs }, Scope { columns })
+}
+
+/// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
+/// inheritance children, which Meridian tables never have, so it names `t` itself.
+pub(super) fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> (ast::ObjectName, Option<ast::TableAlias>) {
+    match (name.0.as_slice(), alias) {
+        ([ast::ObjectNamePart::Identifier(only)], Some(a))
+            if only.quote_style.is_none() && only.value.eq_ignore_ascii_case("only") && !a.explicit && a.columns.is_empty() =>
+        {
+            (ast::ObjectName(vec![ast::ObjectNamePart::Identifier(a.name.clone())]), None)
+        }
+        _ => (name.clone(), alias.clone()),
+    }
+}
+
+/// The one column of a table function in FROM: named by the alias's column list, else
+/// the alias, else the function (as PostgreSQL does).
+pub(super) fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType) -> Scope {
+    let name = alias
+        .as_ref()
+        .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
+        .unwrap_or_else(|| function.to_string());
+    let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
+    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false, scalar_function: true }] }
+}
+
+/// Whether an expression holds a subquery anywhere.
+pub(super) fn has_subquery(e: &ast::Expr) -> bool {
+    struct Finder;
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            std::ops::ControlFlow::Break(())
+        }
+    }
+    sqlparser::ast::Visit::visit(e, &mut Finder).is_break()
+}
+
+pub(super) fn is_aggregate_name(name: &str) -> bool {
+    resolve_aggregate(name, None).is_some() || matches!(name, "sum" | "avg" | "min" | "max")
+}
+
+pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
+    let s = format!("{e}").to_ascii_lowercase();
+    // Cheap pre-check, then a structural walk.
+    if !["count(", "sum(", "min(", "max(", "avg(", "bool_and(", "bool_or(", "every(", "array_agg(", "string_agg("]
+        .iter()
+        .any(|p| s.contains(p))
+    {
+        return false;
+    }
+    // Aggregates inside subqueries belong to the subquery: track query nesting.
+    struct Finder {
+        depth: usize,
+        found: bool,
+    }
+    impl sqlparser::ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _q: &ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, x: &ast::Expr) -> std::ops::ControlFlow<()> {
+            if let ast::Expr::Function(f) = x {
+                let name = object_name_parts(&f.name).pop().unwrap_or_default();
+                if self.depth == 0 && is_aggregate_name(&name) && f.over.is_none() {
+                    self.found = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut finder = Finder { depth: 0, found: false };
+    let _ = sqlparser::ast::Visit::visit(e, &mut finder);
+    finder.found
+}
+
+/// PostgreSQL's default output column name for an expression ("?column?" when none).
+pub(super) fn default_column_name(e: &ast::Expr) -> String {
+    match e {
+        ast::Expr::Identifier(id) => ident_name(id),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        ast::Expr::Function(f) => {
+            let name = object_name_parts(&f.name).pop().unwrap_or_default();
+            match name.as_str() {
+                "current_timestamp" => "current_timestamp".into(),
+                _ => name,
+            }
+        }
+        ast::Expr::Ceil { .. } => "ceil".into(),
+        ast::Expr::Floor { .. } => "floor".into(),
+        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+            // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
+            ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),
+            ast::Expr::Nested(n) if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) => type_column_name(data_type),
+            inner => {
+                let n = default_column_name(inner);
+                if n == "?column?" {
+                    type_column_name(data_type)
+                } else {
+                    n
+                }
+            }
+        },
+        ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => default_column_name(inner),
+        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
+            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(id))) => ident_name(id),
+            _ => default_column_name(root),
+        },
+        ast::Expr::Case { .. } => "case".into(),
+        ast::Expr::Exists { .. } => "exists".into(),
+        ast::Expr::Array(_) => "array".into(),
+        ast::Expr::Subquery(q) => match q.body.as_ref() {
+            ast::SetExpr::Select(s) => match s.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => default_column_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        ast::Expr::Substring { .. } => "substring".into(),
+        ast::Expr::Trim { trim_where, .. } => trim_function(trim_where.as_ref()).into(),
+        _ => "?column?".into(),
+    }
+}
+
+pub(super) fn type_column_name(dt: &ast::DataType) -> String {
+    let s = dt.to_string().to_ascii_lowercase();
+    let base = s.split('(').next().unwrap_or("").trim().trim_start_matches("pg_catalog.").to_string();
+    match DataType::from_sql_name(&base, &[]) {
+        Ok(t) => t.type_name().to_string(),
+        Err(_) => base,
+    }
+}
