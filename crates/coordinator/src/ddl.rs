@@ -180,7 +180,7 @@ async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDe
                 ));
             }
         }
-        if sink.push(&row, bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
+        if sink.push(&row, &bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
             return Ok(Pushed::NotAscending);
         }
     }

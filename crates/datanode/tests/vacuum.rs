@@ -3,6 +3,7 @@
 //! skip would leave behind.
 
 use bytes::Bytes;
+use datanode::storage::Chunk;
 use datanode::{Datanode, DatanodeOptions, Isolation, Txn};
 use std::path::Path;
 use std::sync::Arc;
@@ -55,7 +56,11 @@ impl Env {
     async fn load(&self, t: &mut Txn, rel: u64) {
         self.dn.own_relation(t, rel);
         let mut load = self.dn.bulk_load(t, rel).unwrap();
-        load.write((0..ROWS).map(|i| (key(i).to_vec(), row(i, 0))).collect()).await.unwrap();
+        let mut chunk = Chunk::default();
+        for i in 0..ROWS {
+            chunk.push(&key(i), &row(i, 0));
+        }
+        load.write(chunk).await.unwrap();
         assert_eq!(load.finish().await.unwrap(), ROWS as u64);
     }
 
