@@ -74,7 +74,8 @@ impl Stream {
         self.chunk.push(key, row);
         if self.chunk.byte_len() >= CHUNK_BYTES {
             self.last_passed = self.chunk.last_key().map(<[u8]>::to_vec);
-            self.load.write(std::mem::take(&mut self.chunk)).await?;
+            let full = std::mem::replace(&mut self.chunk, self.load.empty_chunk());
+            self.load.write(full).await?;
         }
         Ok(Pushed::Taken)
     }

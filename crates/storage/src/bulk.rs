@@ -8,6 +8,8 @@
 //! buffers whatever the load's size. A chunk holds its rows in one buffer: the thread
 //! that fills it allocates nothing per row, and the loading thread frees nothing that
 //! another thread allocated per row (the scans' and encoders' buffers stay with them).
+//! Loaded chunks go back to the filler, emptied, to be filled again: growing fresh ones
+//! cost more in page faults than the rows' copying.
 
 use crate::{encode_latest, encode_prefix_into, encode_put, io_err, version_key, RelId, Store, Timestamp};
 use pgerror::{PgError, PgResult};
@@ -35,6 +37,11 @@ impl Chunk {
 
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
     }
 
     pub fn is_empty(&self) -> bool {
@@ -72,10 +79,17 @@ enum Input {
 /// `finish`, the load is abandoned: nothing becomes visible.
 pub struct BulkLoad {
     chunks: Option<mpsc::Sender<Input>>,
+    /// Chunks the loader is done with, emptied.
+    spare: std::sync::mpsc::Receiver<Chunk>,
     done: oneshot::Receiver<PgResult<u64>>,
 }
 
 impl BulkLoad {
+    /// An empty chunk to fill: one the loader is done with if there is one.
+    pub fn empty_chunk(&self) -> Chunk {
+        self.spare.try_recv().unwrap_or_default()
+    }
+
     /// Queues a chunk of rows; waits while the loader is `QUEUED_CHUNKS` behind.
     pub async fn write(&mut self, chunk: Chunk) -> PgResult<()> {
         let sender = self.chunks.as_ref().expect("write after finish");
@@ -111,25 +125,31 @@ impl Store {
     /// `rel` holds no version of any key it loads.
     pub fn bulk_load(self: &Arc<Self>, rel: RelId, ts: Timestamp) -> PgResult<BulkLoad> {
         let (chunks_tx, mut chunks_rx) = mpsc::channel::<Input>(QUEUED_CHUNKS);
+        let (spare_tx, spare) = std::sync::mpsc::channel();
         let (done_tx, done) = oneshot::channel();
         let store = self.clone();
         std::thread::Builder::new()
             .name("meridian-bulk".into())
             .spawn(move || {
-                let result = store.ingest(rel, ts, || chunks_rx.blocking_recv());
+                let loaded = |mut chunk: Chunk| {
+                    chunk.clear();
+                    let _ = spare_tx.send(chunk); // the load may be over
+                };
+                let result = store.ingest(rel, ts, || chunks_rx.blocking_recv(), loaded);
                 if result.is_err() {
                     tracing::warn!(rel, "bulk load abandoned: {:?}", result.as_ref().err());
                 }
                 let _ = done_tx.send(result);
             })
             .map_err(|e| io_err("spawn bulk load thread", e))?;
-        Ok(BulkLoad { chunks: Some(chunks_tx), done })
+        Ok(BulkLoad { chunks: Some(chunks_tx), spare, done })
     }
 
     /// Writes every chunk `next` yields into one ingestion of `data` and one of `latest`,
     /// and registers both at `Input::End`; the input ending without it (the `BulkLoad`
-    /// dropped) abandons them: unregistered tables are never read.
-    fn ingest(&self, rel: RelId, ts: Timestamp, mut next: impl FnMut() -> Option<Input>) -> PgResult<u64> {
+    /// dropped) abandons them: unregistered tables are never read. Each chunk goes to
+    /// `loaded` once written.
+    fn ingest(&self, rel: RelId, ts: Timestamp, mut next: impl FnMut() -> Option<Input>, loaded: impl Fn(Chunk)) -> PgResult<u64> {
         let ingest_err = |e| io_err("bulk load", e);
         let mut data = self.data.start_ingestion().map_err(ingest_err)?;
         let mut latest = self.latest.start_ingestion().map_err(ingest_err)?;
@@ -156,6 +176,7 @@ impl Store {
                 last.extend_from_slice(key);
                 rows += 1;
             }
+            loaded(chunk);
         }
         data.finish().map_err(ingest_err)?;
         latest.finish().map_err(ingest_err)?;
