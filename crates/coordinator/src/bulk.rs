@@ -11,7 +11,7 @@
 
 use crate::exec::{decode, row_id_key, row_key};
 use datanode::storage::{BulkLoad, Chunk};
-use datanode::{Datanode, RowBytes, Timestamp, Txn};
+use datanode::{Datanode, Timestamp, Txn};
 use pgerror::{PgError, PgResult};
 use sql::TableDef;
 use std::cmp::Ordering;
@@ -54,30 +54,28 @@ pub enum Pushed {
 struct Stream {
     load: BulkLoad,
     chunk: Chunk,
-    bytes: usize,
     /// The last key of the chunks already passed on.
     last_passed: Option<Vec<u8>>,
 }
 
 impl Stream {
     fn new(load: BulkLoad) -> Self {
-        Stream { load, chunk: Chunk::new(), bytes: 0, last_passed: None }
+        Stream { load, chunk: Chunk::default(), last_passed: None }
     }
 
     fn last_key(&self) -> Option<&[u8]> {
-        self.chunk.last().map(|(k, _)| k.as_slice()).or(self.last_passed.as_deref())
+        self.chunk.last_key().or(self.last_passed.as_deref())
     }
 
-    async fn push(&mut self, key: Vec<u8>, row: RowBytes) -> PgResult<Pushed> {
-        if self.last_key().is_some_and(|last| last >= key.as_slice()) {
+    async fn push(&mut self, key: &[u8], row: &[u8]) -> PgResult<Pushed> {
+        if self.last_key().is_some_and(|last| last >= key) {
             return Ok(Pushed::NotAscending);
         }
-        self.bytes += key.len() + row.len() + 16;
-        self.chunk.push((key, row));
-        if self.bytes >= CHUNK_BYTES {
-            self.bytes = 0;
-            self.last_passed = self.chunk.last().map(|(k, _)| k.clone());
-            self.load.write(std::mem::take(&mut self.chunk)).await?;
+        self.chunk.push(key, row);
+        if self.chunk.byte_len() >= CHUNK_BYTES {
+            self.last_passed = self.chunk.last_key().map(<[u8]>::to_vec);
+            let full = std::mem::replace(&mut self.chunk, self.load.empty_chunk());
+            self.load.write(full).await?;
         }
         Ok(Pushed::Taken)
     }
@@ -124,13 +122,13 @@ impl BulkSink {
 
     /// Adds a row, `encoded` as stored; `row_id` gives the next fresh row id for a table
     /// without a primary key.
-    pub async fn push(&mut self, row: &[Value], encoded: RowBytes, row_id: impl FnOnce() -> PgResult<u64>) -> PgResult<Pushed> {
+    pub async fn push(&mut self, row: &[Value], encoded: &[u8], row_id: impl FnOnce() -> PgResult<u64>) -> PgResult<Pushed> {
         let key = match row_key(&self.table, row) {
             Some(key) => key,
             None => row_id_key(row_id()?),
         };
         match &mut self.mode {
-            Mode::InOrder(stream) => stream.push(key, encoded).await,
+            Mode::InOrder(stream) => stream.push(&key, encoded).await,
             Mode::Sorted(sorter) => {
                 sorter.push(vec![Value::Bytea(key), Value::Bytea(encoded.to_vec())])?;
                 Ok(Pushed::Taken)
@@ -163,7 +161,7 @@ impl BulkSink {
             if taken {
                 return Err(duplicate(&decode(&encoded, &self.table)?));
             }
-            stream.push(key, encoded.into()).await?;
+            stream.push(&key, &encoded).await?;
         }
         stream.finish().await
     }

@@ -23,18 +23,30 @@ impl CopyParser {
     /// Feed CopyData bytes; returns every row completed by them.
     pub fn feed(&mut self, data: &[u8]) -> PgResult<Vec<CopyRow>> {
         self.pending.extend_from_slice(data);
+        // Taken out while its lines are parsed, so that they need no copy.
+        let mut pending = std::mem::take(&mut self.pending);
+        let rows = self.lines(&pending);
+        let start = match &rows {
+            Ok((_, start)) => *start,
+            Err(_) => 0,
+        };
+        pending.drain(..start);
+        self.pending = pending;
+        rows.map(|(rows, _)| rows)
+    }
+
+    /// The rows of the complete lines in `pending`, and where what follows them starts.
+    fn lines(&mut self, pending: &[u8]) -> PgResult<(Vec<CopyRow>, usize)> {
         let mut rows = Vec::new();
         let mut start = 0;
-        while let Some(nl) = self.next_line_end(start) {
-            let line = &self.pending[start..nl];
-            let line = line.strip_suffix(b"\r").unwrap_or(line).to_vec();
+        while let Some(nl) = self.next_line_end(pending, start) {
+            let line = &pending[start..nl];
             start = nl + 1;
-            if let Some(row) = self.line(&line)? {
+            if let Some(row) = self.line(line.strip_suffix(b"\r").unwrap_or(line))? {
                 rows.push(row);
             }
         }
-        self.pending.drain(..start);
-        Ok(rows)
+        Ok((rows, start))
     }
 
     /// End of data (CopyDone): a last line without a newline still counts.
@@ -46,13 +58,14 @@ impl CopyParser {
         Ok(self.line(&line)?.into_iter().collect())
     }
 
-    /// End of the next complete line at or after `from` (CSV quotes may span lines).
-    fn next_line_end(&self, from: usize) -> Option<usize> {
+    /// End of the next complete line of `pending` at or after `from` (CSV quotes may
+    /// span lines).
+    fn next_line_end(&self, pending: &[u8], from: usize) -> Option<usize> {
         if !self.csv {
-            return self.pending[from..].iter().position(|&b| b == b'\n').map(|p| from + p);
+            return pending[from..].iter().position(|&b| b == b'\n').map(|p| from + p);
         }
         let mut quoted = false;
-        for (i, &b) in self.pending[from..].iter().enumerate() {
+        for (i, &b) in pending[from..].iter().enumerate() {
             match b {
                 b'"' => quoted = !quoted,
                 b'\n' if !quoted => return Some(from + i),
@@ -176,6 +189,14 @@ mod tests {
         assert_eq!(rows[0], vec![Some("1".into()), Some("1".into()), Some("0".into()), Some(String::new())]);
         assert_eq!(rows[1], vec![Some("2".into()), None, Some("a\tb".into())]);
         assert!(p.finish().unwrap().is_empty());
+    }
+
+    #[test]
+    fn crlf_lines_split_across_chunks() {
+        let mut p = CopyParser::new(b'\t', "\\N".into(), false, false);
+        assert_eq!(p.feed(b"1\tx\r").unwrap(), Vec::<CopyRow>::new());
+        assert_eq!(p.feed(b"\n2\ty\r\n3").unwrap(), vec![vec![Some("1".into()), Some("x".into())], vec![Some("2".into()), Some("y".into())]]);
+        assert_eq!(p.feed(b"\t\xff\n").unwrap_err().code, codes::CHARACTER_NOT_IN_REPERTOIRE);
     }
 
     #[test]

@@ -5,7 +5,6 @@
 //! fresh storage relation and switch the table to it, like PostgreSQL's relfilenode swap.
 
 use crate::bulk::{BulkSink, Pushed};
-use crate::exec::decode;
 use crate::server::Shared;
 use bytes::BytesMut;
 use datanode::{Isolation, Txn};
@@ -167,10 +166,12 @@ async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDe
     } else {
         BulkSink::start_in_order(dn, txn, new_def.clone())?
     };
+    // Only the key's columns are decoded: the rows go on as stored.
+    let key_columns: Vec<bool> = (0..table.columns.len()).map(|c| columns.contains(&c)).collect();
     let rows = dn.scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start).await?;
     for item in rows {
         let (_, bytes) = item?;
-        let row = decode(&bytes, table)?;
+        let row = types::codec::decode_row_columns(&bytes, &key_columns)?;
         for &c in columns {
             if row[c].is_null() {
                 return Err(PgError::new(
@@ -179,7 +180,7 @@ async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDe
                 ));
             }
         }
-        if sink.push(&row, bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
+        if sink.push(&row, &bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
             return Ok(Pushed::NotAscending);
         }
     }

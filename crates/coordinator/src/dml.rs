@@ -558,7 +558,7 @@ impl CopyLoader {
             let row = insert_row(&ctx, &table, &self.targets, &source)?;
             match &mut self.bulk {
                 Some(bulk) => {
-                    if bulk.push(&row, encode(&row), || self.ids.next(dn, table.rel)).await? != crate::bulk::Pushed::Taken {
+                    if bulk.push(&row, &encode(&row), || self.ids.next(dn, table.rel)).await? != crate::bulk::Pushed::Taken {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }

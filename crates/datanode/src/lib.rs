@@ -18,12 +18,14 @@
 //! * Write set: per transaction, ordered, in memory; read-your-own-writes in `get` and
 //!   `scan`; savepoints through an undo log. Past `txn_memory` the write set, undo log and
 //!   row locks spill to storage as write intents (`spilled.rs`).
-//! * GC: `gc(horizon)` over recently written keys; `vacuum(rel)` full scan.
+//! * GC: `gc(horizon)` over recently written keys; `vacuum(rel)` full scan, skipped for a
+//!   relation known to hold one version per key (`single_version.rs`).
 //!
 //! See README.md for the invariants.
 
 mod locks;
 mod owned;
+mod single_version;
 mod spilled;
 
 use bytes::Bytes;
@@ -32,6 +34,7 @@ use locks::{
     TxnState, WaitGuard,
 };
 use owned::{loading_key, OwnedRelations, LOADING_PREFIX};
+use single_version::SingleVersionRelations;
 use spilled::{Intent, Spilled, SpilledOwnIter, Spillers};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -412,6 +415,8 @@ struct Inner {
     locks: LockTable,
     committing: CommitRegistry,
     owned: OwnedRelations,
+    /// Relations VACUUM has nothing to collect in.
+    single_version: SingleVersionRelations,
     spillers: Spillers,
     next_txn: AtomicU64,
     rel_alloc: Mutex<()>,
@@ -497,6 +502,7 @@ impl Datanode {
             locks: LockTable::new(),
             committing: CommitRegistry::new(),
             owned: OwnedRelations::default(),
+            single_version: SingleVersionRelations::default(),
             spillers: Spillers::default(),
             next_txn: AtomicU64::new(1),
             rel_alloc: Mutex::new(()),
@@ -571,6 +577,7 @@ impl Datanode {
             NEXT_REL_KEY,
             Some(&(next + 1).to_be_bytes()),
         )?;
+        self.inner.single_version.insert(next);
         Ok(next)
     }
 
@@ -582,6 +589,7 @@ impl Datanode {
             &[(&drop_key(rel), Some(b"")), (&rowid_key(rel), None)],
         )?;
         self.inner.row_ids.write().remove(&rel);
+        self.inner.single_version.remove(&[rel]);
         spawn_drop(&self.inner, rel);
         Ok(())
     }
@@ -1100,8 +1108,13 @@ impl Datanode {
     }
 
     /// Full garbage collection of one relation at the current horizon (GTM horizon if
-    /// `start_gc` was called, else the last horizon passed to `gc`).
-    pub fn vacuum(&self, rel: RelId) -> PgResult<()> {
+    /// `start_gc` was called, else the last horizon passed to `gc`); returns the number of
+    /// versions removed, or None when the relation is known to hold nothing to collect
+    /// and was not scanned (`single_version.rs`).
+    pub fn vacuum(&self, rel: RelId) -> PgResult<Option<u64>> {
+        if self.inner.single_version.contains(rel) {
+            return Ok(None);
+        }
         let horizon = match self.inner.gc_gtm.lock().as_ref() {
             Some(g) => g.horizon(),
             None => self.inner.last_horizon.load(Ordering::Relaxed),
@@ -1111,8 +1124,7 @@ impl Datanode {
             .last_horizon
             .fetch_max(horizon, Ordering::Relaxed);
         let _g = self.inner.gc_lock.lock();
-        self.inner.store.gc_rel(rel, horizon)?;
-        Ok(())
+        self.inner.store.gc_rel(rel, horizon).map(Some)
     }
 
     pub fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
@@ -1254,6 +1266,8 @@ impl Inner {
     /// marks it `CommittingPending`, takes its commit timestamp and marks it `Committing`.
     /// If the GTM fails nothing was written: the transaction ends aborted.
     async fn take_commit_ts(&self, txn: &mut Txn, rels: &[RelId], gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        // Before any of its versions is stored: VACUUM must not skip them from here on.
+        self.single_version.remove(rels);
         for &rel in rels {
             self.committing.register(rel, &txn.shared);
         }

@@ -98,7 +98,8 @@ pub fn encode_version(rel: RelId, key: &[u8], ts: Timestamp) -> Vec<u8> {
 
 /// The versioned key of a version prefix.
 fn version_key(prefix: &[u8], ts: Timestamp) -> Vec<u8> {
-    let mut k = prefix.to_vec();
+    let mut k = Vec::with_capacity(prefix.len() + TS_LEN);
+    k.extend_from_slice(prefix);
     k.extend_from_slice(&(!ts).to_be_bytes());
     k
 }
@@ -163,14 +164,17 @@ fn upper_bound(rel: RelId, hi: &Bound<Vec<u8>>) -> Vec<u8> {
 
 fn encode_value(row: &Option<Bytes>) -> Vec<u8> {
     match row {
-        Some(r) => {
-            let mut v = Vec::with_capacity(1 + r.len());
-            v.push(TAG_PUT);
-            v.extend_from_slice(r);
-            v
-        }
+        Some(r) => encode_put(r),
         None => vec![TAG_DELETE],
     }
+}
+
+/// `encode_value` of a row.
+fn encode_put(row: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(1 + row.len());
+    v.push(TAG_PUT);
+    v.extend_from_slice(row);
+    v
 }
 
 fn decode_value(v: fjall::UserValue) -> PgResult<Option<Bytes>> {
