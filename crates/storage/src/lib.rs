@@ -29,10 +29,12 @@ use std::time::{Duration, Instant};
 mod bulk;
 mod intents;
 mod rotation;
+mod scan;
 mod syncer;
 
 pub use bulk::{BulkLoad, Chunk};
 pub use intents::{prefix_successor, IntentIter};
+pub use scan::ScanIter;
 
 use rotation::MemtableRotation;
 
@@ -580,12 +582,7 @@ impl Store {
         } else {
             None
         };
-        ScanIter {
-            iter,
-            snapshot,
-            skip: Vec::new(),
-            have_skip: false,
-        }
+        ScanIter::new(iter, snapshot)
     }
 
     fn space(&self, space: Space) -> &Keyspace {
@@ -1179,50 +1176,6 @@ fn poll_briefly(rx: &mpsc::Receiver<Msg>) -> Option<Msg> {
             Err(mpsc::TryRecvError::Disconnected) => return None,
             Err(mpsc::TryRecvError::Empty) if start.elapsed() >= WRITER_POLL => return None,
             Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
-        }
-    }
-}
-
-/// Iterator over the live rows of a range as of a snapshot.
-pub struct ScanIter {
-    iter: Option<fjall::Iter>,
-    snapshot: Timestamp,
-    skip: Vec<u8>,
-    have_skip: bool,
-}
-
-impl Iterator for ScanIter {
-    type Item = PgResult<(Vec<u8>, Bytes)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let iter = self.iter.as_mut()?;
-        loop {
-            let g = iter.next()?;
-            let (k, v) = match g.into_inner() {
-                Ok(kv) => kv,
-                Err(e) => return Some(Err(io_err("scan", e))),
-            };
-            if k.len() < 8 + 2 + TS_LEN {
-                return Some(Err(PgError::internal("storage: malformed data key")));
-            }
-            let p = &k[..k.len() - TS_LEN];
-            if self.have_skip && p == self.skip.as_slice() {
-                continue;
-            }
-            let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
-            if ts > self.snapshot {
-                continue;
-            }
-            self.skip.clear();
-            self.skip.extend_from_slice(p);
-            self.have_skip = true;
-            match decode_value(v) {
-                Err(e) => return Some(Err(e)),
-                Ok(None) => continue,
-                Ok(Some(row)) => {
-                    return Some(decode_version(&k).map(|(_, key, _)| (key, row)));
-                }
-            }
         }
     }
 }
