@@ -106,23 +106,24 @@ def test_own_uncommitted_writes_are_seen_by_large_scans(loaded):
         "INSERT INTO ps SELECT -i, 6, 'neg' FROM generate_series(1, 3000) i",
         "DELETE FROM ps WHERE id % 10000 = 0",
     ]
-    with meridian.connect() as m, postgres.connect() as p, \
+    with meridian.connect(autocommit=True) as m, postgres.connect(autocommit=True) as p, \
             meridian.connect(autocommit=True) as m_other, postgres.connect(autocommit=True) as p_other:
         for conn in (m, p):
+            conn.execute("BEGIN")
             for w in writes:
                 conn.execute(w)
         compare(m, p, STATEMENTS[:-1])
         # Another session sees none of them.
         compare(m_other, p_other, STATEMENTS[:3])
         for conn in (m, p):
-            conn.rollback()
+            conn.execute("ROLLBACK")
         compare(m, p, STATEMENTS[:3])
     wait_no_scan_threads(meridian)
 
 
 def test_repeatable_read_scan_keeps_its_snapshot(loaded):
     meridian, postgres = loaded
-    with meridian.connect() as m, postgres.connect() as p, \
+    with meridian.connect(autocommit=True) as m, postgres.connect(autocommit=True) as p, \
             meridian.connect(autocommit=True) as m_w, postgres.connect(autocommit=True) as p_w:
         for conn in (m, p):
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -132,7 +133,7 @@ def test_repeatable_read_scan_keeps_its_snapshot(loaded):
             conn.execute("UPDATE ps SET g = 0 WHERE id < 1000")
         compare(m, p, STATEMENTS[:5])
         for conn in (m, p):
-            conn.rollback()
+            conn.execute("ROLLBACK")
         compare(m, p, STATEMENTS[:5])
 
 
