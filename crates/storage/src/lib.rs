@@ -34,7 +34,7 @@ mod syncer;
 
 pub use bulk::{BulkLoad, Chunk};
 pub use intents::{prefix_successor, IntentIter};
-pub use scan::ScanIter;
+pub use scan::{ScanIter, StoredKey};
 
 use rotation::MemtableRotation;
 
@@ -119,19 +119,26 @@ pub fn decode_version(k: &[u8]) -> PgResult<(RelId, Vec<u8>, Timestamp)> {
         return Err(PgError::internal("storage: malformed data key"));
     }
     let rel = u64::from_be_bytes(k[..8].try_into().unwrap());
-    let (body, ts) = k[8..].split_at(k.len() - 8 - TS_LEN);
-    let ts = !u64::from_be_bytes(ts.try_into().unwrap());
-    let body = &body[..body.len() - 2];
+    let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+    let body = key_body(k);
     let mut key = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        key.push(body[i]);
-        if body[i] == 0 {
-            i += 1; // skip the 0xFF escape
-        }
-        i += 1;
-    }
+    key.extend(unescape(body));
     Ok((rel, key, ts))
+}
+
+/// `escape(user_key)` of a data key at least `8 + 2 + TS_LEN` bytes long.
+fn key_body(k: &[u8]) -> &[u8] {
+    &k[8..k.len() - 2 - TS_LEN]
+}
+
+/// The bytes of the user key that `escape` wrote as `body`.
+fn unescape(body: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let b = *body.get(i)?;
+        i += if b == 0 { 2 } else { 1 }; // a 0x00 is followed by its 0xFF escape
+        Some(b)
+    })
 }
 
 fn rel_start(rel: RelId) -> Vec<u8> {

@@ -61,7 +61,8 @@ fn scanned(s: &Store, snap: Timestamp, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>)
     s.scan(REL, lo, hi, snap)
         .map(|r| {
             let (k, row) = r.unwrap();
-            (k, String::from_utf8(row.to_vec()).unwrap())
+            assert_eq!(k.cmp_user_key(&k.user_key()), std::cmp::Ordering::Equal);
+            (k.user_key(), String::from_utf8(row.to_vec()).unwrap())
         })
         .collect()
 }
@@ -105,7 +106,7 @@ fn scans_match_the_model_and_a_dropped_scan_stops_its_thread() {
     let first: Vec<_> = during.by_ref().take(10_000).map(|r| r.unwrap()).collect();
     write(&s, &mut model, &|i| Some(Some(format!("v50-{i}"))), 50);
     let rest: Vec<_> = during.map(|r| r.unwrap()).collect();
-    let all: Vec<_> = first.into_iter().chain(rest).map(|(k, r)| (k, String::from_utf8(r.to_vec()).unwrap())).collect();
+    let all: Vec<_> = first.into_iter().chain(rest).map(|(k, r)| (k.user_key(), String::from_utf8(r.to_vec()).unwrap())).collect();
     assert_eq!(all, expected(&model, 45, &Bound::Unbounded, &Bound::Unbounded));
 
     // Dropped midway (a LIMIT): its thread ends.
