@@ -1,7 +1,7 @@
 """Large scans read storage on a producer thread of their own (decision 0024): against
 PostgreSQL 15.
 
-A scan past its first few thousand rows hands the rest of its storage iteration to a
+A scan past its first 32,768 rows hands the rest of its storage iteration to a
 thread that sends rows back in batches through a bounded channel. Nothing above the scan
 may notice: results over a 200,000-row table (full scans, key ranges, aggregates, joins,
 LIMIT), the transaction's own uncommitted inserts, updates and deletes seen by its large
@@ -35,8 +35,8 @@ STATEMENTS = [
     "SELECT g, count(*), sum(id) FROM ps GROUP BY g ORDER BY g",
     "SELECT id, t FROM ps WHERE g = 999 ORDER BY id",
     "SELECT count(*), sum(a.g + b.g) FROM ps a JOIN ps b ON a.id = b.id + 7",
-    "SELECT count(*) FROM (SELECT id FROM ps LIMIT 7000) s",
-    "SELECT count(*) FROM (SELECT id FROM ps WHERE id > 100 LIMIT 12345) s",
+    "SELECT count(*) FROM (SELECT id FROM ps LIMIT 40000) s",
+    "SELECT count(*) FROM (SELECT id FROM ps WHERE id > 100 LIMIT 52345) s",
     "SELECT id FROM ps ORDER BY id DESC LIMIT 5",
     "SELECT count(*) FROM ps WHERE id IN (SELECT id * 3 FROM ps)",
     "SELECT sum(1 / (g - 500)) FROM ps",  # 22012 part-way through the scan
@@ -140,8 +140,8 @@ def test_repeatable_read_scan_keeps_its_snapshot(loaded):
 def test_limit_ends_the_producer(loaded):
     meridian, _ = loaded
     with meridian.connect(autocommit=True) as conn:
-        for _ in range(50):
-            assert conn.execute("SELECT count(*) FROM (SELECT id FROM ps LIMIT 9000) s").fetchone() == (9000,)
+        for _ in range(30):
+            assert conn.execute("SELECT count(*) FROM (SELECT id FROM ps LIMIT 45000) s").fetchone() == (45000,)
         # An error part-way through a scan drops it too.
         with pytest.raises(psycopg.errors.DivisionByZero):
             conn.execute("SELECT sum(1 / (g - 500)) FROM ps")

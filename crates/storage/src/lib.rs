@@ -34,7 +34,7 @@ mod syncer;
 
 pub use bulk::{BulkLoad, Chunk};
 pub use intents::{prefix_successor, IntentIter};
-pub use scan::{ScanIter, StoredKey};
+pub use scan::{ScanIter, StoredKey, PIPELINE_AFTER};
 
 use rotation::MemtableRotation;
 

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storage::{Store, StoreOptions, Timestamp, Write, WriteOp};
+use storage::{Store, StoreOptions, Timestamp, Write, WriteOp, PIPELINE_AFTER};
 
 const REL: u64 = 7;
-const KEYS: u32 = 30_000;
+const KEYS: u32 = 120_000;
 
 fn key(i: u32) -> Vec<u8> {
     // Every fourth key has a 0x00 byte (escaped in storage).
@@ -84,13 +84,13 @@ fn scans_match_the_model_and_a_dropped_scan_stops_its_thread() {
     write(&s, &mut model, &|i| Some(Some(format!("v10-{i}"))), 10);
     write(&s, &mut model, &|i| (i % 3 == 0).then(|| Some(format!("v20-{i}"))), 20);
     // A long deleted run, then scattered deletes.
-    write(&s, &mut model, &|i| (i % 5 == 0 || (5_000..15_000).contains(&i)).then_some(None), 30);
+    write(&s, &mut model, &|i| (i % 5 == 0 || (5_000..45_000).contains(&i)).then_some(None), 30);
     write(&s, &mut model, &|i| (i % 7 == 0).then(|| Some(format!("v40-{i}"))), 40);
 
     let bounds = [
         (Bound::Unbounded, Bound::Unbounded),
         (Bound::Included(key(100)), Bound::Excluded(key(200))),
-        (Bound::Excluded(key(1_000)), Bound::Included(key(29_000))),
+        (Bound::Excluded(key(1_000)), Bound::Included(key(119_000))),
         (Bound::Included(key(4_000)), Bound::Unbounded),
     ];
     for snap in [5, 10, 25, 35, 45] {
@@ -103,7 +103,7 @@ fn scans_match_the_model_and_a_dropped_scan_stops_its_thread() {
     // A scan's rows are those of its snapshot of the store, whatever is written while
     // it runs on its producer thread.
     let mut during = s.scan(REL, &Bound::Unbounded, &Bound::Unbounded, 45);
-    let first: Vec<_> = during.by_ref().take(10_000).map(|r| r.unwrap()).collect();
+    let first: Vec<_> = during.by_ref().take(PIPELINE_AFTER + 10_000).map(|r| r.unwrap()).collect();
     write(&s, &mut model, &|i| Some(Some(format!("v50-{i}"))), 50);
     let rest: Vec<_> = during.map(|r| r.unwrap()).collect();
     let all: Vec<_> = first.into_iter().chain(rest).map(|(k, r)| (k.user_key(), String::from_utf8(r.to_vec()).unwrap())).collect();
@@ -112,8 +112,8 @@ fn scans_match_the_model_and_a_dropped_scan_stops_its_thread() {
     // Dropped midway (a LIMIT): its thread ends.
     for _ in 0..20 {
         let mut scan = s.scan(REL, &Bound::Unbounded, &Bound::Unbounded, 45);
-        assert_eq!(scan.by_ref().take(6_000).count(), 6_000);
-        assert!(scan_threads() >= 1, "a scan past 6,000 rows reads on its own thread");
+        assert_eq!(scan.by_ref().take(PIPELINE_AFTER + 1_000).count(), PIPELINE_AFTER + 1_000);
+        assert!(scan_threads() >= 1, "a scan past PIPELINE_AFTER rows reads on its own thread");
         drop(scan);
     }
     let start = Instant::now();
