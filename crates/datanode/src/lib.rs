@@ -715,6 +715,8 @@ impl Datanode {
             .and_then(|v| v.row))
     }
 
+    /// The rows of `rel` in `[lo, hi)` (user-key bounds) at `snapshot` with their keys,
+    /// the transaction's own writes merged in, in key order.
     pub async fn scan<'a>(
         &'a self,
         txn: &'a Txn,
@@ -722,7 +724,33 @@ impl Datanode {
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
-    ) -> PgResult<Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'a>> {
+    ) -> PgResult<ScanRows<'a, (Vec<u8>, RowBytes)>> {
+        let merged = self.merged_scan(txn, rel, lo, hi, snapshot).await?;
+        Ok(Box::new(merged.map(|r| r.map(|(key, row)| (key.into_vec(), row)))))
+    }
+
+    /// `scan` without the keys, which most scans never read: a stored row's key is not
+    /// decoded.
+    pub async fn scan_rows<'a>(
+        &'a self,
+        txn: &'a Txn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+    ) -> PgResult<ScanRows<'a, RowBytes>> {
+        let merged = self.merged_scan(txn, rel, lo, hi, snapshot).await?;
+        Ok(Box::new(merged.map(|r| r.map(|(_, row)| row))))
+    }
+
+    async fn merged_scan<'a>(
+        &'a self,
+        txn: &'a Txn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+    ) -> PgResult<MergeIter<'a>> {
         self.wait_unowned(txn, rel).await?;
         // Every transaction that registered before this point and may commit at <= snapshot
         // is waited out; any that registers later gets a commit ts > snapshot.
@@ -742,10 +770,10 @@ impl Datanode {
             (Some(memory), None) => Box::new(memory.map(|(k, v)| Ok((k.clone(), v.clone())))),
             (None, None) => Box::new(std::iter::empty()),
         };
-        Ok(Box::new(MergeIter {
+        Ok(MergeIter {
             stored: stored.peekable(),
             own: own.peekable(),
-        }))
+        })
     }
 
     /// Takes the row's exclusive lock, waiting (with deadlock detection) if need be.
@@ -1395,43 +1423,62 @@ fn range_nonempty(lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// A scan's rows: `Datanode::scan` (with keys) and `Datanode::scan_rows`.
+pub type ScanRows<'a, T> = Box<dyn Iterator<Item = PgResult<T>> + Send + 'a>;
+
+/// The key of a merged row: a stored row's is decoded only if asked for.
+enum ScanKey {
+    Stored(storage::StoredKey),
+    Own(Vec<u8>),
+}
+
+impl ScanKey {
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            ScanKey::Stored(k) => k.user_key(),
+            ScanKey::Own(k) => k,
+        }
+    }
+}
+
+/// Stored rows with the transaction's own writes merged over them, in key order.
 struct MergeIter<'a> {
     stored: std::iter::Peekable<storage::ScanIter>,
     own: std::iter::Peekable<OwnIter<'a>>,
 }
 
 impl Iterator for MergeIter<'_> {
-    type Item = PgResult<(Vec<u8>, RowBytes)>;
+    type Item = PgResult<(ScanKey, RowBytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let stored = |r: PgResult<(storage::StoredKey, RowBytes)>| r.map(|(k, row)| (ScanKey::Stored(k), row));
         loop {
             if self.own.peek().is_none() {
-                return self.stored.next(); // the common case: nothing of our own (left) here
+                // the common case: nothing of our own (left) here
+                return self.stored.next().map(stored);
             }
             let take_own = match (self.stored.peek(), self.own.peek()) {
                 (None, None) => return None,
-                (Some(Err(_)), _) => return self.stored.next(),
+                (Some(Err(_)), _) => return self.stored.next().map(stored),
                 (_, Some(Err(_))) | (None, Some(_)) => true,
                 (Some(_), None) => false,
-                (Some(Ok((sk, _))), Some(Ok((ok, _)))) => {
-                    if ok.as_slice() <= sk.as_slice() {
-                        if ok.as_slice() == sk.as_slice() {
-                            self.stored.next(); // shadowed by our own write
-                        }
+                (Some(Ok((sk, _))), Some(Ok((ok, _)))) => match sk.cmp_user_key(ok) {
+                    std::cmp::Ordering::Less => false,
+                    std::cmp::Ordering::Equal => {
+                        self.stored.next(); // shadowed by our own write
                         true
-                    } else {
-                        false
                     }
-                }
+                    std::cmp::Ordering::Greater => true,
+                },
             };
             if take_own {
                 match self.own.next().expect("peeked") {
-                    Ok((k, Some(row))) => return Some(Ok((k, row))),
+                    Ok((k, Some(row))) => return Some(Ok((ScanKey::Own(k), row))),
                     Ok((_, None)) => continue, // our own delete
                     Err(e) => return Some(Err(e)),
                 }
             } else {
-                return self.stored.next();
+                return self.stored.next().map(stored);
             }
         }
     }

@@ -29,10 +29,12 @@ use std::time::{Duration, Instant};
 mod bulk;
 mod intents;
 mod rotation;
+mod scan;
 mod syncer;
 
 pub use bulk::{BulkLoad, Chunk};
 pub use intents::{prefix_successor, IntentIter};
+pub use scan::{ScanIter, StoredKey, PIPELINE_AFTER};
 
 use rotation::MemtableRotation;
 
@@ -118,19 +120,26 @@ pub fn decode_version(k: &[u8]) -> PgResult<(RelId, Vec<u8>, Timestamp)> {
         return Err(PgError::internal("storage: malformed data key"));
     }
     let rel = u64::from_be_bytes(k[..8].try_into().unwrap());
-    let (body, ts) = k[8..].split_at(k.len() - 8 - TS_LEN);
-    let ts = !u64::from_be_bytes(ts.try_into().unwrap());
-    let body = &body[..body.len() - 2];
+    let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+    let body = key_body(k);
     let mut key = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        key.push(body[i]);
-        if body[i] == 0 {
-            i += 1; // skip the 0xFF escape
-        }
-        i += 1;
-    }
+    key.extend(unescape(body));
     Ok((rel, key, ts))
+}
+
+/// `escape(user_key)` of a data key at least `8 + 2 + TS_LEN` bytes long.
+fn key_body(k: &[u8]) -> &[u8] {
+    &k[8..k.len() - 2 - TS_LEN]
+}
+
+/// The bytes of the user key that `escape` wrote as `body`.
+fn unescape(body: &[u8]) -> impl Iterator<Item = u8> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let b = *body.get(i)?;
+        i += if b == 0 { 2 } else { 1 }; // a 0x00 is followed by its 0xFF escape
+        Some(b)
+    })
 }
 
 fn rel_start(rel: RelId) -> Vec<u8> {
@@ -584,12 +593,7 @@ impl Store {
         } else {
             None
         };
-        ScanIter {
-            iter,
-            snapshot,
-            skip: Vec::new(),
-            have_skip: false,
-        }
+        ScanIter::new(iter, snapshot)
     }
 
     fn space(&self, space: Space) -> &Keyspace {
@@ -1183,50 +1187,6 @@ fn poll_briefly(rx: &mpsc::Receiver<Msg>) -> Option<Msg> {
             Err(mpsc::TryRecvError::Disconnected) => return None,
             Err(mpsc::TryRecvError::Empty) if start.elapsed() >= WRITER_POLL => return None,
             Err(mpsc::TryRecvError::Empty) => std::thread::yield_now(),
-        }
-    }
-}
-
-/// Iterator over the live rows of a range as of a snapshot.
-pub struct ScanIter {
-    iter: Option<fjall::Iter>,
-    snapshot: Timestamp,
-    skip: Vec<u8>,
-    have_skip: bool,
-}
-
-impl Iterator for ScanIter {
-    type Item = PgResult<(Vec<u8>, Bytes)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let iter = self.iter.as_mut()?;
-        loop {
-            let g = iter.next()?;
-            let (k, v) = match g.into_inner() {
-                Ok(kv) => kv,
-                Err(e) => return Some(Err(io_err("scan", e))),
-            };
-            if k.len() < 8 + 2 + TS_LEN {
-                return Some(Err(PgError::internal("storage: malformed data key")));
-            }
-            let p = &k[..k.len() - TS_LEN];
-            if self.have_skip && p == self.skip.as_slice() {
-                continue;
-            }
-            let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
-            if ts > self.snapshot {
-                continue;
-            }
-            self.skip.clear();
-            self.skip.extend_from_slice(p);
-            self.have_skip = true;
-            match decode_value(v) {
-                Err(e) => return Some(Err(e)),
-                Ok(None) => continue,
-                Ok(Some(row)) => {
-                    return Some(decode_version(&k).map(|(_, key, _)| (key, row)));
-                }
-            }
         }
     }
 }

@@ -11,7 +11,7 @@ use spill::row_size;
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
 use sql::eval::EvalCtx;
 use crate::system;
-use datanode::RowBytes;
+use datanode::{RowBytes, ScanRows};
 use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::*;
@@ -154,21 +154,15 @@ impl Node for FileRows<'_> {
     }
 }
 
-/// A table's rows with their storage keys, by primary key, key range or in full.
-pub(super) enum KeyedScan<'e> {
-    One(Option<(Vec<u8>, RowBytes)>),
-    Range(Box<dyn Iterator<Item = PgResult<(Vec<u8>, RowBytes)>> + Send + 'e>),
+/// What an access path reads: one key, or a range of keys.
+enum Target {
+    Key(Vec<u8>),
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
 }
 
-impl<'e> KeyedScan<'e> {
-    /// None if `access` matches nothing (a NULL key or bound).
-    pub(super) async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<KeyedScan<'e>>> {
-        Self::open_after(ex, table, access, outer, None).await
-    }
-
-    /// `open`, for the rows whose keys follow `after` only (a statement that goes on
-    /// where its previous batch ended: `Executor::keyed_rows`).
-    pub(super) async fn open_after(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<KeyedScan<'e>>> {
+impl Target {
+    /// None if `access` matches nothing (a NULL key or bound), or nothing after `after`.
+    async fn of(ex: &Executor<'_>, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<Target>> {
         let key_of = async |exprs: &[Expr]| -> PgResult<Option<Vec<u8>>> {
             let mut values = Vec::with_capacity(exprs.len());
             for e in exprs {
@@ -182,8 +176,7 @@ impl<'e> KeyedScan<'e> {
                 if after.is_some_and(|after| key.as_slice() <= after) {
                     return Ok(None);
                 }
-                let row = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?;
-                return Ok(Some(KeyedScan::One(row.map(|bytes| (key, bytes)))));
+                return Ok(Some(Target::Key(key)));
             }
             Access::Full => (Bound::Unbounded, Bound::Unbounded),
             Access::KeyRange { lower, upper } => {
@@ -199,7 +192,33 @@ impl<'e> KeyedScan<'e> {
         };
         // A key the scan returned lies within its bounds: past it is past the lower bound.
         let lo = after.map_or(lo, |after| Bound::Excluded(after.to_vec()));
-        Ok(Some(KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)))
+        Ok(Some(Target::Range(lo, hi)))
+    }
+}
+
+/// A table's rows with their storage keys, by primary key, key range or in full.
+pub(super) enum KeyedScan<'e> {
+    One(Option<(Vec<u8>, RowBytes)>),
+    Range(ScanRows<'e, (Vec<u8>, RowBytes)>),
+}
+
+impl<'e> KeyedScan<'e> {
+    /// None if `access` matches nothing (a NULL key or bound).
+    pub(super) async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<KeyedScan<'e>>> {
+        Self::open_after(ex, table, access, outer, None).await
+    }
+
+    /// `open`, for the rows whose keys follow `after` only (a statement that goes on
+    /// where its previous batch ended: `Executor::keyed_rows`).
+    pub(super) async fn open_after(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<KeyedScan<'e>>> {
+        Ok(Some(match Target::of(ex, access, outer, after).await? {
+            None => return Ok(None),
+            Some(Target::Key(key)) => {
+                let row = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?;
+                KeyedScan::One(row.map(|bytes| (key, bytes)))
+            }
+            Some(Target::Range(lo, hi)) => KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?),
+        }))
     }
 
     pub(super) fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
@@ -210,9 +229,32 @@ impl<'e> KeyedScan<'e> {
     }
 }
 
+/// A table's rows without their keys (`Scan`).
+enum RowScan<'e> {
+    One(Option<RowBytes>),
+    Range(ScanRows<'e, RowBytes>),
+}
+
+impl<'e> RowScan<'e> {
+    async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<RowScan<'e>>> {
+        Ok(Some(match Target::of(ex, access, outer, None).await? {
+            None => return Ok(None),
+            Some(Target::Key(key)) => RowScan::One(ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?),
+            Some(Target::Range(lo, hi)) => RowScan::Range(ex.dn.scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot).await?),
+        }))
+    }
+
+    fn next_row(&mut self) -> Option<PgResult<RowBytes>> {
+        match self {
+            RowScan::One(row) => row.take().map(Ok),
+            RowScan::Range(iter) => iter.next(),
+        }
+    }
+}
+
 enum ScanState<'e> {
     Start,
-    Open(KeyedScan<'e>),
+    Open(RowScan<'e>),
     Done,
 }
 
@@ -230,7 +272,7 @@ impl Node for Scan<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
             if let ScanState::Start = self.state {
-                self.state = match KeyedScan::open(self.ex, self.table, self.access, &self.outer).await? {
+                self.state = match RowScan::open(self.ex, self.table, self.access, &self.outer).await? {
                     Some(scan) => ScanState::Open(scan),
                     None => ScanState::Done,
                 };
@@ -240,7 +282,7 @@ impl Node for Scan<'_> {
             while batch.len() < BATCH {
                 match scan.next_row() {
                     Some(item) => {
-                        let bytes = item?.1;
+                        let bytes = item?;
                         batch.push(match &self.used {
                             Some(used) => types::codec::decode_row_columns(&bytes, used)?,
                             None => decode(&bytes, self.table)?,
