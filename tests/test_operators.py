@@ -91,6 +91,12 @@ STATEMENTS = [
     "SELECT count(*), sum(a.i4 - b.g) FROM ops_t a JOIN ops_t b ON a.g = b.id",
     "SELECT count(*), count(b.id), sum(b.i2) FROM ops_t a LEFT JOIN ops_t b ON a.i2 = b.id",
     "SELECT count(*), sum(b.i8 % 1000) FROM ops_t a JOIN ops_t b ON a.i4 % 20000 = b.id AND a.t = b.t",
+    # integer column keys decide the match without the condition: widths mixed, NULLs,
+    # negatives and the int8 extremes
+    "SELECT count(*), sum(a.id), sum(b.id) FROM ops_t a JOIN ops_t b ON a.i2 = b.i4",
+    "SELECT count(*), sum(a.id - b.id) FROM ops_t a JOIN ops_t b ON a.i8 = b.i8",
+    "SELECT count(*), count(b.id) FROM ops_t a LEFT JOIN ops_t b ON a.g = b.i2 AND a.id = b.id",
+    "SELECT count(*), count(b.id) FROM ops_t a LEFT JOIN ops_t b ON a.g = b.i2 AND a.id < b.id",
 ]
 
 

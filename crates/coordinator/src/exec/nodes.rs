@@ -539,6 +539,9 @@ struct JoinNode<'e> {
     lateral: bool,
     /// Equalities of the condition usable as hash keys: (left side, right side).
     hash_keys: Vec<(&'e Expr, &'e Expr)>,
+    /// Whether rows of equal hash keys satisfy the condition without evaluating it
+    /// (`keys_decide`).
+    keys_decide: bool,
     inner: Option<Inner>,
     pending: std::vec::IntoIter<Row>,
     probe: Option<Probe>,
@@ -618,6 +621,7 @@ impl<'e> JoinNode<'e> {
     #[allow(clippy::too_many_arguments)]
     fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, right_used: Used, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
         let hash_keys = if lateral { Vec::new() } else { on.map(|on| equi_keys(on, left_width)).unwrap_or_default() };
+        let keys_decide = on.is_some_and(|on| keys_decide(on, &hash_keys));
         JoinNode {
             ex,
             outer,
@@ -629,6 +633,7 @@ impl<'e> JoinNode<'e> {
             on,
             lateral,
             hash_keys,
+            keys_decide,
             inner: None,
             pending: Vec::new().into_iter(),
             probe: None,
@@ -810,7 +815,7 @@ impl Node for JoinNode<'_> {
                     let mut joined = Vec::with_capacity(probe.left.len() + r.len());
                     joined.extend_from_slice(&probe.left);
                     joined.extend_from_slice(r);
-                    if self.ex.matches(&self.outer, self.on, &joined).await? {
+                    if self.keys_decide || self.ex.matches(&self.outer, self.on, &joined).await? {
                         probe.matched = true;
                         out.push(joined);
                     }
@@ -871,17 +876,7 @@ async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row
 /// columns only and `r` over the right side's (or the reverse), of one type family, so
 /// that equal values have equal key encodings.
 fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
-    let mut conjuncts = Vec::new();
-    let mut stack = vec![on];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => {
-                stack.push(a);
-                stack.push(b);
-            }
-            other => conjuncts.push(other),
-        }
-    }
+    let conjuncts = conjuncts(on);
     let side = |e: &Expr| -> Option<bool> {
         // Some(true): left columns only; Some(false): right only; None: both, neither,
         // or something the key may not be computed from.
@@ -914,6 +909,32 @@ fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
             _ => None,
         })
         .collect()
+}
+
+/// The conjuncts of `e` (its operands of AND, at any depth).
+fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    let mut conjuncts = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+            other => conjuncts.push(other),
+        }
+    }
+    conjuncts
+}
+
+/// Whether the join condition `on` holds for every pair of rows with equal hash keys, so
+/// that the probe need not evaluate it: each conjunct is one of the key equalities, and
+/// each of those compares integer columns (the key encodings of non-NULL integers are
+/// equal exactly when the values are; NULL keys never reach the probe). Computed keys
+/// are left to the condition (a volatile function would give another value there).
+fn keys_decide(on: &Expr, hash_keys: &[(&Expr, &Expr)]) -> bool {
+    let int_column = |e: &Expr| matches!(e, Expr::Column { depth: 0, ty: DataType::Int2 | DataType::Int4 | DataType::Int8, .. });
+    conjuncts(on).len() == hash_keys.len() && hash_keys.iter().all(|(l, r)| int_column(l) && int_column(r))
 }
 
 /// Hash aggregation. Past work_mem, the rows of groups not yet in memory go to
