@@ -33,7 +33,7 @@ use sql::functions::ScalarFunc;
 use sql::plan::*;
 use sql::subquery::SubqueryResult;
 use sql::TableDef;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use types::Value;
@@ -91,7 +91,9 @@ pub struct StatementState<'a> {
 
 #[derive(Default)]
 struct SubqueryCache {
-    results: HashMap<(usize, Vec<u8>), Arc<SubqueryResult>>,
+    /// Looked up on every evaluation of a subquery expression (per row of a hashed IN):
+    /// FxHash, where SipHash took 3 % of such a query's instructions.
+    results: FxHashMap<(usize, Vec<u8>), Arc<SubqueryResult>>,
     bytes: usize,
 }
 

@@ -8,7 +8,7 @@
 use crate::{SpillDir, FILE_BUFFER_BYTES};
 use pgerror::PgResult;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, Write};
 use types::codec::{decode_row, encode_row_parts};
 use types::Value;
 
@@ -129,6 +129,21 @@ impl RowReader {
     }
 
     fn read_row(&mut self) -> PgResult<Vec<Value>> {
+        // Most rows lie whole in the read buffer: decoded there, without a copy or a
+        // read call per length byte.
+        let buffered = self.input.fill_buf().map_err(|e| self.dir.error("read from", e))?;
+        if let Some((len, at)) = varint_in(buffered) {
+            if let Some(end) = usize::try_from(len).ok().and_then(|len| at.checked_add(len)).filter(|&end| end <= buffered.len()) {
+                let row = decode_row(&buffered[at..end]);
+                self.input.consume(end);
+                return row;
+            }
+        }
+        self.read_row_across()
+    }
+
+    /// `read_row` of a row that continues past the read buffer.
+    fn read_row_across(&mut self) -> PgResult<Vec<Value>> {
         let len = read_varint(&mut self.input).map_err(|e| self.dir.error("read from", e))?;
         // a length past the file's size is damage, not an allocation to make
         let len = usize::try_from(len).ok().filter(|l| (*l as u64) <= self.bytes).ok_or_else(|| {
@@ -168,6 +183,18 @@ fn put_varint(buf: &mut [u8; 10], mut v: u64) -> &[u8] {
     }
     buf[n] = v as u8;
     &buf[..=n]
+}
+
+/// A varint at the start of `bytes` and the bytes it takes; None if it does not end there.
+fn varint_in(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in bytes.iter().take(10).enumerate() {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
 
 fn read_varint(input: &mut impl Read) -> std::io::Result<u64> {

@@ -48,13 +48,20 @@ impl SubqueryResult {
 #[derive(Debug)]
 pub struct InSet {
     values: Vec<Value>,
-    /// Key encodings of the non-NULL values. Equal values of one type family encode
-    /// alike (all integer widths, say), so a probe of that family is answered here.
-    keys: FxHashSet<Vec<u8>>,
-    /// The key tag (first byte) shared by all non-NULL values, if they share one.
-    tag: Option<u8>,
-    mixed: bool,
+    keys: InKeys,
     has_null: bool,
+}
+
+/// The non-NULL values, hashed. Equal values of one type family encode alike (all
+/// integer widths, say), so a probe of that family is answered here.
+#[derive(Debug)]
+enum InKeys {
+    /// All of them integers (of any width): by value, without a key encoding to build
+    /// per value and per probe.
+    Ints(FxHashSet<i64>),
+    /// Their key encodings, with the key tag (first byte) all share if they share one
+    /// (`mixed`: they do not).
+    Encoded { keys: FxHashSet<Vec<u8>>, tag: Option<u8>, mixed: bool },
 }
 
 fn key_of(v: &Value) -> Vec<u8> {
@@ -63,24 +70,35 @@ fn key_of(v: &Value) -> Vec<u8> {
     key
 }
 
+fn int_of(v: &Value) -> Option<i64> {
+    match v {
+        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) => v.as_i64(),
+        _ => None,
+    }
+}
+
 impl InSet {
     fn new(values: Vec<Value>) -> InSet {
-        let mut set = InSet { keys: FxHashSet::with_capacity_and_hasher(values.len(), Default::default()), values: Vec::new(), tag: None, mixed: false, has_null: false };
-        for v in &values {
-            if v.is_null() {
-                set.has_null = true;
-                continue;
+        let has_null = values.iter().any(Value::is_null);
+        let ints: Option<FxHashSet<i64>> = values.iter().filter(|v| !v.is_null()).map(int_of).collect();
+        let keys = match ints {
+            Some(ints) => InKeys::Ints(ints),
+            None => {
+                let (mut tag, mut mixed) = (None, false);
+                let mut keys = FxHashSet::with_capacity_and_hasher(values.len(), Default::default());
+                for v in values.iter().filter(|v| !v.is_null()) {
+                    let key = key_of(v);
+                    match tag {
+                        None => tag = Some(key[0]),
+                        Some(t) if t != key[0] => mixed = true,
+                        _ => {}
+                    }
+                    keys.insert(key);
+                }
+                InKeys::Encoded { keys, tag, mixed }
             }
-            let key = key_of(v);
-            match set.tag {
-                None => set.tag = Some(key[0]),
-                Some(t) if t != key[0] => set.mixed = true,
-                _ => {}
-            }
-            set.keys.insert(key);
-        }
-        set.values = values;
-        set
+        };
+        InSet { values, keys, has_null }
     }
 
     /// SQL `v [NOT] IN (values)`.
@@ -92,12 +110,17 @@ impl InSet {
         if v.is_null() {
             return Value::Null;
         }
-        let key = key_of(v);
-        if self.mixed || self.tag.is_some_and(|t| t != key[0]) {
-            // Values of several type families: compare one by one, as the operator would.
-            return in_values(v, self.values.iter(), negated);
-        }
-        if self.keys.contains(&key) {
+        let found = match (&self.keys, int_of(v)) {
+            (InKeys::Ints(ints), Some(i)) => Some(ints.contains(&i)),
+            (InKeys::Ints(ints), None) => ints.is_empty().then_some(false),
+            (InKeys::Encoded { keys, tag, mixed }, _) => {
+                let key = key_of(v);
+                (!mixed && tag.is_none_or(|t| t == key[0])).then(|| keys.contains(&key))
+            }
+        };
+        // None: values of several type families, compared one by one as the operator would
+        let Some(found) = found else { return in_values(v, self.values.iter(), negated) };
+        if found {
             Value::Bool(!negated)
         } else if self.has_null {
             Value::Null

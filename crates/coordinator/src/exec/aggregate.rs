@@ -6,8 +6,7 @@ use super::{group_key, Row};
 use pgerror::PgResult;
 use sql::functions::AggFunc;
 use sql::plan::{AggCall, Expr};
-use rustc_hash::FxHashMap;
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use types::ops::{self, BinaryOp};
 use types::{DataType, Value};
 
@@ -27,7 +26,10 @@ pub(super) struct Aggregator<'p, 'm> {
     group_by: &'p [Expr],
     aggs: &'p [AggCall],
     init: Vec<AggState>,
-    groups: Vec<(Vec<Value>, Vec<AggState>, Vec<HashSet<Vec<u8>>>)>,
+    /// Per group: its key values, its states, and per aggregate the DISTINCT values seen
+    /// (empty when no aggregate is DISTINCT: no allocation per group for nothing).
+    groups: Vec<(Vec<Value>, Vec<AggState>, Vec<FxHashSet<Vec<u8>>>)>,
+    any_distinct: bool,
     index: FxHashMap<Vec<u8>, usize>,
     /// The current row's group key (reused: a key is copied only for a new group).
     key: Vec<u8>,
@@ -35,7 +37,9 @@ pub(super) struct Aggregator<'p, 'm> {
 }
 
 /// One input row's contribution: its group key values and each aggregate's argument
-/// (None where the aggregate takes nothing from this row).
+/// (None where the aggregate takes nothing from this row). One is reused for every row:
+/// `Aggregator::push` takes what it keeps out of it.
+#[derive(Default)]
 pub(super) struct AggInput {
     pub(super) keys: Vec<Value>,
     pub(super) args: Vec<Option<Value>>,
@@ -52,7 +56,8 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                 _ => AggState::Value(Value::Null),
             })
             .collect();
-        Aggregator { group_by, aggs, init, groups: Vec::new(), index: FxHashMap::default(), key: Vec::new(), held: Held::new(account) }
+        let any_distinct = aggs.iter().any(|a| a.distinct);
+        Aggregator { group_by, aggs, init, groups: Vec::new(), any_distinct, index: FxHashMap::default(), key: Vec::new(), held: Held::new(account) }
     }
 
     pub(super) fn group_by(&self) -> &'p [Expr] {
@@ -73,10 +78,11 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         self.index.contains_key(key)
     }
 
-    pub(super) fn push(&mut self, input: AggInput) -> PgResult<()> {
+    /// Adds `input` to its group, taking its arguments (and its keys for a new group).
+    pub(super) fn push(&mut self, input: &mut AggInput) -> PgResult<()> {
         // Without GROUP BY there is one group: no key to encode and look up per row.
         if self.group_by.is_empty() && !self.groups.is_empty() {
-            return self.accumulate_into(0, input.args);
+            return self.accumulate_into(0, &mut input.args);
         }
         self.key.clear();
         types::codec::encode_key(&input.keys, &mut self.key);
@@ -84,19 +90,23 @@ impl<'p, 'm> Aggregator<'p, 'm> {
             Some(&i) => i,
             None => {
                 self.held.charge(row_size(&input.keys) + self.key.len() + self.aggs.len() * std::mem::size_of::<AggState>())?;
-                self.groups.push((input.keys, self.init.clone(), vec![HashSet::new(); self.aggs.len()]));
+                let seen = if self.any_distinct { vec![FxHashSet::default(); self.aggs.len()] } else { Vec::new() };
+                self.groups.push((std::mem::take(&mut input.keys), self.init.clone(), seen));
                 self.index.insert(self.key.clone(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
-        self.accumulate_into(slot, input.args)
+        self.accumulate_into(slot, &mut input.args)
     }
 
-    fn accumulate_into(&mut self, slot: usize, args: Vec<Option<Value>>) -> PgResult<()> {
+    fn accumulate_into(&mut self, slot: usize, args: &mut [Option<Value>]) -> PgResult<()> {
         let (_, states, seen) = &mut self.groups[slot];
         for (i, (a, v)) in self.aggs.iter().zip(args).enumerate() {
-            let Some(v) = v else { continue };
+            let Some(v) = v.take() else { continue };
             if v.is_null() && a.func != AggFunc::ArrayAgg {
+                continue;
+            }
+            if !a.distinct && accumulate_in_place(&mut states[i], a.func, &v) {
                 continue;
             }
             if a.distinct {
@@ -129,6 +139,32 @@ impl<'p, 'm> Aggregator<'p, 'm> {
             })
             .collect()
     }
+}
+
+/// The commonest updates, made in place without an operator call: count, sum of int2 or
+/// int4 (into int8) while it does not overflow, min and max of int4 or int8. False where
+/// `accumulate` must run (then nothing was changed).
+fn accumulate_in_place(state: &mut AggState, func: AggFunc, v: &Value) -> bool {
+    let cur = match state {
+        AggState::Count(n) => {
+            *n += 1;
+            return true;
+        }
+        AggState::Value(cur) => cur,
+        _ => return false,
+    };
+    match (func, cur, v) {
+        (AggFunc::Sum, Value::Int8(sum), Value::Int2(_) | Value::Int4(_)) => match v.as_i64().and_then(|x| sum.checked_add(x)) {
+            Some(s) => *sum = s,
+            None => return false, // past int8: `accumulate` raises 22003
+        },
+        (AggFunc::Min, Value::Int4(c), Value::Int4(x)) => *c = (*c).min(*x),
+        (AggFunc::Max, Value::Int4(c), Value::Int4(x)) => *c = (*c).max(*x),
+        (AggFunc::Min, Value::Int8(c), Value::Int8(x)) => *c = (*c).min(*x),
+        (AggFunc::Max, Value::Int8(c), Value::Int8(x)) => *c = (*c).max(*x),
+        _ => return false,
+    }
+    true
 }
 
 fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
@@ -225,20 +261,31 @@ impl AggInput {
         group_key(&self.keys)
     }
 
-    /// As a row for a spill file: the key values, then each argument as a one-element
-    /// array (NULL where the aggregate takes nothing from this row).
-    pub(super) fn into_row(self) -> Row {
-        let mut row = self.keys;
-        row.extend(self.args.into_iter().map(|a| a.map_or(Value::Null, |v| Value::Array(vec![v]))));
+    /// As a row for a spill file: the key values, then each argument (of `aggs`), NULL
+    /// where the aggregate takes nothing from this row: all but array_agg skip NULL
+    /// arguments anyway, and array_agg's is wrapped in a one-element array to tell a NULL
+    /// argument from none. Leaves `self` empty.
+    pub(super) fn take_row(&mut self, aggs: &[AggCall]) -> Row {
+        let mut row = std::mem::take(&mut self.keys);
+        row.extend(self.args.drain(..).zip(aggs).map(|(arg, a)| match arg {
+            Some(v) if a.func == AggFunc::ArrayAgg => Value::Array(vec![v]),
+            Some(v) => v,
+            None => Value::Null,
+        }));
         row
     }
 
-    /// The inverse of `into_row`, for an aggregation with `keys` group keys.
-    pub(super) fn from_row(mut row: Row, keys: usize) -> AggInput {
-        let args = row.split_off(keys).into_iter().map(|a| match a {
-            Value::Array(mut v) => v.pop(),
-            _ => None,
-        });
-        AggInput { keys: row, args: args.collect() }
+    /// The inverse of `take_row`, for an aggregation with `keys` group keys.
+    pub(super) fn from_row(mut row: Row, keys: usize, aggs: &[AggCall]) -> AggInput {
+        let args = row
+            .drain(keys..)
+            .zip(aggs)
+            .map(|(v, a)| match v {
+                Value::Array(mut v) if a.func == AggFunc::ArrayAgg => v.pop(),
+                Value::Null => None,
+                v => Some(v),
+            })
+            .collect();
+        AggInput { keys: row, args }
     }
 }

@@ -16,8 +16,7 @@ use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::*;
 use sql::TableDef;
-use rustc_hash::FxHashMap;
-use std::collections::HashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 use types::ops::{self, BinaryOp};
@@ -444,7 +443,7 @@ impl Node for Concat<'_> {
 struct DistinctNode<'e> {
     ex: &'e Executor<'e>,
     inputs: Vec<BoxNode<'e>>,
-    seen: HashSet<Vec<u8>>,
+    seen: FxHashSet<Vec<u8>>,
     held: Held<'e>,
     spilled: Option<KeyedPartitions>,
     pending: Vec<spill::Partition>,
@@ -452,7 +451,7 @@ struct DistinctNode<'e> {
 
 impl<'e> DistinctNode<'e> {
     fn new(ex: &'e Executor<'e>, inputs: Vec<BoxNode<'e>>) -> Self {
-        DistinctNode { ex, inputs, seen: HashSet::new(), held: Held::new(&ex.state.memory), spilled: None, pending: Vec::new() }
+        DistinctNode { ex, inputs, seen: FxHashSet::default(), held: Held::new(&ex.state.memory), spilled: None, pending: Vec::new() }
     }
 }
 
@@ -468,18 +467,21 @@ impl Node for DistinctNode<'_> {
                 let mut fresh = Vec::new();
                 for r in batch {
                     let key = group_key(&r);
-                    if self.seen.contains(&key) {
-                        continue;
-                    }
                     if self.spilled.is_none() && self.held.bytes() > work_mem {
                         self.spilled = Some(KeyedPartitions::new(&self.ex.state.spill, work_mem));
                     }
                     match &mut self.spilled {
-                        Some(partitions) => partitions.push(key, r)?,
+                        Some(partitions) => {
+                            if !self.seen.contains(&key) {
+                                partitions.push(key, r)?;
+                            }
+                        }
                         None => {
-                            self.held.charge(key.len() + 32)?;
-                            self.seen.insert(key);
-                            fresh.push(r);
+                            let charge = key.len() + 32;
+                            if self.seen.insert(key) {
+                                self.held.charge(charge)?;
+                                fresh.push(r);
+                            }
                         }
                     }
                 }
@@ -489,13 +491,13 @@ impl Node for DistinctNode<'_> {
                 self.ex.pace(0).await;
             }
             if let Some(partitions) = self.spilled.take() {
-                self.seen = HashSet::new();
+                self.seen = FxHashSet::default();
                 self.held.clear();
                 self.pending = partitions.finish()?;
             }
             // Each partition's keys are apart from every other's and from those seen.
             while let Some(partition) = next_fitting(&mut self.pending, work_mem)? {
-                let mut seen = HashSet::new();
+                let mut seen = FxHashSet::default();
                 let mut fresh = Vec::new();
                 for row in partition.read()?.into_iter().flatten() {
                     let (key, row) = split_key(row?);
@@ -579,6 +581,9 @@ struct JoinNode<'e> {
     lateral: bool,
     /// Equalities of the condition usable as hash keys: (left side, right side).
     hash_keys: Vec<(&'e Expr, &'e Expr)>,
+    /// Whether rows of equal hash keys satisfy the condition without evaluating it
+    /// (`keys_decide`).
+    keys_decide: bool,
     inner: Option<Inner>,
     pending: std::vec::IntoIter<Row>,
     probe: Option<Probe>,
@@ -658,6 +663,7 @@ impl<'e> JoinNode<'e> {
     #[allow(clippy::too_many_arguments)]
     fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, right_used: Used, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
         let hash_keys = if lateral { Vec::new() } else { on.map(|on| equi_keys(on, left_width)).unwrap_or_default() };
+        let keys_decide = on.is_some_and(|on| keys_decide(on, &hash_keys));
         JoinNode {
             ex,
             outer,
@@ -669,6 +675,7 @@ impl<'e> JoinNode<'e> {
             on,
             lateral,
             hash_keys,
+            keys_decide,
             inner: None,
             pending: Vec::new().into_iter(),
             probe: None,
@@ -687,15 +694,17 @@ impl<'e> JoinNode<'e> {
         let mut spilled: Option<KeyedPartitions> = None;
         let mut padded = vec![Value::Null; self.left_width];
         while let Some(batch) = node.next().await? {
-            for r in batch {
+            for mut r in batch {
                 if !hashed {
                     self.held.charge(row_size(&r) + 16)?;
                     rows.push(r);
                     continue;
                 }
-                padded.truncate(self.left_width);
-                padded.extend_from_slice(&r);
-                let Some(key) = hash_key(ex, &self.outer, &self.hash_keys, &padded, false).await? else {
+                // the row's values moved behind the NULLs and back: no clone of them
+                padded.append(&mut r);
+                let key = hash_key(ex, &self.outer, &self.hash_keys, &padded, false).await;
+                r.extend(padded.drain(self.left_width..));
+                let Some(key) = key? else {
                     continue; // a NULL key matches nothing, and inner rows are never NULL-extended
                 };
                 if spilled.is_none() && self.held.bytes() > work_mem {
@@ -848,7 +857,7 @@ impl Node for JoinNode<'_> {
                     let mut joined = Vec::with_capacity(probe.left.len() + r.len());
                     joined.extend_from_slice(&probe.left);
                     joined.extend_from_slice(r);
-                    if self.ex.matches(&self.outer, self.on, &joined).await? {
+                    if self.keys_decide || self.ex.matches(&self.outer, self.on, &joined).await? {
                         probe.matched = true;
                         out.push(joined);
                     }
@@ -887,15 +896,16 @@ fn take_at<'r>(rows: &'r [Row], at: &mut usize) -> Option<&'r Row> {
 async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row: &[Value], left_side: bool) -> PgResult<Option<Vec<u8>>> {
     let side = keys.iter().map(|&(l, r)| if left_side { l } else { r });
     let compute = |ctx: &EvalCtx| -> PgResult<Option<Vec<u8>>> {
-        let mut values = Vec::with_capacity(keys.len());
+        // encoded value by value (`group_key` of them all): no vector of the values
+        let mut key = Vec::new();
         for e in side.clone() {
             let v = ctx.eval(e, row)?;
             if v.is_null() {
                 return Ok(None);
             }
-            values.push(v);
+            types::codec::encode_key(std::slice::from_ref(&v), &mut key);
         }
-        Ok(Some(group_key(&values)))
+        Ok(Some(key))
     };
     let now = compute(&ex.ctx(outer));
     match now {
@@ -908,17 +918,7 @@ async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row
 /// columns only and `r` over the right side's (or the reverse), of one type family, so
 /// that equal values have equal key encodings.
 fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
-    let mut conjuncts = Vec::new();
-    let mut stack = vec![on];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => {
-                stack.push(a);
-                stack.push(b);
-            }
-            other => conjuncts.push(other),
-        }
-    }
+    let conjuncts = conjuncts(on);
     let side = |e: &Expr| -> Option<bool> {
         // Some(true): left columns only; Some(false): right only; None: both, neither,
         // or something the key may not be computed from.
@@ -953,6 +953,32 @@ fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
         .collect()
 }
 
+/// The conjuncts of `e` (its operands of AND, at any depth).
+fn conjuncts(e: &Expr) -> Vec<&Expr> {
+    let mut conjuncts = Vec::new();
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(a, b) => {
+                stack.push(a);
+                stack.push(b);
+            }
+            other => conjuncts.push(other),
+        }
+    }
+    conjuncts
+}
+
+/// Whether the join condition `on` holds for every pair of rows with equal hash keys, so
+/// that the probe need not evaluate it: each conjunct is one of the key equalities, and
+/// each of those compares integer columns (the key encodings of non-NULL integers are
+/// equal exactly when the values are; NULL keys never reach the probe). Computed keys
+/// are left to the condition (a volatile function would give another value there).
+fn keys_decide(on: &Expr, hash_keys: &[(&Expr, &Expr)]) -> bool {
+    let int_column = |e: &Expr| matches!(e, Expr::Column { depth: 0, ty: DataType::Int2 | DataType::Int4 | DataType::Int8, .. });
+    conjuncts(on).len() == hash_keys.len() && hash_keys.iter().all(|(l, r)| int_column(l) && int_column(r))
+}
+
 /// Hash aggregation. Past work_mem, the rows of groups not yet in memory go to
 /// partitions (by group key) instead; the groups in memory are handed up first, then each
 /// partition's, aggregated one partition at a time.
@@ -971,9 +997,10 @@ impl<'e> AggregateNode<'e> {
         let ex = self.ex;
         let mut agg = Aggregator::new(self.group_by, self.aggs, &ex.state.memory);
         let mut spilled: Option<KeyedPartitions> = None;
+        let mut contribution = AggInput::default();
         while let Some(batch) = input.next().await? {
             for r in &batch {
-                let contribution = aggregate_input(ex, &self.outer, &agg, r).await?;
+                aggregate_input(ex, &self.outer, &agg, r, &mut contribution).await?;
                 if spilled.is_none() && !self.group_by.is_empty() && agg.held() > ex.state.work_mem {
                     spilled = Some(KeyedPartitions::new(&ex.state.spill, ex.state.work_mem));
                 }
@@ -981,12 +1008,12 @@ impl<'e> AggregateNode<'e> {
                     Some(partitions) => {
                         let key = contribution.group_key();
                         if agg.has_group(&key) {
-                            agg.push(contribution)?;
+                            agg.push(&mut contribution)?;
                         } else {
-                            partitions.push(key, contribution.into_row())?;
+                            partitions.push(key, contribution.take_row(self.aggs))?;
                         }
                     }
-                    None => agg.push(contribution)?,
+                    None => agg.push(&mut contribution)?,
                 }
             }
             ex.pace(batch.len()).await;
@@ -1000,33 +1027,39 @@ impl<'e> AggregateNode<'e> {
 
 }
 
-/// What row `r` contributes: its group key values, and for each aggregate its argument
-/// (TRUE for count(*)), or None where its FILTER is not true (the argument then is not
-/// evaluated, as in PostgreSQL: `sum(1 / x) FILTER (WHERE x <> 0)`).
-async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value]) -> PgResult<AggInput> {
-    let compute = |ctx: &EvalCtx| -> PgResult<AggInput> {
-        let keys = agg.group_by().iter().map(|g| ctx.eval(g, r)).collect::<PgResult<_>>()?;
-        let mut args = Vec::with_capacity(agg.aggs().len());
+/// What row `r` contributes, into `input` (whose buffers are reused): its group key
+/// values, and for each aggregate its argument (TRUE for count(*)), or None where its
+/// FILTER is not true (the argument then is not evaluated, as in PostgreSQL:
+/// `sum(1 / x) FILTER (WHERE x <> 0)`).
+async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value], input: &mut AggInput) -> PgResult<()> {
+    let fill = |ctx: &EvalCtx, input: &mut AggInput| -> PgResult<()> {
+        input.keys.clear();
+        input.args.clear();
+        for g in agg.group_by() {
+            input.keys.push(ctx.eval(g, r)?);
+        }
         for a in agg.aggs() {
             if !ctx.matches(a.filter.as_ref(), r)? {
-                args.push(None);
+                input.args.push(None);
                 continue;
             }
-            args.push(Some(match &a.arg {
+            input.args.push(Some(match &a.arg {
                 Some(e) => ctx.eval(e, r)?,
                 None => Value::Bool(true),
             }));
         }
-        Ok(AggInput { keys, args })
+        Ok(())
     };
-    let now = compute(&ex.ctx(outer));
-    match now {
-        Err(err) => {
-            let exprs: Vec<&Expr> = agg.group_by().iter().chain(agg.aggs().iter().flat_map(|a| a.arg.iter().chain(&a.filter))).collect();
-            ex.recompute(err, outer, exprs.iter().copied(), r, compute).await
-        }
-        done => done,
-    }
+    let Err(err) = fill(&ex.ctx(outer), input) else { return Ok(()) };
+    // A subquery to compute first: the slow path, with a contribution of its own.
+    let exprs: Vec<&Expr> = agg.group_by().iter().chain(agg.aggs().iter().flat_map(|a| a.arg.iter().chain(&a.filter))).collect();
+    let compute = |ctx: &EvalCtx| -> PgResult<AggInput> {
+        let mut fresh = AggInput::default();
+        fill(ctx, &mut fresh)?;
+        Ok(fresh)
+    };
+    *input = ex.recompute(err, outer, exprs.iter().copied(), r, compute).await?;
+    Ok(())
 }
 
 /// The groups of one partition of spilled aggregate contributions.
@@ -1035,7 +1068,7 @@ async fn aggregate_partition(ex: &Executor<'_>, group_by: &[Expr], aggs: &[AggCa
     if let Some(rows) = partition.read()? {
         for (i, row) in rows.enumerate() {
             let (_, row) = split_key(row?);
-            agg.push(AggInput::from_row(row, group_by.len()))?;
+            agg.push(&mut AggInput::from_row(row, group_by.len(), aggs))?;
             if i % BATCH == BATCH - 1 {
                 ex.pace(BATCH).await;
             }
@@ -1061,30 +1094,49 @@ impl Node for AggregateNode<'_> {
     }
 }
 
-/// ORDER BY: rows are pushed with their sort key values in front into an external
-/// sorter that spills past work_mem, then handed up without them.
+/// ORDER BY: rows go into an external sorter that spills past work_mem. Keys that are
+/// columns of the input are compared where they are; otherwise each row is pushed with
+/// its sort key values in front, removed when it is handed up.
 async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortKey], outer: Outer) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
     held.charge(ex.state.work_mem)?;
-    let cmp = move |a: &[Value], b: &[Value]| compare_keys(keys, a, b);
-    let first = &keys[0];
+    let columns: Option<Vec<usize>> = keys
+        .iter()
+        .map(|k| match k.expr {
+            Expr::Column { depth: 0, index, .. } => Some(index),
+            _ => None,
+        })
+        .collect();
+    let computed = columns.is_none();
+    let positions = columns.unwrap_or_else(|| (0..keys.len()).collect());
+    let (first, at) = (&keys[0], positions[0]);
+    let cmp = move |a: &[Value], b: &[Value]| compare_keys(keys, &positions, a, b);
     let mut sorter = if abbreviates(&first.expr.ty()) {
         let (descending, nulls_first) = (first.descending, first.nulls_first);
-        let abbreviate: spill::Abbreviate = Box::new(move |row: &[Value]| spill::abbreviated_key(&row[0], descending, nulls_first));
+        let abbreviate: spill::Abbreviate = Box::new(move |row: &[Value]| spill::abbreviated_key(&row[at], descending, nulls_first));
         spill::ExternalSorter::with_abbreviation(ex.state.work_mem, &ex.state.spill, cmp, abbreviate)
     } else {
         spill::ExternalSorter::new(ex.state.work_mem, &ex.state.spill, cmp)
     };
     while let Some(batch) = input.next().await? {
         for r in batch {
-            let mut keyed = eval_row(ex, &outer, keys.iter().map(|k| &k.expr), &r).await?;
-            keyed.extend(r);
-            sorter.push(keyed)?;
+            if computed {
+                let mut keyed = eval_row(ex, &outer, keys.iter().map(|k| &k.expr), &r).await?;
+                keyed.extend(r);
+                sorter.push(keyed)?;
+            } else {
+                sorter.push(r)?;
+            }
         }
         ex.pace(0).await;
     }
-    let count = keys.len();
-    let rows = sorter.finish()?.map(move |r| r.map(|mut r| r.split_off(count)));
+    let count = if computed { keys.len() } else { 0 };
+    let rows = sorter.finish()?.map(move |r| {
+        r.map(|mut r| {
+            r.drain(..count); // shifts in place: no second allocation per row
+            r
+        })
+    });
     Ok(Box::new(FileRows { ex, rows: Box::new(rows), _held: Some(held) }))
 }
 
@@ -1097,11 +1149,11 @@ fn abbreviates(ty: &DataType) -> bool {
     )
 }
 
-/// ORDER BY's order of two rows' sort key values.
-fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+/// ORDER BY's order of two rows by their sort key values, at `positions` in the rows.
+fn compare_keys(keys: &[SortKey], positions: &[usize], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     use std::cmp::Ordering;
-    for (i, sk) in keys.iter().enumerate() {
-        let (x, y) = (&a[i], &b[i]);
+    for (sk, &at) in keys.iter().zip(positions) {
+        let (x, y) = (&a[at], &b[at]);
         let ord = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
             (true, false) => if sk.nulls_first { Ordering::Less } else { Ordering::Greater },
@@ -1120,7 +1172,7 @@ fn compare_keys(keys: &[SortKey], a: &[Value], b: &[Value]) -> std::cmp::Orderin
 
 async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e Rel, all: bool, work: &'e WorkTableCell, outer: Outer) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     let mut keep = |rows: Vec<Row>, held: &mut Held| -> PgResult<Vec<Row>> {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
