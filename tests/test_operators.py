@@ -84,6 +84,15 @@ STATEMENTS = [
     "SELECT count(*), count(x) FROM (SELECT (i4 IN (SELECT i2::int FROM ops_t WHERE g = 7)) AS x FROM ops_t) s",
     "SELECT count(*) FROM ops_t WHERE i4::numeric IN (SELECT i4::numeric / 1 FROM ops_t WHERE g = 5)",
     "SELECT count(*) FROM ops_t WHERE t IN (SELECT t FROM ops_t WHERE g = 5)",
+    # the left side wider than the subquery's column: compared in the wider type
+    "SELECT count(*) FROM ops_t WHERE i8 IN (SELECT i4 FROM ops_t)",
+    "SELECT count(*) FROM ops_t WHERE i8 NOT IN (SELECT i2 FROM ops_t WHERE g < 50)",
+    "SELECT count(*) FROM ops_t WHERE i4 IN (SELECT i4::numeric FROM ops_t WHERE g = 5)",
+    "SELECT count(*) FROM ops_t WHERE f IN (SELECT i4 FROM ops_t WHERE g = 5)",
+    "SELECT count(*) FROM ops_t WHERE i8 = ANY (SELECT i2 FROM ops_t WHERE g = 9)",
+    "SELECT count(*) FROM ops_t WHERE i8 < ALL (SELECT i4 FROM ops_t WHERE g = 9)",
+    "SELECT count(*) FROM ops_t WHERE i4 > ANY (SELECT g::numeric / 3 FROM ops_t WHERE g = 9)",
+    "SELECT count(*) FROM ops_t WHERE t IN (SELECT i4 FROM ops_t)",
     # DISTINCT, UNION and hash joins (spilled at a small work_mem)
     "SELECT count(*) FROM (SELECT DISTINCT i4 % 3000 FROM ops_t) s",
     "SELECT count(*) FROM (SELECT DISTINCT g, i2 % 50 FROM ops_t) s",

@@ -311,8 +311,7 @@ impl<'a> Binder<'a> {
             E::InSubquery { expr, subquery, negated } => {
                 let left = child(self, expr)?;
                 let plan = self.query_in(subquery, scope)?;
-                let sub_ty = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
-                let left = cast_to(self.infer_param(left, &sub_ty), &sub_ty)?;
+                let (left, plan) = self.compared_with_subquery(BinaryOp::Eq, left, plan)?;
                 Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::In { left: Box::new(left), negated: *negated }, ty: DataType::Bool }
             }
             E::Exists { subquery, negated } => {
@@ -368,8 +367,8 @@ impl<'a> Binder<'a> {
                     if plan.columns.len() != 1 {
                         return Err(syntax(if plan.columns.len() > 1 { "subquery has too many columns" } else { "subquery has too few columns" }));
                     }
-                    let sub_ty = plan.columns[0].ty.clone();
-                    let left = Box::new(cast_to(self.infer_param(l, &sub_ty), &sub_ty)?);
+                    let (left, plan) = self.compared_with_subquery(op, l, plan)?;
+                    let left = Box::new(left);
                     // `= ANY` is IN and `<> ALL` is NOT IN, NULLs included: both hashed.
                     let kind = match (op, all) {
                         (BinaryOp::Eq, false) => SubqueryKind::In { left, negated: false },
@@ -471,6 +470,22 @@ impl<'a> Binder<'a> {
             E::Tuple(_) => return Err(unsupported("row constructors")),
             other => return Err(unsupported(format!("expression \"{other}\""))),
         })
+    }
+
+    /// `left op (subquery)`: both sides converted to the types the operator takes
+    /// (`int8 IN (SELECT int4 …)` compares as int8), the subquery's column by a projection
+    /// over it, so the executor compares and hashes values of one type.
+    fn compared_with_subquery(&mut self, op: BinaryOp, left: Expr, mut plan: Query) -> PgResult<(Expr, Query)> {
+        let sub_ty = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
+        let left = self.infer_param(left, &sub_ty);
+        let (lt, rt, _) = resolve_binary(op, &left.ty(), &sub_ty)?;
+        if rt != sub_ty && !plan.columns.is_empty() {
+            let column = cast_to(Expr::Column { depth: 0, index: 0, ty: sub_ty }, &rt)?;
+            let input = std::mem::replace(&mut plan.root, Rel::Values { rows: Vec::new() });
+            plan.root = Rel::Project { input: Box::new(input), exprs: vec![column] };
+            plan.columns[0].ty = rt;
+        }
+        Ok((cast_to(left, &lt)?, plan))
     }
 
     pub(super) fn explicit_cast(&mut self, inner: Expr, to: &DataType) -> PgResult<Expr> {
