@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Instructions per statement of bench.py's statements, from callgrind, for one or more
-# builds over the same data: steady where wall-clock time on this shared 2-CPU machine
-# varies by 10-20 %.
+# Instructions per statement (and per row of the table) of two plain scans and of
+# bench.py's statements, from callgrind (all threads: the session thread and a large
+# scan's producer thread), for one or more builds over the same data: steady where
+# wall-clock time on this shared 2-CPU machine varies by 10-20 %.
 #
 #   bench/executor-vs-postgres/callgrind.sh BINARY [BINARY...]
 #   e.g. ROWS=200000 callgrind.sh /work/main/target/release/meridian target/release/meridian
@@ -10,7 +11,7 @@
 # BINARY starts a copy of that data directory under callgrind (no cache simulation),
 # runs each statement once to warm the cache, then once measured between a zeroing and a
 # dump of callgrind's counters, with work_mem WORK_MEM (default 4MB). Prints one line per
-# statement: its instructions under each build, in millions, and new/old.
+# statement: its instructions under each build, in millions and per row, and new/old.
 set -euo pipefail
 [[ $# -ge 1 ]] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0"; exit 2; }
 rows=${ROWS:-200000} work_mem=${WORK_MEM:-4MB}
@@ -38,8 +39,9 @@ start() { # start DATA BINARY [wrapper...]
 stop() { kill "$server"; wait "$server" || true; server=; }
 sql() { psql -h "$tmp" -p "$port" -U postgres -v ON_ERROR_STOP=1 -Atq "$@" postgres; }
 
-# The statements and the load, from bench.py (one per line).
-mapfile -t statements < <(cd "$here" && python3 -c 'import ast,sys
+# Two plain scans (the scan's own cost per row), then bench.py's statements.
+statements=("SELECT count(*) FROM big" "SELECT count(*) FROM big WHERE id > 10")
+mapfile -t -O 2 statements < <(cd "$here" && python3 -c 'import ast,sys
 src = open("bench.py").read()
 tree = ast.parse(src)
 for node in tree.body:
@@ -76,7 +78,9 @@ for b in "${!binaries[@]}"; do
 done
 for i in "${!statements[@]}"; do
     line="${statements[$i]}"
-    for b in "${!binaries[@]}"; do line+=$(printf ' | %.1f M' "$(echo "${ir[$b,$i]} / 1000000" | bc -l)"); done
+    for b in "${!binaries[@]}"; do
+        line+=$(printf ' | %.1f M, %.0f/row' "$(echo "${ir[$b,$i]} / 1000000" | bc -l)" "$(echo "${ir[$b,$i]} / $rows" | bc -l)")
+    done
     [[ ${#binaries[@]} -lt 2 ]] || line+=$(printf ' | %.2f' "$(echo "${ir[1,$i]} / ${ir[0,$i]}" | bc -l)")
     echo "$line"
 done
