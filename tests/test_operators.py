@@ -93,6 +93,10 @@ STATEMENTS = [
     "SELECT count(*) FROM ops_t WHERE i8 < ALL (SELECT i4 FROM ops_t WHERE g = 9)",
     "SELECT count(*) FROM ops_t WHERE i4 > ANY (SELECT g::numeric / 3 FROM ops_t WHERE g = 9)",
     "SELECT count(*) FROM ops_t WHERE t IN (SELECT i4 FROM ops_t)",
+    # correlated subqueries: results cached by the enclosing values they may read, also
+    # one level further down (c reads a.i2 through b's subquery)
+    "SELECT a.g, count(*) FROM ops_t a WHERE a.id < 2000 AND a.i4 > (SELECT avg(i4) FROM ops_t b WHERE b.g = a.g % 7) GROUP BY a.g ORDER BY a.g",
+    "SELECT a.id, (SELECT count(*) FROM ops_t b WHERE b.g = a.g AND EXISTS (SELECT 1 FROM ops_t c WHERE c.id = b.id + a.i2 % 3 AND c.i4 > 0)) FROM ops_t a WHERE a.id < 300 ORDER BY a.id",
     # DISTINCT, UNION and hash joins (spilled at a small work_mem)
     "SELECT count(*) FROM (SELECT DISTINCT i4 % 3000 FROM ops_t) s",
     "SELECT count(*) FROM (SELECT DISTINCT g, i2 % 50 FROM ops_t) s",

@@ -402,9 +402,13 @@ impl EvalEnv for Executor<'_> {
         let address = std::ptr::from_ref(plan) as usize;
         let mut key = Vec::new();
         if plan.correlated {
+            // Keyed by the values the subquery may read, not whole rows: outer rows that
+            // differ only elsewhere share one result.
             for r in outer.iter().map(Vec::as_slice).chain([row]) {
-                types::codec::encode_key(r, &mut key);
-                key.push(0xff); // rows of different widths must not run together
+                for v in plan.outer_columns.iter().filter_map(|&i| r.get(i)) {
+                    types::codec::encode_key(std::slice::from_ref(v), &mut key);
+                }
+                key.push(0xff); // the levels must not run together
             }
         }
         if let Some(found) = self.state.subqueries.lock().results.get(&(address, key.clone())) {

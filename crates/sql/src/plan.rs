@@ -237,6 +237,28 @@ pub struct Query {
     pub columns: Vec<OutputColumn>,
     /// Whether any expression refers to an enclosing query (correlated subquery).
     pub correlated: bool,
+    /// For a correlated subquery, the positions at which it may read its enclosing rows
+    /// (`outer_columns`): what its cached results are keyed by.
+    pub outer_columns: Vec<usize>,
+}
+
+impl Query {
+    /// Every column position referenced one level up or more anywhere in the plan, nested
+    /// subqueries included: a superset of the positions read of the enclosing rows (a
+    /// reference to a level inside the plan adds a position that is merely not needed).
+    pub fn outer_columns(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.root.visit_exprs_deep(&mut |e| {
+            if let Expr::Column { depth, index, .. } = e {
+                if *depth > 0 {
+                    out.push(*index);
+                }
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -360,7 +382,70 @@ impl Statement {
     }
 }
 
+/// Visits `e` and every expression under it, subqueries' plans included.
+fn visit_expr_deep<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
+    e.visit(&mut |x| {
+        f(x);
+        if let Expr::Subquery { plan, .. } = x {
+            plan.root.visit_exprs_deep(f);
+        }
+    });
+}
+
 impl Rel {
+    /// Visits every expression of this plan tree, subqueries' plans included.
+    pub fn visit_exprs_deep<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
+        match self {
+            Rel::Unit | Rel::System { .. } | Rel::WorkTable { .. } => {}
+            Rel::Scan { access, .. } => match access {
+                Access::Full => {}
+                Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
+                Access::KeyRange { lower, upper } => {
+                    lower.iter().chain(upper.iter()).for_each(|b| visit_expr_deep(&b.value, f))
+                }
+            },
+            Rel::Values { rows } => rows.iter().flatten().for_each(|e| visit_expr_deep(e, f)),
+            Rel::GenerateSeries { start, stop, step } => {
+                [start, stop].into_iter().chain(step.iter()).for_each(|e| visit_expr_deep(e, f))
+            }
+            Rel::Filter { input, predicate } => {
+                input.visit_exprs_deep(f);
+                visit_expr_deep(predicate, f);
+            }
+            Rel::Project { input, exprs } => {
+                input.visit_exprs_deep(f);
+                exprs.iter().for_each(|e| visit_expr_deep(e, f));
+            }
+            Rel::Join { left, right, on, .. } => {
+                left.visit_exprs_deep(f);
+                right.visit_exprs_deep(f);
+                on.iter().for_each(|e| visit_expr_deep(e, f));
+            }
+            Rel::Aggregate { input, group_by, aggs } => {
+                input.visit_exprs_deep(f);
+                group_by.iter().for_each(|e| visit_expr_deep(e, f));
+                aggs.iter().flat_map(|a| a.arg.iter().chain(a.filter.iter())).for_each(|e| visit_expr_deep(e, f));
+            }
+            Rel::Sort { input, keys } => {
+                input.visit_exprs_deep(f);
+                keys.iter().for_each(|k| visit_expr_deep(&k.expr, f));
+            }
+            Rel::Limit { input, limit, offset } => {
+                input.visit_exprs_deep(f);
+                limit.iter().chain(offset.iter()).for_each(|e| visit_expr_deep(e, f));
+            }
+            Rel::Distinct { input } => input.visit_exprs_deep(f),
+            Rel::Union { left, right, .. } => {
+                left.visit_exprs_deep(f);
+                right.visit_exprs_deep(f);
+            }
+            Rel::RecursiveUnion { base, recursive, .. } => {
+                base.visit_exprs_deep(f);
+                recursive.visit_exprs_deep(f);
+            }
+        }
+    }
+
     /// Number of columns this relation produces.
     pub fn width(&self) -> usize {
         match self {

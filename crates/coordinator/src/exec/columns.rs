@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn a_correlated_subquery_reads_every_column() {
         let subquery = |correlated| {
-            let q = sql::plan::Query { root: sql::plan::Rel::Unit, columns: Vec::new(), correlated };
+            let q = sql::plan::Query { root: sql::plan::Rel::Unit, columns: Vec::new(), correlated, outer_columns: Vec::new() };
             let kind = sql::plan::SubqueryKind::In { left: Box::new(col(1)), negated: false };
             Expr::Subquery { plan: Box::new(q), kind, ty: DataType::Bool }
         };

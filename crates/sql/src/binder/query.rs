@@ -25,6 +25,9 @@ impl<'a> Binder<'a> {
         self.escapes = was_escaping.max(escapes.saturating_sub(1));
         let mut query = result?;
         query.correlated = escapes > 0;
+        if query.correlated {
+            query.outer_columns = query.outer_columns();
+        }
         Ok(query)
     }
 
@@ -153,7 +156,7 @@ impl<'a> Binder<'a> {
                 c.ty = DataType::Text;
             }
         }
-        Ok(Query { root, columns, correlated: false })
+        Ok(Query { root, columns, correlated: false, outer_columns: Vec::new() })
     }
 
     pub(super) fn set_expr(&mut self, body: &ast::SetExpr) -> PgResult<(Rel, Vec<OutputColumn>)> {
