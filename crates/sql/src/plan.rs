@@ -238,7 +238,7 @@ pub struct Query {
     /// Whether any expression refers to an enclosing query (correlated subquery).
     pub correlated: bool,
     /// For a correlated subquery, the positions at which it may read its enclosing rows
-    /// (`outer_columns`): what its cached results are keyed by.
+    /// (`referenced_outer_columns`): what its cached results are keyed by.
     pub outer_columns: Vec<usize>,
 }
 
@@ -246,7 +246,7 @@ impl Query {
     /// Every column position referenced one level up or more anywhere in the plan, nested
     /// subqueries included: a superset of the positions read of the enclosing rows (a
     /// reference to a level inside the plan adds a position that is merely not needed).
-    pub fn outer_columns(&self) -> Vec<usize> {
+    pub fn referenced_outer_columns(&self) -> Vec<usize> {
         let mut out = Vec::new();
         self.root.visit_exprs_deep(&mut |e| {
             if let Expr::Column { depth, index, .. } = e {

@@ -481,8 +481,7 @@ impl<'a> Binder<'a> {
         let (lt, rt, _) = resolve_binary(op, &left.ty(), &sub_ty)?;
         if rt != sub_ty && !plan.columns.is_empty() {
             let column = cast_to(Expr::Column { depth: 0, index: 0, ty: sub_ty }, &rt)?;
-            let input = std::mem::replace(&mut plan.root, Rel::Values { rows: Vec::new() });
-            plan.root = Rel::Project { input: Box::new(input), exprs: vec![column] };
+            plan.root = Rel::Project { input: Box::new(plan.root), exprs: vec![column] };
             plan.columns[0].ty = rt;
         }
         Ok((cast_to(left, &lt)?, plan))

@@ -26,7 +26,7 @@ impl<'a> Binder<'a> {
         let mut query = result?;
         query.correlated = escapes > 0;
         if query.correlated {
-            query.outer_columns = query.outer_columns();
+            query.outer_columns = query.referenced_outer_columns();
         }
         Ok(query)
     }
