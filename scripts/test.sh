@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # THE test command: installs what is missing on a fresh Debian machine, builds Meridian,
-# runs the Rust tests (cargo test --workspace --release) and the end-to-end suite
+# checks formatting and lints (cargo fmt --check, cargo clippy -D warnings), runs the Rust
+# tests (cargo test --workspace --release) and the end-to-end suite
 # (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN).
 #
 # Environment:
@@ -71,6 +72,9 @@ if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
   command -v cargo >/dev/null 2>&1 || die "cargo (Rust) is not installed. Install a current
   stable toolchain with rustup (https://rustup.rs: curl https://sh.rustup.rs -sSf | sh),
   then re-run ./scripts/test.sh"
+  if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add rustfmt clippy || die "rustfmt and clippy are needed: rustup component add rustfmt clippy"
+  fi
   cargo --version
 fi
 
@@ -93,6 +97,11 @@ step "node-postgres (tests/node)"
 # ---------------------------------------------------------------------------------------
 status=0
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
+  step "cargo fmt --check; cargo clippy -D warnings"
+  cargo fmt --all -- --check || { status=1; echo "cargo fmt --check FAILED (run cargo fmt --all)"; }
+  cargo clippy --workspace --all-targets --release -- -D warnings \
+    || { status=1; echo "cargo clippy FAILED"; }
+
   step "cargo build --release -p meridian"
   cargo build --release -p meridian || die "building the server failed"
 fi

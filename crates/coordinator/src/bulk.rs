@@ -60,7 +60,11 @@ struct Stream {
 
 impl Stream {
     fn new(load: BulkLoad) -> Self {
-        Stream { load, chunk: Chunk::default(), last_passed: None }
+        Stream {
+            load,
+            chunk: Chunk::default(),
+            last_passed: None,
+        }
     }
 
     fn last_key(&self) -> Option<&[u8]> {
@@ -98,7 +102,12 @@ fn key_bytes(row: &[Value]) -> &[u8] {
 impl BulkSink {
     /// Starts a load into `table` (whose relation the transaction owns and may load,
     /// `Datanode::can_bulk_load`): in order under row ids, sorted under a primary key.
-    pub fn start(dn: &Datanode, txn: &mut Txn, table: Arc<TableDef>, spill: &spill::SpillDir) -> PgResult<BulkSink> {
+    pub fn start(
+        dn: &Datanode,
+        txn: &mut Txn,
+        table: Arc<TableDef>,
+        spill: &spill::SpillDir,
+    ) -> PgResult<BulkSink> {
         if table.primary_key.is_none() {
             return BulkSink::start_in_order(dn, txn, table);
         }
@@ -111,18 +120,33 @@ impl BulkSink {
             u64::from_be_bytes(first)
         });
         let sorter = spill::ExternalSorter::with_abbreviation(SORT_BUDGET, spill, cmp, abbreviate);
-        Ok(BulkSink { table, mode: Mode::Sorted(sorter) })
+        Ok(BulkSink {
+            table,
+            mode: Mode::Sorted(sorter),
+        })
     }
 
     /// Starts a load of rows expected in key order (see `Pushed::NotAscending`).
-    pub fn start_in_order(dn: &Datanode, txn: &mut Txn, table: Arc<TableDef>) -> PgResult<BulkSink> {
+    pub fn start_in_order(
+        dn: &Datanode,
+        txn: &mut Txn,
+        table: Arc<TableDef>,
+    ) -> PgResult<BulkSink> {
         let load = dn.bulk_load(txn, table.rel)?;
-        Ok(BulkSink { table, mode: Mode::InOrder(Stream::new(load)) })
+        Ok(BulkSink {
+            table,
+            mode: Mode::InOrder(Stream::new(load)),
+        })
     }
 
     /// Adds a row, `encoded` as stored; `row_id` gives the next fresh row id for a table
     /// without a primary key.
-    pub async fn push(&mut self, row: &[Value], encoded: &[u8], row_id: impl FnOnce() -> PgResult<u64>) -> PgResult<Pushed> {
+    pub async fn push(
+        &mut self,
+        row: &[Value],
+        encoded: &[u8],
+        row_id: impl FnOnce() -> PgResult<u64>,
+    ) -> PgResult<Pushed> {
         let key = match row_key(&self.table, row) {
             Some(key) => key,
             None => row_id_key(row_id()?),
@@ -141,7 +165,13 @@ impl BulkSink {
     /// Keys are looked up in the relation (at `snapshot`) only when the transaction loaded
     /// rows into it before; `duplicate` makes the error for a row whose key is taken.
     /// Returns the number of rows.
-    pub async fn finish(self, dn: &Datanode, txn: &mut Txn, snapshot: Timestamp, duplicate: &(dyn Fn(&[Value]) -> PgError + Sync)) -> PgResult<u64> {
+    pub async fn finish(
+        self,
+        dn: &Datanode,
+        txn: &mut Txn,
+        snapshot: Timestamp,
+        duplicate: &(dyn Fn(&[Value]) -> PgError + Sync),
+    ) -> PgResult<u64> {
         let sorter = match self.mode {
             Mode::InOrder(stream) => return stream.finish().await,
             Mode::Sorted(sorter) => sorter,
@@ -152,7 +182,9 @@ impl BulkSink {
         let mut stream = Stream::new(dn.bulk_load(txn, self.table.rel)?);
         while let Some(row) = sorted.next().transpose()? {
             let mut values = row.into_iter();
-            let (Some(Value::Bytea(key)), Some(Value::Bytea(encoded))) = (values.next(), values.next()) else {
+            let (Some(Value::Bytea(key)), Some(Value::Bytea(encoded))) =
+                (values.next(), values.next())
+            else {
                 unreachable!("sorted load rows are (key, row)")
             };
             // Sorted: a key not above the last one equals it.

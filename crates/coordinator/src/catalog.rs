@@ -31,18 +31,31 @@ pub struct LiveCatalog {
 
 impl LiveCatalog {
     pub fn load(datanode: Arc<Datanode>) -> PgResult<LiveCatalog> {
-        let mut state = State { next_oid: FIRST_USER_OID, ..Default::default() };
+        let mut state = State {
+            next_oid: FIRST_USER_OID,
+            ..Default::default()
+        };
         for (_, value) in datanode.meta_scan(TABLE_PREFIX)? {
-            let table: TableDef = serde_json::from_slice(&value)
-                .map_err(|e| PgError::new(codes::DATA_CORRUPTED, format!("catalog entry unreadable: {e}")))?;
+            let table: TableDef = serde_json::from_slice(&value).map_err(|e| {
+                PgError::new(
+                    codes::DATA_CORRUPTED,
+                    format!("catalog entry unreadable: {e}"),
+                )
+            })?;
             let table = Arc::new(table);
             state.by_name.insert(table.name.clone(), table.clone());
             state.by_oid.insert(table.oid, table);
         }
         if let Some((_, v)) = datanode.meta_scan(NEXT_OID_KEY)?.into_iter().next() {
-            state.next_oid = String::from_utf8_lossy(&v).parse().unwrap_or(FIRST_USER_OID);
+            state.next_oid = String::from_utf8_lossy(&v)
+                .parse()
+                .unwrap_or(FIRST_USER_OID);
         }
-        Ok(LiveCatalog { state: RwLock::new(state), version: AtomicU64::new(1), datanode })
+        Ok(LiveCatalog {
+            state: RwLock::new(state),
+            version: AtomicU64::new(1),
+            datanode,
+        })
     }
 
     pub fn version(&self) -> u64 {
@@ -60,7 +73,8 @@ impl LiveCatalog {
         let mut st = self.state.write();
         let first = st.next_oid;
         st.next_oid += n;
-        self.datanode.meta_put(NEXT_OID_KEY, Some(st.next_oid.to_string().as_bytes()))?;
+        self.datanode
+            .meta_put(NEXT_OID_KEY, Some(st.next_oid.to_string().as_bytes()))?;
         Ok(first)
     }
 
@@ -68,7 +82,8 @@ impl LiveCatalog {
     pub fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
         let mut st = self.state.write();
-        self.datanode.meta_put(&table_key(table.oid), Some(&bytes))?;
+        self.datanode
+            .meta_put(&table_key(table.oid), Some(&bytes))?;
         let table = Arc::new(table);
         if let Some(old) = st.by_oid.insert(table.oid, table.clone()) {
             st.by_name.remove(&old.name);

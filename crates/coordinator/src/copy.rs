@@ -17,7 +17,15 @@ pub struct CopyParser {
 
 impl CopyParser {
     pub fn new(delimiter: u8, null_string: String, csv: bool, header: bool) -> Self {
-        CopyParser { pending: Vec::new(), delimiter, null_string, csv, skip_header: header, finished: false, line: 0 }
+        CopyParser {
+            pending: Vec::new(),
+            delimiter,
+            null_string,
+            csv,
+            skip_header: header,
+            finished: false,
+            line: 0,
+        }
     }
 
     /// Feed CopyData bytes; returns every row completed by them.
@@ -62,7 +70,10 @@ impl CopyParser {
     /// span lines).
     fn next_line_end(&self, pending: &[u8], from: usize) -> Option<usize> {
         if !self.csv {
-            return pending[from..].iter().position(|&b| b == b'\n').map(|p| from + p);
+            return pending[from..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map(|p| from + p);
         }
         let mut quoted = false;
         for (i, &b) in pending[from..].iter().enumerate() {
@@ -89,15 +100,31 @@ impl CopyParser {
             return Ok(None);
         }
         let text = std::str::from_utf8(line).map_err(|_| {
-            PgError::new(codes::CHARACTER_NOT_IN_REPERTOIRE, format!("invalid byte sequence for encoding \"UTF8\" (COPY line {})", self.line))
+            PgError::new(
+                codes::CHARACTER_NOT_IN_REPERTOIRE,
+                format!(
+                    "invalid byte sequence for encoding \"UTF8\" (COPY line {})",
+                    self.line
+                ),
+            )
         })?;
-        Ok(Some(if self.csv { self.csv_fields(text)? } else { self.text_fields(text)? }))
+        Ok(Some(if self.csv {
+            self.csv_fields(text)?
+        } else {
+            self.text_fields(text)?
+        }))
     }
 
     fn text_fields(&self, line: &str) -> PgResult<CopyRow> {
         let delim = self.delimiter as char;
         line.split(delim)
-            .map(|raw| if raw == self.null_string { Ok(None) } else { unescape(raw).map(Some) })
+            .map(|raw| {
+                if raw == self.null_string {
+                    Ok(None)
+                } else {
+                    unescape(raw).map(Some)
+                }
+            })
             .collect()
     }
 
@@ -126,7 +153,10 @@ impl CopyParser {
             }
         }
         if quoted {
-            return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, "unterminated CSV quoted field"));
+            return Err(PgError::new(
+                codes::BAD_COPY_FILE_FORMAT,
+                "unterminated CSV quoted field",
+            ));
         }
         fields.push(self.csv_field(cur, was_quoted));
         Ok(fields)
@@ -170,7 +200,12 @@ fn unescape(raw: &str) -> PgResult<String> {
                 out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
             }
             Some(other) => out.push(other),
-            None => return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, "end-of-copy marker corrupt")),
+            None => {
+                return Err(PgError::new(
+                    codes::BAD_COPY_FILE_FORMAT,
+                    "end-of-copy marker corrupt",
+                ))
+            }
         }
     }
     Ok(out)
@@ -186,7 +221,15 @@ mod tests {
         assert!(p.feed(b"1\t1\t0\t").unwrap().is_empty());
         let rows = p.feed(b"\n2\t\\N\ta\\tb\n\\.\n").unwrap();
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0], vec![Some("1".into()), Some("1".into()), Some("0".into()), Some(String::new())]);
+        assert_eq!(
+            rows[0],
+            vec![
+                Some("1".into()),
+                Some("1".into()),
+                Some("0".into()),
+                Some(String::new())
+            ]
+        );
         assert_eq!(rows[1], vec![Some("2".into()), None, Some("a\tb".into())]);
         assert!(p.finish().unwrap().is_empty());
     }
@@ -195,14 +238,29 @@ mod tests {
     fn crlf_lines_split_across_chunks() {
         let mut p = CopyParser::new(b'\t', "\\N".into(), false, false);
         assert_eq!(p.feed(b"1\tx\r").unwrap(), Vec::<CopyRow>::new());
-        assert_eq!(p.feed(b"\n2\ty\r\n3").unwrap(), vec![vec![Some("1".into()), Some("x".into())], vec![Some("2".into()), Some("y".into())]]);
-        assert_eq!(p.feed(b"\t\xff\n").unwrap_err().code, codes::CHARACTER_NOT_IN_REPERTOIRE);
+        assert_eq!(
+            p.feed(b"\n2\ty\r\n3").unwrap(),
+            vec![
+                vec![Some("1".into()), Some("x".into())],
+                vec![Some("2".into()), Some("y".into())]
+            ]
+        );
+        assert_eq!(
+            p.feed(b"\t\xff\n").unwrap_err().code,
+            codes::CHARACTER_NOT_IN_REPERTOIRE
+        );
     }
 
     #[test]
     fn csv_quotes_and_nulls() {
         let mut p = CopyParser::new(b',', String::new(), true, true);
         let rows = p.feed(b"a,b\n1,\"x,\"\"y\"\"\"\n2,\n").unwrap();
-        assert_eq!(rows, vec![vec![Some("1".into()), Some("x,\"y\"".into())], vec![Some("2".into()), None]]);
+        assert_eq!(
+            rows,
+            vec![
+                vec![Some("1".into()), Some("x,\"y\"".into())],
+                vec![Some("2".into()), None]
+            ]
+        );
     }
 }

@@ -25,16 +25,28 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
 
 /// Execute a DDL statement; returns the command tag. `txn` is the datanode transaction of
 /// the surrounding transaction block, if any: it owns the relations its TRUNCATE creates.
-pub async fn execute(shared: &Shared, stmt: &Statement, mut txn: Option<&mut Txn>, out: &mut BytesMut) -> PgResult<String> {
+pub async fn execute(
+    shared: &Shared,
+    stmt: &Statement,
+    mut txn: Option<&mut Txn>,
+    out: &mut BytesMut,
+) -> PgResult<String> {
     use sql::catalog::Catalog;
     match stmt {
         Statement::CreateTable(ct) => {
             if shared.catalog.table(None, &ct.name).is_some() {
                 if ct.if_not_exists {
-                    notice(out, codes::DUPLICATE_TABLE, format!("relation \"{}\" already exists, skipping", ct.name));
+                    notice(
+                        out,
+                        codes::DUPLICATE_TABLE,
+                        format!("relation \"{}\" already exists, skipping", ct.name),
+                    );
                     return Ok("CREATE TABLE".into());
                 }
-                return Err(PgError::new(codes::DUPLICATE_TABLE, format!("relation \"{}\" already exists", ct.name)));
+                return Err(PgError::new(
+                    codes::DUPLICATE_TABLE,
+                    format!("relation \"{}\" already exists", ct.name),
+                ));
             }
             create_table(shared, ct)?;
             Ok("CREATE TABLE".into())
@@ -44,8 +56,17 @@ pub async fn execute(shared: &Shared, stmt: &Statement, mut txn: Option<&mut Txn
             for name in names {
                 match shared.catalog.table(None, name) {
                     Some(t) => tables.push(t),
-                    None if *if_exists => notice(out, codes::SUCCESSFUL_COMPLETION, format!("table \"{name}\" does not exist, skipping")),
-                    None => return Err(PgError::new(codes::UNDEFINED_TABLE, format!("table \"{name}\" does not exist"))),
+                    None if *if_exists => notice(
+                        out,
+                        codes::SUCCESSFUL_COMPLETION,
+                        format!("table \"{name}\" does not exist, skipping"),
+                    ),
+                    None => {
+                        return Err(PgError::new(
+                            codes::UNDEFINED_TABLE,
+                            format!("table \"{name}\" does not exist"),
+                        ))
+                    }
                 }
             }
             for t in tables {
@@ -62,22 +83,37 @@ pub async fn execute(shared: &Shared, stmt: &Statement, mut txn: Option<&mut Txn
                     // Before anyone can see the relation.
                     shared.datanode.own_relation(txn, rel);
                 }
-                shared.catalog.put(TableDef { rel, ..(*current).clone() })?;
+                shared.catalog.put(TableDef {
+                    rel,
+                    ..(*current).clone()
+                })?;
                 shared.datanode.drop_rel(current.rel)?;
             }
             Ok("TRUNCATE TABLE".into())
         }
-        Statement::AddPrimaryKey { table, columns, constraint_name } => {
+        Statement::AddPrimaryKey {
+            table,
+            columns,
+            constraint_name,
+        } => {
             let table = current(shared, table)?;
             add_primary_key(shared, &table, columns, constraint_name.clone()).await?;
             Ok("ALTER TABLE".into())
         }
         Statement::Vacuum { tables, analyze } => {
-            let targets = if tables.is_empty() { shared.catalog.tables() } else { tables.clone() };
+            let targets = if tables.is_empty() {
+                shared.catalog.tables()
+            } else {
+                tables.clone()
+            };
             for t in targets {
                 shared.datanode.vacuum(current(shared, &t)?.rel)?;
             }
-            Ok(if *analyze { "ANALYZE".into() } else { "VACUUM".into() })
+            Ok(if *analyze {
+                "ANALYZE".into()
+            } else {
+                "VACUUM".into()
+            })
         }
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
     }
@@ -86,10 +122,12 @@ pub async fn execute(shared: &Shared, stmt: &Statement, mut txn: Option<&mut Txn
 /// The table's current definition (the bound one may predate a TRUNCATE).
 fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
     use sql::catalog::Catalog;
-    shared
-        .catalog
-        .table_by_oid(t.oid)
-        .ok_or_else(|| PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{}\" does not exist", t.name)))
+    shared.catalog.table_by_oid(t.oid).ok_or_else(|| {
+        PgError::new(
+            codes::UNDEFINED_TABLE,
+            format!("relation \"{}\" does not exist", t.name),
+        )
+    })
 }
 
 fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
@@ -110,9 +148,20 @@ fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
 }
 
 /// Rebuild the table keyed by the new primary key, checking NOT NULL and uniqueness.
-async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], name: Option<String>) -> PgResult<()> {
+async fn add_primary_key(
+    shared: &Shared,
+    table: &TableDef,
+    columns: &[usize],
+    name: Option<String>,
+) -> PgResult<()> {
     if table.primary_key.is_some() {
-        return Err(PgError::new(codes::INVALID_TABLE_DEFINITION, format!("multiple primary keys for table \"{}\" are not allowed", table.name)));
+        return Err(PgError::new(
+            codes::INVALID_TABLE_DEFINITION,
+            format!(
+                "multiple primary keys for table \"{}\" are not allowed",
+                table.name
+            ),
+        ));
     }
     let name = name.unwrap_or_else(|| format!("{}_pkey", table.name));
     let mut new_def = table.clone();
@@ -150,14 +199,24 @@ async fn add_primary_key(shared: &Shared, table: &TableDef, columns: &[usize], n
             }
         }
     }
-    Err(PgError::internal("primary key build: sorted rows out of order"))
+    Err(PgError::internal(
+        "primary key build: sorted rows out of order",
+    ))
 }
 
 /// Loads `table`'s rows into `new_def`'s relation, checking the new key's columns for
 /// NULLs and duplicates; `NotAscending` when an unsorted load met a row out of key order.
-async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDef>, txn: &mut Txn, sorted: bool) -> PgResult<Pushed> {
+async fn load_under_key(
+    shared: &Shared,
+    table: &TableDef,
+    new_def: &Arc<TableDef>,
+    txn: &mut Txn,
+    sorted: bool,
+) -> PgResult<Pushed> {
     let dn = &shared.datanode;
-    let (Some(columns), Some(index_name)) = (new_def.primary_key.as_deref(), new_def.pk_name.as_deref()) else {
+    let (Some(columns), Some(index_name)) =
+        (new_def.primary_key.as_deref(), new_def.pk_name.as_deref())
+    else {
         return Err(PgError::internal("primary key build without a key"));
     };
     let start = txn.start_ts();
@@ -167,8 +226,12 @@ async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDe
         BulkSink::start_in_order(dn, txn, new_def.clone())?
     };
     // Only the key's columns are decoded: the rows go on as stored.
-    let key_columns: Vec<bool> = (0..table.columns.len()).map(|c| columns.contains(&c)).collect();
-    let rows = dn.scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start).await?;
+    let key_columns: Vec<bool> = (0..table.columns.len())
+        .map(|c| columns.contains(&c))
+        .collect();
+    let rows = dn
+        .scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start)
+        .await?;
     for item in rows {
         let (_, bytes) = item?;
         let row = types::codec::decode_row_columns(&bytes, &key_columns)?;
@@ -176,20 +239,44 @@ async fn load_under_key(shared: &Shared, table: &TableDef, new_def: &Arc<TableDe
             if row[c].is_null() {
                 return Err(PgError::new(
                     codes::NOT_NULL_VIOLATION,
-                    format!("column \"{}\" of relation \"{}\" contains null values", table.columns[c].name, table.name),
+                    format!(
+                        "column \"{}\" of relation \"{}\" contains null values",
+                        table.columns[c].name, table.name
+                    ),
                 ));
             }
         }
-        if sink.push(&row, &bytes, || Err(PgError::internal("row id for a keyed table"))).await? == Pushed::NotAscending {
+        if sink
+            .push(&row, &bytes, || {
+                Err(PgError::internal("row id for a keyed table"))
+            })
+            .await?
+            == Pushed::NotAscending
+        {
             return Ok(Pushed::NotAscending);
         }
     }
     let duplicate = |row: &[Value]| {
-        let cols: Vec<&str> = columns.iter().map(|&c| table.columns[c].name.as_str()).collect();
-        let vals: Vec<String> =
-            columns.iter().map(|&c| types::io::to_text_string(&row[c], &table.columns[c].ty.to_type()).unwrap_or_default()).collect();
-        PgError::new(codes::UNIQUE_VIOLATION, format!("could not create unique index \"{index_name}\""))
-            .with_detail(format!("Key ({})=({}) is duplicated.", cols.join(", "), vals.join(", ")))
+        let cols: Vec<&str> = columns
+            .iter()
+            .map(|&c| table.columns[c].name.as_str())
+            .collect();
+        let vals: Vec<String> = columns
+            .iter()
+            .map(|&c| {
+                types::io::to_text_string(&row[c], &table.columns[c].ty.to_type())
+                    .unwrap_or_default()
+            })
+            .collect();
+        PgError::new(
+            codes::UNIQUE_VIOLATION,
+            format!("could not create unique index \"{index_name}\""),
+        )
+        .with_detail(format!(
+            "Key ({})=({}) is duplicated.",
+            cols.join(", "),
+            vals.join(", ")
+        ))
     };
     sink.finish(dn, txn, start, &duplicate).await?;
     Ok(Pushed::Taken)

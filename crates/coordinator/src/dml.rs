@@ -14,11 +14,14 @@
 
 use crate::copy::CopyRow;
 use crate::exec::memory::Held;
-use crate::exec::{check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState};
+use crate::exec::{
+    check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor,
+    KeyedRow, ReadLimit, Row, SessionView, StatementState,
+};
 use crate::spool::Spool;
-use spill::row_size;
 use datanode::{Datanode, Timestamp, Txn};
 use pgerror::{codes, PgError, PgResult};
+use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::{Access, CopyFrom, Delete, Expr, Insert, InsertTarget, OutputColumn, Rel, Update};
@@ -44,7 +47,11 @@ struct RowIds {
 
 impl RowIds {
     fn new() -> Self {
-        RowIds { next: 0, left: 0, block: 1 }
+        RowIds {
+            next: 0,
+            left: 0,
+            block: 1,
+        }
     }
 
     fn next(&mut self, dn: &Datanode, rel: u64) -> PgResult<u64> {
@@ -60,12 +67,24 @@ impl RowIds {
 }
 
 /// Write one new row: by primary key (checking uniqueness) or under a fresh row id.
-async fn write_new_row(dn: &Datanode, txn: &mut Txn, table: &TableDef, row: &[Value], ids: &mut RowIds) -> PgResult<()> {
+async fn write_new_row(
+    dn: &Datanode,
+    txn: &mut Txn,
+    table: &TableDef,
+    row: &[Value],
+    ids: &mut RowIds,
+) -> PgResult<()> {
     match row_key(table, row) {
-        Some(key) => dn.insert(txn, table.rel, &key, encode(row), || unique_violation(table, row)).await,
+        Some(key) => {
+            dn.insert(txn, table.rel, &key, encode(row), || {
+                unique_violation(table, row)
+            })
+            .await
+        }
         None => {
             let id = ids.next(dn, table.rel)?;
-            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row)).await
+            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
+                .await
         }
     }
 }
@@ -76,13 +95,16 @@ fn reads_only(e: &Expr, allowed: &dyn Fn(usize) -> bool) -> bool {
     let all = |es: &[Expr]| es.iter().all(|e| reads_only(e, allowed));
     match e {
         Expr::Const(..) | Expr::Param { .. } => true,
-        Expr::Column { depth: 0, index, .. } => allowed(*index),
+        Expr::Column {
+            depth: 0, index, ..
+        } => allowed(*index),
         Expr::Binary { left, right, .. } | Expr::And(left, right) | Expr::Or(left, right) => {
             reads_only(left, allowed) && reads_only(right, allowed)
         }
-        Expr::Unary { operand, .. } | Expr::Cast { operand, .. } | Expr::Not(operand) | Expr::IsNull { operand, .. } => {
-            reads_only(operand, allowed)
-        }
+        Expr::Unary { operand, .. }
+        | Expr::Cast { operand, .. }
+        | Expr::Not(operand)
+        | Expr::IsNull { operand, .. } => reads_only(operand, allowed),
         Expr::Func { args, .. } | Expr::Coalesce { args, .. } => all(args),
         _ => false,
     }
@@ -99,7 +121,10 @@ pub fn increments_of(upd: &Update) -> Option<Vec<(usize, BinaryOp, &Expr)>> {
     let pk = upd.table.primary_key.as_ref()?;
     // The WHERE clause may read only key columns, which no increment changes: whether it
     // holds cannot change between the statement and the commit.
-    let key_only_filter = upd.filter.as_ref().is_none_or(|f| reads_only(f, &|c| pk.contains(&c)));
+    let key_only_filter = upd
+        .filter
+        .as_ref()
+        .is_none_or(|f| reads_only(f, &|c| pk.contains(&c)));
     if upd.returning.is_some() || !key_only_filter || !matches!(upd.access, Access::PrimaryKey(_)) {
         return None;
     }
@@ -138,17 +163,29 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
     match stmt {
         S::Insert(ins) => !insert_reads_no_table(ins),
         S::Update(upd) => increments_of(upd).is_none(),
-        S::Query(_) | S::Delete(_) | S::CreateTable(_) | S::DropTable { .. } | S::Truncate { .. } => true,
+        S::Query(_)
+        | S::Delete(_)
+        | S::CreateTable(_)
+        | S::DropTable { .. }
+        | S::Truncate { .. } => true,
         S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
-        S::SetTransaction { .. } | S::Set { .. } | S::Show { .. } | S::Discard | S::Deallocate(_) | S::Empty => false,
+        S::SetTransaction { .. }
+        | S::Set { .. }
+        | S::Show { .. }
+        | S::Discard
+        | S::Deallocate(_)
+        | S::Empty => false,
     }
 }
 
 /// Target rows a streamed UPDATE or DELETE (`streams`) reads, locks and writes at a
 /// time: it holds about one batch, and each batch opens the scan once more, which costs
 /// little next to a thousand rows.
-const TARGET_BATCH: ReadLimit = ReadLimit { rows: 1000, bytes: 4 << 20 };
+const TARGET_BATCH: ReadLimit = ReadLimit {
+    rows: 1000,
+    bytes: 4 << 20,
+};
 
 /// Source rows an INSERT writes at a time, between which it yields (`Executor::pace`).
 const SOURCE_BATCH: usize = 1000;
@@ -159,13 +196,21 @@ const SOURCE_BATCH: usize = 1000;
 /// assignment to a primary-key column; rows without one keep their row ids), and no
 /// subquery may read the table between batches. Every access is in key order; one by
 /// primary key finds one row, a batch in any case.
-fn streams(table: &TableDef, access: &Access, assignments: &[(usize, Expr)], filter: Option<&Expr>, returning: &Option<Vec<(Expr, OutputColumn)>>) -> bool {
+fn streams(
+    table: &TableDef,
+    access: &Access,
+    assignments: &[(usize, Expr)],
+    filter: Option<&Expr>,
+    returning: &Option<Vec<(Expr, OutputColumn)>>,
+) -> bool {
     if matches!(access, Access::PrimaryKey(_)) {
         return false;
     }
     let pk = table.primary_key.as_deref().unwrap_or_default();
     let reads = |e: &Expr| reads_table(e, table.rel);
-    assignments.iter().all(|(col, e)| !pk.contains(col) && !reads(e))
+    assignments
+        .iter()
+        .all(|(col, e)| !pk.contains(col) && !reads(e))
         && !filter.is_some_and(reads)
         && !returning.iter().flatten().any(|(e, _)| reads(e))
 }
@@ -196,22 +241,43 @@ fn rel_reads_table(r: &Rel, rel: u64) -> bool {
                 || match access {
                     Access::Full => false,
                     Access::PrimaryKey(exprs) => exprs.iter().any(expr),
-                    Access::KeyRange { lower, upper } => [lower, upper].into_iter().flatten().any(|b| expr(&b.value)),
+                    Access::KeyRange { lower, upper } => {
+                        [lower, upper].into_iter().flatten().any(|b| expr(&b.value))
+                    }
                 }
         }
         Rel::Values { rows } => rows.iter().flatten().any(expr),
-        Rel::GenerateSeries { start, stop, step } => expr(start) || expr(stop) || step.as_ref().is_some_and(expr),
-        Rel::Filter { input: i, predicate } => input(i) || expr(predicate),
+        Rel::GenerateSeries { start, stop, step } => {
+            expr(start) || expr(stop) || step.as_ref().is_some_and(expr)
+        }
+        Rel::Filter {
+            input: i,
+            predicate,
+        } => input(i) || expr(predicate),
         Rel::Project { input: i, exprs } => input(i) || exprs.iter().any(expr),
-        Rel::Join { left, right, on, .. } => input(left) || input(right) || on.as_ref().is_some_and(expr),
-        Rel::Aggregate { input: i, group_by, aggs } => {
-            input(i) || group_by.iter().any(expr) || aggs.iter().any(|a| a.arg.iter().chain(&a.filter).any(expr))
+        Rel::Join {
+            left, right, on, ..
+        } => input(left) || input(right) || on.as_ref().is_some_and(expr),
+        Rel::Aggregate {
+            input: i,
+            group_by,
+            aggs,
+        } => {
+            input(i)
+                || group_by.iter().any(expr)
+                || aggs.iter().any(|a| a.arg.iter().chain(&a.filter).any(expr))
         }
         Rel::Sort { input: i, keys } => input(i) || keys.iter().any(|k| expr(&k.expr)),
-        Rel::Limit { input: i, limit, offset } => input(i) || limit.iter().chain(offset).any(expr),
+        Rel::Limit {
+            input: i,
+            limit,
+            offset,
+        } => input(i) || limit.iter().chain(offset).any(expr),
         Rel::Distinct { input: i } => input(i),
         Rel::Union { left, right, .. } => input(left) || input(right),
-        Rel::RecursiveUnion { base, recursive, .. } => input(base) || input(recursive),
+        Rel::RecursiveUnion {
+            base, recursive, ..
+        } => input(base) || input(recursive),
     }
 }
 
@@ -233,19 +299,49 @@ struct TargetRows<'p> {
 }
 
 impl<'p> TargetRows<'p> {
-    fn new(table: &'p TableDef, access: &'p Access, filter: Option<&'p Expr>, streams: bool) -> Self {
-        let limit = if streams { TARGET_BATCH } else { ReadLimit::NONE };
-        TargetRows { table, access, filter, limit, position: Position::Start }
+    fn new(
+        table: &'p TableDef,
+        access: &'p Access,
+        filter: Option<&'p Expr>,
+        streams: bool,
+    ) -> Self {
+        let limit = if streams {
+            TARGET_BATCH
+        } else {
+            ReadLimit::NONE
+        };
+        TargetRows {
+            table,
+            access,
+            filter,
+            limit,
+            position: Position::Start,
+        }
     }
 
     /// The next batch, charged to `held`; None after the last.
-    async fn next(&mut self, dml: &Dml<'_>, txn: &Txn, held: &mut Held<'_>) -> PgResult<Option<Vec<KeyedRow>>> {
+    async fn next(
+        &mut self,
+        dml: &Dml<'_>,
+        txn: &Txn,
+        held: &mut Held<'_>,
+    ) -> PgResult<Option<Vec<KeyedRow>>> {
         let after = match &self.position {
             Position::Start => None,
             Position::After(key) => Some(key.as_slice()),
             Position::End => return Ok(None),
         };
-        let (rows, resume) = dml.reader(txn).keyed_rows(self.table, self.access, self.filter, after, self.limit, held).await?;
+        let (rows, resume) = dml
+            .reader(txn)
+            .keyed_rows(
+                self.table,
+                self.access,
+                self.filter,
+                after,
+                self.limit,
+                held,
+            )
+            .await?;
         self.position = resume.map_or(Position::End, Position::After);
         Ok(Some(rows))
     }
@@ -267,7 +363,10 @@ struct Affected<'s> {
 }
 
 impl<'s> Affected<'s> {
-    fn new(state: &'s StatementState<'s>, returning: &'s Option<Vec<(Expr, OutputColumn)>>) -> Self {
+    fn new(
+        state: &'s StatementState<'s>,
+        returning: &'s Option<Vec<(Expr, OutputColumn)>>,
+    ) -> Self {
         Affected {
             returning: returning.as_deref(),
             at_end: returning_has_subquery(returning),
@@ -303,7 +402,9 @@ impl<'s> Affected<'s> {
     }
 
     async fn run_returning(&mut self, ex: &Executor<'_>) -> PgResult<()> {
-        let Some(items) = self.returning else { return Ok(()) };
+        let Some(items) = self.returning else {
+            return Ok(());
+        };
         for r in std::mem::take(&mut self.changed) {
             let mut values = Vec::with_capacity(items.len());
             for (e, _) in items {
@@ -330,18 +431,31 @@ pub struct Dml<'a> {
 
 impl<'a> Dml<'a> {
     /// A wait for a row lock, ended with 55P03 after lock_timeout.
-    async fn lock_wait<T>(&self, wait: impl std::future::Future<Output = PgResult<T>>) -> PgResult<T> {
+    async fn lock_wait<T>(
+        &self,
+        wait: impl std::future::Future<Output = PgResult<T>>,
+    ) -> PgResult<T> {
         match self.state.lock_timeout {
             None => wait.await,
-            Some(limit) => tokio::time::timeout(limit, wait)
-                .await
-                .unwrap_or_else(|_| Err(PgError::new(codes::LOCK_NOT_AVAILABLE, "canceling statement due to lock timeout"))),
+            Some(limit) => tokio::time::timeout(limit, wait).await.unwrap_or_else(|_| {
+                Err(PgError::new(
+                    codes::LOCK_NOT_AVAILABLE,
+                    "canceling statement due to lock timeout",
+                ))
+            }),
         }
     }
 
     /// A read-only executor over `txn` at the statement snapshot.
     pub fn reader<'t>(&'t self, txn: &'t Txn) -> Executor<'t> {
-        Executor { dn: self.dn, txn, snapshot: self.snapshot, params: self.params, session: self.view, state: self.state }
+        Executor {
+            dn: self.dn,
+            txn,
+            snapshot: self.snapshot,
+            params: self.params,
+            session: self.view,
+            state: self.state,
+        }
     }
 
     /// The source is read to its end before the first row is written: its scans borrow
@@ -351,7 +465,11 @@ impl<'a> Dml<'a> {
     pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
         let mut spool = Spool::new(self.state);
-        self.reader(txn).each_row(&ins.source, Default::default(), &mut |row| spool.push(row).map(|()| true)).await?;
+        self.reader(txn)
+            .each_row(&ins.source, Default::default(), &mut |row| {
+                spool.push(row).map(|()| true)
+            })
+            .await?;
         let mut source = spool.finish()?;
         let mut ids = RowIds::new();
         let mut affected = Affected::new(self.state, &ins.returning);
@@ -363,10 +481,22 @@ impl<'a> Dml<'a> {
             for src in &rows {
                 let row = {
                     let ex = self.reader(txn);
-                    insert_row(&EvalCtx { params: self.params, outer: &[], env: &ex }, table, &ins.targets, src)?
+                    insert_row(
+                        &EvalCtx {
+                            params: self.params,
+                            outer: &[],
+                            env: &ex,
+                        },
+                        table,
+                        &ins.targets,
+                        src,
+                    )?
                 };
                 // A new key waits for a concurrent inserter of the same key: a lock wait.
-                match self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids)).await {
+                match self
+                    .lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids))
+                    .await
+                {
                     Ok(()) => affected.changed(row)?,
                     Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
                     Err(e) => return Err(e),
@@ -380,11 +510,20 @@ impl<'a> Dml<'a> {
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
-    async fn lock_candidates(&self, txn: &mut Txn, table: &TableDef, candidates: Vec<KeyedRow>, filter: Option<&Expr>) -> PgResult<Vec<(Vec<u8>, Row)>> {
+    async fn lock_candidates(
+        &self,
+        txn: &mut Txn,
+        table: &TableDef,
+        candidates: Vec<KeyedRow>,
+        filter: Option<&Expr>,
+    ) -> PgResult<Vec<(Vec<u8>, Row)>> {
         let mut locked = Vec::with_capacity(candidates.len());
         for (key, seen, row) in candidates {
             self.reader(txn).pace(1).await;
-            let Some(current) = self.lock_wait(self.dn.lock_row(txn, table.rel, &key)).await? else {
+            let Some(current) = self
+                .lock_wait(self.dn.lock_row(txn, table.rel, &key))
+                .await?
+            else {
                 continue; // deleted by a transaction that committed after our snapshot
             };
             if current == seen {
@@ -401,7 +540,13 @@ impl<'a> Dml<'a> {
 
     /// The increment path of `update` for the one row `key`: None if the datanode takes
     /// the ordinary way instead.
-    async fn increment(&self, txn: &mut Txn, table: &Arc<TableDef>, key: &[u8], increments: Vec<(usize, BinaryOp, &Expr)>) -> PgResult<Option<DmlResult>> {
+    async fn increment(
+        &self,
+        txn: &mut Txn,
+        table: &Arc<TableDef>,
+        key: &[u8],
+        increments: Vec<(usize, BinaryOp, &Expr)>,
+    ) -> PgResult<Option<DmlResult>> {
         let mut amounts: Vec<(usize, BinaryOp, Value)> = Vec::with_capacity(increments.len());
         for (col, op, e) in increments {
             amounts.push((col, op, self.reader(txn).eval(&[], e, &[]).await?));
@@ -415,7 +560,9 @@ impl<'a> Dml<'a> {
             check_not_null(&t, &row)?;
             Ok(encode(&row))
         });
-        let done = self.lock_wait(self.dn.increment(txn, table.rel, key, apply)).await?;
+        let done = self
+            .lock_wait(self.dn.increment(txn, table.rel, key, apply))
+            .await?;
         Ok(done.map(|exists| (Vec::new(), exists as u64)))
     }
 
@@ -423,29 +570,50 @@ impl<'a> Dml<'a> {
         let table = &upd.table;
         let mut affected = Affected::new(self.state, &upd.returning);
         if let Some(increments) = increments_of(upd) {
-            let candidates = self.reader(txn).keyed_row_present(table, &upd.access, upd.filter.as_ref()).await?;
+            let candidates = self
+                .reader(txn)
+                .keyed_row_present(table, &upd.access, upd.filter.as_ref())
+                .await?;
             if let [(key, _, _)] = candidates.as_slice() {
                 if let Some(done) = self.increment(txn, table, key, increments).await? {
                     return Ok(done);
                 }
             }
-            self.update_batch(txn, upd, candidates, &mut affected).await?;
+            self.update_batch(txn, upd, candidates, &mut affected)
+                .await?;
             return affected.finish(&self.reader(txn)).await;
         }
-        let streams = streams(table, &upd.access, &upd.assignments, upd.filter.as_ref(), &upd.returning);
+        let streams = streams(
+            table,
+            &upd.access,
+            &upd.assignments,
+            upd.filter.as_ref(),
+            &upd.returning,
+        );
         let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);
-            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
-            self.update_batch(txn, upd, candidates, &mut affected).await?;
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else {
+                break;
+            };
+            self.update_batch(txn, upd, candidates, &mut affected)
+                .await?;
         }
         affected.finish(&self.reader(txn)).await
     }
 
     /// Locks, computes and writes one batch of an UPDATE's rows.
-    async fn update_batch(&self, txn: &mut Txn, upd: &Update, candidates: Vec<KeyedRow>, affected: &mut Affected<'_>) -> PgResult<()> {
+    async fn update_batch(
+        &self,
+        txn: &mut Txn,
+        upd: &Update,
+        candidates: Vec<KeyedRow>,
+        affected: &mut Affected<'_>,
+    ) -> PgResult<()> {
         let table = &upd.table;
-        let locked = self.lock_candidates(txn, table, candidates, upd.filter.as_ref()).await?;
+        let locked = self
+            .lock_candidates(txn, table, candidates, upd.filter.as_ref())
+            .await?;
         // Every new row is computed before the first is written, so that subqueries in
         // SET read the table as the statement found it (as PostgreSQL's, which read
         // at the command's snapshot), not with this statement's own writes; a statement
@@ -462,7 +630,10 @@ impl<'a> Dml<'a> {
         for (key, new) in changes {
             match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
-                    self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || unique_violation(table, &new))).await?;
+                    self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
+                        unique_violation(table, &new)
+                    }))
+                    .await?;
                     self.dn.put(txn, table.rel, &key, None)?;
                 }
                 _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
@@ -479,8 +650,13 @@ impl<'a> Dml<'a> {
         let mut targets = TargetRows::new(table, &del.access, del.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);
-            let Some(candidates) = targets.next(self, txn, &mut held).await? else { break };
-            for (key, old) in self.lock_candidates(txn, table, candidates, del.filter.as_ref()).await? {
+            let Some(candidates) = targets.next(self, txn, &mut held).await? else {
+                break;
+            };
+            for (key, old) in self
+                .lock_candidates(txn, table, candidates, del.filter.as_ref())
+                .await?
+            {
                 self.dn.put(txn, table.rel, &key, None)?;
                 affected.changed(old)?;
             }
@@ -511,24 +687,47 @@ impl CopyLoader {
                 field_types[*f] = copy.table.columns[col].ty.to_type();
             }
         }
-        CopyLoader { table: copy.table.clone(), targets: copy.targets.clone(), field_types, ids: RowIds::new(), count: 0, bulk: None }
+        CopyLoader {
+            table: copy.table.clone(),
+            targets: copy.targets.clone(),
+            field_types,
+            ids: RowIds::new(),
+            count: 0,
+            bulk: None,
+        }
     }
 
     /// Loads the rows in bulk (`crate::bulk`) if the transaction may: it truncated the
     /// table and wrote nothing else to it. The caller makes sure that no savepoint could
     /// undo part of the transaction after this: rows loaded in bulk go only with it.
-    pub fn load_in_bulk_if_owned(&mut self, dn: &Datanode, txn: &mut Txn, spill: &spill::SpillDir) -> PgResult<()> {
+    pub fn load_in_bulk_if_owned(
+        &mut self,
+        dn: &Datanode,
+        txn: &mut Txn,
+        spill: &spill::SpillDir,
+    ) -> PgResult<()> {
         if dn.can_bulk_load(txn, self.table.rel) {
-            self.bulk = Some(crate::bulk::BulkSink::start(dn, txn, self.table.clone(), spill)?);
+            self.bulk = Some(crate::bulk::BulkSink::start(
+                dn,
+                txn,
+                self.table.clone(),
+                spill,
+            )?);
         }
         Ok(())
     }
 
     /// Stores what a bulk load still holds (and checks its keys); the rows are then
     /// visible to the transaction.
-    pub async fn finish(&mut self, dn: &Datanode, txn: &mut Txn, snapshot: Timestamp) -> PgResult<()> {
+    pub async fn finish(
+        &mut self,
+        dn: &Datanode,
+        txn: &mut Txn,
+        snapshot: Timestamp,
+    ) -> PgResult<()> {
         if let Some(bulk) = self.bulk.take() {
-            bulk.finish(dn, txn, snapshot, &|row| unique_violation(&self.table, row)).await?;
+            bulk.finish(dn, txn, snapshot, &|row| unique_violation(&self.table, row))
+                .await?;
         }
         Ok(())
     }
@@ -537,28 +736,57 @@ impl CopyLoader {
         self.count
     }
 
-    pub async fn load(&mut self, dn: &Datanode, txn: &mut Txn, view: &SessionView<'_>, rows: Vec<CopyRow>, line: u64) -> PgResult<()> {
+    pub async fn load(
+        &mut self,
+        dn: &Datanode,
+        txn: &mut Txn,
+        view: &SessionView<'_>,
+        rows: Vec<CopyRow>,
+        line: u64,
+    ) -> PgResult<()> {
         let table = self.table.clone();
         let env = DefaultsEnv(view);
-        let ctx = EvalCtx { params: &[], outer: &[], env: &env };
+        let ctx = EvalCtx {
+            params: &[],
+            outer: &[],
+            env: &env,
+        };
         for fields in rows {
             let context = || format!("COPY {}, line {}", table.name, line);
             if fields.len() < self.field_types.len() {
-                let missing = self.targets.iter().position(|t| matches!(t, InsertTarget::Source(f) if *f == fields.len())).map_or("", |c| &table.columns[c].name);
-                return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, format!("missing data for column \"{missing}\"")).with_detail(context()));
+                let missing = self
+                    .targets
+                    .iter()
+                    .position(|t| matches!(t, InsertTarget::Source(f) if *f == fields.len()))
+                    .map_or("", |c| &table.columns[c].name);
+                return Err(PgError::new(
+                    codes::BAD_COPY_FILE_FORMAT,
+                    format!("missing data for column \"{missing}\""),
+                )
+                .with_detail(context()));
             }
             if fields.len() > self.field_types.len() {
-                return Err(PgError::new(codes::BAD_COPY_FILE_FORMAT, "extra data after last expected column").with_detail(context()));
+                return Err(PgError::new(
+                    codes::BAD_COPY_FILE_FORMAT,
+                    "extra data after last expected column",
+                )
+                .with_detail(context()));
             }
             let source = fields
                 .into_iter()
                 .zip(&self.field_types)
-                .map(|(field, ty)| field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty)))
+                .map(|(field, ty)| {
+                    field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty))
+                })
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, &source)?;
             match &mut self.bulk {
                 Some(bulk) => {
-                    if bulk.push(&row, &encode(&row), || self.ids.next(dn, table.rel)).await? != crate::bulk::Pushed::Taken {
+                    if bulk
+                        .push(&row, &encode(&row), || self.ids.next(dn, table.rel))
+                        .await?
+                        != crate::bulk::Pushed::Taken
+                    {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }
@@ -575,7 +803,13 @@ impl CopyLoader {
 struct DefaultsEnv<'a>(&'a SessionView<'a>);
 
 impl EvalEnv for DefaultsEnv<'_> {
-    fn subquery(&self, _plan: &sql::plan::Query, _kind: &sql::plan::SubqueryKind, _outer: &[Row], _row: &[Value]) -> PgResult<Arc<sql::subquery::SubqueryResult>> {
+    fn subquery(
+        &self,
+        _plan: &sql::plan::Query,
+        _kind: &sql::plan::SubqueryKind,
+        _outer: &[Row],
+        _row: &[Value],
+    ) -> PgResult<Arc<sql::subquery::SubqueryResult>> {
         Err(PgError::internal("subquery in a column default"))
     }
 

@@ -14,9 +14,9 @@
 //! names it, and is run again once it has been computed (`Executor::eval`). Evaluation
 //! has no side effects other than volatile functions, so running it again is safe.
 
-pub mod memory;
 mod aggregate;
 mod columns;
+pub mod memory;
 mod nodes;
 mod spilling;
 
@@ -25,15 +25,15 @@ use crate::settings::Settings;
 use crate::system;
 use datanode::{Datanode, RowBytes, Timestamp, Txn};
 use memory::MemoryAccount;
-use spill::row_size;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
+use rustc_hash::FxHashMap;
+use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::*;
 use sql::subquery::SubqueryResult;
 use sql::TableDef;
-use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use types::Value;
@@ -52,7 +52,10 @@ pub struct ReadLimit {
 }
 
 impl ReadLimit {
-    pub const NONE: ReadLimit = ReadLimit { rows: usize::MAX, bytes: usize::MAX };
+    pub const NONE: ReadLimit = ReadLimit {
+        rows: usize::MAX,
+        bytes: usize::MAX,
+    };
 }
 
 /// Rows handed up between operators at a time.
@@ -103,7 +106,8 @@ impl<'a> StatementState<'a> {
             spill,
             memory: MemoryAccount::default(),
             work_mem: limits.work_mem,
-            lock_timeout: (limits.lock_timeout_ms > 0).then(|| std::time::Duration::from_millis(limits.lock_timeout_ms)),
+            lock_timeout: (limits.lock_timeout_ms > 0)
+                .then(|| std::time::Duration::from_millis(limits.lock_timeout_ms)),
             subqueries: Mutex::new(SubqueryCache::default()),
             pending: Mutex::new(None),
             since_yield: AtomicUsize::new(0),
@@ -156,7 +160,10 @@ fn point_query(rel: &Rel) -> Option<(Vec<&Rel>, &TableDef, &Access)> {
                 steps.push(at);
                 at = input;
             }
-            Rel::Scan { table, access: access @ Access::PrimaryKey(_) } => {
+            Rel::Scan {
+                table,
+                access: access @ Access::PrimaryKey(_),
+            } => {
                 steps.reverse();
                 return Some((steps, table, access));
             }
@@ -170,7 +177,11 @@ pub type Outer = Arc<Vec<Row>>;
 
 impl<'a> Executor<'a> {
     fn ctx<'c>(&'c self, outer: &'c [Row]) -> EvalCtx<'c> {
-        EvalCtx { params: self.params, outer, env: self }
+        EvalCtx {
+            params: self.params,
+            outer,
+            env: self,
+        }
     }
 
     /// The rows of a query, collected.
@@ -188,9 +199,15 @@ impl<'a> Executor<'a> {
 
     /// The row of a point query (`point_query`), if any.
     async fn point_row(&self, rel: &Rel) -> PgResult<Option<Row>> {
-        let Some((steps, table, access)) = point_query(rel) else { return Err(PgError::internal("not a point query")) };
-        let Some(mut scan) = nodes::KeyedScan::open(self, table, access, &[]).await? else { return Ok(None) };
-        let Some(found) = scan.next_row() else { return Ok(None) };
+        let Some((steps, table, access)) = point_query(rel) else {
+            return Err(PgError::internal("not a point query"));
+        };
+        let Some(mut scan) = nodes::KeyedScan::open(self, table, access, &[]).await? else {
+            return Ok(None);
+        };
+        let Some(found) = scan.next_row() else {
+            return Ok(None);
+        };
         let mut row = decode(&found?.1, table)?;
         for step in steps {
             match step {
@@ -207,7 +224,12 @@ impl<'a> Executor<'a> {
     }
 
     /// The rows of `rel` (at most `limit`), charged to the statement while collected.
-    pub fn collect<'f>(&'f self, rel: &'f Rel, outer: Outer, limit: Option<usize>) -> futures::future::BoxFuture<'f, PgResult<Vec<Row>>> {
+    pub fn collect<'f>(
+        &'f self,
+        rel: &'f Rel,
+        outer: Outer,
+        limit: Option<usize>,
+    ) -> futures::future::BoxFuture<'f, PgResult<Vec<Row>>> {
         Box::pin(async move {
             let mut held = memory::Held::new(&self.state.memory);
             let mut out = Vec::new();
@@ -222,7 +244,12 @@ impl<'a> Executor<'a> {
     }
 
     /// Hands the rows of `rel` to `take` as they are produced, until it returns false.
-    pub async fn each_row(&self, rel: &Rel, outer: Outer, take: &mut (dyn FnMut(Row) -> PgResult<bool> + Send)) -> PgResult<()> {
+    pub async fn each_row(
+        &self,
+        rel: &Rel,
+        outer: Outer,
+        take: &mut (dyn FnMut(Row) -> PgResult<bool> + Send),
+    ) -> PgResult<()> {
         if let Rel::Values { rows } = rel {
             // INSERT … VALUES: no operator tree for a few rows.
             for exprs in rows {
@@ -247,7 +274,12 @@ impl<'a> Executor<'a> {
     /// Note `rows` rows handled; every few hundred, let the thread's other sessions run
     /// (and the statement's cancel, timeout and disconnect checks, which wait beside it).
     pub async fn pace(&self, rows: usize) {
-        let n = self.state.since_yield.fetch_add(rows + 1, Ordering::Relaxed) + rows + 1;
+        let n = self
+            .state
+            .since_yield
+            .fetch_add(rows + 1, Ordering::Relaxed)
+            + rows
+            + 1;
         if n >= BATCH {
             self.state.since_yield.store(0, Ordering::Relaxed);
             tokio::task::yield_now().await;
@@ -257,15 +289,28 @@ impl<'a> Executor<'a> {
     /// Evaluate `e` against `row`, computing the subqueries it needs first.
     pub async fn eval(&self, outer: &[Row], e: &Expr, row: &[Value]) -> PgResult<Value> {
         match self.ctx(outer).eval(e, row) {
-            Err(err) => self.recompute(err, outer, [e], row, |ctx| ctx.eval(e, row)).await,
+            Err(err) => {
+                self.recompute(err, outer, [e], row, |ctx| ctx.eval(e, row))
+                    .await
+            }
             done => done,
         }
     }
 
     /// A WHERE clause (true only for TRUE), computing the subqueries it needs first.
-    pub async fn matches(&self, outer: &[Row], predicate: Option<&Expr>, row: &[Value]) -> PgResult<bool> {
+    pub async fn matches(
+        &self,
+        outer: &[Row],
+        predicate: Option<&Expr>,
+        row: &[Value],
+    ) -> PgResult<bool> {
         match self.ctx(outer).matches(predicate, row) {
-            Err(err) => self.recompute(err, outer, predicate, row, |ctx| ctx.matches(predicate, row)).await,
+            Err(err) => {
+                self.recompute(err, outer, predicate, row, |ctx| {
+                    ctx.matches(predicate, row)
+                })
+                .await
+            }
             done => done,
         }
     }
@@ -274,7 +319,14 @@ impl<'a> Executor<'a> {
     /// the subquery it stopped at and runs it again, until it succeeds or fails otherwise.
     /// Hot loops run `compute` at once and await this only when it fails: an `.await` per
     /// value costs more than most evaluations.
-    pub(super) async fn recompute<'x, T>(&self, mut err: PgError, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr> + Clone, row: &[Value], compute: impl Fn(&EvalCtx) -> PgResult<T>) -> PgResult<T> {
+    pub(super) async fn recompute<'x, T>(
+        &self,
+        mut err: PgError,
+        outer: &[Row],
+        exprs: impl IntoIterator<Item = &'x Expr> + Clone,
+        row: &[Value],
+        compute: impl Fn(&EvalCtx) -> PgResult<T>,
+    ) -> PgResult<T> {
         loop {
             self.compute_pending(err, outer, exprs.clone(), row).await?;
             match compute(&self.ctx(outer)) {
@@ -286,8 +338,16 @@ impl<'a> Executor<'a> {
 
     /// After an evaluation of `exprs` failed with `err`: if it stopped at a subquery not
     /// yet computed, compute it (Ok: evaluate again); otherwise the error stands.
-    async fn compute_pending<'x>(&self, err: PgError, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr>, row: &[Value]) -> PgResult<()> {
-        let Some((address, key)) = self.state.pending.lock().take() else { return Err(err) };
+    async fn compute_pending<'x>(
+        &self,
+        err: PgError,
+        outer: &[Row],
+        exprs: impl IntoIterator<Item = &'x Expr>,
+        row: &[Value],
+    ) -> PgResult<()> {
+        let Some((address, key)) = self.state.pending.lock().take() else {
+            return Err(err);
+        };
         let mut found = None;
         for e in exprs {
             e.visit(&mut |x| {
@@ -298,11 +358,19 @@ impl<'a> Executor<'a> {
                 }
             });
         }
-        let (plan, kind) = found.ok_or_else(|| PgError::internal("pending subquery not found in the expression evaluated"))?;
+        let (plan, kind) = found.ok_or_else(|| {
+            PgError::internal("pending subquery not found in the expression evaluated")
+        })?;
         let mut stack = Vec::with_capacity(outer.len() + 1);
         stack.extend_from_slice(outer);
         stack.push(row.to_vec());
-        let rows = self.collect(&plan.root, Arc::new(stack), SubqueryResult::rows_needed(kind)).await?;
+        let rows = self
+            .collect(
+                &plan.root,
+                Arc::new(stack),
+                SubqueryResult::rows_needed(kind),
+            )
+            .await?;
         let bytes: usize = rows.iter().map(|r| row_size(r)).sum::<usize>() + key.len();
         let result = Arc::new(SubqueryResult::from_rows(kind, rows)?);
         let mut cache = self.state.subqueries.lock();
@@ -320,8 +388,17 @@ impl<'a> Executor<'a> {
     /// Visit the rows of a table reached by `access` whose keys follow `after` (all of
     /// them without it), with their storage keys and bytes, while `visit` returns true
     /// (UPDATE and DELETE; queries scan through `nodes`).
-    async fn scan_keyed(&self, table: &TableDef, access: &Access, after: Option<&[u8]>, visit: &mut (dyn FnMut(Vec<u8>, RowBytes, Row) -> PgResult<bool> + Send)) -> PgResult<()> {
-        let Some(mut rows) = nodes::KeyedScan::open_after(self, table, access, &[], after).await? else { return Ok(()) };
+    async fn scan_keyed(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        after: Option<&[u8]>,
+        visit: &mut (dyn FnMut(Vec<u8>, RowBytes, Row) -> PgResult<bool> + Send),
+    ) -> PgResult<()> {
+        let Some(mut rows) = nodes::KeyedScan::open_after(self, table, access, &[], after).await?
+        else {
+            return Ok(());
+        };
         while let Some((key, bytes)) = rows.next_row().transpose()? {
             let more = visit(key, bytes.clone(), decode(&bytes, table)?)?;
             self.pace(1).await;
@@ -336,7 +413,15 @@ impl<'a> Executor<'a> {
     /// those whose keys follow `after` (all without it), in key order, up to `limit`, and
     /// the key to go on after if the limit ended the scan. What they hold is charged to
     /// `held`.
-    pub async fn keyed_rows(&self, table: &TableDef, access: &Access, filter: Option<&Expr>, after: Option<&[u8]>, limit: ReadLimit, held: &mut memory::Held<'_>) -> PgResult<(Vec<KeyedRow>, Option<Vec<u8>>)> {
+    pub async fn keyed_rows(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        filter: Option<&Expr>,
+        after: Option<&[u8]>,
+        limit: ReadLimit,
+        held: &mut memory::Held<'_>,
+    ) -> PgResult<(Vec<KeyedRow>, Option<Vec<u8>>)> {
         let mut read = Vec::new();
         let mut keep = |read: &mut Vec<KeyedRow>, (key, bytes, row): KeyedRow| -> PgResult<bool> {
             held.charge(key.len() + bytes.len() + row_size(&row))?;
@@ -347,10 +432,15 @@ impl<'a> Executor<'a> {
         if subquery_filter.is_some() {
             // The filter's subqueries may have to be computed first: check each row
             // outside the scan's visit (the limit counts the rows read, then).
-            self.scan_keyed(table, access, after, &mut |key, bytes, row| keep(&mut read, (key, bytes, row))).await?;
+            self.scan_keyed(table, access, after, &mut |key, bytes, row| {
+                keep(&mut read, (key, bytes, row))
+            })
+            .await?;
         } else {
             let ctx = self.ctx(&[]);
-            self.scan_keyed(table, access, after, &mut |key, bytes, row| match ctx.matches(filter, &row)? {
+            self.scan_keyed(table, access, after, &mut |key, bytes, row| match ctx
+                .matches(filter, &row)?
+            {
                 true => keep(&mut read, (key, bytes, row)),
                 false => Ok(true),
             })
@@ -374,9 +464,16 @@ impl<'a> Executor<'a> {
     /// filter on key columns), which needs only to know whether the row exists: does not
     /// wait for increments of the row being merged (`Datanode::get_row`), so the
     /// row's other columns may be older than the snapshot's.
-    pub async fn keyed_row_present(&self, table: &TableDef, access: &Access, filter: Option<&Expr>) -> PgResult<Vec<KeyedRow>> {
+    pub async fn keyed_row_present(
+        &self,
+        table: &TableDef,
+        access: &Access,
+        filter: Option<&Expr>,
+    ) -> PgResult<Vec<KeyedRow>> {
         let Access::PrimaryKey(exprs) = access else {
-            return Err(PgError::internal("an increment reads its row by primary key"));
+            return Err(PgError::internal(
+                "an increment reads its row by primary key",
+            ));
         };
         let ctx = self.ctx(&[]);
         let found = self.row_by_key(table, &ctx, exprs, true).await?;
@@ -387,9 +484,21 @@ impl<'a> Executor<'a> {
     }
 
     /// The row under the primary key `exprs` evaluate to (`Datanode::get_row`).
-    async fn row_by_key(&self, table: &TableDef, ctx: &EvalCtx<'_>, exprs: &[Expr], presence_only: bool) -> PgResult<Option<(Vec<u8>, RowBytes, Row)>> {
-        let Some(key) = primary_key(ctx, exprs)? else { return Ok(None) };
-        let Some(bytes) = self.dn.get_row(self.txn, table.rel, &key, self.snapshot, presence_only).await? else {
+    async fn row_by_key(
+        &self,
+        table: &TableDef,
+        ctx: &EvalCtx<'_>,
+        exprs: &[Expr],
+        presence_only: bool,
+    ) -> PgResult<Option<(Vec<u8>, RowBytes, Row)>> {
+        let Some(key) = primary_key(ctx, exprs)? else {
+            return Ok(None);
+        };
+        let Some(bytes) = self
+            .dn
+            .get_row(self.txn, table.rel, &key, self.snapshot, presence_only)
+            .await?
+        else {
             return Ok(None);
         };
         let row = decode(&bytes, table)?;
@@ -398,7 +507,13 @@ impl<'a> Executor<'a> {
 }
 
 impl EvalEnv for Executor<'_> {
-    fn subquery(&self, plan: &Query, _kind: &SubqueryKind, outer: &[Row], row: &[Value]) -> PgResult<Arc<SubqueryResult>> {
+    fn subquery(
+        &self,
+        plan: &Query,
+        _kind: &SubqueryKind,
+        outer: &[Row],
+        row: &[Value],
+    ) -> PgResult<Arc<SubqueryResult>> {
         let address = std::ptr::from_ref(plan) as usize;
         let mut key = Vec::new();
         if plan.correlated {
@@ -411,7 +526,13 @@ impl EvalEnv for Executor<'_> {
                 key.push(0xff); // the levels must not run together
             }
         }
-        if let Some(found) = self.state.subqueries.lock().results.get(&(address, key.clone())) {
+        if let Some(found) = self
+            .state
+            .subqueries
+            .lock()
+            .results
+            .get(&(address, key.clone()))
+        {
             return Ok(found.clone());
         }
         *self.state.pending.lock() = Some((address, key));
@@ -425,7 +546,10 @@ impl EvalEnv for Executor<'_> {
 
 /// Encode primary-key values into a storage key; None if any is NULL (matches nothing).
 fn primary_key(ctx: &EvalCtx, exprs: &[Expr]) -> PgResult<Option<Vec<u8>>> {
-    let values = exprs.iter().map(|e| ctx.eval(e, &[])).collect::<PgResult<Vec<_>>>()?;
+    let values = exprs
+        .iter()
+        .map(|e| ctx.eval(e, &[]))
+        .collect::<PgResult<Vec<_>>>()?;
     Ok(key_of_values(&values))
 }
 
@@ -474,7 +598,12 @@ pub(crate) fn group_key(values: &[Value]) -> Vec<u8> {
 }
 
 /// Build a table row from an INSERT's source row, applying defaults and NOT NULL.
-pub fn insert_row(ctx: &EvalCtx, table: &TableDef, targets: &[InsertTarget], source: &[Value]) -> PgResult<Row> {
+pub fn insert_row(
+    ctx: &EvalCtx,
+    table: &TableDef,
+    targets: &[InsertTarget],
+    source: &[Value],
+) -> PgResult<Row> {
     let mut row = Vec::with_capacity(targets.len());
     for t in targets {
         row.push(match t {
@@ -492,7 +621,10 @@ pub fn check_not_null(table: &TableDef, row: &[Value]) -> PgResult<()> {
         if c.not_null && row[i].is_null() {
             return Err(PgError::new(
                 codes::NOT_NULL_VIOLATION,
-                format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", c.name, table.name),
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    c.name, table.name
+                ),
             )
             .with_detail(format!("Failing row contains ({}).", row_text(table, row))));
         }
@@ -518,10 +650,22 @@ fn row_text(table: &TableDef, row: &[Value]) -> String {
 pub fn unique_violation(table: &TableDef, row: &[Value]) -> PgError {
     let pk = table.primary_key.clone().unwrap_or_default();
     let cols: Vec<&str> = pk.iter().map(|&i| table.columns[i].name.as_str()).collect();
-    let vals: Vec<String> = pk.iter().map(|&i| types::io::to_text_string(&row[i], &table.columns[i].ty.to_type()).unwrap_or_default()).collect();
+    let vals: Vec<String> = pk
+        .iter()
+        .map(|&i| {
+            types::io::to_text_string(&row[i], &table.columns[i].ty.to_type()).unwrap_or_default()
+        })
+        .collect();
     PgError::new(
         codes::UNIQUE_VIOLATION,
-        format!("duplicate key value violates unique constraint \"{}\"", table.pk_name.clone().unwrap_or_default()),
+        format!(
+            "duplicate key value violates unique constraint \"{}\"",
+            table.pk_name.clone().unwrap_or_default()
+        ),
     )
-    .with_detail(format!("Key ({})=({}) already exists.", cols.join(", "), vals.join(", ")))
+    .with_detail(format!(
+        "Key ({})=({}) already exists.",
+        cols.join(", "),
+        vals.join(", ")
+    ))
 }

@@ -69,21 +69,28 @@ impl SessionExecutors {
     pub fn start(threads: usize, spin: Duration) -> std::io::Result<SessionExecutors> {
         let mut handles = Vec::new();
         for i in 0..threads.max(1) {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
             handles.push(runtime.handle().clone());
-            std::thread::Builder::new().name(format!("session-{i}")).spawn(move || {
-                if !spin.is_zero() {
-                    // Live as long as the thread, which lives as long as the process.
-                    let notify: &'static Notify = Box::leak(Box::new(Notify::new()));
-                    let pass_end: &'static Notify = Box::leak(Box::new(Notify::new()));
-                    SPINNER.with(|s| s.set(Some(notify)));
-                    runtime.block_on(spin_while_busy(notify, pass_end, spin))
-                } else {
-                    runtime.block_on(std::future::pending::<()>())
-                }
-            })?;
+            std::thread::Builder::new()
+                .name(format!("session-{i}"))
+                .spawn(move || {
+                    if !spin.is_zero() {
+                        // Live as long as the thread, which lives as long as the process.
+                        let notify: &'static Notify = Box::leak(Box::new(Notify::new()));
+                        let pass_end: &'static Notify = Box::leak(Box::new(Notify::new()));
+                        SPINNER.with(|s| s.set(Some(notify)));
+                        runtime.block_on(spin_while_busy(notify, pass_end, spin))
+                    } else {
+                        runtime.block_on(std::future::pending::<()>())
+                    }
+                })?;
         }
-        Ok(SessionExecutors { handles, next: AtomicUsize::new(0) })
+        Ok(SessionExecutors {
+            handles,
+            next: AtomicUsize::new(0),
+        })
     }
 
     /// The executor for the next connection.

@@ -95,7 +95,10 @@ pub fn in_hot_block<F: Future>(make: impl FnOnce() -> F) -> HotFuture<F> {
     let block = take_block(Layout::new::<F>()).cast::<F>();
     // SAFETY: the block is valid for writes of an F and holds no value.
     unsafe { block.as_ptr().write(make()) };
-    HotFuture { block, _owns: PhantomData }
+    HotFuture {
+        block,
+        _owns: PhantomData,
+    }
 }
 
 impl<F: Future> Future for HotFuture<F> {
@@ -130,13 +133,15 @@ mod tests {
         FREE_BLOCKS.with(|free| free.borrow().0.iter().filter(|(l, _)| *l == layout).count())
     }
 
-    fn doubled(n: u64) -> impl Future<Output = u64> {
-        async move { n * 2 }
+    async fn doubled(n: u64) -> u64 {
+        n * 2
     }
 
     #[test]
     fn runs_to_completion_and_drops_its_captures() {
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         let dropped = Rc::new(());
         let held = dropped.clone();
         let fut = in_hot_block(move || async move {
@@ -171,13 +176,23 @@ mod tests {
         let layout = layout_of(&first);
         assert_eq!(free_blocks_of(layout), 0);
         drop(first);
-        assert_eq!(free_blocks_of(layout), 1, "a dropped future's block is kept");
+        assert_eq!(
+            free_blocks_of(layout),
+            1,
+            "a dropped future's block is kept"
+        );
         let second = in_hot_block(|| doubled(2));
         assert_eq!(free_blocks_of(layout), 0, "the next future takes it");
         drop(second);
 
-        let many: Vec<_> = (0..MAX_FREE_BLOCKS as u64 + 4).map(|n| in_hot_block(move || doubled(n))).collect();
+        let many: Vec<_> = (0..MAX_FREE_BLOCKS as u64 + 4)
+            .map(|n| in_hot_block(move || doubled(n)))
+            .collect();
         drop(many);
-        assert_eq!(free_blocks_of(layout), MAX_FREE_BLOCKS, "the rest went back to the allocator");
+        assert_eq!(
+            free_blocks_of(layout),
+            MAX_FREE_BLOCKS,
+            "the rest went back to the allocator"
+        );
     }
 }

@@ -21,11 +21,18 @@ pub fn validate_formats(formats: &[i16], columns: usize) -> PgResult<()> {
     if formats.len() > 1 && formats.len() != columns {
         return Err(PgError::new(
             codes::PROTOCOL_VIOLATION,
-            format!("bind message has {} result formats but query has {} columns", formats.len(), columns),
+            format!(
+                "bind message has {} result formats but query has {} columns",
+                formats.len(),
+                columns
+            ),
         ));
     }
     if let Some(f) = formats.iter().find(|f| !matches!(f, 0 | 1)) {
-        return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("unsupported format code: {f}")));
+        return Err(PgError::new(
+            codes::INVALID_PARAMETER_VALUE,
+            format!("unsupported format code: {f}"),
+        ));
     }
     Ok(())
 }
@@ -47,7 +54,13 @@ pub fn row_description(out: &mut BytesMut, columns: &[OutputColumn], formats: &[
     backend::row_description(out, &fields);
 }
 
-pub fn data_row(out: &mut BytesMut, row: &[Value], columns: &[OutputColumn], formats: &[i16], session: &SessionView) {
+pub fn data_row(
+    out: &mut BytesMut,
+    row: &[Value],
+    columns: &[OutputColumn],
+    formats: &[i16],
+    session: &SessionView,
+) {
     let mut w = DataRowWriter::begin(out, row.len() as i16);
     let mut scratch = Vec::with_capacity(32);
     for (i, v) in row.iter().enumerate() {
@@ -70,8 +83,12 @@ pub fn data_row(out: &mut BytesMut, row: &[Value], columns: &[OutputColumn], for
 /// Text output, resolving reg* types through the catalog as PostgreSQL's output functions do.
 pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec<u8>) {
     match (ty, v) {
-        (DataType::RegClass | DataType::RegType | DataType::RegNamespace, Value::Oid(0)) => out.push(b'-'),
-        (DataType::RegClass, Value::Oid(o)) => out.extend_from_slice(relation_name(session, *o).as_bytes()),
+        (DataType::RegClass | DataType::RegType | DataType::RegNamespace, Value::Oid(0)) => {
+            out.push(b'-')
+        }
+        (DataType::RegClass, Value::Oid(o)) => {
+            out.extend_from_slice(relation_name(session, *o).as_bytes())
+        }
         (DataType::RegType, Value::Oid(o)) => match DataType::from_oid(*o) {
             Some(t) => out.extend_from_slice(t.format_type().as_bytes()),
             None => match crate::system::pseudo_type_name(*o) {

@@ -23,7 +23,10 @@ pub struct PlanCache<V> {
 
 impl<V> PlanCache<V> {
     pub fn new(capacity: usize) -> Self {
-        PlanCache { entries: FxHashMap::default(), capacity }
+        PlanCache {
+            entries: FxHashMap::default(),
+            capacity,
+        }
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<V>> {

@@ -75,7 +75,10 @@ impl UnixSocket {
     fn bind(dir: &Path, port: u16) -> std::io::Result<UnixSocket> {
         let path = dir.join(format!(".s.PGSQL.{port}"));
         if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            return Err(std::io::Error::new(std::io::ErrorKind::AddrInUse, format!("{} is in use by another server", path.display())));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!("{} is in use by another server", path.display()),
+            ));
         }
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -153,15 +156,35 @@ impl Coordinator {
             .map_err(|e| PgError::io(&format!("could not listen on {}", config.listen), e))?;
         let unix = match &config.unix_socket_dir {
             Some(dir) => {
-                let port = listener.local_addr().map_err(|e| PgError::io("could not read the listening address", e))?.port();
-                Some(UnixSocket::bind(dir, port).map_err(|e| PgError::io(&format!("could not create a Unix-domain socket in {}", dir.display()), e))?)
+                let port = listener
+                    .local_addr()
+                    .map_err(|e| PgError::io("could not read the listening address", e))?
+                    .port();
+                Some(UnixSocket::bind(dir, port).map_err(|e| {
+                    PgError::io(
+                        &format!("could not create a Unix-domain socket in {}", dir.display()),
+                        e,
+                    )
+                })?)
             }
             None => None,
         };
-        let shared = Arc::new(Shared { datanode, gtm, catalog, spill, cancels: Mutex::new(HashMap::new()), next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1) });
+        let shared = Arc::new(Shared {
+            datanode,
+            gtm,
+            catalog,
+            spill,
+            cancels: Mutex::new(HashMap::new()),
+            next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
+        });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
             .map_err(|e| PgError::io("could not start session threads", e))?;
-        Ok(Coordinator { shared, listener, unix, executors })
+        Ok(Coordinator {
+            shared,
+            listener,
+            unix,
+            executors,
+        })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -187,7 +210,9 @@ impl Coordinator {
             }
         };
         let unix = async {
-            let Some(unix) = &self.unix else { return std::future::pending().await };
+            let Some(unix) = &self.unix else {
+                return std::future::pending().await;
+            };
             loop {
                 match unix.listener.accept().await {
                     Ok((socket, _)) => self.spawn_session(socket, "[local]".to_string()),
@@ -244,7 +269,10 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
                 backend::ssl_refused(&mut out);
                 socket.write_all(&out).await.map_err(io_err)?;
             }
-            StartupPacket::Cancel { process_id, secret_key } => {
+            StartupPacket::Cancel {
+                process_id,
+                secret_key,
+            } => {
                 let target = shared.cancels.lock().get(&process_id).cloned();
                 if let Some((secret, notify)) = target {
                     if secret == secret_key {
@@ -253,9 +281,16 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
                 }
                 return Ok(());
             }
-            StartupPacket::Startup { protocol_version, params } => {
+            StartupPacket::Startup {
+                protocol_version,
+                params,
+            } => {
                 let minor = protocol_version & 0xffff;
-                let unrecognized: Vec<String> = params.iter().filter(|(k, _)| k.starts_with("_pq_.")).map(|(k, _)| k.clone()).collect();
+                let unrecognized: Vec<String> = params
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("_pq_."))
+                    .map(|(k, _)| k.clone())
+                    .collect();
                 if minor > 0 || !unrecognized.is_empty() {
                     out.clear();
                     backend::negotiate_protocol_version(&mut out, 0, &unrecognized);
@@ -268,14 +303,37 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
 
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let Some(user) = get("user") else {
-        return fatal(&mut socket, PgError::fatal(codes::INVALID_AUTHORIZATION_SPECIFICATION, "no PostgreSQL user name specified in startup packet")).await;
+        return fatal(
+            &mut socket,
+            PgError::fatal(
+                codes::INVALID_AUTHORIZATION_SPECIFICATION,
+                "no PostgreSQL user name specified in startup packet",
+            ),
+        )
+        .await;
     };
-    let database = get("database").filter(|d| !d.is_empty()).unwrap_or_else(|| user.clone());
+    let database = get("database")
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| user.clone());
     if user != "postgres" {
-        return fatal(&mut socket, PgError::fatal(codes::INVALID_AUTHORIZATION_SPECIFICATION, format!("role \"{user}\" does not exist"))).await;
+        return fatal(
+            &mut socket,
+            PgError::fatal(
+                codes::INVALID_AUTHORIZATION_SPECIFICATION,
+                format!("role \"{user}\" does not exist"),
+            ),
+        )
+        .await;
     }
     if database != "postgres" {
-        return fatal(&mut socket, PgError::fatal(codes::INVALID_CATALOG_NAME, format!("database \"{database}\" does not exist"))).await;
+        return fatal(
+            &mut socket,
+            PgError::fatal(
+                codes::INVALID_CATALOG_NAME,
+                format!("database \"{database}\" does not exist"),
+            ),
+        )
+        .await;
     }
     let mut settings = Settings::default();
     for (name, value) in &params {
@@ -286,7 +344,14 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
             other => settings.set(other, Some(value), false),
         };
         if let Err(e) = result {
-            return fatal(&mut socket, PgError { severity: pgerror::Severity::Fatal, ..e }).await;
+            return fatal(
+                &mut socket,
+                PgError {
+                    severity: pgerror::Severity::Fatal,
+                    ..e
+                },
+            )
+            .await;
         }
     }
 
@@ -294,7 +359,13 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
     let secret = cancel_secret(pid);
     let cancel = Arc::new(Notify::new());
     shared.cancels.lock().insert(pid, (secret, cancel.clone()));
-    let state = SessionState { user, database, pid, settings: Mutex::new(settings), reports: Mutex::new(Vec::new()) };
+    let state = SessionState {
+        user,
+        database,
+        pid,
+        settings: Mutex::new(settings),
+        reports: Mutex::new(Vec::new()),
+    };
     let mut session = Session::new(shared.clone(), socket, buf, state, cancel);
     let result = session.greet(secret).await;
     if result.is_ok() {
@@ -305,10 +376,19 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
 }
 
 /// `options=-c name=value -c …` (PGOPTIONS).
-fn apply_options(settings: &mut Settings, options: &str) -> PgResult<Option<(&'static str, String)>> {
+fn apply_options(
+    settings: &mut Settings,
+    options: &str,
+) -> PgResult<Option<(&'static str, String)>> {
     let mut words = options.split_whitespace();
     while let Some(w) = words.next() {
-        let assignment = if w == "-c" { words.next().unwrap_or("") } else if let Some(rest) = w.strip_prefix("-c") { rest } else { w.trim_start_matches("--") };
+        let assignment = if w == "-c" {
+            words.next().unwrap_or("")
+        } else if let Some(rest) = w.strip_prefix("-c") {
+            rest
+        } else {
+            w.trim_start_matches("--")
+        };
         if let Some((name, value)) = assignment.split_once('=') {
             settings.set(&name.replace('-', "_"), Some(value), false)?;
         }
@@ -318,7 +398,13 @@ fn apply_options(settings: &mut Settings, options: &str) -> PgResult<Option<(&'s
 
 async fn fatal<T: Transport>(socket: &mut T, err: PgError) -> PgResult<()> {
     let mut out = BytesMut::new();
-    backend::error_response(&mut out, &PgError { severity: pgerror::Severity::Fatal, ..err.clone() });
+    backend::error_response(
+        &mut out,
+        &PgError {
+            severity: pgerror::Severity::Fatal,
+            ..err.clone()
+        },
+    );
     let _ = socket.write_all(&out).await;
     Err(err)
 }

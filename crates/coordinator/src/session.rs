@@ -12,11 +12,11 @@ use bytes::BytesMut;
 use datanode::{Isolation, Savepoint, Timestamp, Txn};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult, Severity};
+use rustc_hash::FxHashMap;
 use sql::binder::bind;
 use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse, parse_statement, split_statements, ParsedStatement};
 use sql::plan::{IsolationLevel, OutputColumn, Statement};
-use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -42,10 +42,23 @@ struct Prepared {
 }
 
 impl Prepared {
-    fn new(parsed: Option<ParsedStatement>, declared_types: Vec<u32>, bound: Statement, param_types: Vec<DataType>, catalog_version: u64) -> Prepared {
+    fn new(
+        parsed: Option<ParsedStatement>,
+        declared_types: Vec<u32>,
+        bound: Statement,
+        param_types: Vec<DataType>,
+        catalog_version: u64,
+    ) -> Prepared {
         let mut text_description = BytesMut::new();
         describe_columns(&mut text_description, &bound.output_columns(), &[]);
-        Prepared { parsed, declared_types, bound: Arc::new(bound), param_types, catalog_version, text_description: text_description.freeze() }
+        Prepared {
+            parsed,
+            declared_types,
+            bound: Arc::new(bound),
+            param_types,
+            catalog_version,
+            text_description: text_description.freeze(),
+        }
     }
 }
 
@@ -117,7 +130,12 @@ enum SimpleStep<'a> {
     /// The ordinary path: the statement's own text, parsed; bound when it runs.
     Plain(ParsedStatement),
     /// Auto-parameterized: the cache entry, or the parsed normalized text on a miss.
-    Auto { text: &'a str, norm: Normalized, cache_key: String, found: AutoPlan },
+    Auto {
+        text: &'a str,
+        norm: Normalized,
+        cache_key: String,
+        found: AutoPlan,
+    },
 }
 
 enum AutoPlan {
@@ -156,11 +174,19 @@ impl Portals {
     }
 
     fn get(&self, name: &str) -> Option<&Portal> {
-        if name.is_empty() { self.unnamed.as_ref() } else { self.named.get(name) }
+        if name.is_empty() {
+            self.unnamed.as_ref()
+        } else {
+            self.named.get(name)
+        }
     }
 
     fn remove(&mut self, name: &str) -> Option<Portal> {
-        if name.is_empty() { self.unnamed.take() } else { self.named.remove(name) }
+        if name.is_empty() {
+            self.unnamed.take()
+        } else {
+            self.named.remove(name)
+        }
     }
 
     fn clear(&mut self) {
@@ -216,7 +242,10 @@ struct Outcome {
 
 impl Outcome {
     fn tag(tag: impl Into<String>) -> Self {
-        Outcome { rows: Vec::new(), tag: tag.into() }
+        Outcome {
+            rows: Vec::new(),
+            tag: tag.into(),
+        }
     }
 }
 
@@ -235,7 +264,13 @@ fn in_failed_transaction() -> PgError {
 }
 
 impl<S: SessionStream> Session<S> {
-    pub fn new(shared: Arc<Shared>, stream: S, inbuf: BytesMut, state: SessionState, cancel: Arc<tokio::sync::Notify>) -> Self {
+    pub fn new(
+        shared: Arc<Shared>,
+        stream: S,
+        inbuf: BytesMut,
+        state: SessionState,
+        cancel: Arc<tokio::sync::Notify>,
+    ) -> Self {
         Session {
             shared,
             stream,
@@ -295,7 +330,9 @@ impl<S: SessionStream> Session<S> {
     /// waiting for input, so a pipelined batch (Bind/Execute/Sync…) costs one write.
     async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
         loop {
-            if let Some(m) = decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())? {
+            if let Some(m) =
+                decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())?
+            {
                 if self.out.capacity() == 0 {
                     self.out = session_io::take();
                 }
@@ -314,16 +351,29 @@ impl<S: SessionStream> Session<S> {
             if !self.out.is_empty() {
                 crate::executors::end_of_pass().await;
             }
-            self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            self.flush()
+                .await
+                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             let idle_limit = match self.status() {
                 TransactionStatus::Idle => 0,
-                _ => self.state.settings.lock().limits().idle_in_transaction_timeout_ms,
+                _ => {
+                    self.state
+                        .settings
+                        .lock()
+                        .limits()
+                        .idle_in_transaction_timeout_ms
+                }
             };
             let read = session_io::read(&mut self.stream, &mut self.inbuf);
             let n = if idle_limit > 0 {
-                tokio::time::timeout(std::time::Duration::from_millis(idle_limit), read).await.map_err(|_| {
-                    PgError::new(codes::IDLE_IN_TRANSACTION_SESSION_TIMEOUT, "terminating connection due to idle-in-transaction timeout")
-                })?
+                tokio::time::timeout(std::time::Duration::from_millis(idle_limit), read)
+                    .await
+                    .map_err(|_| {
+                        PgError::new(
+                            codes::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                            "terminating connection due to idle-in-transaction timeout",
+                        )
+                    })?
             } else {
                 read.await
             }
@@ -343,7 +393,10 @@ impl<S: SessionStream> Session<S> {
                 Ok(None) => break,
                 Err(e) => {
                     // Malformed or oversized message: report and end only this connection.
-                    let e = PgError { severity: Severity::Fatal, ..e };
+                    let e = PgError {
+                        severity: Severity::Fatal,
+                        ..e
+                    };
                     self.send_error(&e);
                     let _ = self.flush().await;
                     break;
@@ -377,12 +430,22 @@ impl<S: SessionStream> Session<S> {
                 self.ready_for_query();
                 return true;
             }
-            FrontendMessage::Parse { name, query, param_types } => self.parse_message(name, &query, param_types),
-            FrontendMessage::Bind { portal, statement, param_formats, params, result_formats } => {
-                self.bind_message(portal, &statement, &param_formats, params, result_formats)
-            }
+            FrontendMessage::Parse {
+                name,
+                query,
+                param_types,
+            } => self.parse_message(name, &query, param_types),
+            FrontendMessage::Bind {
+                portal,
+                statement,
+                param_formats,
+                params,
+                result_formats,
+            } => self.bind_message(portal, &statement, &param_formats, params, result_formats),
             FrontendMessage::Describe { kind, name } => self.describe(kind, &name),
-            FrontendMessage::Execute { portal, max_rows } => self.execute_message(&portal, max_rows).await,
+            FrontendMessage::Execute { portal, max_rows } => {
+                self.execute_message(&portal, max_rows).await
+            }
             FrontendMessage::Close { kind, name } => {
                 match kind {
                     wire::frontend::DescribeKind::Statement => drop(self.prepared.remove(&name)),
@@ -405,8 +468,13 @@ impl<S: SessionStream> Session<S> {
             }
             FrontendMessage::Flush => return true,
             // Stray COPY messages outside COPY are ignored, as PostgreSQL does.
-            FrontendMessage::CopyData(_) | FrontendMessage::CopyDone | FrontendMessage::CopyFail(_) => return true,
-            FrontendMessage::Password(_) => Err(PgError::new(codes::PROTOCOL_VIOLATION, "unexpected password message")),
+            FrontendMessage::CopyData(_)
+            | FrontendMessage::CopyDone
+            | FrontendMessage::CopyFail(_) => return true,
+            FrontendMessage::Password(_) => Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                "unexpected password message",
+            )),
             FrontendMessage::Terminate => return false,
         };
         if let Err(e) = result {
@@ -459,7 +527,12 @@ impl<S: SessionStream> Session<S> {
             } else {
                 match step {
                     SimpleStep::Plain(parsed) => self.run_simple_parsed(&parsed).await,
-                    SimpleStep::Auto { text, norm, cache_key, found } => self.run_simple_auto(text, norm, cache_key, found).await,
+                    SimpleStep::Auto {
+                        text,
+                        norm,
+                        cache_key,
+                        found,
+                    } => self.run_simple_auto(text, norm, cache_key, found).await,
                 }
             };
             if let Err(e) = result {
@@ -489,8 +562,12 @@ impl<S: SessionStream> Session<S> {
         let found = match SIMPLE_PLANS.with(|c| c.borrow().get(&cache_key)) {
             Some(p) => match *p {
                 SimplePlan::Bound { .. } => AutoPlan::Cached(p),
-                SimplePlan::Uncacheable { catalog_version: None } => return Ok(SimpleStep::Plain(parse_statement(text)?)),
-                SimplePlan::Uncacheable { catalog_version: Some(v) } if v == self.shared.catalog.version() => {
+                SimplePlan::Uncacheable {
+                    catalog_version: None,
+                } => return Ok(SimpleStep::Plain(parse_statement(text)?)),
+                SimplePlan::Uncacheable {
+                    catalog_version: Some(v),
+                } if v == self.shared.catalog.version() => {
                     return Ok(SimpleStep::Plain(parse_statement(text)?))
                 }
                 // It failed to bind before DDL since: try again.
@@ -502,12 +579,22 @@ impl<S: SessionStream> Session<S> {
             None => match parse_normalized(text, &norm) {
                 Some(parsed) => AutoPlan::Parsed(Box::new(parsed)),
                 None => {
-                    cache_simple_plan(cache_key, SimplePlan::Uncacheable { catalog_version: None });
+                    cache_simple_plan(
+                        cache_key,
+                        SimplePlan::Uncacheable {
+                            catalog_version: None,
+                        },
+                    );
                     return Ok(SimpleStep::Plain(parse_statement(text)?));
                 }
             },
         };
-        Ok(SimpleStep::Auto { text, norm, cache_key, found })
+        Ok(SimpleStep::Auto {
+            text,
+            norm,
+            cache_key,
+            found,
+        })
     }
 
     /// The ordinary simple-query path: bind the statement's own text and run it.
@@ -520,13 +607,23 @@ impl<S: SessionStream> Session<S> {
     /// caching its normalized text first if needed. Whenever the normalized text does not
     /// bind (to a query or DML, with the literals' own types), the statement takes the
     /// ordinary path, so that errors are reported exactly as they are without the cache.
-    async fn run_simple_auto(&mut self, text: &str, norm: Normalized, cache_key: String, found: AutoPlan) -> PgResult<()> {
+    async fn run_simple_auto(
+        &mut self,
+        text: &str,
+        norm: Normalized,
+        cache_key: String,
+        found: AutoPlan,
+    ) -> PgResult<()> {
         let version = self.shared.catalog.version();
         let plan = match found {
-            AutoPlan::Cached(p) if matches!(*p, SimplePlan::Bound { catalog_version, .. } if catalog_version == version) => Some(p),
+            AutoPlan::Cached(p) if matches!(*p, SimplePlan::Bound { catalog_version, .. } if catalog_version == version) => {
+                Some(p)
+            }
             AutoPlan::Cached(p) => match &*p {
                 // DDL since it was bound: bind again.
-                SimplePlan::Bound { parsed, .. } => self.bind_simple_plan(cache_key, parsed.clone(), &norm, version),
+                SimplePlan::Bound { parsed, .. } => {
+                    self.bind_simple_plan(cache_key, parsed.clone(), &norm, version)
+                }
                 SimplePlan::Uncacheable { .. } => None,
             },
             AutoPlan::Parsed(parsed) => self.bind_simple_plan(cache_key, parsed, &norm, version),
@@ -538,7 +635,12 @@ impl<S: SessionStream> Session<S> {
             // string before anything ran, is not a practical concern.
             return self.run_simple_parsed(&parse_statement(text)?).await;
         };
-        let SimplePlan::Bound { bound, param_types, .. } = &*plan else { unreachable!("only bound plans are returned") };
+        let SimplePlan::Bound {
+            bound, param_types, ..
+        } = &*plan
+        else {
+            unreachable!("only bound plans are returned")
+        };
         let params = norm
             .literals
             .iter()
@@ -549,21 +651,48 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// Bind a normalized statement and cache the result (a plan, or "uncacheable").
-    fn bind_simple_plan(&mut self, cache_key: String, parsed: Box<ParsedStatement>, norm: &Normalized, version: u64) -> Option<Arc<SimplePlan>> {
-        let declared: Vec<u32> = norm.literals.iter().map(|(_, kind)| kind.type_oid()).collect();
+    fn bind_simple_plan(
+        &mut self,
+        cache_key: String,
+        parsed: Box<ParsedStatement>,
+        norm: &Normalized,
+        version: u64,
+    ) -> Option<Arc<SimplePlan>> {
+        let declared: Vec<u32> = norm
+            .literals
+            .iter()
+            .map(|(_, kind)| kind.type_oid())
+            .collect();
         let entry = match bind(&parsed, &self.shared.catalog, &declared) {
             Ok((bound, types)) => {
-                let usable = matches!(bound, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_))
-                    && types.len() == norm.literals.len()
-                    && types.iter().zip(&norm.literals).all(|(ty, (_, kind))| *ty == kind.data_type());
+                let usable = matches!(
+                    bound,
+                    Statement::Query(_)
+                        | Statement::Insert(_)
+                        | Statement::Update(_)
+                        | Statement::Delete(_)
+                ) && types.len() == norm.literals.len()
+                    && types
+                        .iter()
+                        .zip(&norm.literals)
+                        .all(|(ty, (_, kind))| *ty == kind.data_type());
                 if usable {
-                    SimplePlan::Bound { parsed, bound: Arc::new(bound), param_types: types, catalog_version: version }
+                    SimplePlan::Bound {
+                        parsed,
+                        bound: Arc::new(bound),
+                        param_types: types,
+                        catalog_version: version,
+                    }
                 } else {
-                    SimplePlan::Uncacheable { catalog_version: None }
+                    SimplePlan::Uncacheable {
+                        catalog_version: None,
+                    }
                 }
             }
             // Possibly a missing table or column that DDL may yet create.
-            Err(_) => SimplePlan::Uncacheable { catalog_version: Some(version) },
+            Err(_) => SimplePlan::Uncacheable {
+                catalog_version: Some(version),
+            },
         };
         let plan = cache_simple_plan(cache_key, entry);
         matches!(*plan, SimplePlan::Bound { .. }).then_some(plan)
@@ -573,7 +702,10 @@ impl<S: SessionStream> Session<S> {
     /// format, CommandComplete.
     async fn run_simple(&mut self, bound: &Statement, params: &[Value]) -> PgResult<()> {
         let columns = bound.output_columns();
-        let returning = matches!(bound, Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_));
+        let returning = matches!(
+            bound,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+        );
         if !columns.is_empty() && !returning {
             output::row_description(&mut self.out, &columns, &[]);
         }
@@ -589,12 +721,24 @@ impl<S: SessionStream> Session<S> {
         Ok(())
     }
 
-    async fn send_rows(&mut self, rows: &[Row], columns: &[OutputColumn], formats: &[i16]) -> PgResult<()> {
-        let view = view(&self.shared, &self.state, &self.tx, types::datetime::now_timestamp());
+    async fn send_rows(
+        &mut self,
+        rows: &[Row],
+        columns: &[OutputColumn],
+        formats: &[i16],
+    ) -> PgResult<()> {
+        let view = view(
+            &self.shared,
+            &self.state,
+            &self.tx,
+            types::datetime::now_timestamp(),
+        );
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view);
             if self.out.len() > FLUSH_THRESHOLD {
-                write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                write_out(&mut self.stream, &mut self.out)
+                    .await
+                    .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             }
         }
         Ok(())
@@ -604,14 +748,22 @@ impl<S: SessionStream> Session<S> {
 
     fn parse_message(&mut self, name: String, query: &str, param_types: Vec<u32>) -> PgResult<()> {
         if !name.is_empty() && self.prepared.contains_key(&name) {
-            return Err(PgError::new(codes::DUPLICATE_PREPARED_STATEMENT, format!("prepared statement \"{name}\" already exists")));
+            return Err(PgError::new(
+                codes::DUPLICATE_PREPARED_STATEMENT,
+                format!("prepared statement \"{name}\" already exists"),
+            ));
         }
         let key = prepared_cache_key(query, &param_types);
         let version = self.shared.catalog.version();
         let in_failed = self.tx.as_ref().is_some_and(|t| t.failed);
         let prepared = match PREPARED_PLANS.with(|c| c.borrow().get(&key)) {
             Some(p) if p.catalog_version == version => {
-                if in_failed && !p.parsed.as_ref().is_none_or(ParsedStatement::ends_failed_transaction) {
+                if in_failed
+                    && !p
+                        .parsed
+                        .as_ref()
+                        .is_none_or(ParsedStatement::ends_failed_transaction)
+                {
                     return Err(in_failed_transaction());
                 }
                 p
@@ -628,10 +780,19 @@ impl<S: SessionStream> Session<S> {
 
     /// Parse and bind a statement for Parse. As in PostgreSQL, a failed transaction refuses
     /// all but an empty statement or one that ends the block, before binding.
-    fn prepare(&self, query: &str, param_types: Vec<u32>, version: u64, in_failed: bool) -> PgResult<Prepared> {
+    fn prepare(
+        &self,
+        query: &str,
+        param_types: Vec<u32>,
+        version: u64,
+        in_failed: bool,
+    ) -> PgResult<Prepared> {
         let mut statements = parse(query)?;
         if statements.len() > 1 {
-            return Err(PgError::new(codes::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement"));
+            return Err(PgError::new(
+                codes::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            ));
         }
         Ok(match statements.pop() {
             None => Prepared::new(None, param_types, Statement::Empty, Vec::new(), version),
@@ -654,7 +815,10 @@ impl<S: SessionStream> Session<S> {
             Some(parsed) => {
                 let (bound, types) = bind(parsed, &self.shared.catalog, &p.declared_types)?;
                 if types != p.param_types {
-                    return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "cached plan must not change result type"));
+                    return Err(PgError::new(
+                        codes::FEATURE_NOT_SUPPORTED,
+                        "cached plan must not change result type",
+                    ));
                 }
                 Ok(Arc::new(bound))
             }
@@ -671,7 +835,10 @@ impl<S: SessionStream> Session<S> {
         result_formats: Vec<i16>,
     ) -> PgResult<()> {
         let prepared = self.prepared.get(statement).cloned().ok_or_else(|| {
-            PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{statement}\" does not exist"))
+            PgError::new(
+                codes::INVALID_SQL_STATEMENT_NAME,
+                format!("prepared statement \"{statement}\" does not exist"),
+            )
         })?;
         if params.len() != prepared.param_types.len() {
             return Err(PgError::new(
@@ -686,7 +853,11 @@ impl<S: SessionStream> Session<S> {
         if param_formats.len() > 1 && param_formats.len() != params.len() {
             return Err(PgError::new(
                 codes::PROTOCOL_VIOLATION,
-                format!("bind message has {} parameter formats but {} parameters", param_formats.len(), params.len()),
+                format!(
+                    "bind message has {} parameter formats but {} parameters",
+                    param_formats.len(),
+                    params.len()
+                ),
             ));
         }
         if self.tx.as_ref().is_some_and(|t| t.failed) && !prepared.bound.ends_failed_transaction() {
@@ -701,7 +872,10 @@ impl<S: SessionStream> Session<S> {
                 Some(bytes) if format == 1 => types::io::from_binary(bytes, ty)?,
                 Some(bytes) => {
                     let text = std::str::from_utf8(bytes).map_err(|_| {
-                        PgError::new(codes::CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding \"UTF8\"")
+                        PgError::new(
+                            codes::CHARACTER_NOT_IN_REPERTOIRE,
+                            "invalid byte sequence for encoding \"UTF8\"",
+                        )
                     })?;
                     types::io::from_text(text, ty)?
                 }
@@ -709,8 +883,19 @@ impl<S: SessionStream> Session<S> {
         }
         let bound = self.current_plan(&prepared)?;
         output::validate_formats(&result_formats, bound.output_columns().len())?;
-        let described_by = (Arc::ptr_eq(&bound, &prepared.bound) && result_formats.iter().all(|f| *f == 0)).then_some(prepared);
-        self.portals.insert(portal, Portal { bound, described_by, params: values, result_formats, pending: None });
+        let described_by = (Arc::ptr_eq(&bound, &prepared.bound)
+            && result_formats.iter().all(|f| *f == 0))
+        .then_some(prepared);
+        self.portals.insert(
+            portal,
+            Portal {
+                bound,
+                described_by,
+                params: values,
+                result_formats,
+                pending: None,
+            },
+        );
         backend::bind_complete(&mut self.out);
         Ok(())
     }
@@ -719,7 +904,10 @@ impl<S: SessionStream> Session<S> {
         match kind {
             wire::frontend::DescribeKind::Statement => {
                 let p = self.prepared.get(name).cloned().ok_or_else(|| {
-                    PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
+                    PgError::new(
+                        codes::INVALID_SQL_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    )
                 })?;
                 let oids: Vec<u32> = p.param_types.iter().map(DataType::oid).collect();
                 backend::parameter_description(&mut self.out, &oids);
@@ -732,11 +920,18 @@ impl<S: SessionStream> Session<S> {
             }
             wire::frontend::DescribeKind::Portal => {
                 let p = self.portals.get(name).ok_or_else(|| {
-                    PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
+                    PgError::new(
+                        codes::INVALID_CURSOR_NAME,
+                        format!("portal \"{name}\" does not exist"),
+                    )
                 })?;
                 match &p.described_by {
                     Some(prepared) => self.out.extend_from_slice(&prepared.text_description),
-                    None => describe_columns(&mut self.out, &p.bound.output_columns(), &p.result_formats),
+                    None => describe_columns(
+                        &mut self.out,
+                        &p.bound.output_columns(),
+                        &p.result_formats,
+                    ),
                 }
             }
         }
@@ -745,7 +940,10 @@ impl<S: SessionStream> Session<S> {
 
     async fn execute_message(&mut self, name: &str, max_rows: i32) -> PgResult<()> {
         let mut portal = self.portals.remove(name).ok_or_else(|| {
-            PgError::new(codes::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))
+            PgError::new(
+                codes::INVALID_CURSOR_NAME,
+                format!("portal \"{name}\" does not exist"),
+            )
         })?;
         if matches!(*portal.bound, Statement::Empty) {
             backend::empty_query_response(&mut self.out);
@@ -755,7 +953,9 @@ impl<S: SessionStream> Session<S> {
         let (mut rows, tag) = match portal.pending.take() {
             Some(p) => p,
             None => {
-                if self.tx.as_ref().is_some_and(|t| t.failed) && !portal.bound.ends_failed_transaction() {
+                if self.tx.as_ref().is_some_and(|t| t.failed)
+                    && !portal.bound.ends_failed_transaction()
+                {
                     return Err(in_failed_transaction());
                 }
                 if max_rows <= 0 {
@@ -767,17 +967,28 @@ impl<S: SessionStream> Session<S> {
                 (outcome.rows.into(), outcome.tag)
             }
         };
-        let limit = if max_rows <= 0 { usize::MAX } else { max_rows as usize };
+        let limit = if max_rows <= 0 {
+            usize::MAX
+        } else {
+            max_rows as usize
+        };
         let view_formats = portal.result_formats.clone();
         let mut sent = 0;
         {
-            let view = view(&self.shared, &self.state, &self.tx, types::datetime::now_timestamp());
+            let view = view(
+                &self.shared,
+                &self.state,
+                &self.tx,
+                types::datetime::now_timestamp(),
+            );
             while sent < limit {
                 let Some(r) = rows.pop_front() else { break };
                 output::data_row(&mut self.out, &r, &columns, &view_formats, &view);
                 sent += 1;
                 if self.out.len() > FLUSH_THRESHOLD {
-                    write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                    write_out(&mut self.stream, &mut self.out)
+                        .await
+                        .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
                 }
             }
         }
@@ -803,7 +1014,8 @@ impl<S: SessionStream> Session<S> {
     async fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         self.limits = self.state.settings.lock().limits();
         let timeout = self.limits.statement_timeout_ms;
-        let deadline = (timeout > 0).then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout));
+        let deadline = (timeout > 0)
+            .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout));
         let client = self.stream.raw_fd();
         let cancel = self.cancel.clone();
         let notified = cancel.notified();
@@ -818,16 +1030,28 @@ impl<S: SessionStream> Session<S> {
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
-        if let Some(dn) = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).filter(|dn| dn.has_increments()) {
+        if let Some(dn) = self
+            .tx
+            .as_mut()
+            .and_then(|t| t.dn_txn.as_mut())
+            .filter(|dn| dn.has_increments())
+        {
             if crate::dml::needs_applied_increments(stmt) {
                 self.shared.datanode.apply_increments(dn).await?;
             }
         }
         match stmt {
-            Statement::Begin { isolation, read_only } => {
+            Statement::Begin {
+                isolation,
+                read_only,
+            } => {
                 match &mut self.tx {
                     Some(t) if t.explicit => {
-                        self.notice(NoticeSeverity::Warning, codes::ACTIVE_SQL_TRANSACTION, "there is already a transaction in progress");
+                        self.notice(
+                            NoticeSeverity::Warning,
+                            codes::ACTIVE_SQL_TRANSACTION,
+                            "there is already a transaction in progress",
+                        );
                     }
                     Some(t) => {
                         t.explicit = true;
@@ -857,7 +1081,11 @@ impl<S: SessionStream> Session<S> {
                 }
                 other => {
                     self.tx = other;
-                    self.notice(NoticeSeverity::Warning, codes::NO_ACTIVE_SQL_TRANSACTION, "there is no transaction in progress");
+                    self.notice(
+                        NoticeSeverity::Warning,
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "there is no transaction in progress",
+                    );
                     Ok(Outcome::tag("COMMIT"))
                 }
             },
@@ -866,7 +1094,11 @@ impl<S: SessionStream> Session<S> {
                     Some(t) if t.explicit => self.abort(t).await,
                     other => {
                         self.tx = other;
-                        self.notice(NoticeSeverity::Warning, codes::NO_ACTIVE_SQL_TRANSACTION, "there is no transaction in progress");
+                        self.notice(
+                            NoticeSeverity::Warning,
+                            codes::NO_ACTIVE_SQL_TRANSACTION,
+                            "there is no transaction in progress",
+                        );
                     }
                 }
                 Ok(Outcome::tag("ROLLBACK"))
@@ -882,14 +1114,22 @@ impl<S: SessionStream> Session<S> {
             Statement::Release(name) => {
                 self.require_block("RELEASE SAVEPOINT")?;
                 let t = self.tx.as_mut().unwrap();
-                let pos = t.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| no_savepoint(name))?;
+                let pos = t
+                    .savepoints
+                    .iter()
+                    .rposition(|(n, _)| n == name)
+                    .ok_or_else(|| no_savepoint(name))?;
                 t.savepoints.truncate(pos);
                 Ok(Outcome::tag("RELEASE"))
             }
             Statement::RollbackTo(name) => {
                 self.require_block("ROLLBACK TO SAVEPOINT")?;
                 let t = self.tx.as_mut().unwrap();
-                let pos = t.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| no_savepoint(name))?;
+                let pos = t
+                    .savepoints
+                    .iter()
+                    .rposition(|(n, _)| n == name)
+                    .ok_or_else(|| no_savepoint(name))?;
                 t.savepoints.truncate(pos + 1);
                 if let Some(dn) = t.dn_txn.as_mut() {
                     dn.rollback_to(&t.savepoints[pos].1)?;
@@ -897,7 +1137,10 @@ impl<S: SessionStream> Session<S> {
                 t.failed = false;
                 Ok(Outcome::tag("ROLLBACK"))
             }
-            Statement::SetTransaction { isolation, read_only } => {
+            Statement::SetTransaction {
+                isolation,
+                read_only,
+            } => {
                 match &mut self.tx {
                     Some(t) if t.dn_txn.is_none() => {
                         if let Some(i) = isolation {
@@ -922,7 +1165,11 @@ impl<S: SessionStream> Session<S> {
                 Ok(Outcome::tag("SET"))
             }
             Statement::Set { name, value, local } => {
-                let report = self.state.settings.lock().set(name, value.as_deref(), *local)?;
+                let report = self
+                    .state
+                    .settings
+                    .lock()
+                    .set(name, value.as_deref(), *local)?;
                 if let Some((n, v)) = report {
                     backend::parameter_status(&mut self.out, n, &v);
                 }
@@ -930,11 +1177,17 @@ impl<S: SessionStream> Session<S> {
             }
             Statement::Show { name } => {
                 let value = match name.as_str() {
-                    "transaction isolation level" | "transaction_isolation" => match self.tx.as_ref().map(|t| t.isolation) {
-                        Some(Isolation::RepeatableRead) => "repeatable read".to_string(),
-                        Some(Isolation::ReadCommitted) => "read committed".to_string(),
-                        None => self.state.settings.lock().get("default_transaction_isolation")?,
-                    },
+                    "transaction isolation level" | "transaction_isolation" => {
+                        match self.tx.as_ref().map(|t| t.isolation) {
+                            Some(Isolation::RepeatableRead) => "repeatable read".to_string(),
+                            Some(Isolation::ReadCommitted) => "read committed".to_string(),
+                            None => self
+                                .state
+                                .settings
+                                .lock()
+                                .get("default_transaction_isolation")?,
+                        }
+                    }
                     "transaction_read_only" => {
                         let read_only = match &self.tx {
                             Some(t) => t.read_only,
@@ -945,7 +1198,10 @@ impl<S: SessionStream> Session<S> {
                     "all" => return Err(PgError::unsupported("SHOW ALL")),
                     other => self.state.settings.lock().get(other)?,
                 };
-                Ok(Outcome { rows: vec![vec![Value::Text(value)]], tag: "SHOW".into() })
+                Ok(Outcome {
+                    rows: vec![vec![Value::Text(value)]],
+                    tag: "SHOW".into(),
+                })
             }
             Statement::Discard => {
                 self.prepared.clear();
@@ -958,7 +1214,10 @@ impl<S: SessionStream> Session<S> {
             }
             Statement::Deallocate(Some(name)) => {
                 self.prepared.remove(name).ok_or_else(|| {
-                    PgError::new(codes::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
+                    PgError::new(
+                        codes::INVALID_SQL_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    )
                 })?;
                 Ok(Outcome::tag("DEALLOCATE"))
             }
@@ -974,12 +1233,19 @@ impl<S: SessionStream> Session<S> {
                 if in_block && matches!(stmt, Statement::Truncate { .. }) {
                     self.ensure_started().await?;
                 }
-                let owner = self.tx.as_mut().filter(|_| in_block).and_then(|t| t.dn_txn.as_deref_mut());
+                let owner = self
+                    .tx
+                    .as_mut()
+                    .filter(|_| in_block)
+                    .and_then(|t| t.dn_txn.as_deref_mut());
                 let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
-            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => self.dml(stmt, params).await,
+            Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_) => self.dml(stmt, params).await,
         }
     }
 
@@ -987,7 +1253,10 @@ impl<S: SessionStream> Session<S> {
         if self.tx.as_ref().is_some_and(|t| t.explicit) {
             Ok(())
         } else {
-            Err(PgError::new(codes::NO_ACTIVE_SQL_TRANSACTION, format!("{what} can only be used in transaction blocks")))
+            Err(PgError::new(
+                codes::NO_ACTIVE_SQL_TRANSACTION,
+                format!("{what} can only be used in transaction blocks"),
+            ))
         }
     }
 
@@ -997,7 +1266,11 @@ impl<S: SessionStream> Session<S> {
             dn_txn: None,
             explicit,
             failed: false,
-            isolation: if defaults.repeatable_read { Isolation::RepeatableRead } else { Isolation::ReadCommitted },
+            isolation: if defaults.repeatable_read {
+                Isolation::RepeatableRead
+            } else {
+                Isolation::ReadCommitted
+            },
             read_only: defaults.read_only,
             txn_time: types::datetime::now_timestamp(),
             savepoints: Vec::new(),
@@ -1048,13 +1321,31 @@ impl<S: SessionStream> Session<S> {
     async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         if self.tx.as_ref().is_some_and(|t| t.read_only) && !matches!(stmt, Statement::Query(_)) {
-            return Err(PgError::new(codes::READ_ONLY_SQL_TRANSACTION, "cannot execute this statement in a read-only transaction"));
+            return Err(PgError::new(
+                codes::READ_ONLY_SQL_TRANSACTION,
+                "cannot execute this statement in a read-only transaction",
+            ));
         }
         let shared = self.shared.clone();
-        let view = view(&shared, &self.state, &self.tx, types::datetime::now_timestamp());
-        let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
+        let view = view(
+            &shared,
+            &self.state,
+            &self.tx,
+            types::datetime::now_timestamp(),
+        );
+        let txn = self
+            .tx
+            .as_mut()
+            .and_then(|t| t.dn_txn.as_mut())
+            .expect("transaction started");
         let state = StatementState::new(&self.limits, &shared.spill);
-        let dml = crate::dml::Dml { dn: &shared.datanode, snapshot, params, view: &view, state: &state };
+        let dml = crate::dml::Dml {
+            dn: &shared.datanode,
+            snapshot,
+            params,
+            view: &view,
+            state: &state,
+        };
         let outcome = match stmt {
             Statement::Query(q) => match self.stream_rows.take() {
                 Some(formats) => {
@@ -1067,27 +1358,46 @@ impl<S: SessionStream> Session<S> {
                         }
                         count += batch.len() as u64;
                         if self.out.len() > FLUSH_THRESHOLD {
-                            write_out(&mut self.stream, &mut self.out).await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                            write_out(&mut self.stream, &mut self.out)
+                                .await
+                                .map_err(|e| {
+                                    PgError::new(codes::CONNECTION_FAILURE, e.to_string())
+                                })?;
                         }
                     }
-                    Outcome { tag: format!("SELECT {count}"), rows: Vec::new() }
+                    Outcome {
+                        tag: format!("SELECT {count}"),
+                        rows: Vec::new(),
+                    }
                 }
                 None => {
                     let rows = dml.reader(txn).query(q).await?;
-                    Outcome { tag: format!("SELECT {}", rows.len()), rows }
+                    Outcome {
+                        tag: format!("SELECT {}", rows.len()),
+                        rows,
+                    }
                 }
             },
             Statement::Insert(ins) => {
                 let (rows, n) = dml.insert(txn, ins).await?;
-                Outcome { rows, tag: format!("INSERT 0 {n}") }
+                Outcome {
+                    rows,
+                    tag: format!("INSERT 0 {n}"),
+                }
             }
             Statement::Update(upd) => {
                 let (rows, n) = dml.update(txn, upd).await?;
-                Outcome { rows, tag: format!("UPDATE {n}") }
+                Outcome {
+                    rows,
+                    tag: format!("UPDATE {n}"),
+                }
             }
             Statement::Delete(del) => {
                 let (rows, n) = dml.delete(txn, del).await?;
-                Outcome { rows, tag: format!("DELETE {n}") }
+                Outcome {
+                    rows,
+                    tag: format!("DELETE {n}"),
+                }
             }
             _ => unreachable!("dml() handles queries and DML only"),
         };
@@ -1102,33 +1412,60 @@ impl<S: SessionStream> Session<S> {
     async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         backend::copy_in_response(&mut self.out, copy.fields as i16);
-        self.flush().await.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-        let mut parser = CopyParser::new(copy.delimiter, copy.null_string.clone(), copy.csv, copy.header);
+        self.flush()
+            .await
+            .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+        let mut parser = CopyParser::new(
+            copy.delimiter,
+            copy.null_string.clone(),
+            copy.csv,
+            copy.header,
+        );
         let mut loader = crate::dml::CopyLoader::new(copy);
         // In bulk only where no savepoint could roll part of the transaction back.
         let mut failure: Option<PgError> = None;
         if let Some(t) = self.tx.as_mut().filter(|t| t.savepoints.is_empty()) {
             let txn = t.dn_txn.as_mut().expect("transaction started");
-            failure = loader.load_in_bulk_if_owned(&self.shared.datanode, txn, &self.shared.spill).err();
+            failure = loader
+                .load_in_bulk_if_owned(&self.shared.datanode, txn, &self.shared.spill)
+                .err();
         }
         let statement_time = types::datetime::now_timestamp();
         // After a bad row PostgreSQL still consumes the data up to CopyDone.
         loop {
-            let msg = self.next_message().await?.ok_or_else(|| PgError::new(codes::CONNECTION_FAILURE, "connection closed during COPY"))?;
+            let msg = self.next_message().await?.ok_or_else(|| {
+                PgError::new(codes::CONNECTION_FAILURE, "connection closed during COPY")
+            })?;
             let (rows, done) = match msg {
                 FrontendMessage::CopyData(data) => (parser.feed(&data), false),
                 FrontendMessage::CopyDone => (parser.finish(), true),
                 FrontendMessage::CopyFail(m) => {
-                    return Err(PgError::new(codes::QUERY_CANCELED, format!("COPY from stdin failed: {m}")));
+                    return Err(PgError::new(
+                        codes::QUERY_CANCELED,
+                        format!("COPY from stdin failed: {m}"),
+                    ));
                 }
                 FrontendMessage::Flush | FrontendMessage::Sync => continue,
-                _ => return Err(PgError::new(codes::PROTOCOL_VIOLATION, "unexpected message type during COPY from stdin")),
+                _ => {
+                    return Err(PgError::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "unexpected message type during COPY from stdin",
+                    ))
+                }
             };
             if failure.is_none() {
                 let view = view(&self.shared, &self.state, &self.tx, statement_time);
-                let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
+                let txn = self
+                    .tx
+                    .as_mut()
+                    .and_then(|t| t.dn_txn.as_mut())
+                    .expect("transaction started");
                 let result = match rows {
-                    Ok(rows) => loader.load(&self.shared.datanode, txn, &view, rows, parser.line).await,
+                    Ok(rows) => {
+                        loader
+                            .load(&self.shared.datanode, txn, &view, rows, parser.line)
+                            .await
+                    }
                     Err(e) => Err(e),
                 };
                 failure = result.err();
@@ -1138,8 +1475,15 @@ impl<S: SessionStream> Session<S> {
             }
         }
         if failure.is_none() {
-            let txn = self.tx.as_mut().and_then(|t| t.dn_txn.as_mut()).expect("transaction started");
-            failure = loader.finish(&self.shared.datanode, txn, snapshot).await.err();
+            let txn = self
+                .tx
+                .as_mut()
+                .and_then(|t| t.dn_txn.as_mut())
+                .expect("transaction started");
+            failure = loader
+                .finish(&self.shared.datanode, txn, snapshot)
+                .await
+                .err();
         }
         match failure {
             Some(e) => Err(e),
@@ -1149,7 +1493,10 @@ impl<S: SessionStream> Session<S> {
 }
 
 /// Write and clear the output buffer; a large one is not kept for an idle session.
-async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, out: &mut BytesMut) -> std::io::Result<()> {
+async fn write_out<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &mut BytesMut,
+) -> std::io::Result<()> {
     if !out.is_empty() {
         stream.write_all(out).await?;
         out.clear();
@@ -1162,7 +1509,12 @@ async fn write_out<S: AsyncWrite + Unpin>(stream: &mut S, out: &mut BytesMut) ->
 
 /// The session as statements see it (built from disjoint fields so output can be
 /// written while it is borrowed).
-fn view<'a>(shared: &'a Shared, state: &'a SessionState, tx: &Option<Transaction>, statement_time: i64) -> SessionView<'a> {
+fn view<'a>(
+    shared: &'a Shared,
+    state: &'a SessionState,
+    tx: &Option<Transaction>,
+    statement_time: i64,
+) -> SessionView<'a> {
     SessionView {
         catalog: &shared.catalog,
         settings: &state.settings,
@@ -1184,5 +1536,8 @@ async fn until(deadline: Option<tokio::time::Instant>) {
 }
 
 fn no_savepoint(name: &str) -> PgError {
-    PgError::new(codes::INVALID_SAVEPOINT_SPECIFICATION, format!("savepoint \"{name}\" does not exist"))
+    PgError::new(
+        codes::INVALID_SAVEPOINT_SPECIFICATION,
+        format!("savepoint \"{name}\" does not exist"),
+    )
 }

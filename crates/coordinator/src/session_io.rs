@@ -32,7 +32,8 @@ thread_local! {
 
 /// A buffer with at least `BUFFER_CAPACITY / 2` bytes free, from this thread's pool.
 pub fn take() -> BytesMut {
-    FREE.with(|free| free.borrow_mut().pop()).unwrap_or_else(|| BytesMut::with_capacity(BUFFER_CAPACITY))
+    FREE.with(|free| free.borrow_mut().pop())
+        .unwrap_or_else(|| BytesMut::with_capacity(BUFFER_CAPACITY))
 }
 
 /// Gives an empty `buf` up, leaving an unallocated buffer in its place: back to this
@@ -90,7 +91,11 @@ const CLIENT_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_mil
 pub async fn client_gone(fd: RawFd) {
     loop {
         tokio::time::sleep(CLIENT_CHECK_INTERVAL).await;
-        let mut poll = libc::pollfd { fd, events: libc::POLLRDHUP, revents: 0 };
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLRDHUP,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd, zero timeout; `fd` stays open while the session that
         // owns the stream runs the statement this future belongs to.
         let ready = unsafe { libc::poll(&mut poll, 1, 0) };
@@ -125,7 +130,11 @@ mod tests {
         let mut buf = take();
         let addr = buf.as_ptr();
         give_back(&mut buf);
-        assert_eq!(buf.capacity(), 0, "the session keeps no buffer once it gave it back");
+        assert_eq!(
+            buf.capacity(),
+            0,
+            "the session keeps no buffer once it gave it back"
+        );
         assert_eq!(free_buffers(), before + 1);
         let again = take();
         assert_eq!(again.as_ptr(), addr, "last in, first out");
@@ -149,7 +158,11 @@ mod tests {
         give_back(&mut small);
         give_back(&mut large);
         assert_eq!(free_buffers(), before);
-        assert_eq!(large.capacity(), 0, "an empty buffer is freed, not kept by the session");
+        assert_eq!(
+            large.capacity(),
+            0,
+            "an empty buffer is freed, not kept by the session"
+        );
     }
 
     #[test]

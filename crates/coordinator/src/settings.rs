@@ -58,7 +58,10 @@ const KNOWN: &[(&str, &str, bool)] = &[
 ];
 
 fn canonical(name: &str) -> Option<(&'static str, &'static str, bool)> {
-    KNOWN.iter().copied().find(|(n, _, _)| n.eq_ignore_ascii_case(name))
+    KNOWN
+        .iter()
+        .copied()
+        .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
 }
 
 /// One session's settings.
@@ -88,7 +91,12 @@ pub struct StatementLimits {
 
 impl Default for StatementLimits {
     fn default() -> Self {
-        StatementLimits { statement_timeout_ms: 0, lock_timeout_ms: 0, idle_in_transaction_timeout_ms: 0, work_mem: 4 << 20 }
+        StatementLimits {
+            statement_timeout_ms: 0,
+            lock_timeout_ms: 0,
+            idle_in_transaction_timeout_ms: 0,
+            work_mem: 4 << 20,
+        }
     }
 }
 
@@ -104,7 +112,11 @@ pub struct TxnDefaults {
 impl Settings {
     pub fn get(&self, name: &str) -> PgResult<String> {
         let (canon, default, _) = canonical(name).ok_or_else(|| unrecognized(name))?;
-        Ok(self.values.get(canon).cloned().unwrap_or_else(|| default.to_string()))
+        Ok(self
+            .values
+            .get(canon)
+            .cloned()
+            .unwrap_or_else(|| default.to_string()))
     }
 
     pub fn txn_defaults(&self) -> TxnDefaults {
@@ -118,39 +130,79 @@ impl Settings {
     fn values_changed(&mut self) {
         self.txn_defaults = TxnDefaults {
             repeatable_read: matches!(
-                self.values.get("default_transaction_isolation").map(String::as_str),
+                self.values
+                    .get("default_transaction_isolation")
+                    .map(String::as_str),
                 Some("repeatable read" | "serializable")
             ),
-            read_only: self.values.get("default_transaction_read_only").map(String::as_str) == Some("on"),
+            read_only: self
+                .values
+                .get("default_transaction_read_only")
+                .map(String::as_str)
+                == Some("on"),
         };
         // Stored values are already validated (normalised by `validate`).
-        let ms = |name: &str| self.values.get(name).and_then(|v| parse_ms(v).ok()).unwrap_or(0);
+        let ms = |name: &str| {
+            self.values
+                .get(name)
+                .and_then(|v| parse_ms(v).ok())
+                .unwrap_or(0)
+        };
         self.limits = StatementLimits {
             statement_timeout_ms: ms("statement_timeout"),
             lock_timeout_ms: ms("lock_timeout"),
             idle_in_transaction_timeout_ms: ms("idle_in_transaction_session_timeout"),
-            work_mem: self.values.get("work_mem").and_then(|v| parse_kb(v).ok()).map_or(StatementLimits::default().work_mem, |kb| (kb as usize).saturating_mul(1024)),
+            work_mem: self
+                .values
+                .get("work_mem")
+                .and_then(|v| parse_kb(v).ok())
+                .map_or(StatementLimits::default().work_mem, |kb| {
+                    (kb as usize).saturating_mul(1024)
+                }),
         };
     }
 
     /// Canonical (display) name of a setting, for SHOW's column header.
     pub fn display_name(name: &str) -> String {
-        canonical(name).map(|(n, _, _)| n.to_ascii_lowercase()).unwrap_or_else(|| name.to_string())
+        canonical(name)
+            .map(|(n, _, _)| n.to_ascii_lowercase())
+            .unwrap_or_else(|| name.to_string())
     }
 
     /// Set (or reset, with None). Returns the (name, value) to report in ParameterStatus
     /// if the setting is one clients track.
-    pub fn set(&mut self, name: &str, value: Option<&str>, local: bool) -> PgResult<Option<(&'static str, String)>> {
+    pub fn set(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        local: bool,
+    ) -> PgResult<Option<(&'static str, String)>> {
         let (canon, default, reported) = canonical(name).ok_or_else(|| unrecognized(name))?;
-        if matches!(canon, "server_version" | "server_encoding" | "integer_datetimes" | "server_version_num" | "block_size" | "max_identifier_length" | "in_hot_standby") {
-            return Err(PgError::new(codes::CANT_CHANGE_RUNTIME_PARAM, format!("parameter \"{}\" cannot be changed", canon.to_ascii_lowercase())));
+        if matches!(
+            canon,
+            "server_version"
+                | "server_encoding"
+                | "integer_datetimes"
+                | "server_version_num"
+                | "block_size"
+                | "max_identifier_length"
+                | "in_hot_standby"
+        ) {
+            return Err(PgError::new(
+                codes::CANT_CHANGE_RUNTIME_PARAM,
+                format!(
+                    "parameter \"{}\" cannot be changed",
+                    canon.to_ascii_lowercase()
+                ),
+            ));
         }
         let value = match value {
             None => default.to_string(),
             Some(v) => validate(canon, v)?,
         };
         if local {
-            self.local_saved.push((canon, self.values.get(canon).cloned()));
+            self.local_saved
+                .push((canon, self.values.get(canon).cloned()));
         }
         self.values.insert(canon, value.clone());
         self.values_changed();
@@ -171,7 +223,13 @@ impl Settings {
                 None => self.values.remove(name),
             };
             if let Some((_, default, true)) = canonical(name) {
-                changed.push((name, self.values.get(name).cloned().unwrap_or_else(|| default.to_string())));
+                changed.push((
+                    name,
+                    self.values
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| default.to_string()),
+                ));
             }
         }
         self.values_changed();
@@ -183,7 +241,12 @@ impl Settings {
         KNOWN
             .iter()
             .filter(|(_, _, r)| *r)
-            .map(|(n, d, _)| (*n, self.values.get(n).cloned().unwrap_or_else(|| d.to_string())))
+            .map(|(n, d, _)| {
+                (
+                    *n,
+                    self.values.get(n).cloned().unwrap_or_else(|| d.to_string()),
+                )
+            })
             .collect()
     }
 
@@ -191,17 +254,31 @@ impl Settings {
     pub fn all(&self) -> Vec<(String, String)> {
         KNOWN
             .iter()
-            .map(|(n, d, _)| (n.to_ascii_lowercase(), self.values.get(n).cloned().unwrap_or_else(|| d.to_string())))
+            .map(|(n, d, _)| {
+                (
+                    n.to_ascii_lowercase(),
+                    self.values.get(n).cloned().unwrap_or_else(|| d.to_string()),
+                )
+            })
             .collect()
     }
 }
 
 fn unrecognized(name: &str) -> PgError {
-    PgError::new(codes::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+    PgError::new(
+        codes::UNDEFINED_OBJECT,
+        format!("unrecognized configuration parameter \"{name}\""),
+    )
 }
 
 fn invalid(name: &str, value: &str) -> PgError {
-    PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{}\": \"{value}\"", name.to_ascii_lowercase()))
+    PgError::new(
+        codes::INVALID_PARAMETER_VALUE,
+        format!(
+            "invalid value for parameter \"{}\": \"{value}\"",
+            name.to_ascii_lowercase()
+        ),
+    )
 }
 
 /// Normalise values the way PostgreSQL reports them.
@@ -211,7 +288,12 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
         "client_encoding" => match lower.replace(['-', '_', '\''], "").as_str() {
             "utf8" | "unicode" => "UTF8".to_string(),
             "sqlascii" => "SQL_ASCII".to_string(),
-            _ => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"client_encoding\": \"{v}\""))),
+            _ => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"client_encoding\": \"{v}\""),
+                ))
+            }
         },
         "DateStyle" => {
             if lower.contains("iso") || lower.contains("mdy") {
@@ -220,10 +302,17 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
                 return Err(PgError::unsupported(format!("DateStyle \"{v}\"")));
             }
         }
-        "IntervalStyle" if lower != "postgres" => return Err(PgError::unsupported(format!("IntervalStyle \"{v}\""))),
+        "IntervalStyle" if lower != "postgres" => {
+            return Err(PgError::unsupported(format!("IntervalStyle \"{v}\"")))
+        }
         "TimeZone" => match lower.as_str() {
-            "utc" | "etc/utc" | "gmt" | "z" | "zulu" | "universal" | "etc/universal" | "0" | "+00" | "+00:00" => "Etc/UTC".to_string(),
-            _ => return Err(PgError::unsupported(format!("time zone \"{v}\" (only UTC is supported)"))),
+            "utc" | "etc/utc" | "gmt" | "z" | "zulu" | "universal" | "etc/universal" | "0"
+            | "+00" | "+00:00" => "Etc/UTC".to_string(),
+            _ => {
+                return Err(PgError::unsupported(format!(
+                    "time zone \"{v}\" (only UTC is supported)"
+                )))
+            }
         },
         "standard_conforming_strings" if !matches!(lower.as_str(), "on" | "true" | "1") => {
             return Err(PgError::unsupported("standard_conforming_strings = off"));
@@ -242,7 +331,9 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
             _ => return Err(invalid(name, v)),
         },
         "synchronous_commit" => match lower.as_str() {
-            "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => "on".to_string(),
+            "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" => {
+                "on".to_string()
+            }
             "off" | "false" | "no" | "0" => "off".to_string(),
             _ => return Err(invalid(name, v)),
         },
@@ -259,13 +350,26 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
             }
             format_kb(kb)
         }
-        "default_transaction_read_only" | "transaction_read_only" | "row_security" | "escape_string_warning" | "check_function_bodies" | "jit" | "enable_seqscan" | "geqo" => {
-            match lower.as_str() {
-                "on" | "true" | "yes" | "1" => "on".to_string(),
-                "off" | "false" | "no" | "0" => "off".to_string(),
-                _ => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("parameter \"{}\" requires a Boolean value", name.to_ascii_lowercase()))),
+        "default_transaction_read_only"
+        | "transaction_read_only"
+        | "row_security"
+        | "escape_string_warning"
+        | "check_function_bodies"
+        | "jit"
+        | "enable_seqscan"
+        | "geqo" => match lower.as_str() {
+            "on" | "true" | "yes" | "1" => "on".to_string(),
+            "off" | "false" | "no" | "0" => "off".to_string(),
+            _ => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!(
+                        "parameter \"{}\" requires a Boolean value",
+                        name.to_ascii_lowercase()
+                    ),
+                ))
             }
-        }
+        },
         _ => v.to_string(),
     })
 }
@@ -273,20 +377,39 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
 /// A number with an optional unit, as PostgreSQL's GUC parser reads it: `(value, unit)`.
 fn number_and_unit(v: &str) -> Option<(f64, &str)> {
     let t = v.trim().trim_matches('\'');
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
     let n: f64 = t[..split].parse().ok()?;
     Some((n, t[split..].trim()))
 }
 
 /// Duration units in milliseconds, largest first (a bare number is milliseconds).
-const TIME_UNITS: &[(&str, f64)] = &[("d", 86_400_000.0), ("h", 3_600_000.0), ("min", 60_000.0), ("s", 1000.0), ("ms", 1.0), ("us", 0.001)];
+const TIME_UNITS: &[(&str, f64)] = &[
+    ("d", 86_400_000.0),
+    ("h", 3_600_000.0),
+    ("min", 60_000.0),
+    ("s", 1000.0),
+    ("ms", 1.0),
+    ("us", 0.001),
+];
 /// Memory units in kB, largest first (a bare number is kB).
-const MEMORY_UNITS: &[(&str, f64)] = &[("TB", 1_073_741_824.0), ("GB", 1_048_576.0), ("MB", 1024.0), ("kB", 1.0), ("B", 1.0 / 1024.0)];
+const MEMORY_UNITS: &[(&str, f64)] = &[
+    ("TB", 1_073_741_824.0),
+    ("GB", 1_048_576.0),
+    ("MB", 1024.0),
+    ("kB", 1.0),
+    ("B", 1.0 / 1024.0),
+];
 
 /// A setting's value in its base unit, from a number with an optional unit of `units`.
 fn parse_in(v: &str, units: &[(&str, f64)], max: f64) -> Result<u64, ()> {
     let (n, unit) = number_and_unit(v).ok_or(())?;
-    let scale = if unit.is_empty() { 1.0 } else { units.iter().find(|(u, _)| *u == unit).ok_or(())?.1 };
+    let scale = if unit.is_empty() {
+        1.0
+    } else {
+        units.iter().find(|(u, _)| *u == unit).ok_or(())?.1
+    };
     let value = (n * scale).round();
     if !(0.0..=max).contains(&value) {
         return Err(());
@@ -302,7 +425,7 @@ fn format_in(value: u64, units: &[(&str, f64)], base: &str) -> String {
     }
     for (unit, size) in units.iter().filter(|(_, size)| *size > 1.0) {
         let size = *size as u64;
-        if value % size == 0 {
+        if value.is_multiple_of(size) {
             return format!("{}{unit}", value / size);
         }
     }

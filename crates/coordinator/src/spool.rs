@@ -19,7 +19,13 @@ pub struct Spool<'s> {
 
 impl<'s> Spool<'s> {
     pub fn new(state: &'s StatementState<'s>) -> Self {
-        Spool { rows: Vec::new(), held: Held::new(&state.memory), budget: state.work_mem, dir: state.spill, file: None }
+        Spool {
+            rows: Vec::new(),
+            held: Held::new(&state.memory),
+            budget: state.work_mem,
+            dir: state.spill,
+            file: None,
+        }
     }
 
     pub fn push(&mut self, row: Row) -> PgResult<()> {
@@ -45,7 +51,11 @@ impl<'s> Spool<'s> {
     /// The rows pushed, in the order they came.
     pub fn finish(self) -> PgResult<SpooledRows<'s>> {
         let file = self.file.map(|f| f.finish()?.read()).transpose()?;
-        Ok(SpooledRows { rows: self.rows.into_iter(), _held: self.held, file })
+        Ok(SpooledRows {
+            rows: self.rows.into_iter(),
+            _held: self.held,
+            file,
+        })
     }
 }
 
@@ -79,7 +89,13 @@ mod tests {
     fn spooled(n: i64, work_mem: usize) -> (Vec<Row>, u64) {
         let parent = tempfile::tempdir().unwrap();
         let dir = SpillDir::open(parent.path().join("pgsql_tmp")).unwrap();
-        let state = StatementState::new(&StatementLimits { work_mem, ..Default::default() }, &dir);
+        let state = StatementState::new(
+            &StatementLimits {
+                work_mem,
+                ..Default::default()
+            },
+            &dir,
+        );
         let mut spool = Spool::new(&state);
         rows(n).try_for_each(|r| spool.push(r)).unwrap();
         let mut back = spool.finish().unwrap();

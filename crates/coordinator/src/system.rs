@@ -7,10 +7,10 @@
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
 use pgerror::{codes, PgError, PgResult};
-use sql::system_tables::{system_columns, system_table_oid};
 use sql::catalog::{PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID};
 use sql::functions::ScalarFunc;
 use sql::plan::SystemTable;
+use sql::system_tables::{system_columns, system_table_oid};
 use sql::TableDef;
 use types::{DataType, Value};
 
@@ -23,10 +23,18 @@ const POSTGRES_DB_OID: u32 = 5;
 const PG_DATABASE_OWNER_OID: u32 = 6171;
 /// PostgreSQL 15's predefined (non-login) roles.
 const PREDEFINED_ROLES: &[(&str, u32)] = &[
-    ("pg_database_owner", PG_DATABASE_OWNER_OID), ("pg_read_all_data", 6181), ("pg_write_all_data", 6182),
-    ("pg_monitor", 3373), ("pg_read_all_settings", 3374), ("pg_read_all_stats", 3375), ("pg_stat_scan_tables", 3377),
-    ("pg_read_server_files", 4569), ("pg_write_server_files", 4570), ("pg_execute_server_program", 4571),
-    ("pg_signal_backend", 4200), ("pg_checkpoint", 4544),
+    ("pg_database_owner", PG_DATABASE_OWNER_OID),
+    ("pg_read_all_data", 6181),
+    ("pg_write_all_data", 6182),
+    ("pg_monitor", 3373),
+    ("pg_read_all_settings", 3374),
+    ("pg_read_all_stats", 3375),
+    ("pg_stat_scan_tables", 3377),
+    ("pg_read_server_files", 4569),
+    ("pg_write_server_files", 4570),
+    ("pg_execute_server_program", 4571),
+    ("pg_signal_backend", 4200),
+    ("pg_checkpoint", 4544),
 ];
 
 fn text(s: &str) -> Value {
@@ -45,14 +53,59 @@ fn chr(c: char) -> Value {
 fn builtin_types() -> Vec<DataType> {
     use DataType::*;
     let scalars = vec![
-        Bool, Bytea, Char, Name, Int8, Int2, Int2Vector, Int4, RegProc, Text, Oid, OidVector, Float4, Float8, Bpchar { len: None },
-        Varchar { max_len: None }, Date, Time, Timestamp, TimestampTz, Interval, Numeric { precision_scale: None }, RegClass, RegType,
-        RegNamespace, PgNodeTree, Unknown,
+        Bool,
+        Bytea,
+        Char,
+        Name,
+        Int8,
+        Int2,
+        Int2Vector,
+        Int4,
+        RegProc,
+        Text,
+        Oid,
+        OidVector,
+        Float4,
+        Float8,
+        Bpchar { len: None },
+        Varchar { max_len: None },
+        Date,
+        Time,
+        Timestamp,
+        TimestampTz,
+        Interval,
+        Numeric {
+            precision_scale: None,
+        },
+        RegClass,
+        RegType,
+        RegNamespace,
+        PgNodeTree,
+        Unknown,
     ];
-    let arrays: Vec<DataType> = [Bool, Char, Name, Int2, Int4, Text, Varchar { max_len: None }, Int8, Float4, Float8, Oid, Bpchar { len: None }, Date, Timestamp, TimestampTz, Numeric { precision_scale: None }]
-        .into_iter()
-        .map(|t| Array(Box::new(t)))
-        .collect();
+    let arrays: Vec<DataType> = [
+        Bool,
+        Char,
+        Name,
+        Int2,
+        Int4,
+        Text,
+        Varchar { max_len: None },
+        Int8,
+        Float4,
+        Float8,
+        Oid,
+        Bpchar { len: None },
+        Date,
+        Timestamp,
+        TimestampTz,
+        Numeric {
+            precision_scale: None,
+        },
+    ]
+    .into_iter()
+    .map(|t| Array(Box::new(t)))
+    .collect();
     scalars.into_iter().chain(arrays).collect()
 }
 
@@ -64,23 +117,45 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
     let mut rows: Vec<Vec<Value>> = match table {
         PgNamespace => vec![
             vec![
-                oid(PG_CATALOG_NAMESPACE_OID), text("pg_catalog"), oid(SUPERUSER_OID),
+                oid(PG_CATALOG_NAMESPACE_OID),
+                text("pg_catalog"),
+                oid(SUPERUSER_OID),
                 Value::Array(vec![text("postgres=UC/postgres"), text("=U/postgres")]),
             ],
             vec![
-                oid(PUBLIC_NAMESPACE_OID), text("public"), oid(PG_DATABASE_OWNER_OID),
-                Value::Array(vec![text("pg_database_owner=UC/pg_database_owner"), text("=U/pg_database_owner")]),
+                oid(PUBLIC_NAMESPACE_OID),
+                text("public"),
+                oid(PG_DATABASE_OWNER_OID),
+                Value::Array(vec![
+                    text("pg_database_owner=UC/pg_database_owner"),
+                    text("=U/pg_database_owner"),
+                ]),
             ],
             vec![
-                oid(INFORMATION_SCHEMA_OID), text("information_schema"), oid(SUPERUSER_OID),
+                oid(INFORMATION_SCHEMA_OID),
+                text("information_schema"),
+                oid(SUPERUSER_OID),
                 Value::Array(vec![text("postgres=UC/postgres"), text("=U/postgres")]),
             ],
-            vec![oid(PG_TOAST_NAMESPACE_OID), text("pg_toast"), oid(SUPERUSER_OID), Value::Null],
+            vec![
+                oid(PG_TOAST_NAMESPACE_OID),
+                text("pg_toast"),
+                oid(SUPERUSER_OID),
+                Value::Null,
+            ],
         ],
         PgClass => {
             let mut out = Vec::new();
             for t in &tables {
-                out.push(pg_class_row(t.oid, &t.name, 'r', t.columns.len(), t.pk_name.is_some(), HEAP_AM_OID, t.fillfactor));
+                out.push(pg_class_row(
+                    t.oid,
+                    &t.name,
+                    'r',
+                    t.columns.len(),
+                    t.pk_name.is_some(),
+                    HEAP_AM_OID,
+                    t.fillfactor,
+                ));
                 if let (Some(idx), Some(name)) = (t.pk_index_oid, &t.pk_name) {
                     let n = t.primary_key.as_ref().map_or(0, Vec::len);
                     out.push(pg_class_row(idx, name, 'i', n, false, BTREE_AM_OID, None));
@@ -92,42 +167,100 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             let mut out = Vec::new();
             for t in &tables {
                 for (i, c) in t.columns.iter().enumerate() {
-                    out.push(pg_attribute_row(t.oid, &c.name, &c.ty.to_type(), i as i16 + 1, c.not_null, c.default.is_some()));
+                    out.push(pg_attribute_row(
+                        t.oid,
+                        &c.name,
+                        &c.ty.to_type(),
+                        i as i16 + 1,
+                        c.not_null,
+                        c.default.is_some(),
+                    ));
                 }
                 if let (Some(idx), Some(pk)) = (t.pk_index_oid, &t.primary_key) {
                     for (i, &col) in pk.iter().enumerate() {
                         let c = &t.columns[col];
-                        out.push(pg_attribute_row(idx, &c.name, &c.ty.to_type(), i as i16 + 1, false, false));
+                        out.push(pg_attribute_row(
+                            idx,
+                            &c.name,
+                            &c.ty.to_type(),
+                            i as i16 + 1,
+                            false,
+                            false,
+                        ));
                     }
                 }
             }
             out
         }
-        PgType => builtin_types().iter().map(pg_type_row).chain(PSEUDO_TYPES.iter().map(pseudo_type_row)).collect(),
+        PgType => builtin_types()
+            .iter()
+            .map(pg_type_row)
+            .chain(PSEUDO_TYPES.iter().map(pseudo_type_row))
+            .collect(),
         PgIndex => tables
             .iter()
             .filter_map(|t| {
                 let (idx, pk) = (t.pk_index_oid?, t.primary_key.as_ref()?);
                 let n = pk.len() as i16;
-                let int2s = |f: &dyn Fn(usize) -> i16| Value::Array(pk.iter().map(|&c| Value::Int2(f(c))).collect());
+                let int2s = |f: &dyn Fn(usize) -> i16| {
+                    Value::Array(pk.iter().map(|&c| Value::Int2(f(c))).collect())
+                };
                 let oids = |o: u32| Value::Array(pk.iter().map(|_| Value::Oid(o)).collect());
                 Some(vec![
-                    oid(idx), oid(t.oid), Value::Int2(n), Value::Int2(n), Value::Bool(true), Value::Bool(false), Value::Bool(true),
-                    Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(true), Value::Bool(false),
-                    Value::Bool(true), Value::Bool(true), Value::Bool(false), int2s(&|c| c as i16 + 1),
-                    oids(0), oids(1978), int2s(&|_| 0), Value::Null, Value::Null,
+                    oid(idx),
+                    oid(t.oid),
+                    Value::Int2(n),
+                    Value::Int2(n),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    Value::Bool(true),
+                    Value::Bool(false),
+                    int2s(&|c| c as i16 + 1),
+                    oids(0),
+                    oids(1978),
+                    int2s(&|_| 0),
+                    Value::Null,
+                    Value::Null,
                 ])
             })
             .collect(),
         PgConstraint => tables
             .iter()
             .filter_map(|t| {
-                let (idx, pk, name) = (t.pk_index_oid?, t.primary_key.as_ref()?, t.pk_name.as_ref()?);
+                let (idx, pk, name) = (
+                    t.pk_index_oid?,
+                    t.primary_key.as_ref()?,
+                    t.pk_name.as_ref()?,
+                );
                 Some(vec![
-                    oid(idx + 1), text(name), oid(PUBLIC_NAMESPACE_OID), chr('p'), Value::Bool(false), Value::Bool(false),
-                    Value::Bool(true), oid(t.oid), oid(0), oid(idx), oid(0), oid(0), chr(' '), chr(' '), chr(' '), Value::Bool(true),
-                    Value::Int4(0), Value::Bool(true), Value::Array(pk.iter().map(|&c| Value::Int2(c as i16 + 1)).collect()),
-                    Value::Null, Value::Null,
+                    oid(idx + 1),
+                    text(name),
+                    oid(PUBLIC_NAMESPACE_OID),
+                    chr('p'),
+                    Value::Bool(false),
+                    Value::Bool(false),
+                    Value::Bool(true),
+                    oid(t.oid),
+                    oid(0),
+                    oid(idx),
+                    oid(0),
+                    oid(0),
+                    chr(' '),
+                    chr(' '),
+                    chr(' '),
+                    Value::Bool(true),
+                    Value::Int4(0),
+                    Value::Bool(true),
+                    Value::Array(pk.iter().map(|&c| Value::Int2(c as i16 + 1)).collect()),
+                    Value::Null,
+                    Value::Null,
                 ])
             })
             .collect(),
@@ -137,7 +270,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 for (i, c) in t.columns.iter().enumerate() {
                     if let Some(d) = &c.default {
                         let d = deparse_default(d, &c.ty.to_type());
-                        out.push(vec![oid(t.oid * 1000 + i as u32), oid(t.oid), Value::Int2(i as i16 + 1), text(&d)]);
+                        out.push(vec![
+                            oid(t.oid * 1000 + i as u32),
+                            oid(t.oid),
+                            Value::Int2(i as i16 + 1),
+                            text(&d),
+                        ]);
                     }
                 }
             }
@@ -149,9 +287,26 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .map(|(name, o)| {
                 let template = *name != "postgres";
                 vec![
-                    oid(o), text(name), oid(SUPERUSER_OID), Value::Int4(6), chr('c'), Value::Bool(template), Value::Bool(*name != "template0"),
-                    Value::Int4(-1), Value::Int8(716), Value::Int8(1), oid(1663), text("C.UTF-8"), text("C.UTF-8"), Value::Null, Value::Null,
-                    if template { Value::Array(vec![text("=c/postgres"), text("postgres=CTc/postgres")]) } else { Value::Null },
+                    oid(o),
+                    text(name),
+                    oid(SUPERUSER_OID),
+                    Value::Int4(6),
+                    chr('c'),
+                    Value::Bool(template),
+                    Value::Bool(*name != "template0"),
+                    Value::Int4(-1),
+                    Value::Int8(716),
+                    Value::Int8(1),
+                    oid(1663),
+                    text("C.UTF-8"),
+                    text("C.UTF-8"),
+                    Value::Null,
+                    Value::Null,
+                    if template {
+                        Value::Array(vec![text("=c/postgres"), text("postgres=CTc/postgres")])
+                    } else {
+                        Value::Null
+                    },
                 ]
             })
             .collect(),
@@ -161,39 +316,111 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         ],
         PgRoles | PgUser | PgAuthid => {
             let mut out = vec![vec![
-                text("postgres"), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true), Value::Bool(true),
-                Value::Bool(true), Value::Int4(-1), text("********"), Value::Null, Value::Bool(true), Value::Null, oid(SUPERUSER_OID),
+                text("postgres"),
+                Value::Bool(true),
+                Value::Bool(true),
+                Value::Bool(true),
+                Value::Bool(true),
+                Value::Bool(true),
+                Value::Bool(true),
+                Value::Int4(-1),
+                text("********"),
+                Value::Null,
+                Value::Bool(true),
+                Value::Null,
+                oid(SUPERUSER_OID),
             ]];
             if table != PgUser {
                 // pg_user lists only roles that can log in; these are PostgreSQL 15's predefined roles.
                 for (name, o) in PREDEFINED_ROLES {
                     out.push(vec![
-                        text(name), Value::Bool(false), Value::Bool(true), Value::Bool(false), Value::Bool(false),
-                        Value::Bool(false), Value::Bool(false), Value::Int4(-1), text("********"), Value::Null, Value::Bool(false),
-                        Value::Null, oid(*o),
+                        text(name),
+                        Value::Bool(false),
+                        Value::Bool(true),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Bool(false),
+                        Value::Int4(-1),
+                        text("********"),
+                        Value::Null,
+                        Value::Bool(false),
+                        Value::Null,
+                        oid(*o),
                     ]);
                 }
             }
             out
         }
         PgTablespace => vec![
-            vec![oid(1663), text("pg_default"), oid(SUPERUSER_OID), Value::Null, Value::Null],
-            vec![oid(1664), text("pg_global"), oid(SUPERUSER_OID), Value::Null, Value::Null],
+            vec![
+                oid(1663),
+                text("pg_default"),
+                oid(SUPERUSER_OID),
+                Value::Null,
+                Value::Null,
+            ],
+            vec![
+                oid(1664),
+                text("pg_global"),
+                oid(SUPERUSER_OID),
+                Value::Null,
+                Value::Null,
+            ],
         ],
         PgSettings => session
             .settings
             .lock()
             .all()
             .into_iter()
-            .map(|(n, v)| vec![text(&n), text(&v), Value::Null, text("Meridian"), Value::Null])
+            .map(|(n, v)| {
+                vec![
+                    text(&n),
+                    text(&v),
+                    Value::Null,
+                    text("Meridian"),
+                    Value::Null,
+                ]
+            })
             .collect(),
         PgStatActivity => vec![vec![
-            oid(POSTGRES_DB_OID), text(session.database), Value::Int4(session.backend_pid), text(session.user),
-            text(&session.settings.lock().get("application_name").unwrap_or_default()), text("active"), Value::Null,
+            oid(POSTGRES_DB_OID),
+            text(session.database),
+            Value::Int4(session.backend_pid),
+            text(session.user),
+            text(
+                &session
+                    .settings
+                    .lock()
+                    .get("application_name")
+                    .unwrap_or_default(),
+            ),
+            text("active"),
+            Value::Null,
         ]],
-        PgDescription => vec![vec![oid(PUBLIC_NAMESPACE_OID), oid(system_table_oid(PgNamespace)), Value::Int4(0), text("standard public schema")]],
-        PgAuthMembers | PgDbRoleSetting | PgEventTrigger | PgInherits | PgPartitionedTable | PgRange | PgEnum | PgProc | PgCollation | PgPolicy | PgStatisticExt
-        | PgPublication | PgPublicationRel | PgPublicationNamespace | PgTrigger | PgForeignTable | PgExtension => Vec::new(),
+        PgDescription => vec![vec![
+            oid(PUBLIC_NAMESPACE_OID),
+            oid(system_table_oid(PgNamespace)),
+            Value::Int4(0),
+            text("standard public schema"),
+        ]],
+        PgAuthMembers
+        | PgDbRoleSetting
+        | PgEventTrigger
+        | PgInherits
+        | PgPartitionedTable
+        | PgRange
+        | PgEnum
+        | PgProc
+        | PgCollation
+        | PgPolicy
+        | PgStatisticExt
+        | PgPublication
+        | PgPublicationRel
+        | PgPublicationNamespace
+        | PgTrigger
+        | PgForeignTable
+        | PgExtension => Vec::new(),
     };
     for r in &mut rows {
         debug_assert_eq!(r.len(), width, "{table:?} row width");
@@ -202,28 +429,92 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
     Ok(rows)
 }
 
-fn pg_class_row(o: u32, name: &str, kind: char, natts: usize, has_index: bool, am: u32, fillfactor: Option<u32>) -> Vec<Value> {
+fn pg_class_row(
+    o: u32,
+    name: &str,
+    kind: char,
+    natts: usize,
+    has_index: bool,
+    am: u32,
+    fillfactor: Option<u32>,
+) -> Vec<Value> {
     vec![
-        oid(o), text(name), oid(PUBLIC_NAMESPACE_OID), oid(0), oid(0), oid(SUPERUSER_OID), oid(am), oid(o), oid(0),
-        Value::Int4(0), Value::Float4(-1.0), Value::Int4(0), oid(0), Value::Bool(has_index), Value::Bool(false), chr('p'),
-        chr(kind), Value::Int2(natts as i16), Value::Int2(0), Value::Bool(false), Value::Bool(false), Value::Bool(false),
-        Value::Bool(false), Value::Bool(false), Value::Bool(true), chr(if kind == 'r' { 'd' } else { 'n' }), Value::Bool(false),
-        oid(0), Value::Int8(0), Value::Int8(0), Value::Null,
-        fillfactor.map(|f| Value::Array(vec![text(&format!("fillfactor={f}"))])).unwrap_or(Value::Null), Value::Null,
+        oid(o),
+        text(name),
+        oid(PUBLIC_NAMESPACE_OID),
+        oid(0),
+        oid(0),
+        oid(SUPERUSER_OID),
+        oid(am),
+        oid(o),
+        oid(0),
+        Value::Int4(0),
+        Value::Float4(-1.0),
+        Value::Int4(0),
+        oid(0),
+        Value::Bool(has_index),
+        Value::Bool(false),
+        chr('p'),
+        chr(kind),
+        Value::Int2(natts as i16),
+        Value::Int2(0),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(true),
+        chr(if kind == 'r' { 'd' } else { 'n' }),
+        Value::Bool(false),
+        oid(0),
+        Value::Int8(0),
+        Value::Int8(0),
+        Value::Null,
+        fillfactor
+            .map(|f| Value::Array(vec![text(&format!("fillfactor={f}"))]))
+            .unwrap_or(Value::Null),
+        Value::Null,
     ]
 }
 
-fn pg_attribute_row(rel: u32, name: &str, ty: &DataType, num: i16, not_null: bool, has_default: bool) -> Vec<Value> {
+fn pg_attribute_row(
+    rel: u32,
+    name: &str,
+    ty: &DataType,
+    num: i16,
+    not_null: bool,
+    has_default: bool,
+) -> Vec<Value> {
     vec![
-        oid(rel), text(name), oid(ty.oid()), Value::Int4(-1), Value::Int2(ty.typlen()), Value::Int2(num), Value::Int4(0),
-        Value::Int4(-1), Value::Int4(ty.typmod()), Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8), chr(type_align(ty)),
+        oid(rel),
+        text(name),
+        oid(ty.oid()),
+        Value::Int4(-1),
+        Value::Int2(ty.typlen()),
+        Value::Int2(num),
+        Value::Int4(0),
+        Value::Int4(-1),
+        Value::Int4(ty.typmod()),
+        Value::Bool(ty.typlen() > 0 && ty.typlen() <= 8),
+        chr(type_align(ty)),
         chr(match ty {
             DataType::Numeric { .. } => 'm',
             t if t.typlen() == -1 => 'x',
             _ => 'p',
         }),
-        chr('\0'), Value::Bool(not_null), Value::Bool(has_default), Value::Bool(false), chr('\0'), chr('\0'), Value::Bool(false),
-        Value::Bool(true), Value::Int4(0), oid(if ty.is_string() { 100 } else { 0 }), Value::Null, Value::Null, Value::Null,
+        chr('\0'),
+        Value::Bool(not_null),
+        Value::Bool(has_default),
+        Value::Bool(false),
+        chr('\0'),
+        chr('\0'),
+        Value::Bool(false),
+        Value::Bool(true),
+        Value::Int4(0),
+        oid(if ty.is_string() { 100 } else { 0 }),
+        Value::Null,
+        Value::Null,
+        Value::Null,
     ]
 }
 
@@ -265,40 +556,147 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
 /// Names of the procedures in `type_io_procs` (regproc output).
 pub fn proc_name(o: u32) -> Option<&'static str> {
     const NAMES: &[(u32, &str)] = &[
-        (750, "array_in"), (751, "array_out"), (2400, "array_recv"), (2401, "array_send"),
-        (1242, "boolin"), (1243, "boolout"), (2436, "boolrecv"), (2437, "boolsend"),
-        (1244, "byteain"), (31, "byteaout"), (2412, "bytearecv"), (2413, "byteasend"),
-        (1245, "charin"), (33, "charout"), (2434, "charrecv"), (2435, "charsend"),
-        (34, "namein"), (35, "nameout"), (2422, "namerecv"), (2423, "namesend"),
-        (460, "int8in"), (461, "int8out"), (2408, "int8recv"), (2409, "int8send"),
-        (38, "int2in"), (39, "int2out"), (2404, "int2recv"), (2405, "int2send"),
-        (40, "int2vectorin"), (41, "int2vectorout"), (2410, "int2vectorrecv"), (2411, "int2vectorsend"),
-        (42, "int4in"), (43, "int4out"), (2406, "int4recv"), (2407, "int4send"),
-        (44, "regprocin"), (45, "regprocout"), (2444, "regprocrecv"), (2445, "regprocsend"),
-        (46, "textin"), (47, "textout"), (2414, "textrecv"), (2415, "textsend"),
-        (1798, "oidin"), (1799, "oidout"), (2418, "oidrecv"), (2419, "oidsend"),
-        (54, "oidvectorin"), (55, "oidvectorout"), (2420, "oidvectorrecv"), (2421, "oidvectorsend"),
-        (200, "float4in"), (201, "float4out"), (2424, "float4recv"), (2425, "float4send"),
-        (214, "float8in"), (215, "float8out"), (2426, "float8recv"), (2427, "float8send"),
-        (1044, "bpcharin"), (1045, "bpcharout"), (2430, "bpcharrecv"), (2431, "bpcharsend"),
-        (1046, "varcharin"), (1047, "varcharout"), (2432, "varcharrecv"), (2433, "varcharsend"),
-        (1084, "date_in"), (1085, "date_out"), (2468, "date_recv"), (2469, "date_send"),
-        (1143, "time_in"), (1144, "time_out"), (2470, "time_recv"), (2471, "time_send"),
-        (1312, "timestamp_in"), (1313, "timestamp_out"), (2474, "timestamp_recv"), (2475, "timestamp_send"),
-        (1150, "timestamptz_in"), (1151, "timestamptz_out"), (2476, "timestamptz_recv"), (2477, "timestamptz_send"),
-        (1160, "interval_in"), (1161, "interval_out"), (2478, "interval_recv"), (2479, "interval_send"),
-        (1701, "numeric_in"), (1702, "numeric_out"), (2460, "numeric_recv"), (2461, "numeric_send"),
-        (2218, "regclassin"), (2219, "regclassout"), (2452, "regclassrecv"), (2453, "regclasssend"),
-        (2220, "regtypein"), (2221, "regtypeout"), (2454, "regtyperecv"), (2455, "regtypesend"),
-        (4084, "regnamespacein"), (4085, "regnamespaceout"), (4086, "regnamespacerecv"), (4087, "regnamespacesend"),
-        (195, "pg_node_tree_in"), (196, "pg_node_tree_out"), (197, "pg_node_tree_recv"), (198, "pg_node_tree_send"),
-        (109, "unknownin"), (110, "unknownout"), (2416, "unknownrecv"), (2417, "unknownsend"),
-        (2290, "record_in"), (3504, "enum_in"), (3834, "range_in"), (2597, "domain_in"),
-        (2291, "record_out"), (2402, "record_recv"), (2403, "record_send"), (2500, "cstring_recv"), (2501, "cstring_send"),
-        (2502, "anyarray_recv"), (2503, "anyarray_send"), (3120, "void_recv"), (3121, "void_send"), (2292, "cstring_in"), (2293, "cstring_out"), (2294, "any_in"), (2295, "any_out"),
-        (2296, "anyarray_in"), (2297, "anyarray_out"), (2298, "void_in"), (2299, "void_out"), (2300, "trigger_in"),
-        (2301, "trigger_out"), (2304, "internal_in"), (2305, "internal_out"), (2312, "anyelement_in"), (2313, "anyelement_out"),
-        (6179, "array_subscript_handler"), (6180, "raw_array_subscript_handler"),
+        (750, "array_in"),
+        (751, "array_out"),
+        (2400, "array_recv"),
+        (2401, "array_send"),
+        (1242, "boolin"),
+        (1243, "boolout"),
+        (2436, "boolrecv"),
+        (2437, "boolsend"),
+        (1244, "byteain"),
+        (31, "byteaout"),
+        (2412, "bytearecv"),
+        (2413, "byteasend"),
+        (1245, "charin"),
+        (33, "charout"),
+        (2434, "charrecv"),
+        (2435, "charsend"),
+        (34, "namein"),
+        (35, "nameout"),
+        (2422, "namerecv"),
+        (2423, "namesend"),
+        (460, "int8in"),
+        (461, "int8out"),
+        (2408, "int8recv"),
+        (2409, "int8send"),
+        (38, "int2in"),
+        (39, "int2out"),
+        (2404, "int2recv"),
+        (2405, "int2send"),
+        (40, "int2vectorin"),
+        (41, "int2vectorout"),
+        (2410, "int2vectorrecv"),
+        (2411, "int2vectorsend"),
+        (42, "int4in"),
+        (43, "int4out"),
+        (2406, "int4recv"),
+        (2407, "int4send"),
+        (44, "regprocin"),
+        (45, "regprocout"),
+        (2444, "regprocrecv"),
+        (2445, "regprocsend"),
+        (46, "textin"),
+        (47, "textout"),
+        (2414, "textrecv"),
+        (2415, "textsend"),
+        (1798, "oidin"),
+        (1799, "oidout"),
+        (2418, "oidrecv"),
+        (2419, "oidsend"),
+        (54, "oidvectorin"),
+        (55, "oidvectorout"),
+        (2420, "oidvectorrecv"),
+        (2421, "oidvectorsend"),
+        (200, "float4in"),
+        (201, "float4out"),
+        (2424, "float4recv"),
+        (2425, "float4send"),
+        (214, "float8in"),
+        (215, "float8out"),
+        (2426, "float8recv"),
+        (2427, "float8send"),
+        (1044, "bpcharin"),
+        (1045, "bpcharout"),
+        (2430, "bpcharrecv"),
+        (2431, "bpcharsend"),
+        (1046, "varcharin"),
+        (1047, "varcharout"),
+        (2432, "varcharrecv"),
+        (2433, "varcharsend"),
+        (1084, "date_in"),
+        (1085, "date_out"),
+        (2468, "date_recv"),
+        (2469, "date_send"),
+        (1143, "time_in"),
+        (1144, "time_out"),
+        (2470, "time_recv"),
+        (2471, "time_send"),
+        (1312, "timestamp_in"),
+        (1313, "timestamp_out"),
+        (2474, "timestamp_recv"),
+        (2475, "timestamp_send"),
+        (1150, "timestamptz_in"),
+        (1151, "timestamptz_out"),
+        (2476, "timestamptz_recv"),
+        (2477, "timestamptz_send"),
+        (1160, "interval_in"),
+        (1161, "interval_out"),
+        (2478, "interval_recv"),
+        (2479, "interval_send"),
+        (1701, "numeric_in"),
+        (1702, "numeric_out"),
+        (2460, "numeric_recv"),
+        (2461, "numeric_send"),
+        (2218, "regclassin"),
+        (2219, "regclassout"),
+        (2452, "regclassrecv"),
+        (2453, "regclasssend"),
+        (2220, "regtypein"),
+        (2221, "regtypeout"),
+        (2454, "regtyperecv"),
+        (2455, "regtypesend"),
+        (4084, "regnamespacein"),
+        (4085, "regnamespaceout"),
+        (4086, "regnamespacerecv"),
+        (4087, "regnamespacesend"),
+        (195, "pg_node_tree_in"),
+        (196, "pg_node_tree_out"),
+        (197, "pg_node_tree_recv"),
+        (198, "pg_node_tree_send"),
+        (109, "unknownin"),
+        (110, "unknownout"),
+        (2416, "unknownrecv"),
+        (2417, "unknownsend"),
+        (2290, "record_in"),
+        (3504, "enum_in"),
+        (3834, "range_in"),
+        (2597, "domain_in"),
+        (2291, "record_out"),
+        (2402, "record_recv"),
+        (2403, "record_send"),
+        (2500, "cstring_recv"),
+        (2501, "cstring_send"),
+        (2502, "anyarray_recv"),
+        (2503, "anyarray_send"),
+        (3120, "void_recv"),
+        (3121, "void_send"),
+        (2292, "cstring_in"),
+        (2293, "cstring_out"),
+        (2294, "any_in"),
+        (2295, "any_out"),
+        (2296, "anyarray_in"),
+        (2297, "anyarray_out"),
+        (2298, "void_in"),
+        (2299, "void_out"),
+        (2300, "trigger_in"),
+        (2301, "trigger_out"),
+        (2304, "internal_in"),
+        (2305, "internal_out"),
+        (2312, "anyelement_in"),
+        (2313, "anyelement_out"),
+        (6179, "array_subscript_handler"),
+        (6180, "raw_array_subscript_handler"),
     ];
     NAMES.iter().find(|(x, _)| *x == o).map(|(_, n)| *n)
 }
@@ -341,27 +739,85 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
     // name is a fixed-length array of char
     let elem = if *ty == Name { 18 } else { elem };
     vec![
-        oid(ty.oid()), text(ty.type_name()), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len),
-        Value::Bool(len > 0 && len <= 8), chr(if *ty == Unknown { 'p' } else { 'b' }),
-        chr(ty.category()), Value::Bool(preferred), Value::Bool(true), chr(','), oid(0), oid(subscript), oid(elem), oid(array_oid),
-        oid(input), oid(output), oid(receive), oid(send), chr(type_align(ty)),
+        oid(ty.oid()),
+        text(ty.type_name()),
+        oid(PG_CATALOG_NAMESPACE_OID),
+        oid(SUPERUSER_OID),
+        Value::Int2(len),
+        Value::Bool(len > 0 && len <= 8),
+        chr(if *ty == Unknown { 'p' } else { 'b' }),
+        chr(ty.category()),
+        Value::Bool(preferred),
+        Value::Bool(true),
+        chr(','),
+        oid(0),
+        oid(subscript),
+        oid(elem),
+        oid(array_oid),
+        oid(input),
+        oid(output),
+        oid(receive),
+        oid(send),
+        chr(type_align(ty)),
         chr(match ty {
             Numeric { .. } => 'm',
             Int2Vector | OidVector => 'p',
             _ if len == -1 => 'x',
             _ => 'p',
         }),
-        Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(collation), Value::Null,
+        Value::Bool(false),
+        oid(0),
+        Value::Int4(-1),
+        Value::Int4(0),
+        oid(collation),
+        Value::Null,
     ]
 }
 
 /// Pseudo-types clients look up (oid, name, typlen, typbyval, typelem, typarray, [typinput, typoutput, typreceive, typsend], typalign).
-const PSEUDO_TYPES: &[(u32, &str, i16, bool, u32, u32, [u32; 4], char)] = &[
-    (2249, "record", -1, false, 0, 2287, [2290, 2291, 2402, 2403], 'd'),
-    (2287, "_record", -1, false, 2249, 0, [750, 751, 2400, 2401], 'd'),
-    (2275, "cstring", -2, false, 0, 1263, [2292, 2293, 2500, 2501], 'c'),
+type PseudoType = (u32, &'static str, i16, bool, u32, u32, [u32; 4], char);
+const PSEUDO_TYPES: &[PseudoType] = &[
+    (
+        2249,
+        "record",
+        -1,
+        false,
+        0,
+        2287,
+        [2290, 2291, 2402, 2403],
+        'd',
+    ),
+    (
+        2287,
+        "_record",
+        -1,
+        false,
+        2249,
+        0,
+        [750, 751, 2400, 2401],
+        'd',
+    ),
+    (
+        2275,
+        "cstring",
+        -2,
+        false,
+        0,
+        1263,
+        [2292, 2293, 2500, 2501],
+        'c',
+    ),
     (2276, "any", 4, true, 0, 0, [2294, 2295, 0, 0], 'i'),
-    (2277, "anyarray", -1, false, 0, 0, [2296, 2297, 2502, 2503], 'd'),
+    (
+        2277,
+        "anyarray",
+        -1,
+        false,
+        0,
+        0,
+        [2296, 2297, 2502, 2503],
+        'd',
+    ),
     (2278, "void", 4, true, 0, 0, [2298, 2299, 3120, 3121], 'i'),
     (2279, "trigger", 4, true, 0, 0, [2300, 2301, 0, 0], 'i'),
     (2281, "internal", 8, true, 0, 0, [2304, 2305, 0, 0], 'd'),
@@ -376,10 +832,33 @@ pub fn pseudo_type_name(o: u32) -> Option<&'static str> {
 fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, [u32; 4], char)) -> Vec<Value> {
     let &(o, name, len, byval, elem, array, [input, output, receive, send], align) = t;
     vec![
-        oid(o), text(name), oid(PG_CATALOG_NAMESPACE_OID), oid(SUPERUSER_OID), Value::Int2(len), Value::Bool(byval), chr('p'),
-        chr('P'), Value::Bool(false), Value::Bool(true), chr(','), oid(0), oid(if elem != 0 { 6179 } else { 0 }), oid(elem),
-        oid(array), oid(input), oid(output), oid(receive), oid(send), chr(align), chr(if len == -1 { 'x' } else { 'p' }),
-        Value::Bool(false), oid(0), Value::Int4(-1), Value::Int4(0), oid(0), Value::Null,
+        oid(o),
+        text(name),
+        oid(PG_CATALOG_NAMESPACE_OID),
+        oid(SUPERUSER_OID),
+        Value::Int2(len),
+        Value::Bool(byval),
+        chr('p'),
+        chr('P'),
+        Value::Bool(false),
+        Value::Bool(true),
+        chr(','),
+        oid(0),
+        oid(if elem != 0 { 6179 } else { 0 }),
+        oid(elem),
+        oid(array),
+        oid(input),
+        oid(output),
+        oid(receive),
+        oid(send),
+        chr(align),
+        chr(if len == -1 { 'x' } else { 'p' }),
+        Value::Bool(false),
+        oid(0),
+        Value::Int4(-1),
+        Value::Int4(0),
+        oid(0),
+        Value::Null,
     ]
 }
 
@@ -396,17 +875,31 @@ pub fn relation_name(session: &SessionView, o: u32) -> String {
     if let Some(t) = session.catalog.table_by_oid(o) {
         return t.name.clone();
     }
-    if let Some(t) = session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(o)) {
+    if let Some(t) = session
+        .catalog
+        .tables()
+        .into_iter()
+        .find(|t| t.pk_index_oid == Some(o))
+    {
         return t.pk_name.clone().unwrap_or_default();
     }
-    system_table_name(o).map(str::to_string).unwrap_or_else(|| o.to_string())
+    system_table_name(o)
+        .map(str::to_string)
+        .unwrap_or_else(|| o.to_string())
 }
 
 fn system_table_name(o: u32) -> Option<&'static str> {
     use SystemTable::*;
     [
-        (PgClass, "pg_class"), (PgNamespace, "pg_namespace"), (PgAttribute, "pg_attribute"), (PgType, "pg_type"), (PgIndex, "pg_index"),
-        (PgDatabase, "pg_database"), (PgConstraint, "pg_constraint"), (PgAttrdef, "pg_attrdef"), (PgProc, "pg_proc"),
+        (PgClass, "pg_class"),
+        (PgNamespace, "pg_namespace"),
+        (PgAttribute, "pg_attribute"),
+        (PgType, "pg_type"),
+        (PgIndex, "pg_index"),
+        (PgDatabase, "pg_database"),
+        (PgConstraint, "pg_constraint"),
+        (PgAttrdef, "pg_attrdef"),
+        (PgProc, "pg_proc"),
     ]
     .into_iter()
     .find(|(t, _)| system_table_oid(*t) == o)
@@ -418,15 +911,26 @@ fn find_table(session: &SessionView, o: u32) -> Option<std::sync::Arc<TableDef>>
     session.catalog.table_by_oid(o)
 }
 
-pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
+pub fn session_function(
+    session: &SessionView,
+    func: ScalarFunc,
+    args: Vec<Value>,
+) -> PgResult<Value> {
     use ScalarFunc as F;
     let arg_oid = |i: usize| args.get(i).and_then(|v| v.as_i64()).unwrap_or(0) as u32;
-    let arg_text = |i: usize| args.get(i).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let arg_text = |i: usize| {
+        args.get(i)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
     Ok(match func {
         F::Now => Value::TimestampTz(session.txn_time),
         F::StatementTimestamp => Value::TimestampTz(session.statement_time),
         F::ClockTimestamp => Value::TimestampTz(types::datetime::now_timestamp()),
-        F::Version => text(&format!("PostgreSQL {SERVER_VERSION} on x86_64-pc-linux-gnu, compiled by rustc, 64-bit")),
+        F::Version => text(&format!(
+            "PostgreSQL {SERVER_VERSION} on x86_64-pc-linux-gnu, compiled by rustc, 64-bit"
+        )),
         F::CurrentSchema => text("public"),
         F::CurrentSchemas => {
             let implicit = args.first().and_then(Value::as_bool).unwrap_or(false);
@@ -454,7 +958,11 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
         F::SetConfig => {
             let local = args.get(2).and_then(Value::as_bool).unwrap_or(false);
             let name = arg_text(0);
-            let value = if args.get(1).is_none_or(Value::is_null) { None } else { Some(arg_text(1)) };
+            let value = if args.get(1).is_none_or(Value::is_null) {
+                None
+            } else {
+                Some(arg_text(1))
+            };
             let mut settings = session.settings.lock();
             if let Some(report) = settings.set(&name, value.as_deref(), local)? {
                 session.reports.lock().push(report);
@@ -466,7 +974,10 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
                 return Ok(Value::Null);
             }
             let typmod = args.get(1).and_then(Value::as_i64).unwrap_or(-1) as i32;
-            let def = sql::catalog::DataTypeDef { oid: arg_oid(0), typmod };
+            let def = sql::catalog::DataTypeDef {
+                oid: arg_oid(0),
+                typmod,
+            };
             match DataType::from_oid(def.oid) {
                 Some(_) => text(&def.to_type().format_type()),
                 None => text(pseudo_type_name(def.oid).unwrap_or("???")),
@@ -481,7 +992,12 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             },
         },
         F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
-        F::PgGetIndexDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid == Some(arg_oid(0))) {
+        F::PgGetIndexDef => match session
+            .catalog
+            .tables()
+            .into_iter()
+            .find(|t| t.pk_index_oid == Some(arg_oid(0)))
+        {
             // pg_get_indexdef(index, column, pretty): with column > 0, just that key column.
             Some(t) => match args.get(1).and_then(Value::as_i64).filter(|&c| c > 0) {
                 Some(c) => match t.primary_key.as_ref().and_then(|pk| pk.get(c as usize - 1)) {
@@ -497,7 +1013,12 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             },
             None => Value::Null,
         },
-        F::PgGetConstraintDef => match session.catalog.tables().into_iter().find(|t| t.pk_index_oid.map(|i| i + 1) == Some(arg_oid(0))) {
+        F::PgGetConstraintDef => match session
+            .catalog
+            .tables()
+            .into_iter()
+            .find(|t| t.pk_index_oid.map(|i| i + 1) == Some(arg_oid(0)))
+        {
             Some(t) => text(&format!("PRIMARY KEY ({})", pk_columns(&t))),
             None => Value::Null,
         },
@@ -518,7 +1039,11 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             // Meridian has no per-database files: report the tables' (nominal) sizes.
             Value::Int8(8192 * session.catalog.tables().len() as i64)
         }
-        F::PgEncodingToChar => text(if args.first().and_then(Value::as_i64) == Some(6) { "UTF8" } else { "SQL_ASCII" }),
+        F::PgEncodingToChar => text(if args.first().and_then(Value::as_i64) == Some(6) {
+            "UTF8"
+        } else {
+            "SQL_ASCII"
+        }),
         F::HasPrivilege => Value::Bool(true),
         F::ToRegclass => {
             use sql::catalog::Catalog;
@@ -528,7 +1053,9 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             }
         }
         F::PgGetStatisticsObjDefColumns => Value::Null,
-        F::PgRelationSize | F::PgTotalRelationSize => Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192)),
+        F::PgRelationSize | F::PgTotalRelationSize => {
+            Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192))
+        }
         F::PgSizePretty => match args.first().and_then(Value::as_i64) {
             Some(n) => text(&size_pretty(n)),
             None => Value::Null,
@@ -573,7 +1100,12 @@ pub fn session_function(session: &SessionView, func: ScalarFunc, args: Vec<Value
             }
         }
         F::PgGetViewDef | F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
-        other => return Err(PgError::new(codes::INTERNAL_ERROR, format!("{other:?} is not a session function"))),
+        other => {
+            return Err(PgError::new(
+                codes::INTERNAL_ERROR,
+                format!("{other:?} is not a session function"),
+            ))
+        }
     })
 }
 
@@ -585,12 +1117,22 @@ fn deparse_default(d: &str, ty: &DataType) -> String {
         DataType::Bpchar { .. } => "bpchar".to_string(),
         other => other.without_typmod().format_type(),
     };
-    let quoted = t.len() >= 2 && t.starts_with('\'') && t.ends_with('\'') && !t[1..t.len() - 1].replace("''", "").contains('\'');
+    let quoted = t.len() >= 2
+        && t.starts_with('\'')
+        && t.ends_with('\'')
+        && !t[1..t.len() - 1].replace("''", "").contains('\'');
     if quoted {
         return format!("{t}::{}", type_name());
     }
-    let negative_number = t.strip_prefix('-').is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'));
-    if negative_number && matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Numeric { .. }) {
+    let negative_number = t
+        .strip_prefix('-')
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    if negative_number
+        && matches!(
+            ty,
+            DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Numeric { .. }
+        )
+    {
         return format!("'{t}'::{}", type_name());
     }
     t.to_string()
@@ -617,7 +1159,15 @@ fn size_pretty(size: i64) -> String {
 }
 
 fn pk_columns(t: &TableDef) -> String {
-    t.primary_key.as_ref().map(|pk| pk.iter().map(|&i| t.columns[i].name.clone()).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+    t.primary_key
+        .as_ref()
+        .map(|pk| {
+            pk.iter()
+                .map(|&i| t.columns[i].name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -639,8 +1189,14 @@ mod tests {
     #[test]
     fn defaults_deparse_like_postgres() {
         assert_eq!(deparse_default("'x'", &DataType::Text), "'x'::text");
-        assert_eq!(deparse_default("'it''s'", &DataType::Varchar { max_len: Some(10) }), "'it''s'::character varying");
-        assert_eq!(deparse_default("'a'", &DataType::Bpchar { len: Some(3) }), "'a'::bpchar");
+        assert_eq!(
+            deparse_default("'it''s'", &DataType::Varchar { max_len: Some(10) }),
+            "'it''s'::character varying"
+        );
+        assert_eq!(
+            deparse_default("'a'", &DataType::Bpchar { len: Some(3) }),
+            "'a'::bpchar"
+        );
         assert_eq!(deparse_default("-1", &DataType::Int4), "'-1'::integer");
         assert_eq!(deparse_default("5", &DataType::Int4), "5");
         assert_eq!(deparse_default("now()", &DataType::Timestamp), "now()");

@@ -34,10 +34,10 @@ use locks::{
     TxnState, WaitGuard,
 };
 use owned::{loading_key, OwnedRelations, LOADING_PREFIX};
-use single_version::SingleVersionRelations;
-use spilled::{Intent, Spilled, SpilledOwnIter, Spillers};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
+use single_version::SingleVersionRelations;
+use spilled::{Intent, Spilled, SpilledOwnIter, Spillers};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -150,14 +150,19 @@ impl Txn {
     }
     pub fn savepoint(&self) -> Savepoint {
         self.savepoint_taken.store(true, Ordering::Relaxed);
-        Savepoint { undo: self.undo_position(), increments: self.increments.len() }
+        Savepoint {
+            undo: self.undo_position(),
+            increments: self.increments.len(),
+        }
     }
     /// Whether increments wait to be applied (`Datanode::apply_increments`).
     pub fn has_increments(&self) -> bool {
         !self.increments.is_empty()
     }
     fn has_increment_on(&self, rel: RelId, key: &[u8]) -> bool {
-        self.increments.iter().any(|(r, k, _)| *r == rel && k == key)
+        self.increments
+            .iter()
+            .any(|(r, k, _)| *r == rel && k == key)
     }
     /// Moves the deferred increments out, grouped by row in key order (statement order
     /// within a row).
@@ -208,7 +213,8 @@ impl Txn {
     }
 
     fn holds_lock(&self, rel: RelId, key: &[u8]) -> PgResult<bool> {
-        Ok(self.locks.get(&rel).is_some_and(|s| s.contains_key(key)) || self.intent(rel, key)?.is_some())
+        Ok(self.locks.get(&rel).is_some_and(|s| s.contains_key(key))
+            || self.intent(rel, key)?.is_some())
     }
 
     fn record_lock(&mut self, rel: RelId, key: &[u8]) -> PgResult<()> {
@@ -250,10 +256,18 @@ impl Txn {
     /// locked without reading, and later mergers on increment-locked rows, only lengthen
     /// the wait.)
     async fn release_and_await_reads_durable(&mut self) {
-        let locked = self.locks.iter().flat_map(|(rel, keys)| keys.keys().map(move |k| (*rel, k.as_slice())));
-        let incremented = self.increment_locks.iter().map(|(rel, k)| (*rel, k.as_slice()));
-        let owners: Vec<Arc<TxnShared>> =
-            locked.chain(incremented).flat_map(|(rel, key)| self.inner.locks.applied_not_durable(rel, key)).collect();
+        let locked = self
+            .locks
+            .iter()
+            .flat_map(|(rel, keys)| keys.keys().map(move |k| (*rel, k.as_slice())));
+        let incremented = self
+            .increment_locks
+            .iter()
+            .map(|(rel, k)| (*rel, k.as_slice()));
+        let owners: Vec<Arc<TxnShared>> = locked
+            .chain(incremented)
+            .flat_map(|(rel, key)| self.inner.locks.applied_not_durable(rel, key))
+            .collect();
         self.release_all();
         for t in owners {
             t.wait_finished().await;
@@ -268,7 +282,11 @@ impl Txn {
     }
 
     fn newest_read_under_lock(&self, rel: RelId, key: &[u8]) -> Option<Option<Timestamp>> {
-        self.locks.get(&rel).and_then(|keys| keys.get(key)).copied().flatten()
+        self.locks
+            .get(&rel)
+            .and_then(|keys| keys.get(key))
+            .copied()
+            .flatten()
     }
 
     /// Moves the held locks out (commit releases them itself).
@@ -288,14 +306,17 @@ impl Txn {
         }
         self.finished = true;
         if !self.loaded.is_empty() {
-            self.inner.discard_loads_or_log(&std::mem::take(&mut self.loaded));
+            self.inner
+                .discard_loads_or_log(&std::mem::take(&mut self.loaded));
         }
         self.inner.owned.release(&self.owned);
         if let Some(spilled) = self.spilled.take() {
             for (rel, key) in self.shared.close_reinstated() {
                 self.inner.locks.release(rel, &key, self.shared.id);
             }
-            self.inner.spillers.unregister(&spilled.rels, self.shared.id);
+            self.inner
+                .spillers
+                .unregister(&spilled.rels, self.shared.id);
             if !spilled.commit_recorded {
                 self.inner.discard_intents(self.shared.id);
             }
@@ -326,7 +347,8 @@ async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Time
     if !txn.loaded.is_empty() {
         // Emptying a loaded relation reads and deletes all of it: not on a runtime worker.
         let (inner, rels) = (txn.inner.clone(), std::mem::take(&mut txn.loaded));
-        if let Err(e) = tokio::task::spawn_blocking(move || inner.discard_loads_or_log(&rels)).await {
+        if let Err(e) = tokio::task::spawn_blocking(move || inner.discard_loads_or_log(&rels)).await
+        {
             tracing::error!("emptying relations loaded by an aborted transaction: {e}");
         }
     }
@@ -374,7 +396,12 @@ impl CommitRegistry {
     fn clamp_horizon(&self, horizon: Timestamp) -> Timestamp {
         self.shards
             .iter()
-            .flat_map(|s| s.lock().values().flat_map(|m| m.values().map(|t| t.start_ts)).min())
+            .flat_map(|s| {
+                s.lock()
+                    .values()
+                    .flat_map(|m| m.values().map(|t| t.start_ts))
+                    .min()
+            })
             .fold(horizon, Timestamp::min)
     }
     fn blocking(&self, rel: RelId, snapshot: Timestamp, me: u64) -> Vec<Arc<TxnShared>> {
@@ -458,7 +485,11 @@ fn marked_rels(store: &Store, prefix: &[u8]) -> PgResult<Vec<RelId>> {
     Ok(store
         .meta_scan(storage::Space::Sys, prefix)?
         .into_iter()
-        .filter_map(|(k, _)| k.get(prefix.len()..).and_then(|b| b.try_into().ok()).map(u64::from_be_bytes))
+        .filter_map(|(k, _)| {
+            k.get(prefix.len()..)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)
+        })
         .collect())
 }
 
@@ -479,7 +510,9 @@ const ROW_ID_WINDOW: u64 = 65_536;
 pub const FIRST_REL_ID: RelId = 1;
 
 fn deadlock_detected(detail: String) -> PgError {
-    PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected").with_detail(detail).with_hint("See server log for query details.")
+    PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
+        .with_detail(detail)
+        .with_hint("See server log for query details.")
 }
 
 fn serialization_failure() -> PgError {
@@ -528,7 +561,10 @@ impl Datanode {
         // Empty the relations that transactions were loading when the server stopped.
         let loading = marked_rels(&inner.store, LOADING_PREFIX)?;
         if !loading.is_empty() {
-            tracing::info!("emptying {} relation(s) loaded by transactions that did not commit", loading.len());
+            tracing::info!(
+                "emptying {} relation(s) loaded by transactions that did not commit",
+                loading.len()
+            );
             inner.discard_loads(&loading)?;
         }
         inner.recover_spilled_commits()?;
@@ -701,10 +737,10 @@ impl Datanode {
                 t.wait_finished().await;
             }
         }
-        while let Some(owner) = self
-            .inner
-            .locks
-            .blocking_owner(rel, key, snapshot, txn.shared.id, presence_only)
+        while let Some(owner) =
+            self.inner
+                .locks
+                .blocking_owner(rel, key, snapshot, txn.shared.id, presence_only)
         {
             owner.wait_finished().await;
         }
@@ -726,7 +762,9 @@ impl Datanode {
         snapshot: Timestamp,
     ) -> PgResult<ScanRows<'a, (Vec<u8>, RowBytes)>> {
         let merged = self.merged_scan(txn, rel, lo, hi, snapshot).await?;
-        Ok(Box::new(merged.map(|r| r.map(|(key, row)| (key.into_vec(), row)))))
+        Ok(Box::new(
+            merged.map(|r| r.map(|(key, row)| (key.into_vec(), row))),
+        ))
     }
 
     /// `scan` without the keys, which most scans never read: a stored row's key is not
@@ -759,7 +797,9 @@ impl Datanode {
         }
         let stored = self.inner.store.scan(rel, &lo, &hi, snapshot);
         let memory: Option<MemoryOwnIter<'a>> = match txn.writes.get(&rel) {
-            Some(m) if !m.is_empty() && range_nonempty(&lo, &hi) => Some(m.range::<[u8], _>((as_ref_bound(&lo), as_ref_bound(&hi)))),
+            Some(m) if !m.is_empty() && range_nonempty(&lo, &hi) => {
+                Some(m.range::<[u8], _>((as_ref_bound(&lo), as_ref_bound(&hi))))
+            }
             _ => None,
         };
         let own: OwnIter<'a> = match (memory, txn.intents_in(rel, &lo, &hi)) {
@@ -782,19 +822,34 @@ impl Datanode {
             return Ok(());
         }
         self.wait_unowned(txn, rel).await?;
-        self.wait_for_lock(txn, rel, key, LockMode::Exclusive).await?;
+        self.wait_for_lock(txn, rel, key, LockMode::Exclusive)
+            .await?;
         txn.record_lock(rel, key)
     }
 
-    async fn wait_for_lock(&self, txn: &mut Txn, rel: RelId, key: &[u8], mode: LockMode) -> PgResult<()> {
-        if let TryLock::Queued(waiter, rx) = self.inner.locks.lock_or_enqueue(&txn.shared, rel, key, mode) {
+    async fn wait_for_lock(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        mode: LockMode,
+    ) -> PgResult<()> {
+        if let TryLock::Queued(waiter, rx) =
+            self.inner
+                .locks
+                .lock_or_enqueue(&txn.shared, rel, key, mode)
+        {
             self.wait_queued(txn, rel, key, mode, waiter, rx).await?;
         }
         // A spilled transaction may hold the row through an intent: queue behind it. (A
         // Merge comes from an increment holder, which checked when it took the row.)
         if mode != LockMode::Merge {
             while let Some(t) = self.inner.spilled_holder(txn.shared.id, rel, key)? {
-                if let Some((waiter, rx)) = self.inner.locks.reinstate_for_spiller(&t, &txn.shared, rel, key, mode) {
+                if let Some((waiter, rx)) =
+                    self.inner
+                        .locks
+                        .reinstate_for_spiller(&t, &txn.shared, rel, key, mode)
+                {
                     self.wait_queued(txn, rel, key, mode, waiter, rx).await?;
                 }
             }
@@ -860,24 +915,38 @@ impl Datanode {
     /// Otherwise takes an increment lock (waiting only for an exclusive owner) and returns
     /// whether the row exists, in which case `apply` runs at commit, or earlier when the
     /// transaction touches the row again.
-    pub async fn increment(&self, txn: &mut Txn, rel: RelId, key: &[u8], apply: IncrementFn) -> PgResult<Option<bool>> {
-        if txn.isolation != Isolation::ReadCommitted || txn.holds_lock(rel, key)? || txn.own_write(rel, key)?.is_some() {
+    pub async fn increment(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        apply: IncrementFn,
+    ) -> PgResult<Option<bool>> {
+        if txn.isolation != Isolation::ReadCommitted
+            || txn.holds_lock(rel, key)?
+            || txn.own_write(rel, key)?.is_some()
+        {
             return Ok(None);
         }
         if !txn.has_increment_on(rel, key) {
             self.wait_unowned(txn, rel).await?;
             // (Not while a spilled transaction may hold the row: `wait_for_lock` checks.)
-            if self.inner.spillers.of(rel, txn.shared.id).is_empty() && self.inner.locks.try_lock_idle(&txn.shared, rel, key) {
+            if self.inner.spillers.of(rel, txn.shared.id).is_empty()
+                && self.inner.locks.try_lock_idle(&txn.shared, rel, key)
+            {
                 txn.record_lock(rel, key)?;
                 return Ok(None);
             }
             if !txn.increment_locks.contains(&(rel, key.to_vec())) {
-                self.wait_for_lock(txn, rel, key, LockMode::Increment).await?;
+                self.wait_for_lock(txn, rel, key, LockMode::Increment)
+                    .await?;
                 txn.increment_locks.insert((rel, key.to_vec()));
             }
             // Under the increment lock nobody deletes the row or writes it otherwise, so
             // what exists now still exists at commit.
-            let exists = txn.read_newest_locked(rel, key)?.is_some_and(|v| v.row.is_some());
+            let exists = txn
+                .read_newest_locked(rel, key)?
+                .is_some_and(|v| v.row.is_some());
             if !exists {
                 return Ok(Some(false));
             }
@@ -938,13 +1007,21 @@ impl Datanode {
         row: Option<RowBytes>,
     ) -> PgResult<()> {
         if txn.has_increment_on(rel, key) {
-            return Err(PgError::internal("datanode: put on a row with a deferred increment"));
+            return Err(PgError::internal(
+                "datanode: put on a row with a deferred increment",
+            ));
         }
         if self.inner.owned.other_owner(rel, txn.shared.id).is_some() {
-            return Err(PgError::internal("datanode: put into a relation another transaction owns"));
+            return Err(PgError::internal(
+                "datanode: put into a relation another transaction owns",
+            ));
         }
         if !txn.holds_lock(rel, key)? {
-            if self.inner.locks.try_lock(&txn.shared, rel, key, LockMode::Exclusive) {
+            if self
+                .inner
+                .locks
+                .try_lock(&txn.shared, rel, key, LockMode::Exclusive)
+            {
                 txn.record_lock(rel, key)?;
             } else {
                 return Err(PgError::internal(
@@ -964,7 +1041,13 @@ impl Datanode {
 
     /// Writes a row under a key that no transaction has used before (a row id just
     /// allocated by `allocate_row_ids`): no version of it exists to check or replace.
-    pub async fn put_new_key(&self, txn: &mut Txn, rel: RelId, key: &[u8], row: RowBytes) -> PgResult<()> {
+    pub async fn put_new_key(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        row: RowBytes,
+    ) -> PgResult<()> {
         self.wait_unowned(txn, rel).await?;
         self.put(txn, rel, key, Some(row))?;
         txn.note_newest(rel, key, None);
@@ -985,7 +1068,9 @@ impl Datanode {
         self.acquire(txn, rel, key).await?;
         let exists = match txn.own_write(rel, key)? {
             Some(w) => w.is_some(),
-            None => txn.read_newest_locked(rel, key)?.is_some_and(|v| v.row.is_some()),
+            None => txn
+                .read_newest_locked(rel, key)?
+                .is_some_and(|v| v.row.is_some()),
         };
         if exists {
             return Err(unique_violation());
@@ -1023,7 +1108,11 @@ impl Datanode {
     /// for a transaction that applied its own increments there (`LockMode::Apply`) to
     /// end; from here on nobody may compute the row from its newest version until the
     /// merges are applied.
-    async fn start_merges(&self, txn: &mut Txn, rows: impl Iterator<Item = &(RelId, Vec<u8>)>) -> PgResult<()> {
+    async fn start_merges(
+        &self,
+        txn: &mut Txn,
+        rows: impl Iterator<Item = &(RelId, Vec<u8>)>,
+    ) -> PgResult<()> {
         for (rel, key) in rows {
             self.wait_for_lock(txn, *rel, key, LockMode::Merge).await?;
         }
@@ -1035,7 +1124,6 @@ impl Datanode {
             tracing::warn!("gtm finish on abort failed: {e}");
         }
     }
-
 
     // ---------------------------------------------------------------- owned relations
 
@@ -1052,7 +1140,9 @@ impl Datanode {
     /// nothing to it otherwise (rows it wrote are in its write set or its intents, and
     /// would shadow rows loaded later).
     pub fn can_bulk_load(&self, txn: &Txn, rel: RelId) -> bool {
-        txn.owned.contains(&rel) && txn.writes.get(&rel).is_none_or(|m| m.is_empty()) && !txn.has_spilled(rel)
+        txn.owned.contains(&rel)
+            && txn.writes.get(&rel).is_none_or(|m| m.is_empty())
+            && !txn.has_spilled(rel)
     }
 
     /// Whether the transaction bulk-loaded rows into `rel` already (a later load's keys
@@ -1066,10 +1156,14 @@ impl Datanode {
     /// empties the relation. The caller must not load a key the relation holds.
     pub fn bulk_load(&self, txn: &mut Txn, rel: RelId) -> PgResult<storage::BulkLoad> {
         if !self.can_bulk_load(txn, rel) {
-            return Err(PgError::internal("datanode: bulk load into a relation the transaction does not own"));
+            return Err(PgError::internal(
+                "datanode: bulk load into a relation the transaction does not own",
+            ));
         }
         if !txn.loaded.contains(&rel) {
-            self.inner.store.meta_put(storage::Space::Sys, &loading_key(rel), Some(b""))?;
+            self.inner
+                .store
+                .meta_put(storage::Space::Sys, &loading_key(rel), Some(b""))?;
             txn.loaded.push(rel);
         }
         self.inner.store.bulk_load(rel, txn.shared.start_ts)
@@ -1168,7 +1262,12 @@ impl Datanode {
 
     /// Number of keys waiting for GC (tests, monitoring).
     pub fn gc_tracked_keys(&self) -> usize {
-        self.inner.recent.iter().map(|s| s.lock().len()).sum::<usize>() + self.inner.store.superseded_len()
+        self.inner
+            .recent
+            .iter()
+            .map(|s| s.lock().len())
+            .sum::<usize>()
+            + self.inner.store.superseded_len()
     }
 
     /// Number of lock-table entries (tests, monitoring).
@@ -1225,7 +1324,12 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
 impl Inner {
     /// Commits `txn` with its deferred increments, grouped by row (`merges`), whose rows
     /// it holds in Merge mode.
-    async fn commit(self: &Arc<Self>, mut txn: Box<Txn>, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit(
+        self: &Arc<Self>,
+        mut txn: Box<Txn>,
+        merges: Increments,
+        gtm: &gtm::GtmClient,
+    ) -> PgResult<Timestamp> {
         if txn.spilled.is_some() {
             return self.commit_spilled(txn, merges, gtm).await;
         }
@@ -1243,14 +1347,23 @@ impl Inner {
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
                 let newest_before = txn.newest_read_under_lock(rel, &key);
-                writes.push(storage::Write { rel, key, op: storage::WriteOp::Put(row), newest_before });
+                writes.push(storage::Write {
+                    rel,
+                    key,
+                    op: storage::WriteOp::Put(row),
+                    newest_before,
+                });
             }
         }
         for ((rel, key), fs) in merges {
-            let merge: storage::MergeFn = Arc::new(move |row: &RowBytes| {
-                fs.iter().try_fold(row.clone(), |row, f| f(&row))
+            let merge: storage::MergeFn =
+                Arc::new(move |row: &RowBytes| fs.iter().try_fold(row.clone(), |row, f| f(&row)));
+            writes.push(storage::Write {
+                rel,
+                key,
+                op: storage::WriteOp::Merge(merge),
+                newest_before: None,
             });
-            writes.push(storage::Write { rel, key, op: storage::WriteOp::Merge(merge), newest_before: None });
         }
         // Early lock release: once the batch is applied, the rows' next writers may go on
         // (they read the new versions, and their commits follow this one in the journal,
@@ -1270,7 +1383,13 @@ impl Inner {
         };
         // Rows it loaded in bulk become permanent with this batch (their markers go).
         let loads_kept = txn.loaded.iter().map(|&rel| loading_key(rel)).collect();
-        let rx = self.store.apply_removing(&writes, ts, self.opts.synchronous_commit, Some(on_applied), loads_kept);
+        let rx = self.store.apply_removing(
+            &writes,
+            ts,
+            self.opts.synchronous_commit,
+            Some(on_applied),
+            loads_kept,
+        );
         let res = match rx.await {
             Ok(r) => r,
             Err(_) => Err(PgError::io("commit", "storage writer stopped")),
@@ -1279,7 +1398,9 @@ impl Inner {
             txn.loaded.clear();
             // A version replaced by a row version is listed by the storage writer (exact-key
             // GC); delete tombstones need the per-key pass.
-            let deleted = writes.into_iter().filter(|w| matches!(w.op, storage::WriteOp::Put(None)));
+            let deleted = writes
+                .into_iter()
+                .filter(|w| matches!(w.op, storage::WriteOp::Put(None)));
             self.note_written(deleted.map(|w| (w.rel, w.key)));
         }
         txn.release_all();
@@ -1293,7 +1414,12 @@ impl Inner {
     /// Steps 1 and 2 of a commit: registers the transaction on `rels` (scans wait for it),
     /// marks it `CommittingPending`, takes its commit timestamp and marks it `Committing`.
     /// If the GTM fails nothing was written: the transaction ends aborted.
-    async fn take_commit_ts(&self, txn: &mut Txn, rels: &[RelId], gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn take_commit_ts(
+        &self,
+        txn: &mut Txn,
+        rels: &[RelId],
+        gtm: &gtm::GtmClient,
+    ) -> PgResult<Timestamp> {
         // Before any of its versions is stored: VACUUM must not skip them from here on.
         self.single_version.remove(rels);
         for &rel in rels {
@@ -1326,7 +1452,8 @@ impl Inner {
     fn discard_loads(&self, rels: &[RelId]) -> PgResult<()> {
         for &rel in rels {
             self.store.delete_rel(rel, &|| false)?;
-            self.store.meta_put(storage::Space::Sys, &loading_key(rel), None)?;
+            self.store
+                .meta_put(storage::Space::Sys, &loading_key(rel), None)?;
         }
         Ok(())
     }
@@ -1366,7 +1493,9 @@ impl Inner {
         self.last_horizon.fetch_max(horizon, Ordering::Relaxed);
         let _g = self.gc_lock.lock();
         let mut removed = self.store.gc_superseded(horizon)?;
-        self.overflow_rels.lock().extend(self.store.take_superseded_overflow());
+        self.overflow_rels
+            .lock()
+            .extend(self.store.take_superseded_overflow());
         for shard in self.recent.iter() {
             let keys: Vec<(RelId, Vec<u8>)> =
                 std::mem::take(&mut *shard.lock()).into_iter().collect();
@@ -1451,7 +1580,9 @@ impl Iterator for MergeIter<'_> {
     type Item = PgResult<(ScanKey, RowBytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let stored = |r: PgResult<(storage::StoredKey, RowBytes)>| r.map(|(k, row)| (ScanKey::Stored(k), row));
+        let stored = |r: PgResult<(storage::StoredKey, RowBytes)>| {
+            r.map(|(k, row)| (ScanKey::Stored(k), row))
+        };
         loop {
             if self.own.peek().is_none() {
                 // the common case: nothing of our own (left) here

@@ -251,7 +251,9 @@ impl LockEntry {
     fn compatible(&self, id: u64, mode: LockMode) -> bool {
         match mode {
             LockMode::Exclusive => {
-                self.owner.is_none() && self.merging.is_empty() && self.increments.iter().all(|t| t.id == id)
+                self.owner.is_none()
+                    && self.merging.is_empty()
+                    && self.increments.iter().all(|t| t.id == id)
             }
             LockMode::Increment => matches!(self.owner, None | Some((_, LockMode::Apply))),
             LockMode::Apply => self.owner.is_none() && self.merging.is_empty(),
@@ -306,8 +308,12 @@ impl LockEntry {
     /// with and the waiters ahead of it that it may not pass.
     fn blockers_of(&self, pos: usize) -> Vec<Arc<TxnShared>> {
         let w = &self.queue[pos];
-        let others =
-            |v: &Vec<Holder>| v.iter().filter(|h| h.id != w.txn.id).map(|h| h.txn.clone()).collect::<Vec<_>>();
+        let others = |v: &Vec<Holder>| {
+            v.iter()
+                .filter(|h| h.id != w.txn.id)
+                .map(|h| h.txn.clone())
+                .collect::<Vec<_>>()
+        };
         let mut out = Vec::new();
         if let Some((o, mode)) = self.owner.as_ref().filter(|(o, _)| o.id != w.txn.id) {
             if !(w.mode == LockMode::Increment && *mode == LockMode::Apply) {
@@ -326,7 +332,9 @@ impl LockEntry {
                 .filter(|a| match w.mode {
                     LockMode::Merge => false,
                     LockMode::Apply => a.mode == LockMode::Apply,
-                    LockMode::Increment => matches!(a.mode, LockMode::Exclusive | LockMode::Increment),
+                    LockMode::Increment => {
+                        matches!(a.mode, LockMode::Exclusive | LockMode::Increment)
+                    }
                     LockMode::Exclusive => true,
                 })
                 .map(|a| a.txn.clone()),
@@ -354,7 +362,13 @@ impl Shard {
 
     /// Takes the lock in `mode` for `txn` if nobody it must wait for holds or awaits it;
     /// whether `txn` holds it now.
-    fn lock_if_free(&mut self, rel: RelId, key: &[u8], txn: &Arc<TxnShared>, mode: LockMode) -> bool {
+    fn lock_if_free(
+        &mut self,
+        rel: RelId,
+        key: &[u8],
+        txn: &Arc<TxnShared>,
+        mode: LockMode,
+    ) -> bool {
         match self.entry_mut(rel, key) {
             Some(e) if e.holds(txn.id, mode) => true,
             Some(e) if e.compatible(txn.id, mode) && e.may_pass_queue(mode) => {
@@ -476,12 +490,20 @@ impl LockTable {
 
     /// Takes the lock in `mode` if nobody it must wait for holds or awaits it, or queues
     /// `txn`. Precondition: `txn` does not hold the lock in `mode`.
-    pub fn lock_or_enqueue(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8], mode: LockMode) -> TryLock {
+    pub fn lock_or_enqueue(
+        &self,
+        txn: &Arc<TxnShared>,
+        rel: RelId,
+        key: &[u8],
+        mode: LockMode,
+    ) -> TryLock {
         let mut shard = self.shard(rel, key).lock();
         if shard.lock_if_free(rel, key, txn, mode) {
             return TryLock::Acquired;
         }
-        let e = shard.entry_mut(rel, key).expect("a lock that is not free has an entry");
+        let e = shard
+            .entry_mut(rel, key)
+            .expect("a lock that is not free has an entry");
         let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
         *txn.waiting_for.lock() = Some(WaitingFor::Row(rel, key.to_vec()));
@@ -496,7 +518,9 @@ impl LockTable {
 
     /// Takes the lock in `mode` only if that needs no wait (or it is already held).
     pub fn try_lock(&self, txn: &Arc<TxnShared>, rel: RelId, key: &[u8], mode: LockMode) -> bool {
-        self.shard(rel, key).lock().lock_if_free(rel, key, txn, mode)
+        self.shard(rel, key)
+            .lock()
+            .lock_if_free(rel, key, txn, mode)
     }
 
     /// Takes the exclusive lock only if nobody has any business with the row (no holder,
@@ -510,7 +534,14 @@ impl LockTable {
     }
 
     /// Removes a queued waiter (cancelled wait), or tells that it was already granted.
-    pub fn dequeue(&self, rel: RelId, key: &[u8], waiter: u64, txn: &TxnShared, mode: LockMode) -> Dequeue {
+    pub fn dequeue(
+        &self,
+        rel: RelId,
+        key: &[u8],
+        waiter: u64,
+        txn: &TxnShared,
+        mode: LockMode,
+    ) -> Dequeue {
         let mut shard = self.shard(rel, key).lock();
         Self::dequeue_locked(&mut shard, rel, key, waiter, txn, mode)
     }
@@ -543,13 +574,17 @@ impl LockTable {
     /// `id` gives up everything it holds on the row (abort) and the waiters that can go
     /// on are granted.
     pub fn release(&self, rel: RelId, key: &[u8], id: u64) {
-        self.shard(rel, key).lock().give_up(rel, key, id, true, true);
+        self.shard(rel, key)
+            .lock()
+            .give_up(rel, key, id, true, true);
     }
 
     /// `id` gives up the owner slot only (its rows' intents hold them now, `spilled.rs`);
     /// an increment it holds on the row stays.
     pub fn release_owner(&self, rel: RelId, key: &[u8], id: u64) {
-        self.shard(rel, key).lock().give_up(rel, key, id, true, false);
+        self.shard(rel, key)
+            .lock()
+            .give_up(rel, key, id, true, false);
     }
 
     /// `me` was granted the row in `mode`, but the spilled transaction `spiller` holds it
@@ -568,7 +603,9 @@ impl LockTable {
         let mut reinstated = spiller.reinstated.lock();
         let rows = reinstated.as_mut()?;
         let mut shard = self.shard(rel, key).lock();
-        let e = shard.entry_mut(rel, key).expect("a granted lock has an entry");
+        let e = shard
+            .entry_mut(rel, key)
+            .expect("a granted lock has an entry");
         match mode {
             LockMode::Increment => e.increments.retain(|t| t.id != me.id),
             _ => {
@@ -584,7 +621,12 @@ impl LockTable {
         let id = self.next_waiter.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
         *me.waiting_for.lock() = Some(WaitingFor::Row(rel, key.to_vec()));
-        e.queue.push_front(Waiter { id, txn: me.clone(), mode, tx: Some(tx) });
+        e.queue.push_front(Waiter {
+            id,
+            txn: me.clone(),
+            mode,
+            tx: Some(tx),
+        });
         Some((id, rx))
     }
 
@@ -605,9 +647,13 @@ impl LockTable {
     pub fn applied_not_durable(&self, rel: RelId, key: &[u8]) -> Vec<Arc<TxnShared>> {
         let shard = self.shard(rel, key).lock();
         match shard.map.get(&rel).and_then(|m| m.get(key)) {
-            Some(e) => {
-                e.committed.iter().map(|(h, _)| &h.txn).filter(|t| t.state() != TxnState::Finished).cloned().collect()
-            }
+            Some(e) => e
+                .committed
+                .iter()
+                .map(|(h, _)| &h.txn)
+                .filter(|t| t.state() != TxnState::Finished)
+                .cloned()
+                .collect(),
             None => Vec::new(),
         }
     }
@@ -637,7 +683,11 @@ impl LockTable {
         let shard = self.shard(rel, key).lock();
         let e = shard.map.get(&rel)?.get(key)?;
         let merging = e.merging.iter().filter(|_| !presence_only).map(|h| &h.txn);
-        let committed = e.committed.iter().filter(|(_, merged)| !(presence_only && *merged)).map(|(h, _)| &h.txn);
+        let committed = e
+            .committed
+            .iter()
+            .filter(|(_, merged)| !(presence_only && *merged))
+            .map(|(h, _)| &h.txn);
         e.owner
             .iter()
             .map(|(o, _)| o)
@@ -748,13 +798,19 @@ impl LockTable {
                 detail.push('\n');
             }
             let what = waits.get(t).map(String::as_str).unwrap_or("a lock");
-            detail.push_str(&format!("Transaction {t} waits for {what}; blocked by transaction {next}."));
+            detail.push_str(&format!(
+                "Transaction {t} waits for {what}; blocked by transaction {next}."
+            ));
         }
         Some(detail)
     }
 
     /// Marks `me` as waiting for `rel`, owned by `owner`, until the returned guard drops.
-    pub fn wait_for_relation(me: &Arc<TxnShared>, rel: RelId, owner: &Arc<TxnShared>) -> RelationWait {
+    pub fn wait_for_relation(
+        me: &Arc<TxnShared>,
+        rel: RelId,
+        owner: &Arc<TxnShared>,
+    ) -> RelationWait {
         *me.waiting_for.lock() = Some(WaitingFor::Relation(rel, owner.clone()));
         RelationWait(me.clone())
     }
@@ -768,7 +824,11 @@ impl LockTable {
             for m in shard.map.values() {
                 for e in m.values() {
                     for (i, w) in e.queue.iter().enumerate() {
-                        out.extend(e.blockers_of(i).iter().map(|b| (w.txn.start_ts, b.start_ts)));
+                        out.extend(
+                            e.blockers_of(i)
+                                .iter()
+                                .map(|b| (w.txn.start_ts, b.start_ts)),
+                        );
                     }
                 }
             }
@@ -824,9 +884,14 @@ impl Drop for WaitGuard<'_> {
             return;
         }
         let mut shard = self.table.shard(self.rel, self.key).lock();
-        if let Dequeue::Granted =
-            LockTable::dequeue_locked(&mut shard, self.rel, self.key, self.waiter, &self.txn, self.mode)
-        {
+        if let Dequeue::Granted = LockTable::dequeue_locked(
+            &mut shard,
+            self.rel,
+            self.key,
+            self.waiter,
+            &self.txn,
+            self.mode,
+        ) {
             *self.txn.waiting_for.lock() = None;
             // Give up just this grant: an Exclusive or Apply waiter keeps the increment it
             // held before (a Merge grant is the increment itself).

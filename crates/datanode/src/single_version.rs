@@ -34,7 +34,9 @@ impl SingleVersionRelations {
     /// Forgets `rels` (written, or dropped). Commits call this with the relations they
     /// write: a read lock unless one of them is listed.
     pub(crate) fn remove(&self, rels: &[RelId]) {
-        if self.count.load(Ordering::SeqCst) == 0 || !rels.iter().any(|r| self.rels.read().contains(r)) {
+        if self.count.load(Ordering::SeqCst) == 0
+            || !rels.iter().any(|r| self.rels.read().contains(r))
+        {
             return;
         }
         let mut set = self.rels.write();

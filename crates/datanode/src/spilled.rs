@@ -156,7 +156,11 @@ impl Spillers {
         if self.count.load(Ordering::SeqCst) == 0 {
             return Vec::new();
         }
-        self.by_rel.lock().get(&rel).map(|v| v.iter().filter(|t| t.id != me).cloned().collect()).unwrap_or_default()
+        self.by_rel
+            .lock()
+            .get(&rel)
+            .map(|v| v.iter().filter(|t| t.id != me).cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -182,11 +186,20 @@ impl Txn {
         if !self.has_spilled(rel) {
             return Ok(None);
         }
-        self.inner.store.intent_get(&intent_key(self.shared.id, rel, key))?.map(|v| Intent::decode(&v)).transpose()
+        self.inner
+            .store
+            .intent_get(&intent_key(self.shared.id, rel, key))?
+            .map(|v| Intent::decode(&v))
+            .transpose()
     }
 
     /// The transaction's intents in `rel` within user-key bounds, in key order.
-    pub(crate) fn intents_in(&self, rel: RelId, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<IntentsIn> {
+    pub(crate) fn intents_in(
+        &self,
+        rel: RelId,
+        lo: &Bound<Vec<u8>>,
+        hi: &Bound<Vec<u8>>,
+    ) -> Option<IntentsIn> {
         if !self.has_spilled(rel) {
             return None;
         }
@@ -204,9 +217,13 @@ impl Txn {
         let hi = match hi {
             Bound::Included(k) => Bound::Included(with_prefix(k)),
             Bound::Excluded(k) => Bound::Excluded(with_prefix(k)),
-            Bound::Unbounded => storage::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Unbounded => {
+                storage::prefix_successor(&prefix).map_or(Bound::Unbounded, Bound::Excluded)
+            }
         };
-        Some(IntentsIn { iter: self.inner.store.intent_range(lo, hi) })
+        Some(IntentsIn {
+            iter: self.inner.store.intent_range(lo, hi),
+        })
     }
 
     /// Savepoint position: spilled undo entries, then the ones in memory.
@@ -224,14 +241,21 @@ impl Txn {
         self.n_writes = 0;
         let spilled_undo = self.spilled.as_ref().map_or(0, |s| s.undo);
         let store = self.inner.store.clone();
-        let records = store.intent_range(Bound::Included(undo_key(id, pos)), Bound::Excluded(undo_key(id, spilled_undo)));
+        let records = store.intent_range(
+            Bound::Included(undo_key(id, pos)),
+            Bound::Excluded(undo_key(id, spilled_undo)),
+        );
         // Newest first; a key undone twice in one batch keeps its older state (one entry
         // per key in a batch: a batch writes all its entries at one sequence number).
         let mut restored: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut removed = Vec::new();
         let write = |restored: &mut BTreeMap<Vec<u8>, Vec<u8>>, removed: &mut Vec<Vec<u8>>| {
-            let entries = std::mem::take(restored).into_iter().map(|(k, v)| (k, Some(v)));
-            store.intents_write(entries.chain(std::mem::take(removed).into_iter().map(|k| (k, None))))
+            let entries = std::mem::take(restored)
+                .into_iter()
+                .map(|(k, v)| (k, Some(v)));
+            store.intents_write(
+                entries.chain(std::mem::take(removed).into_iter().map(|k| (k, None))),
+            )
         };
         for r in records.rev() {
             let (undo_k, v) = r?;
@@ -259,7 +283,13 @@ struct IntentBatch {
 }
 
 impl IntentBatch {
-    fn push(&mut self, inner: &Inner, key: Vec<u8>, value: Vec<u8>, release: Option<(RelId, Vec<u8>)>) -> PgResult<()> {
+    fn push(
+        &mut self,
+        inner: &Inner,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        release: Option<(RelId, Vec<u8>)>,
+    ) -> PgResult<()> {
         self.bytes += key.len() + value.len() + 32;
         self.entries.push((key, Some(value)));
         self.release.extend(release);
@@ -270,7 +300,9 @@ impl IntentBatch {
     }
 
     fn write(&mut self, inner: &Inner) -> PgResult<()> {
-        inner.store.intents_write(std::mem::take(&mut self.entries))?;
+        inner
+            .store
+            .intents_write(std::mem::take(&mut self.entries))?;
         self.bytes = 0;
         Ok(())
     }
@@ -339,18 +371,31 @@ impl Iterator for SpilledOwnIter<'_> {
 impl Inner {
     /// `Inner::commit` for a transaction that spilled: everything goes to its intents,
     /// the commit timestamp is recorded durably, then the intents are applied.
-    pub(crate) async fn commit_spilled(self: &Arc<Self>, mut txn: Box<Txn>, merges: Increments, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    pub(crate) async fn commit_spilled(
+        self: &Arc<Self>,
+        mut txn: Box<Txn>,
+        merges: Increments,
+        gtm: &gtm::GtmClient,
+    ) -> PgResult<Timestamp> {
         if let Err(e) = self.spill(&mut txn) {
             let _ = crate::end_unapplied(txn, gtm).await;
             return Err(e);
         }
-        let mut rels: Vec<RelId> = txn.spilled.as_ref().map(|s| s.rels.clone()).unwrap_or_default();
+        let mut rels: Vec<RelId> = txn
+            .spilled
+            .as_ref()
+            .map(|s| s.rels.clone())
+            .unwrap_or_default();
         rels.extend(merges.keys().map(|(r, _)| *r));
         rels.sort_unstable();
         rels.dedup();
         let ts = self.take_commit_ts(&mut txn, &rels, gtm).await?;
-        let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks).into_iter().collect();
-        let res = self.apply_spilled(&mut txn, ts, merges, &increment_locks).await;
+        let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks)
+            .into_iter()
+            .collect();
+        let res = self
+            .apply_spilled(&mut txn, ts, merges, &increment_locks)
+            .await;
         txn.release_all();
         for (rel, key) in &increment_locks {
             self.locks.finish(*rel, key, txn.shared.id);
@@ -361,32 +406,57 @@ impl Inner {
 
     /// Records the commit, applies the intents, then the increments in a last, durable
     /// batch (with the bulk loads' markers), and removes the record.
-    async fn apply_spilled(self: &Arc<Self>, txn: &mut Txn, ts: Timestamp, merges: Increments, increment_locks: &[(RelId, Vec<u8>)]) -> PgResult<()> {
+    async fn apply_spilled(
+        self: &Arc<Self>,
+        txn: &mut Txn,
+        ts: Timestamp,
+        merges: Increments,
+        increment_locks: &[(RelId, Vec<u8>)],
+    ) -> PgResult<()> {
         let id = txn.shared.id;
         self.record_spilled_commit(id, Some(ts))?;
         if let Some(s) = txn.spilled.as_mut() {
             s.commit_recorded = true;
         }
-        self.apply_intents(id, ts, |rel, key| self.note_written(std::iter::once((rel, key)))).await?;
+        self.apply_intents(id, ts, |rel, key| {
+            self.note_written(std::iter::once((rel, key)))
+        })
+        .await?;
         let writes: Vec<storage::Write> = merges
             .into_iter()
             .map(|((rel, key), fs)| {
-                let merge: storage::MergeFn = Arc::new(move |row: &RowBytes| fs.iter().try_fold(row.clone(), |row, f| f(&row)));
-                storage::Write { rel, key, op: storage::WriteOp::Merge(merge), newest_before: None }
+                let merge: storage::MergeFn = Arc::new(move |row: &RowBytes| {
+                    fs.iter().try_fold(row.clone(), |row, f| f(&row))
+                });
+                storage::Write {
+                    rel,
+                    key,
+                    op: storage::WriteOp::Merge(merge),
+                    newest_before: None,
+                }
             })
             .collect();
         let on_applied: storage::OnApplied = {
-            let (inner, locked, owner) = (self.clone(), increment_locks.to_vec(), txn.shared.clone());
+            let (inner, locked, owner) =
+                (self.clone(), increment_locks.to_vec(), txn.shared.clone());
             Box::new(move || {
                 for (rel, key) in &locked {
                     inner.locks.release_applied(*rel, key, &owner);
                 }
             })
         };
-        let loads_kept = txn.loaded.iter().map(|&rel| crate::loading_key(rel)).collect();
+        let loads_kept = txn
+            .loaded
+            .iter()
+            .map(|&rel| crate::loading_key(rel))
+            .collect();
         // Durable whatever synchronous_commit says: the record goes next, and a crash
         // after that must not lose what it applied.
-        match self.store.apply_removing(&writes, ts, true, Some(on_applied), loads_kept).await {
+        match self
+            .store
+            .apply_removing(&writes, ts, true, Some(on_applied), loads_kept)
+            .await
+        {
             Ok(r) => r?,
             Err(_) => return Err(PgError::io("commit", "storage writer stopped")),
         }
@@ -424,20 +494,35 @@ impl Inner {
         for (i, (rel, key, before)) in undo.into_iter().enumerate().filter(|_| keep_undo) {
             let before = match before {
                 Some(v) => Intent::Write(v),
-                None if had_intents.contains(&rel) => match self.store.intent_get(&intent_key(id, rel, &key))? {
-                    Some(v) => Intent::decode(&v)?,
-                    None => Intent::Locked,
-                },
+                None if had_intents.contains(&rel) => {
+                    match self.store.intent_get(&intent_key(id, rel, &key))? {
+                        Some(v) => Intent::decode(&v)?,
+                        None => Intent::Locked,
+                    }
+                }
                 None => Intent::Locked,
             };
-            batch.push(self, undo_key(id, spilled.undo + i), encode_undo(rel, &key, &before), None)?;
+            batch.push(
+                self,
+                undo_key(id, spilled.undo + i),
+                encode_undo(rel, &key, &before),
+                None,
+            )?;
         }
         spilled.undo += n_undo;
         for (rel, keys) in std::mem::take(&mut txn.locks) {
             // A written key's lock goes with its write, below.
             let written = txn.writes.get(&rel);
-            for key in keys.into_keys().filter(|k| !written.is_some_and(|m| m.contains_key(k))) {
-                batch.push(self, intent_key(id, rel, &key), Intent::Locked.encoded(), Some((rel, key)))?;
+            for key in keys
+                .into_keys()
+                .filter(|k| !written.is_some_and(|m| m.contains_key(k)))
+            {
+                batch.push(
+                    self,
+                    intent_key(id, rel, &key),
+                    Intent::Locked.encoded(),
+                    Some((rel, key)),
+                )?;
             }
         }
         for (rel, m) in std::mem::take(&mut txn.writes) {
@@ -454,9 +539,19 @@ impl Inner {
 
     /// The spilled transaction other than `me` whose intents hold `key`, if any (one that
     /// has ended holds nothing, although its intents may not be removed yet).
-    pub(crate) fn spilled_holder(&self, me: u64, rel: RelId, key: &[u8]) -> PgResult<Option<Arc<TxnShared>>> {
+    pub(crate) fn spilled_holder(
+        &self,
+        me: u64,
+        rel: RelId,
+        key: &[u8],
+    ) -> PgResult<Option<Arc<TxnShared>>> {
         for t in self.spillers.of(rel, me) {
-            if t.holds_intents() && self.store.intent_get(&intent_key(t.id, rel, key))?.is_some() {
+            if t.holds_intents()
+                && self
+                    .store
+                    .intent_get(&intent_key(t.id, rel, key))?
+                    .is_some()
+            {
                 return Ok(Some(t));
             }
         }
@@ -465,9 +560,15 @@ impl Inner {
 
     /// Applies a spilled transaction's intents as versions at `ts`, in batches (none
     /// durable: the caller's last batch is); returns the keys it deleted.
-    pub(crate) async fn apply_intents(&self, id: u64, ts: Timestamp, mut deleted: impl FnMut(RelId, Vec<u8>)) -> PgResult<()> {
+    pub(crate) async fn apply_intents(
+        &self,
+        id: u64,
+        ts: Timestamp,
+        mut deleted: impl FnMut(RelId, Vec<u8>),
+    ) -> PgResult<()> {
         let mut from = Bound::Included(rel_prefix(id, UNDO_REL + 1));
-        let end = storage::prefix_successor(&id.to_be_bytes()).map_or(Bound::Unbounded, Bound::Excluded);
+        let end =
+            storage::prefix_successor(&id.to_be_bytes()).map_or(Bound::Unbounded, Bound::Excluded);
         loop {
             let (writes, last) = self.intents_batch(from, end.clone())?;
             let Some(last) = last else { return Ok(()) };
@@ -485,7 +586,11 @@ impl Inner {
     }
 
     /// Up to `BATCH_BYTES` of intents from `from` as writes, and the last intent key read.
-    fn intents_batch(&self, from: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> PgResult<(Vec<storage::Write>, Option<Vec<u8>>)> {
+    fn intents_batch(
+        &self,
+        from: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+    ) -> PgResult<(Vec<storage::Write>, Option<Vec<u8>>)> {
         let mut writes = Vec::new();
         let (mut bytes, mut last) = (0, None);
         for r in self.store.intent_range(from, end) {
@@ -493,7 +598,12 @@ impl Inner {
             let rel = u64::from_be_bytes(k[8..16].try_into().unwrap());
             if let Intent::Write(row) = Intent::decode(&v)? {
                 bytes += k.len() + v.len();
-                writes.push(storage::Write { rel, key: k[16..].to_vec(), op: storage::WriteOp::Put(row), newest_before: None });
+                writes.push(storage::Write {
+                    rel,
+                    key: k[16..].to_vec(),
+                    op: storage::WriteOp::Put(row),
+                    newest_before: None,
+                });
             }
             last = Some(k);
             if bytes >= BATCH_BYTES {
@@ -507,11 +617,20 @@ impl Inner {
     /// server stopped, then empties the keyspace.
     pub(crate) fn recover_spilled_commits(&self) -> PgResult<()> {
         for (k, v) in self.store.meta_scan(storage::Space::Sys, COMMIT_PREFIX)? {
-            let id = u64::from_be_bytes(k[COMMIT_PREFIX.len()..].try_into().map_err(|_| PgError::internal("corrupt commit record"))?);
-            let ts = u64::from_be_bytes(v[..].try_into().map_err(|_| PgError::internal("corrupt commit record"))?);
+            let id = u64::from_be_bytes(
+                k[COMMIT_PREFIX.len()..]
+                    .try_into()
+                    .map_err(|_| PgError::internal("corrupt commit record"))?,
+            );
+            let ts = u64::from_be_bytes(
+                v[..]
+                    .try_into()
+                    .map_err(|_| PgError::internal("corrupt commit record"))?,
+            );
             tracing::info!("applying the spilled writes of a transaction that committed at {ts} before the server stopped");
             let mut from = Bound::Included(rel_prefix(id, UNDO_REL + 1));
-            let end = storage::prefix_successor(&id.to_be_bytes()).map_or(Bound::Unbounded, Bound::Excluded);
+            let end = storage::prefix_successor(&id.to_be_bytes())
+                .map_or(Bound::Unbounded, Bound::Excluded);
             loop {
                 let (writes, last) = self.intents_batch(from, end.clone())?;
                 let Some(last) = last else { break };
@@ -527,7 +646,11 @@ impl Inner {
     /// intents durable too), or removes it.
     pub(crate) fn record_spilled_commit(&self, id: u64, ts: Option<Timestamp>) -> PgResult<()> {
         let key = crate::rel_key(COMMIT_PREFIX, id);
-        self.store.meta_put(storage::Space::Sys, &key, ts.map(u64::to_be_bytes).as_ref().map(|b| &b[..]))
+        self.store.meta_put(
+            storage::Space::Sys,
+            &key,
+            ts.map(u64::to_be_bytes).as_ref().map(|b| &b[..]),
+        )
     }
 
     /// Removes a finished transaction's intents, in the background.
@@ -539,7 +662,9 @@ impl Inner {
             }
         });
         if let Err(e) = spawned {
-            tracing::warn!("removing the intents of a finished transaction: {e} (the next start removes them)");
+            tracing::warn!(
+                "removing the intents of a finished transaction: {e} (the next start removes them)"
+            );
         }
     }
 }

@@ -22,7 +22,12 @@ async fn env() -> Env {
     let dn = Datanode::open(opts).unwrap();
     let gtm = gtm::GtmClient::local(&dir.path().join("gtm")).unwrap();
     let rel = dn.create_rel().unwrap();
-    let e = Env { _dir: dir, dn, gtm, rel };
+    let e = Env {
+        _dir: dir,
+        dn,
+        gtm,
+        rel,
+    };
     for key in ["a", "b"] {
         let mut t = e.begin().await;
         e.dn.lock_row(&mut t, rel, key.as_bytes()).await.unwrap();
@@ -46,13 +51,21 @@ fn add(d: i64) -> IncrementFn {
 
 impl Env {
     async fn begin(&self) -> Box<Txn> {
-        self.dn.begin(self.gtm.begin().await.unwrap(), Isolation::ReadCommitted)
+        self.dn
+            .begin(self.gtm.begin().await.unwrap(), Isolation::ReadCommitted)
     }
 
     async fn committed(&self, key: &str) -> i64 {
         let snap = self.gtm.timestamp().await.unwrap();
         let t = self.dn.begin(snap, Isolation::ReadCommitted);
-        value(&self.dn.get(&t, self.rel, key.as_bytes(), snap).await.unwrap().unwrap())
+        value(
+            &self
+                .dn
+                .get(&t, self.rel, key.as_bytes(), snap)
+                .await
+                .unwrap()
+                .unwrap(),
+        )
     }
 
     /// Waits until `n` transactions are queued for the row.
@@ -63,17 +76,26 @@ impl Env {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("expected {n} waiters on {key}, have {}", self.dn.lock_queue_len(self.rel, key.as_bytes()));
+        panic!(
+            "expected {n} waiters on {key}, have {}",
+            self.dn.lock_queue_len(self.rel, key.as_bytes())
+        );
     }
 
     /// A transaction that holds an increment lock on `key` (the row is made busy by
     /// an exclusive holder first, since an idle row is locked the ordinary way).
     async fn increment_holder(&self, key: &'static str, d: i64) -> Box<Txn> {
         let mut owner = self.begin().await;
-        self.dn.lock_row(&mut owner, self.rel, key.as_bytes()).await.unwrap();
+        self.dn
+            .lock_row(&mut owner, self.rel, key.as_bytes())
+            .await
+            .unwrap();
         let (dn, rel, mut t) = (self.dn.clone(), self.rel, self.begin().await);
         let waiting = tokio::spawn(async move {
-            let r = dn.increment(&mut t, rel, key.as_bytes(), add(d)).await.unwrap();
+            let r = dn
+                .increment(&mut t, rel, key.as_bytes(), add(d))
+                .await
+                .unwrap();
             (r, t)
         });
         self.queued(key, 1).await;
@@ -88,10 +110,18 @@ impl Env {
 async fn increment_of_an_idle_row_takes_the_exclusive_lock() {
     let e = env().await;
     let mut t = e.begin().await;
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(), None);
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(),
+        None
+    );
     // t holds the ordinary lock now: another increment waits for it
     let (dn, rel, mut other) = (e.dn.clone(), e.rel, e.begin().await);
-    let waiting = tokio::spawn(async move { (dn.increment(&mut other, rel, b"a", add(2)).await.unwrap(), other) });
+    let waiting = tokio::spawn(async move {
+        (
+            dn.increment(&mut other, rel, b"a", add(2)).await.unwrap(),
+            other,
+        )
+    });
     e.queued("a", 1).await;
     e.dn.abort(t, &e.gtm).await;
     let (r, other) = waiting.await.unwrap();
@@ -104,8 +134,12 @@ async fn increment_of_an_idle_row_takes_the_exclusive_lock() {
 async fn repeatable_read_takes_the_ordinary_way() {
     let e = env().await;
     let _holder = e.increment_holder("a", 1).await;
-    let mut t = e.dn.begin(e.gtm.begin().await.unwrap(), Isolation::RepeatableRead);
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(), None);
+    let mut t =
+        e.dn.begin(e.gtm.begin().await.unwrap(), Isolation::RepeatableRead);
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(),
+        None
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -114,8 +148,15 @@ async fn increments_of_a_busy_row_commute_and_exclusive_lockers_wait_for_them() 
     let t1 = e.increment_holder("a", 1).await;
     // a second increment does not wait for the first
     let mut t2 = e.begin().await;
-    let r = tokio::time::timeout(Duration::from_secs(30), e.dn.increment(&mut t2, e.rel, b"a", add(10))).await;
-    assert_eq!(r.expect("an increment waited for another").unwrap(), Some(true));
+    let r = tokio::time::timeout(
+        Duration::from_secs(30),
+        e.dn.increment(&mut t2, e.rel, b"a", add(10)),
+    )
+    .await;
+    assert_eq!(
+        r.expect("an increment waited for another").unwrap(),
+        Some(true)
+    );
     // readers see neither until they commit
     assert_eq!(e.committed("a").await, 0);
     // an exclusive locker waits for both increment holders
@@ -140,11 +181,15 @@ async fn own_increment_is_applied_before_the_row_is_locked_again() {
     let e = env().await;
     let mut t = e.increment_holder("a", 5).await;
     assert!(t.has_increments());
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(2)).await.unwrap(), Some(true));
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(2)).await.unwrap(),
+        Some(true)
+    );
     let row = e.dn.lock_row(&mut t, e.rel, b"a").await.unwrap().unwrap();
     assert_eq!(value(&row), 7);
     assert!(!t.has_increments());
-    e.dn.put(&mut t, e.rel, b"a", Some(int(value(&row) * 2))).unwrap();
+    e.dn.put(&mut t, e.rel, b"a", Some(int(value(&row) * 2)))
+        .unwrap();
     e.dn.commit(t, &e.gtm).await.unwrap();
     assert_eq!(e.committed("a").await, 14);
 }
@@ -154,9 +199,15 @@ async fn a_holder_that_applied_its_increment_keeps_the_row_until_it_ends() {
     let e = env().await;
     let mut t1 = e.increment_holder("a", 1).await;
     let mut t2 = e.begin().await;
-    assert_eq!(e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(), Some(true));
+    assert_eq!(
+        e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(),
+        Some(true)
+    );
     // t1 reads its row: it now computes from the newest version and holds it (Apply)
-    assert_eq!(value(&e.dn.lock_row(&mut t1, e.rel, b"a").await.unwrap().unwrap()), 1);
+    assert_eq!(
+        value(&e.dn.lock_row(&mut t1, e.rel, b"a").await.unwrap().unwrap()),
+        1
+    );
     // t2's commit may not merge under it
     let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
     let committing = tokio::spawn(async move { dn.commit(t2, &gtm).await.unwrap() });
@@ -174,8 +225,16 @@ async fn a_row_that_had_increment_holders_takes_increment_locks_when_idle() {
     e.dn.commit(t, &e.gtm).await.unwrap();
     assert_eq!(e.dn.lock_count(), 0, "both rows are idle");
     let mut t = e.begin().await;
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(), Some(true), "a is hot");
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"b", add(1)).await.unwrap(), None, "b never had increments");
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(1)).await.unwrap(),
+        Some(true),
+        "a is hot"
+    );
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"b", add(1)).await.unwrap(),
+        None,
+        "b never had increments"
+    );
     e.dn.commit(t, &e.gtm).await.unwrap();
     assert_eq!(e.committed("a").await, 2);
 }
@@ -185,7 +244,10 @@ async fn rollback_to_savepoint_drops_later_increments() {
     let e = env().await;
     let mut t = e.increment_holder("a", 1).await;
     let sp = t.savepoint();
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", add(100)).await.unwrap(), Some(true));
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(100)).await.unwrap(),
+        Some(true)
+    );
     t.rollback_to(&sp).unwrap();
     e.dn.commit(t, &e.gtm).await.unwrap();
     assert_eq!(e.committed("a").await, 1);
@@ -195,13 +257,29 @@ async fn rollback_to_savepoint_drops_later_increments() {
 async fn an_increment_that_fails_at_commit_aborts_the_transaction() {
     let e = env().await;
     let mut t = e.increment_holder("a", 1).await;
-    let overflow: IncrementFn = Box::new(|_| Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")));
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"b", add(0)).await.unwrap(), None, "b is idle");
+    let overflow: IncrementFn = Box::new(|_| {
+        Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "integer out of range",
+        ))
+    });
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"b", add(0)).await.unwrap(),
+        None,
+        "b is idle"
+    );
     e.dn.put(&mut t, e.rel, b"b", Some(int(42))).unwrap();
-    assert_eq!(e.dn.increment(&mut t, e.rel, b"a", overflow).await.unwrap(), Some(true));
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", overflow).await.unwrap(),
+        Some(true)
+    );
     let err = e.dn.commit(t, &e.gtm).await.unwrap_err();
     assert_eq!(err.code, codes::NUMERIC_VALUE_OUT_OF_RANGE);
-    assert_eq!((e.committed("a").await, e.committed("b").await), (0, 0), "nothing of it committed");
+    assert_eq!(
+        (e.committed("a").await, e.committed("b").await),
+        (0, 0),
+        "nothing of it committed"
+    );
     assert_eq!(e.dn.lock_count(), 0, "its locks are released");
 }
 
@@ -212,21 +290,25 @@ async fn deadlock_through_an_increment_holder_has_one_victim() {
     let t1 = e.increment_holder("a", 1).await;
     let mut t2 = e.begin().await;
     e.dn.lock_row(&mut t2, e.rel, b"b").await.unwrap();
-    let run = |mut t: Box<Txn>, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient, rel: u64| {
-        tokio::spawn(async move {
-            match dn.lock_row(&mut t, rel, key).await {
-                Ok(_) => dn.commit(t, &gtm).await.err(),
-                Err(err) => {
-                    dn.abort(t, &gtm).await;
-                    Some(err)
+    let run =
+        |mut t: Box<Txn>, key: &'static [u8], dn: Arc<Datanode>, gtm: gtm::GtmClient, rel: u64| {
+            tokio::spawn(async move {
+                match dn.lock_row(&mut t, rel, key).await {
+                    Ok(_) => dn.commit(t, &gtm).await.err(),
+                    Err(err) => {
+                        dn.abort(t, &gtm).await;
+                        Some(err)
+                    }
                 }
-            }
-        })
-    };
+            })
+        };
     // t1 waits for t2's lock on b; t2 waits for t1's increment on a
     let h1 = run(t1, b"b", e.dn.clone(), e.gtm.clone(), e.rel);
     let h2 = run(t2, b"a", e.dn.clone(), e.gtm.clone(), e.rel);
-    let errs: Vec<PgError> = [h1.await.unwrap(), h2.await.unwrap()].into_iter().flatten().collect();
+    let errs: Vec<PgError> = [h1.await.unwrap(), h2.await.unwrap()]
+        .into_iter()
+        .flatten()
+        .collect();
     assert_eq!(errs.len(), 1, "exactly one victim: {errs:?}");
     assert_eq!(errs[0].code, codes::DEADLOCK_DETECTED);
     assert_eq!(e.dn.lock_count(), 0);
@@ -245,10 +327,16 @@ async fn many_concurrent_increments_sum_exactly() {
             for i in 0..per_writer {
                 let mut t = dn.begin(gtm.begin().await.unwrap(), Isolation::ReadCommitted);
                 let d = w * 1000 + i;
-                if dn.increment(&mut t, rel, b"a", add(d)).await.unwrap().is_none() {
+                if dn
+                    .increment(&mut t, rel, b"a", add(d))
+                    .await
+                    .unwrap()
+                    .is_none()
+                {
                     // the row was idle: the ordinary way
                     let row = dn.lock_row(&mut t, rel, b"a").await.unwrap().unwrap();
-                    dn.put(&mut t, rel, b"a", Some(int(value(&row) + d))).unwrap();
+                    dn.put(&mut t, rel, b"a", Some(int(value(&row) + d)))
+                        .unwrap();
                 }
                 if i % 7 == 3 {
                     dn.abort(t, &gtm).await;

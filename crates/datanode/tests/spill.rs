@@ -41,23 +41,42 @@ impl Env {
     }
 
     async fn insert(&self, t: &mut Txn, rel: u64, i: u32, version: u32) {
-        self.dn.insert(t, rel, &key(i), row(i, version), || pgerror::PgError::internal("dup")).await.unwrap();
+        self.dn
+            .insert(t, rel, &key(i), row(i, version), || {
+                pgerror::PgError::internal("dup")
+            })
+            .await
+            .unwrap();
     }
 
     async fn update(&self, t: &mut Txn, rel: u64, i: u32, version: Option<u32>) {
         self.dn.lock_row(t, rel, &key(i)).await.unwrap();
-        self.dn.put(t, rel, &key(i), version.map(|v| row(i, v))).unwrap();
+        self.dn
+            .put(t, rel, &key(i), version.map(|v| row(i, v)))
+            .unwrap();
     }
 
     /// Every row of `rel` as `txn` sees it at `snap`, checked against point reads.
     async fn contents(&self, txn: &Txn, rel: u64, snap: u64) -> BTreeMap<u32, Bytes> {
         let mut out = BTreeMap::new();
-        for r in self.dn.scan(txn, rel, Bound::Unbounded, Bound::Unbounded, snap).await.unwrap() {
+        for r in self
+            .dn
+            .scan(txn, rel, Bound::Unbounded, Bound::Unbounded, snap)
+            .await
+            .unwrap()
+        {
             let (k, v) = r.unwrap();
             out.insert(u32::from_be_bytes(k.try_into().unwrap()), v);
         }
         for (i, v) in &out {
-            assert_eq!(self.dn.get(txn, rel, &key(*i), snap).await.unwrap().as_ref(), Some(v));
+            assert_eq!(
+                self.dn
+                    .get(txn, rel, &key(*i), snap)
+                    .await
+                    .unwrap()
+                    .as_ref(),
+                Some(v)
+            );
         }
         out
     }
@@ -83,7 +102,11 @@ async fn large_transaction_spills_reads_its_writes_and_commits() {
         e.insert(&mut t, rel, i, 1).await;
     }
     // Its locks went with its writes: the lock table holds at most one spill's worth.
-    assert!(e.dn.lock_count() < 5_000, "{} lock entries", e.dn.lock_count());
+    assert!(
+        e.dn.lock_count() < 5_000,
+        "{} lock entries",
+        e.dn.lock_count()
+    );
     // Rewrites and deletes of spilled rows, some spilled again.
     for i in (0..n).step_by(3) {
         e.update(&mut t, rel, i, Some(2)).await;
@@ -91,13 +114,22 @@ async fn large_transaction_spills_reads_its_writes_and_commits() {
     for i in (0..n).step_by(5) {
         e.update(&mut t, rel, i, None).await;
     }
-    let want = expect((0..n).filter(|i| i % 5 != 0).map(|i| (i, if i % 3 == 0 { 2 } else { 1 })));
+    let want = expect(
+        (0..n)
+            .filter(|i| i % 5 != 0)
+            .map(|i| (i, if i % 3 == 0 { 2 } else { 1 })),
+    );
     let snap = e.gtm.timestamp().await.unwrap();
     assert_eq!(e.contents(&t, rel, snap).await, want);
     // A key range in the middle, bounds excluded.
-    let mid: Vec<u32> = e
-        .dn
-        .scan(&t, rel, Bound::Excluded(key(100).to_vec()), Bound::Excluded(key(110).to_vec()), snap)
+    let mid: Vec<u32> =
+        e.dn.scan(
+            &t,
+            rel,
+            Bound::Excluded(key(100).to_vec()),
+            Bound::Excluded(key(110).to_vec()),
+            snap,
+        )
         .await
         .unwrap()
         .map(|r| u32::from_be_bytes(r.unwrap().0.try_into().unwrap()))
@@ -130,14 +162,18 @@ async fn savepoints_roll_back_across_spills() {
     }
     let sp2 = t.savepoint();
     for i in 150..5_000 {
-        e.update(&mut t, rel, i, if i % 2 == 0 { None } else { Some(3) }).await;
+        e.update(&mut t, rel, i, if i % 2 == 0 { None } else { Some(3) })
+            .await;
     }
     let snap = e.gtm.timestamp().await.unwrap();
     t.rollback_to(&sp2).unwrap();
     let at_sp2 = expect((0..10_000).map(|i| (i, if i < 200 { 2 } else { 1 })));
     assert_eq!(e.contents(&t, rel, snap).await, at_sp2);
     t.rollback_to(&sp1).unwrap();
-    assert_eq!(e.contents(&t, rel, snap).await, expect((0..100).map(|i| (i, 1))));
+    assert_eq!(
+        e.contents(&t, rel, snap).await,
+        expect((0..100).map(|i| (i, 1)))
+    );
     // Rows written after the savepoint are still locked by it (as PostgreSQL keeps them).
     let mut other = e.begin(Isolation::ReadCommitted).await;
     let waiter = {
@@ -148,7 +184,10 @@ async fn savepoints_roll_back_across_spills() {
         })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!waiter.is_finished(), "a row locked before the rollback is free");
+    assert!(
+        !waiter.is_finished(),
+        "a row locked before the rollback is free"
+    );
     e.insert(&mut t, rel, 100, 4).await;
     e.dn.commit(t, &e.gtm).await.unwrap();
     let (r, other) = waiter.await.unwrap();
@@ -177,30 +216,40 @@ async fn others_wait_behind_spilled_rows() {
     }
     // Row 3 is held through an intent now; a READ COMMITTED locker waits for the commit
     // and then reads the new row, a REPEATABLE READ one fails.
-    let waiters: Vec<_> = [(Isolation::ReadCommitted, None), (Isolation::RepeatableRead, Some(rr))]
-        .into_iter()
-        .map(|(iso, txn)| {
-            let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
-            tokio::spawn(async move {
-                let mut t = match txn {
-                    Some(t) => t,
-                    None => dn.begin(gtm.begin().await.unwrap(), iso),
-                };
-                let r = dn.lock_row(&mut t, rel, &key(3)).await;
-                dn.abort(t, &gtm).await;
-                r
-            })
+    let waiters: Vec<_> = [
+        (Isolation::ReadCommitted, None),
+        (Isolation::RepeatableRead, Some(rr)),
+    ]
+    .into_iter()
+    .map(|(iso, txn)| {
+        let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
+        tokio::spawn(async move {
+            let mut t = match txn {
+                Some(t) => t,
+                None => dn.begin(gtm.begin().await.unwrap(), iso),
+            };
+            let r = dn.lock_row(&mut t, rel, &key(3)).await;
+            dn.abort(t, &gtm).await;
+            r
         })
-        .collect();
+    })
+    .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(e.dn.lock_queue_len(rel, &key(3)), 2, "both wait in the row's queue");
+    assert_eq!(
+        e.dn.lock_queue_len(rel, &key(3)),
+        2,
+        "both wait in the row's queue"
+    );
     e.dn.commit(big, &e.gtm).await.unwrap();
     let mut results = Vec::new();
     for w in waiters {
         results.push(w.await.unwrap());
     }
     assert_eq!(results[0].as_ref().unwrap().as_ref(), Some(&row(3, 2)));
-    assert_eq!(results[1].as_ref().unwrap_err().code, codes::SERIALIZATION_FAILURE);
+    assert_eq!(
+        results[1].as_ref().unwrap_err().code,
+        codes::SERIALIZATION_FAILURE
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -238,7 +287,13 @@ async fn deadlock_through_a_spilled_row_has_one_victim() {
         }
     };
     let small_result = small_task.await.unwrap();
-    let victims = [&big_result, &small_result].iter().filter(|r| r.as_ref().is_err_and(|e| e.code == codes::DEADLOCK_DETECTED)).count();
+    let victims = [&big_result, &small_result]
+        .iter()
+        .filter(|r| {
+            r.as_ref()
+                .is_err_and(|e| e.code == codes::DEADLOCK_DETECTED)
+        })
+        .count();
     assert_eq!(victims, 1, "big: {big_result:?}, small: {small_result:?}");
     assert!(big_result.is_ok() || small_result.is_ok());
 }
@@ -259,5 +314,8 @@ async fn aborted_spilled_transaction_leaves_nothing() {
         e.insert(&mut u, rel, i, 2).await;
     }
     e.dn.commit(u, &e.gtm).await.unwrap();
-    assert_eq!(e.committed(rel).await, expect((0..10_000).step_by(7).map(|i| (i, 2))));
+    assert_eq!(
+        e.committed(rel).await,
+        expect((0..10_000).step_by(7).map(|i| (i, 2)))
+    );
 }

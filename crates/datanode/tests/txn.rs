@@ -964,7 +964,13 @@ async fn hot_row_increments_under_early_lock_release() {
                     dn.commit(t, &gtm).await.unwrap();
                     continue;
                 }
-                dn.put(&mut t, rel, &key, Some(Bytes::from((current + 1).to_be_bytes().to_vec()))).unwrap();
+                dn.put(
+                    &mut t,
+                    rel,
+                    &key,
+                    Some(Bytes::from((current + 1).to_be_bytes().to_vec())),
+                )
+                .unwrap();
                 dn.commit(t, &gtm).await.unwrap();
             }
         }));
@@ -989,8 +995,14 @@ async fn hot_row_increments_under_early_lock_release() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     reader.await.unwrap();
-    let increments = (0..writers).flat_map(|w| (0..per_writer).map(move |i| (w + i) % 5 != 0)).filter(|&x| x).count() as i64;
+    let increments = (0..writers)
+        .flat_map(|w| (0..per_writer).map(move |i| (w + i) % 5 != 0))
+        .filter(|&x| x)
+        .count() as i64;
     let snap = e.snap().await;
     let t = e.dn.begin(snap, Isolation::ReadCommitted);
-    assert_eq!(value(e.dn.get(&t, rel, &key, snap).await.unwrap()), increments);
+    assert_eq!(
+        value(e.dn.get(&t, rel, &key, snap).await.unwrap()),
+        increments
+    );
 }

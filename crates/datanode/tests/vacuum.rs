@@ -49,7 +49,8 @@ const ROWS: u32 = 1_000;
 
 impl Env {
     async fn begin(&self) -> Box<Txn> {
-        self.dn.begin(self.gtm.begin().await.unwrap(), Isolation::ReadCommitted)
+        self.dn
+            .begin(self.gtm.begin().await.unwrap(), Isolation::ReadCommitted)
     }
 
     /// Bulk-loads rows `0..ROWS` (version 0) into `rel`, owned by `t`.
@@ -98,11 +99,22 @@ async fn vacuum_skips_a_loaded_relation_until_it_is_written() {
     let empty = e.dn.create_rel().unwrap();
     assert_eq!(e.dn.vacuum(empty).unwrap(), None);
     let rel = e.loaded_rel().await;
-    assert_eq!(e.dn.vacuum(rel).unwrap(), None, "nothing to collect in a bulk load");
+    assert_eq!(
+        e.dn.vacuum(rel).unwrap(),
+        None,
+        "nothing to collect in a bulk load"
+    );
     e.update_all(rel, [5, 7].into_iter(), 1).await;
     assert_eq!(e.versions(rel, 5), 2);
-    assert_eq!(e.dn.vacuum(rel).unwrap(), Some(2), "written: scanned, old versions collected");
-    assert_eq!((e.versions(rel, 5), e.versions(rel, 7), e.versions(rel, 6)), (1, 1, 1));
+    assert_eq!(
+        e.dn.vacuum(rel).unwrap(),
+        Some(2),
+        "written: scanned, old versions collected"
+    );
+    assert_eq!(
+        (e.versions(rel, 5), e.versions(rel, 7), e.versions(rel, 6)),
+        (1, 1, 1)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -82,7 +82,8 @@ impl StartArgs {
     pub fn resolve(&self) -> Result<Settings, String> {
         let file: FileSettings = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?
             }
             None => FileSettings::default(),
@@ -92,13 +93,37 @@ impl StartArgs {
             None => file.synchronous_commit.unwrap_or(true),
         };
         Ok(Settings {
-            data_dir: self.data_dir.clone().or(file.data_dir).unwrap_or_else(|| PathBuf::from("./meridian-data")),
-            listen: self.listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:5433".parse().unwrap()),
-            unix_socket_dir: Some(self.unix_socket_dir.clone().or(file.unix_socket_dir).unwrap_or_else(|| PathBuf::from("/tmp")))
-                .filter(|dir| !dir.as_os_str().is_empty()),
-            cache_size: self.cache_size.clone().or(file.cache_size).unwrap_or_else(|| "128MB".into()),
-            query_memory: self.query_memory.clone().or(file.query_memory).unwrap_or_else(|| "512MB".into()),
-            txn_memory: self.txn_memory.clone().or(file.txn_memory).unwrap_or_else(|| "16MB".into()),
+            data_dir: self
+                .data_dir
+                .clone()
+                .or(file.data_dir)
+                .unwrap_or_else(|| PathBuf::from("./meridian-data")),
+            listen: self
+                .listen
+                .or(file.listen)
+                .unwrap_or_else(|| "127.0.0.1:5433".parse().unwrap()),
+            unix_socket_dir: Some(
+                self.unix_socket_dir
+                    .clone()
+                    .or(file.unix_socket_dir)
+                    .unwrap_or_else(|| PathBuf::from("/tmp")),
+            )
+            .filter(|dir| !dir.as_os_str().is_empty()),
+            cache_size: self
+                .cache_size
+                .clone()
+                .or(file.cache_size)
+                .unwrap_or_else(|| "128MB".into()),
+            query_memory: self
+                .query_memory
+                .clone()
+                .or(file.query_memory)
+                .unwrap_or_else(|| "512MB".into()),
+            txn_memory: self
+                .txn_memory
+                .clone()
+                .or(file.txn_memory)
+                .unwrap_or_else(|| "16MB".into()),
             synchronous_commit,
             gtm: self.gtm.clone().or(file.gtm),
             session_threads: self
@@ -131,9 +156,14 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "mb" | "m" => 1 << 20,
         "gb" | "g" => 1 << 30,
         "tb" | "t" => 1 << 40,
-        _ => return Err(format!("invalid size unit in \"{s}\" (use kB, MB, GB or TB)")),
+        _ => {
+            return Err(format!(
+                "invalid size unit in \"{s}\" (use kB, MB, GB or TB)"
+            ))
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size \"{s}\" is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size \"{s}\" is too large"))
 }
 
 #[cfg(test)]

@@ -18,7 +18,11 @@ use std::path::PathBuf;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
-#[command(name = "meridian", version, about = "Meridian: a distributed PostgreSQL-compatible OLTP database")]
+#[command(
+    name = "meridian",
+    version,
+    about = "Meridian: a distributed PostgreSQL-compatible OLTP database"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,12 +43,18 @@ enum Command {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG").unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     raise_open_file_limit();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     let result = runtime.block_on(async {
         match cli.command {
             Command::Start(args) => start(args).await,
@@ -98,7 +108,10 @@ async fn start(args: StartArgs) -> Result<(), String> {
 fn raise_open_file_limit() {
     // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
     unsafe {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
             lim.rlim_cur = lim.rlim_max;
             if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {

@@ -51,7 +51,10 @@ impl PgError {
     }
 
     pub fn fatal(code: &'static str, message: impl Into<String>) -> Self {
-        PgError { severity: Severity::Fatal, ..PgError::new(code, message) }
+        PgError {
+            severity: Severity::Fatal,
+            ..PgError::new(code, message)
+        }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
@@ -71,7 +74,10 @@ impl PgError {
 
     /// 0A000 with a message naming the missing feature ("not supported yet: foreign keys").
     pub fn unsupported(feature: impl fmt::Display) -> Self {
-        PgError::new(codes::FEATURE_NOT_SUPPORTED, format!("not supported yet: {feature}"))
+        PgError::new(
+            codes::FEATURE_NOT_SUPPORTED,
+            format!("not supported yet: {feature}"),
+        )
     }
 
     /// XX000: a broken invariant inside Meridian; never expected.
@@ -87,7 +93,13 @@ impl PgError {
 
 impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}: {}", self.severity.as_str(), self.code, self.message)
+        write!(
+            f,
+            "{} {}: {}",
+            self.severity.as_str(),
+            self.code,
+            self.message
+        )
     }
 }
 

@@ -14,13 +14,17 @@ use types::Value;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let rows: usize = std::env::args().nth(1).map_or(2_000_000, |n| n.parse().expect("row count"));
+    let rows: usize = std::env::args()
+        .nth(1)
+        .map_or(2_000_000, |n| n.parse().expect("row count"));
     let parent = std::env::temp_dir().join(format!("spill-bench-{}", std::process::id()));
     let dir = SpillDir::open(parent.join("pgsql_tmp")).expect("spill directory");
     let mut rng = StdRng::seed_from_u64(42);
     let input: Vec<Vec<Value>> = (0..rows)
         .map(|_| {
-            let text: String = (0..rng.gen_range(16..24)).map(|_| rng.gen_range(b'a'..=b'z') as char).collect();
+            let text: String = (0..rng.gen_range(16..24))
+                .map(|_| rng.gen_range(b'a'..=b'z') as char)
+                .collect();
             vec![Value::Int8(rng.gen()), Value::Text(text)]
         })
         .collect();
@@ -31,7 +35,8 @@ fn main() {
                 let (start, start_cpu) = (Instant::now(), cpu_seconds());
                 let cmp = move |a: &[Value], b: &[Value]| sort_cmp(&a[column], &b[column]);
                 let mut sorter = if abbreviated {
-                    let abbreviate: Abbreviate = Box::new(move |row: &[Value]| abbreviated_key(&row[column], false, false));
+                    let abbreviate: Abbreviate =
+                        Box::new(move |row: &[Value]| abbreviated_key(&row[column], false, false));
                     ExternalSorter::with_abbreviation(budget, &dir, cmp, abbreviate)
                 } else {
                     ExternalSorter::new(budget, &dir, cmp)
@@ -64,5 +69,9 @@ fn main() {
 /// measure than wall time on a machine shared with other work.
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-    stat.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()).unwrap_or(0.0) / 1e9
+    stat.split_whitespace()
+        .next()
+        .and_then(|ns| ns.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1e9
 }

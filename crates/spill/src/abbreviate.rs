@@ -18,7 +18,9 @@ use types::Value;
 pub fn abbreviated_key(value: &Value, descending: bool, nulls_first: bool) -> u64 {
     let ascending = match value {
         Value::Null => return if nulls_first { 0 } else { u64::MAX },
-        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) => (value.as_i64().unwrap_or(0) as u64) ^ (1 << 63),
+        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) => {
+            (value.as_i64().unwrap_or(0) as u64) ^ (1 << 63)
+        }
         Value::Float4(f) => float_key(f64::from(*f)),
         Value::Float8(f) => float_key(*f),
         Value::Text(s) => text_prefix(s.as_bytes()),
@@ -100,19 +102,39 @@ mod tests {
     }
 
     fn text() -> impl Strategy<Value = Value> {
-        prop_oneof![Just(Value::Null), "[\\x00ab]{0,10}".prop_map(Value::Text), ".{0,10}".prop_map(Value::Text)]
+        prop_oneof![
+            Just(Value::Null),
+            "[\\x00ab]{0,10}".prop_map(Value::Text),
+            ".{0,10}".prop_map(Value::Text)
+        ]
     }
 
     fn float() -> impl Strategy<Value = Value> {
-        prop_oneof![Just(Value::Null), any::<f64>().prop_map(Value::Float8), Just(Value::Float8(f64::NAN))]
+        prop_oneof![
+            Just(Value::Null),
+            any::<f64>().prop_map(Value::Float8),
+            Just(Value::Float8(f64::NAN))
+        ]
     }
 
     /// The order the abbreviation must respect: sort_cmp, reversed for DESC, NULLs placed.
     fn sql_order(a: &Value, b: &Value, descending: bool, nulls_first: bool) -> Ordering {
         match (a.is_null(), b.is_null()) {
             (true, true) => Ordering::Equal,
-            (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            (true, false) => {
+                if nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
             _ if descending => sort_cmp(b, a),
             _ => sort_cmp(a, b),
         }

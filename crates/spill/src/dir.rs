@@ -27,7 +27,9 @@ impl SpillDir {
     /// run are garbage (a crash can leave some only where unlinked files are unsupported).
     pub fn open(path: impl Into<PathBuf>) -> PgResult<SpillDir> {
         let path = path.into();
-        let failed = |what: &str, e: io::Error| io_error(&format!("could not {what} \"{}\"", path.display()), e);
+        let failed = |what: &str, e: io::Error| {
+            io_error(&format!("could not {what} \"{}\"", path.display()), e)
+        };
         std::fs::create_dir_all(&path).map_err(|e| failed("create directory", e))?;
         for entry in std::fs::read_dir(&path).map_err(|e| failed("open directory", e))? {
             let entry = entry.map_err(|e| failed("read directory", e))?;
@@ -36,9 +38,20 @@ impl SpillDir {
                 Ok(t) if t.is_dir() => std::fs::remove_dir_all(&leftover),
                 _ => std::fs::remove_file(&leftover),
             };
-            removed.map_err(|e| io_error(&format!("could not remove file \"{}\"", leftover.display()), e))?;
+            removed.map_err(|e| {
+                io_error(
+                    &format!("could not remove file \"{}\"", leftover.display()),
+                    e,
+                )
+            })?;
         }
-        Ok(SpillDir { inner: Arc::new(Inner { path, files: AtomicU64::new(0), bytes: AtomicU64::new(0) }) })
+        Ok(SpillDir {
+            inner: Arc::new(Inner {
+                path,
+                files: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+            }),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -47,7 +60,10 @@ impl SpillDir {
 
     /// Everything written through this directory since it was opened.
     pub fn stats(&self) -> SpillStats {
-        SpillStats { files: self.inner.files.load(Ordering::Relaxed), bytes: self.inner.bytes.load(Ordering::Relaxed) }
+        SpillStats {
+            files: self.inner.files.load(Ordering::Relaxed),
+            bytes: self.inner.bytes.load(Ordering::Relaxed),
+        }
     }
 
     /// A new temporary file, already unlinked (O_TMPFILE where the file system has it,
@@ -63,7 +79,13 @@ impl SpillDir {
 
     /// `verb` is "create", "write to" or "read from".
     pub(crate) fn error(&self, verb: &str, e: io::Error) -> PgError {
-        io_error(&format!("could not {verb} temporary file in \"{}\"", self.path().display()), e)
+        io_error(
+            &format!(
+                "could not {verb} temporary file in \"{}\"",
+                self.path().display()
+            ),
+            e,
+        )
     }
 }
 
@@ -107,16 +129,32 @@ mod tests {
         let file = tempfile::NamedTempFile::new().unwrap();
         let e = SpillDir::open(file.path()).unwrap_err();
         assert_eq!(e.code, codes::IO_ERROR);
-        assert!(e.message.starts_with("could not create directory"), "{}", e.message);
+        assert!(
+            e.message.starts_with("could not create directory"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn no_space_is_disk_full() {
-        let e = io_error("could not write to temporary file in \"x\"", io::Error::from_raw_os_error(28));
+        let e = io_error(
+            "could not write to temporary file in \"x\"",
+            io::Error::from_raw_os_error(28),
+        );
         assert_eq!(e.code, codes::DISK_FULL);
-        assert_eq!(e.message, "could not write to temporary file in \"x\": No space left on device");
-        let e = io_error("could not read from temporary file in \"x\"", io::Error::from_raw_os_error(5));
+        assert_eq!(
+            e.message,
+            "could not write to temporary file in \"x\": No space left on device"
+        );
+        let e = io_error(
+            "could not read from temporary file in \"x\"",
+            io::Error::from_raw_os_error(5),
+        );
         assert_eq!(e.code, codes::IO_ERROR);
-        assert_eq!(e.message, "could not read from temporary file in \"x\": Input/output error");
+        assert_eq!(
+            e.message,
+            "could not read from temporary file in \"x\": Input/output error"
+        );
     }
 }

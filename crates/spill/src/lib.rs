@@ -60,7 +60,8 @@ fn value_size(value: &Value) -> usize {
             Value::Text(s) => s.capacity(),
             Value::Bytea(b) => b.capacity(),
             Value::Array(items) => {
-                (items.capacity() - items.len()) * size_of::<Value>() + items.iter().map(value_size).sum::<usize>()
+                (items.capacity() - items.len()) * size_of::<Value>()
+                    + items.iter().map(value_size).sum::<usize>()
             }
             _ => 0,
         }
@@ -77,7 +78,10 @@ mod tests {
         assert_eq!(row_size(&[]), header);
         assert_eq!(row_size(&[Value::Int8(1), Value::Null]), header + 2 * v);
         let text = Value::Text("x".repeat(20));
-        assert_eq!(row_size(&[Value::Int8(1), text.clone()]), header + 2 * v + 20);
+        assert_eq!(
+            row_size(&[Value::Int8(1), text.clone()]),
+            header + 2 * v + 20
+        );
         let array = Value::Array(vec![text, Value::Bytea(vec![0; 5])]);
         assert_eq!(row_size(&[array]), header + 3 * v + 25);
     }

@@ -31,13 +31,20 @@ impl Partitioner {
     /// `depth` is 0 for the first split of an operator's input; [`Partition::split`]
     /// makes the deeper ones.
     pub fn new(dir: &SpillDir, fanout: usize, depth: u32) -> Self {
-        let writers = std::iter::repeat_with(|| None).take(fanout.max(1)).collect();
-        Partitioner { dir: dir.clone(), depth, writers }
+        let writers = std::iter::repeat_with(|| None)
+            .take(fanout.max(1))
+            .collect();
+        Partitioner {
+            dir: dir.clone(),
+            depth,
+            writers,
+        }
     }
 
     /// The partition a row of this hash goes to.
     pub fn partition_of(&self, hash: u64) -> usize {
-        let seeded = hash.wrapping_add(u64::from(self.depth + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let seeded =
+            hash.wrapping_add(u64::from(self.depth + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         // multiply-shift maps the mixed hash uniformly onto 0..fanout without a division
         ((u128::from(mix(seeded)) * self.writers.len() as u128) >> 64) as usize
     }
@@ -59,11 +66,20 @@ impl Partitioner {
     /// All `fanout` partitions, in index order (empty ones included, so that the
     /// partitions of a join's two sides pair up by position).
     pub fn finish(self) -> PgResult<Vec<Partition>> {
-        let Partitioner { dir, depth, writers } = self;
+        let Partitioner {
+            dir,
+            depth,
+            writers,
+        } = self;
         let mut partitions = Vec::with_capacity(writers.len());
         for (index, writer) in writers.into_iter().enumerate() {
             let file = writer.map(RowWriter::finish).transpose()?;
-            partitions.push(Partition { dir: dir.clone(), index, depth, file });
+            partitions.push(Partition {
+                dir: dir.clone(),
+                index,
+                depth,
+                file,
+            });
         }
         Ok(partitions)
     }
@@ -119,7 +135,9 @@ impl Partition {
     /// rows share their hash and further splits will not separate them.
     pub fn split(self, fanout: usize, hash: impl Fn(&[Value]) -> u64) -> PgResult<Vec<Partition>> {
         if !self.can_split() {
-            return Err(PgError::internal(format!("cannot split a spill partition past depth {MAX_PARTITION_DEPTH}")));
+            return Err(PgError::internal(format!(
+                "cannot split a spill partition past depth {MAX_PARTITION_DEPTH}"
+            )));
         }
         let mut deeper = Partitioner::new(&self.dir, fanout, self.depth + 1);
         if let Some(reader) = self.read()? {

@@ -46,7 +46,10 @@ impl RowWriter {
         encode_row_parts(parts, &mut self.encoded);
         let mut len = [0u8; 10];
         let len = put_varint(&mut len, self.encoded.len() as u64);
-        self.out.write_all(len).and_then(|_| self.out.write_all(&self.encoded)).map_err(|e| self.dir.error("write to", e))?;
+        self.out
+            .write_all(len)
+            .and_then(|_| self.out.write_all(&self.encoded))
+            .map_err(|e| self.dir.error("write to", e))?;
         self.rows += 1;
         self.bytes += (len.len() + self.encoded.len()) as u64;
         Ok(())
@@ -64,10 +67,23 @@ impl RowWriter {
 
     /// Writes out what is buffered and releases the buffer.
     pub fn finish(self) -> PgResult<RowFile> {
-        let RowWriter { dir, out, rows, bytes, .. } = self;
-        let file = out.into_inner().map_err(|e| dir.error("write to", e.into_error()))?;
+        let RowWriter {
+            dir,
+            out,
+            rows,
+            bytes,
+            ..
+        } = self;
+        let file = out
+            .into_inner()
+            .map_err(|e| dir.error("write to", e.into_error()))?;
         dir.record_file(bytes);
-        Ok(RowFile { dir, file, rows, bytes })
+        Ok(RowFile {
+            dir,
+            file,
+            rows,
+            bytes,
+        })
     }
 }
 
@@ -91,10 +107,22 @@ impl RowFile {
 
     /// A reader positioned at the first row, with a buffer of `FILE_BUFFER_BYTES`.
     pub fn read(self) -> PgResult<RowReader> {
-        let RowFile { dir, mut file, rows, bytes } = self;
+        let RowFile {
+            dir,
+            mut file,
+            rows,
+            bytes,
+        } = self;
         file.rewind().map_err(|e| dir.error("read from", e))?;
         let input = BufReader::with_capacity(FILE_BUFFER_BYTES, file);
-        Ok(RowReader { dir, input, rows, left: rows, bytes, encoded: Vec::new() })
+        Ok(RowReader {
+            dir,
+            input,
+            rows,
+            left: rows,
+            bytes,
+            encoded: Vec::new(),
+        })
     }
 }
 
@@ -123,7 +151,9 @@ impl RowReader {
     /// Starts reading again from the first row (a join's inner side read once per batch
     /// of the outer side).
     pub fn rewind(&mut self) -> PgResult<()> {
-        self.input.rewind().map_err(|e| self.dir.error("read from", e))?;
+        self.input
+            .rewind()
+            .map_err(|e| self.dir.error("read from", e))?;
         self.left = self.rows;
         Ok(())
     }
@@ -131,9 +161,16 @@ impl RowReader {
     fn read_row(&mut self) -> PgResult<Vec<Value>> {
         // Most rows lie whole in the read buffer: decoded there, without a copy or a
         // read call per length byte.
-        let buffered = self.input.fill_buf().map_err(|e| self.dir.error("read from", e))?;
+        let buffered = self
+            .input
+            .fill_buf()
+            .map_err(|e| self.dir.error("read from", e))?;
         if let Some((len, at)) = varint_in(buffered) {
-            if let Some(end) = usize::try_from(len).ok().and_then(|len| at.checked_add(len)).filter(|&end| end <= buffered.len()) {
+            if let Some(end) = usize::try_from(len)
+                .ok()
+                .and_then(|len| at.checked_add(len))
+                .filter(|&end| end <= buffered.len())
+            {
                 let row = decode_row(&buffered[at..end]);
                 self.input.consume(end);
                 return row;
@@ -146,11 +183,19 @@ impl RowReader {
     fn read_row_across(&mut self) -> PgResult<Vec<Value>> {
         let len = read_varint(&mut self.input).map_err(|e| self.dir.error("read from", e))?;
         // a length past the file's size is damage, not an allocation to make
-        let len = usize::try_from(len).ok().filter(|l| (*l as u64) <= self.bytes).ok_or_else(|| {
-            self.dir.error("read from", std::io::Error::new(std::io::ErrorKind::InvalidData, "bad row length"))
-        })?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| (*l as u64) <= self.bytes)
+            .ok_or_else(|| {
+                self.dir.error(
+                    "read from",
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "bad row length"),
+                )
+            })?;
         self.encoded.resize(len, 0);
-        self.input.read_exact(&mut self.encoded).map_err(|e| self.dir.error("read from", e))?;
+        self.input
+            .read_exact(&mut self.encoded)
+            .map_err(|e| self.dir.error("read from", e))?;
         decode_row(&self.encoded)
     }
 }
@@ -207,15 +252,18 @@ fn read_varint(input: &mut impl Read) -> std::io::Result<u64> {
             return Ok(v);
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "bad row length"))
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "bad row length",
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pgerror::codes;
-    use types::codec::encode_row;
     use proptest::prelude::*;
+    use types::codec::encode_row;
 
     /// Rows compared by their encoding: equal bytes ⇔ same variants and bits (NaN == NaN).
     fn bits(rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
@@ -237,25 +285,37 @@ mod tests {
             any::<i64>().prop_map(Value::Int8),
             any::<u32>().prop_map(|b| Value::Float4(f32::from_bits(b))),
             any::<u64>().prop_map(|b| Value::Float8(f64::from_bits(b))),
-            (any::<i64>(), 0u32..=40).prop_map(|(m, s)| Value::Numeric(types::numeric::parse(&format!("{m}e-{s}")).expect("numeric syntax").expect("in range"))),
-            Just(Value::Numeric(types::numeric::parse("NaN").expect("numeric syntax").expect("in range"))),
+            (any::<i64>(), 0u32..=40).prop_map(|(m, s)| Value::Numeric(
+                types::numeric::parse(&format!("{m}e-{s}"))
+                    .expect("numeric syntax")
+                    .expect("in range")
+            )),
+            Just(Value::Numeric(
+                types::numeric::parse("NaN")
+                    .expect("numeric syntax")
+                    .expect("in range")
+            )),
             (".{0,12}", 0usize..100).prop_map(|(s, pad)| Value::Text(s + &" ".repeat(pad))),
             proptest::collection::vec(any::<u8>(), 0..12).prop_map(Value::Bytea),
             any::<i32>().prop_map(Value::Date),
             any::<i64>().prop_map(Value::Time),
             any::<i64>().prop_map(Value::Timestamp),
             any::<i64>().prop_map(Value::TimestampTz),
-            (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| Value::Interval {
-                months,
-                days,
-                micros
+            (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| {
+                Value::Interval {
+                    months,
+                    days,
+                    micros,
+                }
             }),
             any::<u32>().prop_map(Value::Oid),
         ]
     }
 
     fn value() -> impl Strategy<Value = Value> {
-        scalar().prop_recursive(3, 24, 6, |inner| proptest::collection::vec(inner, 0..6).prop_map(Value::Array))
+        scalar().prop_recursive(3, 24, 6, |inner| {
+            proptest::collection::vec(inner, 0..6).prop_map(Value::Array)
+        })
     }
 
     fn temp_dir() -> (tempfile::TempDir, SpillDir) {
@@ -285,10 +345,19 @@ mod tests {
     fn a_row_pushed_in_parts_reads_back_whole() {
         let (_parent, dir) = temp_dir();
         let mut file = RowWriter::create(&dir).unwrap();
-        let (key, rest) = ([Value::Bytea(vec![0, 1])], [Value::Null, Value::Text("t".into())]);
+        let (key, rest) = (
+            [Value::Bytea(vec![0, 1])],
+            [Value::Null, Value::Text("t".into())],
+        );
         file.push_parts(&[&key, &rest]).unwrap();
         file.push_parts(&[&[], &rest, &[]]).unwrap();
-        let back: Vec<Vec<Value>> = file.finish().unwrap().read().unwrap().collect::<PgResult<_>>().unwrap();
+        let back: Vec<Vec<Value>> = file
+            .finish()
+            .unwrap()
+            .read()
+            .unwrap()
+            .collect::<PgResult<_>>()
+            .unwrap();
         assert_eq!(back, vec![[&key[..], &rest].concat(), rest.to_vec()]);
     }
 
@@ -296,13 +365,20 @@ mod tests {
     fn counts_rows_and_bytes() {
         let (_parent, dir) = temp_dir();
         let mut file = RowWriter::create(&dir).unwrap();
-        file.push(&[Value::Int8(1), Value::Text("abc".into())]).unwrap();
+        file.push(&[Value::Int8(1), Value::Text("abc".into())])
+            .unwrap();
         file.push(&[]).unwrap();
         // row 1: len 1 + count 1 + (tag 1 + 8) + (tag 1 + len 1 + 3); row 2: len 1 + count 1
         assert_eq!((file.rows(), file.bytes()), (2, 16 + 2));
         let file = file.finish().unwrap();
         assert_eq!((file.rows(), file.bytes()), (2, 18));
-        assert_eq!(dir.stats(), crate::SpillStats { files: 1, bytes: 18 });
+        assert_eq!(
+            dir.stats(),
+            crate::SpillStats {
+                files: 1,
+                bytes: 18
+            }
+        );
         let reader = file.read().unwrap();
         assert_eq!((reader.rows(), reader.bytes()), (2, 18));
     }
@@ -311,13 +387,27 @@ mod tests {
     fn a_full_disk_is_53100() {
         let (_parent, dir) = temp_dir();
         // /dev/full fails every write with ENOSPC, as a full file system does
-        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else { return };
+        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+            return;
+        };
         let mut file = RowWriter::on(&dir, full);
         let row = [Value::Text("x".repeat(1000))];
-        let e = (0..100).map(|_| file.push(&row)).find_map(Result::err).unwrap_or_else(|| file.finish().err().unwrap());
+        let e = (0..100)
+            .map(|_| file.push(&row))
+            .find_map(Result::err)
+            .unwrap_or_else(|| file.finish().err().unwrap());
         assert_eq!(e.code, codes::DISK_FULL);
-        assert!(e.message.starts_with("could not write to temporary file in \""), "{}", e.message);
-        assert!(e.message.ends_with("\": No space left on device"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("could not write to temporary file in \""),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.ends_with("\": No space left on device"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -332,7 +422,12 @@ mod tests {
         assert!(reader.next().unwrap().is_ok());
         let e = reader.next().unwrap().unwrap_err();
         assert_eq!(e.code, codes::IO_ERROR);
-        assert!(e.message.starts_with("could not read from temporary file in \""), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("could not read from temporary file in \""),
+            "{}",
+            e.message
+        );
         assert!(reader.next().is_none());
     }
 }

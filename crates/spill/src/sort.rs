@@ -59,13 +59,32 @@ pub struct ExternalSorter<F> {
 impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
     /// `cmp` orders whole rows (callers put the sort keys first).
     pub fn new(budget: usize, dir: &SpillDir, cmp: F) -> Self {
-        ExternalSorter::build(budget, dir, RowOrder { cmp, abbreviate: None })
+        ExternalSorter::build(
+            budget,
+            dir,
+            RowOrder {
+                cmp,
+                abbreviate: None,
+            },
+        )
     }
 
     /// Like [`ExternalSorter::new`], comparing abbreviated keys first and calling `cmp` only
     /// when they are equal.
-    pub fn with_abbreviation(budget: usize, dir: &SpillDir, cmp: F, abbreviate: Abbreviate) -> Self {
-        ExternalSorter::build(budget, dir, RowOrder { cmp, abbreviate: Some(abbreviate) })
+    pub fn with_abbreviation(
+        budget: usize,
+        dir: &SpillDir,
+        cmp: F,
+        abbreviate: Abbreviate,
+    ) -> Self {
+        ExternalSorter::build(
+            budget,
+            dir,
+            RowOrder {
+                cmp,
+                abbreviate: Some(abbreviate),
+            },
+        )
     }
 
     fn build(budget: usize, dir: &SpillDir, order: RowOrder<F>) -> Self {
@@ -108,11 +127,20 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
         if self.runs.is_empty() {
             self.rows[self.sorted..].sort_by(|a, b| order.compare(a, b));
             let chunks = (0..self.rows.len()).step_by(CHUNK_ROWS);
-            let chunks = chunks.map(|start| Source::Memory(start..self.rows.len().min(start + CHUNK_ROWS))).collect();
-            return Ok(SortedRows { stats: self.stats, merge: Merge::new(chunks, self.rows, self.order)? });
+            let chunks = chunks
+                .map(|start| Source::Memory(start..self.rows.len().min(start + CHUNK_ROWS)))
+                .collect();
+            return Ok(SortedRows {
+                stats: self.stats,
+                merge: Merge::new(chunks, self.rows, self.order)?,
+            });
         }
         self.rows.sort_by(|a, b| order.compare(a, b));
-        let file_sources = if self.rows.is_empty() { self.fan_in } else { self.fan_in - 1 };
+        let file_sources = if self.rows.is_empty() {
+            self.fan_in
+        } else {
+            self.fan_in - 1
+        };
         while self.runs.len() > file_sources {
             // merging k runs removes k - 1 of them
             let k = (self.runs.len() - file_sources + 1).min(self.fan_in);
@@ -123,7 +151,10 @@ impl<F: Fn(&[Value], &[Value]) -> Ordering> ExternalSorter<F> {
             sources.push(Source::File(run.read()?));
         }
         sources.push(Source::Memory(0..self.rows.len()));
-        Ok(SortedRows { stats: self.stats, merge: Merge::new(sources, self.rows, self.order)? })
+        Ok(SortedRows {
+            stats: self.stats,
+            merge: Merge::new(sources, self.rows, self.order)?,
+        })
     }
 
     fn write_run(&mut self) -> PgResult<()> {
@@ -207,7 +238,9 @@ trait Order {
 
 impl<F: Fn(&[Value], &[Value]) -> Ordering> Order for RowOrder<F> {
     fn abbreviate(&self, row: &[Value]) -> u64 {
-        self.abbreviate.as_ref().map_or(0, |abbreviate| abbreviate(row))
+        self.abbreviate
+            .as_ref()
+            .map_or(0, |abbreviate| abbreviate(row))
     }
 
     fn compare(&self, a: &Keyed, b: &Keyed) -> Ordering {
@@ -234,7 +267,9 @@ enum Source {
 impl Source {
     fn next(&mut self, memory: &mut [Keyed], order: &impl Order) -> Option<PgResult<Keyed>> {
         match self {
-            Source::File(reader) => reader.next().map(|row| row.map(|row| (order.abbreviate(&row), row))),
+            Source::File(reader) => reader
+                .next()
+                .map(|row| row.map(|row| (order.abbreviate(&row), row))),
             Source::Memory(range) => range.next().map(|i| Ok(std::mem::take(&mut memory[i]))),
         }
     }
@@ -260,7 +295,12 @@ impl<O: Order> Merge<O> {
                 heap.push((row?, i));
             }
         }
-        let mut merge = Merge { sources, memory, heap, order };
+        let mut merge = Merge {
+            sources,
+            memory,
+            heap,
+            order,
+        };
         for i in (0..merge.heap.len() / 2).rev() {
             merge.sift_down(i);
         }

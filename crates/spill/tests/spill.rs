@@ -2,7 +2,10 @@
 
 use pgerror::PgResult;
 use proptest::prelude::*;
-use spill::{abbreviated_key, Abbreviate, ExternalSorter, Partition, Partitioner, SpillDir, SpillStats, MAX_PARTITION_DEPTH};
+use spill::{
+    abbreviated_key, Abbreviate, ExternalSorter, Partition, Partitioner, SpillDir, SpillStats,
+    MAX_PARTITION_DEPTH,
+};
 use std::cmp::Ordering;
 use std::hash::{DefaultHasher, Hasher};
 use types::codec::encode_row;
@@ -31,7 +34,12 @@ fn names_in(dir: &SpillDir) -> usize {
 
 /// The sort key is the first three columns, ORDER BY semantics (NULLS LAST, NaN highest).
 fn by_key(a: &[Value], b: &[Value]) -> Ordering {
-    a.iter().zip(b).take(3).map(|(x, y)| sort_cmp(x, y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+    a.iter()
+        .zip(b)
+        .take(3)
+        .map(|(x, y)| sort_cmp(x, y))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
 }
 
 /// ORDER BY the text column DESC (NULLS FIRST, PostgreSQL's default), then `by_key`.
@@ -49,8 +57,12 @@ type RowCmp = fn(&[Value], &[Value]) -> Ordering;
 
 /// The orders the sorter is tested with, without and with abbreviated keys of their first
 /// column: (comparator, (column, descending)).
-const ORDERS: [(RowCmp, Option<(usize, bool)>); 4] =
-    [(by_key, None), (by_key, Some((0, false))), (by_text_desc, None), (by_text_desc, Some((1, true)))];
+const ORDERS: [(RowCmp, Option<(usize, bool)>); 4] = [
+    (by_key, None),
+    (by_key, Some((0, false))),
+    (by_text_desc, None),
+    (by_text_desc, Some((1, true))),
+];
 
 /// Abbreviates `column`, NULLs placed as PostgreSQL's defaults do (last ASC, first DESC).
 fn abbreviation(column: usize, descending: bool) -> Abbreviate {
@@ -94,7 +106,10 @@ fn row() -> impl Strategy<Value = Vec<Value>> {
         Just(Value::Float8(0.0)),
         (-3i8..3).prop_map(|v| Value::Float8(f64::from(v) / 2.0)),
     ];
-    let payload = prop_oneof![Just(Value::Null), (0usize..300).prop_map(|n| Value::Text("p".repeat(n)))];
+    let payload = prop_oneof![
+        Just(Value::Null),
+        (0usize..300).prop_map(|n| Value::Text("p".repeat(n)))
+    ];
     (int, text, float, payload).prop_map(|(a, b, c, d)| vec![a, b, c, d])
 }
 
@@ -202,18 +217,38 @@ fn equal_keys_of_two_sides_meet_in_the_same_partition() {
     let (_parent, dir) = spill_dir();
     let (mut build, mut probe) = (Partitioner::new(&dir, 16, 2), Partitioner::new(&dir, 16, 2));
     for k in 0..500 {
-        build.push(hash_key(&[Value::Int4(k)]), &[Value::Int4(k), Value::Text("build".into())]).unwrap();
-        probe.push(hash_key(&[Value::Int8(k.into())]), &[Value::Int8(k.into()), Value::Text("probe".into())]).unwrap();
+        build
+            .push(
+                hash_key(&[Value::Int4(k)]),
+                &[Value::Int4(k), Value::Text("build".into())],
+            )
+            .unwrap();
+        probe
+            .push(
+                hash_key(&[Value::Int8(k.into())]),
+                &[Value::Int8(k.into()), Value::Text("probe".into())],
+            )
+            .unwrap();
     }
     let keys = |parts: Vec<Partition>| -> Vec<Vec<i64>> {
         parts
             .into_iter()
-            .map(|p| p.read().unwrap().into_iter().flatten().map(|r| r.unwrap()[0].as_i64().unwrap()).collect())
+            .map(|p| {
+                p.read()
+                    .unwrap()
+                    .into_iter()
+                    .flatten()
+                    .map(|r| r.unwrap()[0].as_i64().unwrap())
+                    .collect()
+            })
             .collect()
     };
     let (b, p) = (keys(build.finish().unwrap()), keys(probe.finish().unwrap()));
     assert_eq!(b, p);
-    assert!(b.iter().filter(|keys| !keys.is_empty()).count() > 8, "500 keys spread over most of 16 partitions");
+    assert!(
+        b.iter().filter(|keys| !keys.is_empty()).count() > 8,
+        "500 keys spread over most of 16 partitions"
+    );
 }
 
 #[test]
@@ -221,13 +256,27 @@ fn one_repeated_key_cannot_be_split_and_the_depth_is_limited() {
     let (_parent, dir) = spill_dir();
     let mut partitioner = Partitioner::new(&dir, 8, 0);
     for i in 0..100 {
-        partitioner.push(hash_key(&[Value::Int4(7)]), &[Value::Int4(7), Value::Int8(i)]).unwrap();
+        partitioner
+            .push(
+                hash_key(&[Value::Int4(7)]),
+                &[Value::Int4(7), Value::Int8(i)],
+            )
+            .unwrap();
     }
-    let mut partition = partitioner.finish().unwrap().into_iter().find(|p| p.rows() > 0).unwrap();
+    let mut partition = partitioner
+        .finish()
+        .unwrap()
+        .into_iter()
+        .find(|p| p.rows() > 0)
+        .unwrap();
     assert_eq!(partition.rows(), 100);
     while partition.can_split() {
         let parts = partition.split(8, hash_key).unwrap();
-        assert_eq!(parts.iter().filter(|p| p.rows() > 0).count(), 1, "one hash, one partition");
+        assert_eq!(
+            parts.iter().filter(|p| p.rows() > 0).count(),
+            1,
+            "one hash, one partition"
+        );
         partition = parts.into_iter().find(|p| p.rows() > 0).unwrap();
     }
     assert_eq!(partition.depth(), MAX_PARTITION_DEPTH);
@@ -245,7 +294,12 @@ fn merge_levels_keep_open_files_few() {
     let n = 20_000i64;
     for i in 0..n {
         let key = (i * 7919) % n; // a permutation of 0..n
-        let row = vec![Value::Int8(key), Value::Null, Value::Null, Value::Text(format!("row {i}"))];
+        let row = vec![
+            Value::Int8(key),
+            Value::Null,
+            Value::Null,
+            Value::Text(format!("row {i}")),
+        ];
         one_copy += encoded(std::slice::from_ref(&row))[0].len() + 1;
         sorter.push(row).unwrap();
         if i % 97 == 0 {
@@ -260,7 +314,10 @@ fn merge_levels_keep_open_files_few() {
     assert!(most_open <= 13, "{most_open} files open");
     // ~1,000 runs merged two at a time: each row is written once per level
     let copies = written.bytes as f64 / one_copy as f64;
-    assert!((8.0..=14.0).contains(&copies), "{written:?}, {one_copy} bytes of rows");
+    assert!(
+        (8.0..=14.0).contains(&copies),
+        "{written:?}, {one_copy} bytes of rows"
+    );
 }
 
 /// Temporary files have no names (a kill -9 leaves nothing) and are closed when the
@@ -271,14 +328,22 @@ fn nothing_is_left_in_the_directory() {
     let mut sorter = ExternalSorter::new(0, &dir, by_key);
     let mut partitioner = Partitioner::new(&dir, 4, 0);
     for i in 0..300 {
-        let row = vec![Value::Int8(i % 10), Value::Null, Value::Null, Value::Int8(i)];
+        let row = vec![
+            Value::Int8(i % 10),
+            Value::Null,
+            Value::Null,
+            Value::Int8(i),
+        ];
         partitioner.push(hash_key(&row), &row).unwrap();
         sorter.push(row).unwrap();
     }
     let mut sorted = sorter.finish().unwrap();
     sorted.next().unwrap().unwrap();
     let partitions = partitioner.finish().unwrap();
-    let reader = partitions.into_iter().find_map(|p| p.read().unwrap()).unwrap();
+    let reader = partitions
+        .into_iter()
+        .find_map(|p| p.read().unwrap())
+        .unwrap();
     assert!(open_files(&dir) > 2);
     assert_eq!(names_in(&dir), 0, "files are unlinked while in use");
     drop((sorted, reader));
@@ -291,7 +356,11 @@ fn nothing_is_left_in_the_directory() {
 /// the chunks merge stably.
 #[test]
 fn sorts_of_several_chunks_are_stable() {
-    let rows = numbered((0..40_000i64).map(|i| vec![Value::Int8((i * 7919) % 13), Value::Null, Value::Null]).collect());
+    let rows = numbered(
+        (0..40_000i64)
+            .map(|i| vec![Value::Int8((i * 7919) % 13), Value::Null, Value::Null])
+            .collect(),
+    );
     let mut expected = rows.clone();
     expected.sort_by(|a, b| by_key(a, b));
     for (budget, runs) in [(usize::MAX, 0), (4 << 20, 1)] {
@@ -307,11 +376,21 @@ fn sorts_of_several_chunks_are_stable() {
 #[test]
 fn a_sort_within_budget_writes_no_file() {
     let (_parent, dir) = spill_dir();
-    let rows = numbered((0..100).map(|i| vec![Value::Int4(100 - i), Value::Null, Value::Null, Value::Null]).collect());
+    let rows = numbered(
+        (0..100)
+            .map(|i| vec![Value::Int4(100 - i), Value::Null, Value::Null, Value::Null])
+            .collect(),
+    );
     let (sorted, stats) = sort_all(&rows, 1 << 20, &dir);
     assert_eq!(stats, SpillStats::default());
     assert_eq!(dir.stats(), SpillStats::default());
-    assert_eq!(sorted.iter().map(|r| r[0].as_i64().unwrap()).collect::<Vec<_>>(), (1..=100).collect::<Vec<_>>());
+    assert_eq!(
+        sorted
+            .iter()
+            .map(|r| r[0].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        (1..=100).collect::<Vec<_>>()
+    );
 }
 
 /// One directory serves sorts on many threads; its counters add up theirs.
@@ -325,8 +404,16 @@ fn sessions_on_several_threads_share_one_directory() {
             .map(|t| {
                 let dir = dir.clone();
                 s.spawn(move || {
-                    let rows: Vec<Vec<Value>> =
-                        (0..2000).map(|i| vec![Value::Int8((i * 31 + t) % 2000), Value::Null, Value::Null, Value::Int8(t)]).collect();
+                    let rows: Vec<Vec<Value>> = (0..2000)
+                        .map(|i| {
+                            vec![
+                                Value::Int8((i * 31 + t) % 2000),
+                                Value::Null,
+                                Value::Null,
+                                Value::Int8(t),
+                            ]
+                        })
+                        .collect();
                     let (sorted, stats) = sort_all(&rows, 4096, &dir);
                     assert!(sorted.windows(2).all(|w| by_key(&w[0], &w[1]).is_le()));
                     assert_eq!(sorted.len(), 2000);
@@ -336,7 +423,12 @@ fn sessions_on_several_threads_share_one_directory() {
             .collect();
         sorts.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let total = per_thread.iter().fold(SpillStats::default(), |a, s| SpillStats { files: a.files + s.files, bytes: a.bytes + s.bytes });
+    let total = per_thread
+        .iter()
+        .fold(SpillStats::default(), |a, s| SpillStats {
+            files: a.files + s.files,
+            bytes: a.bytes + s.bytes,
+        });
     assert!(per_thread.iter().all(|s| s.files > 10));
     assert_eq!(dir.stats(), total);
 }

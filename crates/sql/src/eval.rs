@@ -15,7 +15,13 @@ pub trait EvalEnv: Sync {
     /// an environment that has not computed the result yet notes which one is wanted
     /// and fails; its executor then computes it (awaiting what it must) and evaluates
     /// the expression again (`coordinator/src/exec.rs`).
-    fn subquery(&self, plan: &Query, kind: &SubqueryKind, outer: &[Vec<Value>], row: &[Value]) -> PgResult<std::sync::Arc<SubqueryResult>>;
+    fn subquery(
+        &self,
+        plan: &Query,
+        kind: &SubqueryKind,
+        outer: &[Vec<Value>],
+        row: &[Value],
+    ) -> PgResult<std::sync::Arc<SubqueryResult>>;
     /// Evaluate a function that needs session or catalog state.
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
 }
@@ -41,7 +47,9 @@ impl<'a> EvalCtx<'a> {
         Ok(match expr {
             Expr::Const(v, _) => v.clone(),
             Expr::Param { index, .. } => self.params.get(*index).cloned().unwrap_or(Value::Null),
-            Expr::Column { depth: 0, index, .. } => row.get(*index).cloned().unwrap_or(Value::Null),
+            Expr::Column {
+                depth: 0, index, ..
+            } => row.get(*index).cloned().unwrap_or(Value::Null),
             Expr::Column { depth, index, .. } => {
                 let outer = self
                     .outer
@@ -51,7 +59,9 @@ impl<'a> EvalCtx<'a> {
                     .ok_or_else(|| PgError::internal("outer reference without an outer row"))?;
                 outer.get(*index).cloned().unwrap_or(Value::Null)
             }
-            Expr::Binary { op, left, right, .. } => binary(*op, &self.eval(left, row)?, &self.eval(right, row)?)?,
+            Expr::Binary {
+                op, left, right, ..
+            } => binary(*op, &self.eval(left, row)?, &self.eval(right, row)?)?,
             Expr::Unary { op, operand, .. } => {
                 let v = self.eval(operand, row)?;
                 if v.is_null() {
@@ -80,8 +90,14 @@ impl<'a> EvalCtx<'a> {
                 Some(b) => Value::Bool(!b),
                 None => Value::Null,
             },
-            Expr::IsNull { operand, negated } => Value::Bool(self.eval(operand, row)?.is_null() != *negated),
-            Expr::IsDistinctFrom { left, right, negated } => {
+            Expr::IsNull { operand, negated } => {
+                Value::Bool(self.eval(operand, row)?.is_null() != *negated)
+            }
+            Expr::IsDistinctFrom {
+                left,
+                right,
+                negated,
+            } => {
                 let l = self.eval(left, row)?;
                 let r = self.eval(right, row)?;
                 let distinct = match (l.is_null(), r.is_null()) {
@@ -91,7 +107,12 @@ impl<'a> EvalCtx<'a> {
                 };
                 Value::Bool(distinct != *negated)
             }
-            Expr::Cast { operand, from, to, explicit } => {
+            Expr::Cast {
+                operand,
+                from,
+                to,
+                explicit,
+            } => {
                 let v = self.eval(operand, row)?;
                 if v.is_null() {
                     Value::Null
@@ -110,7 +131,12 @@ impl<'a> EvalCtx<'a> {
                     eval_pure(*func, values)?
                 }
             }
-            Expr::Case { operand, whens, otherwise, .. } => {
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+                ..
+            } => {
                 let subject = match operand {
                     Some(o) => Some(self.eval(o, row)?),
                     None => None,
@@ -119,7 +145,9 @@ impl<'a> EvalCtx<'a> {
                     let hit = match &subject {
                         Some(s) => {
                             let c = self.eval(cond, row)?;
-                            !s.is_null() && !c.is_null() && ops::compare(s, &c) == Some(Ordering::Equal)
+                            !s.is_null()
+                                && !c.is_null()
+                                && ops::compare(s, &c) == Some(Ordering::Equal)
                         }
                         None => self.eval_bool(cond, row)? == Some(true),
                     };
@@ -132,7 +160,11 @@ impl<'a> EvalCtx<'a> {
                     None => Value::Null,
                 }
             }
-            Expr::InList { operand, list, negated } => {
+            Expr::InList {
+                operand,
+                list,
+                negated,
+            } => {
                 let v = self.eval(operand, row)?;
                 let mut candidates = Vec::with_capacity(list.len());
                 for e in list {
@@ -140,7 +172,12 @@ impl<'a> EvalCtx<'a> {
                 }
                 in_values(&v, candidates.iter(), *negated)
             }
-            Expr::AnyArray { op, left, array, all } => {
+            Expr::AnyArray {
+                op,
+                left,
+                array,
+                all,
+            } => {
                 let l = self.eval(left, row)?;
                 let arr = self.eval(array, row)?;
                 match arr {
@@ -191,16 +228,27 @@ impl<'a> EvalCtx<'a> {
     fn eval_subquery(&self, plan: &Query, kind: &SubqueryKind, row: &[Value]) -> PgResult<Value> {
         let result = self.env.subquery(plan, kind, self.outer, row)?;
         Ok(match (kind, result.as_ref()) {
-            (SubqueryKind::In { left, negated }, SubqueryResult::Set(set)) => set.contains(&self.eval(left, row)?, *negated),
-            (SubqueryKind::Quantified { op, left, all }, SubqueryResult::Value(Value::Array(items))) => quantified(*op, &self.eval(left, row)?, items, *all)?,
+            (SubqueryKind::In { left, negated }, SubqueryResult::Set(set)) => {
+                set.contains(&self.eval(left, row)?, *negated)
+            }
+            (
+                SubqueryKind::Quantified { op, left, all },
+                SubqueryResult::Value(Value::Array(items)),
+            ) => quantified(*op, &self.eval(left, row)?, items, *all)?,
             (_, SubqueryResult::Value(v)) => v.clone(),
-            (_, SubqueryResult::Set(_)) => return Err(PgError::internal("subquery result of the wrong kind")),
+            (_, SubqueryResult::Set(_)) => {
+                return Err(PgError::internal("subquery result of the wrong kind"))
+            }
         })
     }
 }
 
 /// SQL `IN`: TRUE if any equal, NULL if none equal but a NULL was involved, else FALSE.
-pub(crate) fn in_values<'v>(v: &Value, candidates: impl Iterator<Item = &'v Value>, negated: bool) -> Value {
+pub(crate) fn in_values<'v>(
+    v: &Value,
+    candidates: impl Iterator<Item = &'v Value>,
+    negated: bool,
+) -> Value {
     if v.is_null() {
         return Value::Null;
     }
@@ -240,5 +288,9 @@ fn quantified(op: BinaryOp, left: &Value, items: &[Value], all: bool) -> PgResul
             _ => {}
         }
     }
-    Ok(if saw_null { Value::Null } else { Value::Bool(all) })
+    Ok(if saw_null {
+        Value::Null
+    } else {
+        Value::Bool(all)
+    })
 }

@@ -138,7 +138,9 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         // PostgreSQL: sum(int2|int4) → bigint, sum(int8|numeric) → numeric, floats keep their type.
         AggFunc::Sum => match arg_ty {
             Int2 | Int4 => Int8,
-            Int8 | Numeric { .. } => Numeric { precision_scale: None },
+            Int8 | Numeric { .. } => Numeric {
+                precision_scale: None,
+            },
             Float4 => Float4,
             Float8 => Float8,
             Interval => Interval,
@@ -148,7 +150,9 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         AggFunc::Avg => match arg_ty {
             Float4 | Float8 => Float8,
             Interval => Interval,
-            _ => Numeric { precision_scale: None },
+            _ => Numeric {
+                precision_scale: None,
+            },
         },
         AggFunc::Min | AggFunc::Max => arg_ty,
         AggFunc::BoolAnd | AggFunc::BoolOr => Bool,
@@ -160,7 +164,10 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
 
 /// Resolve a scalar function by (lower-case, schema-stripped) name and argument types.
 /// Returns the function, the types its arguments must be cast to, and the result type.
-pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Vec<DataType>, DataType)> {
+pub fn resolve_scalar(
+    name: &str,
+    args: &[DataType],
+) -> PgResult<(ScalarFunc, Vec<DataType>, DataType)> {
     use DataType::*;
     use ScalarFunc as F;
     let n = args.len();
@@ -168,7 +175,13 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
     let first = args.first().cloned().unwrap_or(Unknown);
     let text_args = || same(Text);
     let numeric_like = |t: &DataType| if *t == Unknown { Float8 } else { t.clone() };
-    let float8_or_numeric = |t: &DataType| if matches!(t, Numeric { .. }) { NUMERIC } else { Float8 };
+    let float8_or_numeric = |t: &DataType| {
+        if matches!(t, Numeric { .. }) {
+            NUMERIC
+        } else {
+            Float8
+        }
+    };
     const NUMERIC: DataType = DataType::NUMERIC;
     let r = match (name, n) {
         ("now" | "transaction_timestamp", 0) => (F::Now, vec![], TimestampTz),
@@ -178,7 +191,9 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         ("current_schema", 0) => (F::CurrentSchema, vec![], Name),
         ("current_schemas", 1) => (F::CurrentSchemas, vec![Bool], Array(Box::new(Name))),
         ("current_database", 0) => (F::CurrentDatabase, vec![], Name),
-        ("current_user" | "session_user" | "user" | "current_role", 0) => (F::CurrentUser, vec![], Name),
+        ("current_user" | "session_user" | "user" | "current_role", 0) => {
+            (F::CurrentUser, vec![], Name)
+        }
         ("pg_backend_pid", 0) => (F::PgBackendPid, vec![], Int4),
         ("current_setting", 1) => (F::CurrentSetting, vec![Text], Text),
         ("current_setting", 2) => (F::CurrentSetting, vec![Text, Bool], Text),
@@ -206,8 +221,12 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
             (F::HasPrivilege, vec![Text, Text, Text], Bool)
         }
         ("to_regclass", 1) => (F::ToRegclass, vec![Text], RegClass),
-        ("pg_get_statisticsobjdef_columns", 1) => (F::PgGetStatisticsObjDefColumns, vec![Oid], Text),
-        ("pg_relation_size" | "pg_table_size" | "pg_indexes_size", 1) => (F::PgRelationSize, vec![RegClass], Int8),
+        ("pg_get_statisticsobjdef_columns", 1) => {
+            (F::PgGetStatisticsObjDefColumns, vec![Oid], Text)
+        }
+        ("pg_relation_size" | "pg_table_size" | "pg_indexes_size", 1) => {
+            (F::PgRelationSize, vec![RegClass], Int8)
+        }
         ("pg_total_relation_size", 1) => (F::PgTotalRelationSize, vec![RegClass], Int8),
         ("pg_size_pretty", 1) => (F::PgSizePretty, vec![Int8], Text),
         ("pg_is_in_recovery", 0) => (F::PgIsInRecovery, vec![], Bool),
@@ -233,14 +252,32 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         ("length" | "char_length" | "character_length", 1) => (F::Length, text_args(), Int4),
         ("substr" | "substring", 2) => (F::Substr, vec![Text, Int4], Text),
         ("substr" | "substring", 3) => (F::Substr, vec![Text, Int4, Int4], Text),
-        ("concat", _) => (F::Concat, args.iter().map(|t| if *t == Unknown { Text } else { t.clone() }).collect(), Text),
+        ("concat", _) => (
+            F::Concat,
+            args.iter()
+                .map(|t| if *t == Unknown { Text } else { t.clone() })
+                .collect(),
+            Text,
+        ),
         ("nullif", 2) => {
-            let t = if first == Unknown { args[1].clone() } else { first.clone() };
+            let t = if first == Unknown {
+                args[1].clone()
+            } else {
+                first.clone()
+            };
             (F::NullIf, vec![t.clone(), t.clone()], t)
         }
         ("greatest" | "least", _) if n > 0 => {
-            let t = args.iter().find(|t| **t != Unknown).cloned().unwrap_or(Text);
-            let f = if name == "greatest" { F::Greatest } else { F::Least };
+            let t = args
+                .iter()
+                .find(|t| **t != Unknown)
+                .cloned()
+                .unwrap_or(Text);
+            let f = if name == "greatest" {
+                F::Greatest
+            } else {
+                F::Least
+            };
             (f, same(t.clone()), t)
         }
         ("round", 1) => {
@@ -281,7 +318,11 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         ("quote_ident", 1) => (F::QuoteIdent, text_args(), Text),
         ("pg_typeof", 1) => (F::PgTypeof, vec![first.clone()], RegType),
         ("mod", 2) => {
-            let t = if first == Unknown { Int4 } else { first.clone() };
+            let t = if first == Unknown {
+                Int4
+            } else {
+                first.clone()
+            };
             (F::Mod, same(t.clone()), t)
         }
         // float8 is the preferred type for integers and unknowns; numeric arguments stay exact
@@ -297,7 +338,11 @@ pub fn resolve_scalar(name: &str, args: &[DataType]) -> PgResult<(ScalarFunc, Ve
         }
         ("log", 2) => (F::Log, vec![NUMERIC, NUMERIC], NUMERIC),
         ("power" | "pow", 2) => {
-            let t = if args.iter().any(|t| matches!(t, Numeric { .. })) { NUMERIC } else { Float8 };
+            let t = if args.iter().any(|t| matches!(t, Numeric { .. })) {
+                NUMERIC
+            } else {
+                Float8
+            };
             (F::Power, vec![t.clone(), t.clone()], t)
         }
         ("left", 2) => (F::Left, vec![Text, Int4], Text),
@@ -330,7 +375,10 @@ impl ScalarFunc {
 pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
     use ScalarFunc as F;
     // Every pure function except these returns NULL on any NULL argument.
-    let null_tolerant = matches!(func, F::Concat | F::Greatest | F::Least | F::NullIf | F::ArrayToString | F::PgTypeof);
+    let null_tolerant = matches!(
+        func,
+        F::Concat | F::Greatest | F::Least | F::NullIf | F::ArrayToString | F::PgTypeof
+    );
     if !null_tolerant && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
@@ -357,7 +405,10 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
                 Some(len) => {
                     let len = int(len);
                     if len < 0 {
-                        return Err(PgError::new(codes::SUBSTRING_ERROR, "negative substring length not allowed"));
+                        return Err(PgError::new(
+                            codes::SUBSTRING_ERROR,
+                            "negative substring length not allowed",
+                        ));
                     }
                     (start, start.saturating_add(len))
                 }
@@ -365,7 +416,11 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             };
             let from = (from.max(1) - 1) as usize;
             let to = (to.max(1) - 1).min(s.len() as i64) as usize;
-            Value::Text(if from < to { s[from..to].iter().collect() } else { String::new() })
+            Value::Text(if from < to {
+                s[from..to].iter().collect()
+            } else {
+                String::new()
+            })
         }
         F::Concat => {
             let mut out = String::new();
@@ -377,14 +432,20 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             Value::Text(out)
         }
         F::NullIf => {
-            if !args[0].is_null() && types::ops::compare(&args[0], &args[1]) == Some(std::cmp::Ordering::Equal) {
+            if !args[0].is_null()
+                && types::ops::compare(&args[0], &args[1]) == Some(std::cmp::Ordering::Equal)
+            {
                 Value::Null
             } else {
                 args[0].clone()
             }
         }
         F::Greatest | F::Least => {
-            let want = if func == F::Greatest { std::cmp::Ordering::Greater } else { std::cmp::Ordering::Less };
+            let want = if func == F::Greatest {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Less
+            };
             let mut best = Value::Null;
             for a in args {
                 if a.is_null() {
@@ -401,7 +462,13 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             Value::Numeric(n) => Value::Numeric(n.sign()),
             other => {
                 let v = other.as_f64().unwrap_or(0.0);
-                Value::Float8(if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { 0.0 })
+                Value::Float8(if v > 0.0 {
+                    1.0
+                } else if v < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                })
             }
         },
         F::Div => match (&args[0], &args[1]) {
@@ -412,17 +479,23 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             let chars: Vec<char> = args.get(1).map_or(vec![' '], |c| text(c).chars().collect());
             let s = text(&args[0]);
             let strip = |c: char| chars.contains(&c);
-            Value::Text(match func {
-                F::LTrim => s.trim_start_matches(strip),
-                F::RTrim => s.trim_end_matches(strip),
-                _ => s.trim_matches(strip),
-            }
-            .to_string())
+            Value::Text(
+                match func {
+                    F::LTrim => s.trim_start_matches(strip),
+                    F::RTrim => s.trim_end_matches(strip),
+                    _ => s.trim_matches(strip),
+                }
+                .to_string(),
+            )
         }
         F::ArrayToString => match &args[0] {
             Value::Array(items) => {
                 let sep = text(&args[1]);
-                let parts: Vec<String> = items.iter().filter(|v| !v.is_null()).map(value_to_text).collect();
+                let parts: Vec<String> = items
+                    .iter()
+                    .filter(|v| !v.is_null())
+                    .map(value_to_text)
+                    .collect();
                 Value::Text(parts.join(&sep))
             }
             _ => Value::Null,
@@ -430,7 +503,9 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         F::ArraySubscript => {
             let i = int(&args[1]);
             match &args[0] {
-                Value::Array(items) if i >= 1 => items.get(i as usize - 1).cloned().unwrap_or(Value::Null),
+                Value::Array(items) if i >= 1 => {
+                    items.get(i as usize - 1).cloned().unwrap_or(Value::Null)
+                }
                 _ => Value::Null,
             }
         }
@@ -443,7 +518,9 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             _ => Value::Null,
         },
         F::ArrayLength | F::ArrayUpper | F::Cardinality => match &args[0] {
-            Value::Array(items) if !items.is_empty() && (func == F::Cardinality || int(&args[1]) == 1) => {
+            Value::Array(items)
+                if !items.is_empty() && (func == F::Cardinality || int(&args[1]) == 1) =>
+            {
                 Value::Int4(items.len() as i32)
             }
             Value::Array(_) if func == F::Cardinality => Value::Int4(0),
@@ -456,17 +533,29 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         F::QuoteIdent => {
             let s = text(&args[0]);
             let plain = !s.is_empty()
-                && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-                && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-            Value::Text(if plain { s } else { format!("\"{}\"", s.replace('"', "\"\"")) })
+                && s.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+                && s.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            Value::Text(if plain {
+                s
+            } else {
+                format!("\"{}\"", s.replace('"', "\"\""))
+            })
         }
         F::PgTypeof => unreachable!("pg_typeof is folded by the binder"),
         F::Mod => types::ops::eval_binary(types::ops::BinaryOp::Mod, &args[0], &args[1])?,
-        F::Sqrt | F::Exp | F::Ln | F::Log | F::Power if matches!(args[0], Value::Numeric(_)) => numeric_function(func, &args)?,
+        F::Sqrt | F::Exp | F::Ln | F::Log | F::Power if matches!(args[0], Value::Numeric(_)) => {
+            numeric_function(func, &args)?
+        }
         F::Sqrt => {
             let v = args[0].as_f64().unwrap_or(0.0);
             if v < 0.0 {
-                return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_POWER, "cannot take square root of a negative number"));
+                return Err(PgError::new(
+                    codes::INVALID_ARGUMENT_FOR_POWER,
+                    "cannot take square root of a negative number",
+                ));
             }
             Value::Float8(v.sqrt())
         }
@@ -474,7 +563,11 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         F::Ln => {
             let v = args[0].as_f64().unwrap_or(0.0);
             if v <= 0.0 {
-                let msg = if v == 0.0 { "cannot take logarithm of zero" } else { "cannot take logarithm of a negative number" };
+                let msg = if v == 0.0 {
+                    "cannot take logarithm of zero"
+                } else {
+                    "cannot take logarithm of a negative number"
+                };
                 return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_LOG, msg));
             }
             Value::Float8(v.ln())
@@ -482,7 +575,11 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         F::Log => {
             let v = args[0].as_f64().unwrap_or(0.0);
             if v <= 0.0 {
-                let msg = if v == 0.0 { "cannot take logarithm of zero" } else { "cannot take logarithm of a negative number" };
+                let msg = if v == 0.0 {
+                    "cannot take logarithm of zero"
+                } else {
+                    "cannot take logarithm of a negative number"
+                };
                 return Err(PgError::new(codes::INVALID_ARGUMENT_FOR_LOG, msg));
             }
             Value::Float8(v.log10())
@@ -493,19 +590,30 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             let n = int(&args[1]);
             let len = s.len() as i64;
             let keep = if n >= 0 { n.min(len) } else { (len + n).max(0) } as usize;
-            Value::Text(if func == F::Left { s[..keep].iter().collect() } else { s[s.len() - keep..].iter().collect() })
+            Value::Text(if func == F::Left {
+                s[..keep].iter().collect()
+            } else {
+                s[s.len() - keep..].iter().collect()
+            })
         }
         F::Repeat => {
             let n = int(&args[1]).max(0) as usize;
             let s = text(&args[0]);
             if s.len().saturating_mul(n) > 1 << 30 {
-                return Err(PgError::new(codes::PROGRAM_LIMIT_EXCEEDED, "requested length too large"));
+                return Err(PgError::new(
+                    codes::PROGRAM_LIMIT_EXCEEDED,
+                    "requested length too large",
+                ));
             }
             Value::Text(s.repeat(n))
         }
         F::Replace => Value::Text(text(&args[0]).replace(&text(&args[1]), &text(&args[2]))),
         F::Md5 => return Err(PgError::unsupported("function md5")),
-        session => return Err(PgError::internal(format!("{session:?} must be evaluated by the session"))),
+        session => {
+            return Err(PgError::internal(format!(
+                "{session:?} must be evaluated by the session"
+            )))
+        }
     })
 }
 
@@ -535,7 +643,9 @@ fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
 fn numeric_function(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
     let arg = |i: usize| match args.get(i) {
         Some(Value::Numeric(n)) => Ok(n),
-        _ => Err(PgError::internal("numeric function without numeric arguments")),
+        _ => Err(PgError::internal(
+            "numeric function without numeric arguments",
+        )),
     };
     Ok(Value::Numeric(match (func, args.len()) {
         (ScalarFunc::Sqrt, _) => numeric::sqrt(arg(0)?)?,
@@ -548,7 +658,10 @@ fn numeric_function(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
 }
 
 fn out_of_range(type_name: &str) -> PgError {
-    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"))
+    PgError::new(
+        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{type_name} out of range"),
+    )
 }
 
 /// Text form of a value for string building (concat, array_to_string).

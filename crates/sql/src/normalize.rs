@@ -47,7 +47,9 @@ impl LiteralKind {
         match self {
             LiteralKind::Int4 => DataType::Int4,
             LiteralKind::Int8 => DataType::Int8,
-            LiteralKind::Numeric => DataType::Numeric { precision_scale: None },
+            LiteralKind::Numeric => DataType::Numeric {
+                precision_scale: None,
+            },
         }
     }
 
@@ -84,7 +86,10 @@ fn ident_byte(b: u8) -> bool {
 /// Numbers whose negation PostgreSQL (and the binder) folds into a narrower type than the
 /// unsigned number has: `-2147483648` is int4 and `-9223372036854775808` is int8.
 fn is_min_magnitude(literal: &str) -> bool {
-    matches!(literal.parse::<u64>(), Ok(2147483648) | Ok(9223372036854775808))
+    matches!(
+        literal.parse::<u64>(),
+        Ok(2147483648) | Ok(9223372036854775808)
+    )
 }
 
 /// Lex one statement (as returned by `split_statements`) and take out its numeric
@@ -131,9 +136,15 @@ pub fn normalize(text: &str) -> Option<Normalized> {
         }
         if first_word {
             // The statement must start with one of the keywords we parameterize.
-            let end = bytes[i..].iter().position(|&b| !ident_byte(b)).map_or(bytes.len(), |p| i + p);
+            let end = bytes[i..]
+                .iter()
+                .position(|&b| !ident_byte(b))
+                .map_or(bytes.len(), |p| i + p);
             let word = &text[i..end];
-            if !["select", "insert", "update", "delete", "with"].iter().any(|k| word.eq_ignore_ascii_case(k)) {
+            if !["select", "insert", "update", "delete", "with"]
+                .iter()
+                .any(|k| word.eq_ignore_ascii_case(k))
+            {
                 return None;
             }
             first_word = false;
@@ -166,7 +177,10 @@ pub fn normalize(text: &str) -> Option<Normalized> {
                 prev = b'0';
             }
             c if ident_byte(c) => {
-                let end = bytes[i..].iter().position(|&b| !ident_byte(b)).map_or(bytes.len(), |p| i + p);
+                let end = bytes[i..]
+                    .iter()
+                    .position(|&b| !ident_byte(b))
+                    .map_or(bytes.len(), |p| i + p);
                 let word = &text[i..end];
                 if word.contains('$') {
                     return None;
@@ -277,7 +291,15 @@ pub fn parse_normalized(original: &str, norm: &Normalized) -> Option<ParsedState
     }
     let mut statements = parse(&norm.key).ok()?;
     match (statements.pop(), statements.is_empty()) {
-        (Some(s @ ParsedStatement { parsed: Parsed::Sql(_), .. }), true) => Some(s),
+        (
+            Some(
+                s @ ParsedStatement {
+                    parsed: Parsed::Sql(_),
+                    ..
+                },
+            ),
+            true,
+        ) => Some(s),
         _ => None,
     }
 }
@@ -300,7 +322,12 @@ mod tests {
         let (key, l) = norm("SELECT abalance FROM pgbench_accounts WHERE aid = 12345").unwrap();
         assert_eq!(key, "SELECT abalance FROM pgbench_accounts WHERE aid = $1");
         assert_eq!(l, lits(&[("12345", Int4)]));
-        assert_eq!(normalize("SELECT abalance FROM pgbench_accounts WHERE aid = 777").unwrap().key, key);
+        assert_eq!(
+            normalize("SELECT abalance FROM pgbench_accounts WHERE aid = 777")
+                .unwrap()
+                .key,
+            key
+        );
     }
 
     #[test]
@@ -351,13 +378,22 @@ mod tests {
         assert!(normalize("select $$5$$, 2").is_none());
         assert!(normalize("select a$b, 2 from t").is_none());
         // …but not inside strings, quoted identifiers or comments.
-        assert_eq!(norm("select '$5', \"a$\", 2 -- $\n/* $ */").unwrap().0, "select '$5', \"a$\", $1 -- $\n/* $ */");
+        assert_eq!(
+            norm("select '$5', \"a$\", 2 -- $\n/* $ */").unwrap().0,
+            "select '$5', \"a$\", $1 -- $\n/* $ */"
+        );
     }
 
     #[test]
     fn strings_identifiers_and_comments_are_skipped() {
-        let (key, l) = norm("select 'it''s 5', E'\\' 6', \"col 7\"\"\", x1, t_2, 3 -- 4\n /* 5 /* 6 */ 7 */ + 8").unwrap();
-        assert_eq!(key, "select 'it''s 5', E'\\' 6', \"col 7\"\"\", x1, t_2, $1 -- 4\n /* 5 /* 6 */ 7 */ + $2");
+        let (key, l) = norm(
+            "select 'it''s 5', E'\\' 6', \"col 7\"\"\", x1, t_2, 3 -- 4\n /* 5 /* 6 */ 7 */ + 8",
+        )
+        .unwrap();
+        assert_eq!(
+            key,
+            "select 'it''s 5', E'\\' 6', \"col 7\"\"\", x1, t_2, $1 -- 4\n /* 5 /* 6 */ 7 */ + $2"
+        );
         assert_eq!(l, lits(&[("3", Int4), ("8", Int4)]));
         // A plain string ending in a backslash is closed by the next quote.
         assert_eq!(norm("select 'a\\', 5").unwrap().0, "select 'a\\', $1");
@@ -384,19 +420,32 @@ mod tests {
     #[test]
     fn numbers_after_by_stay() {
         let (key, l) = norm("select a, b from t where a > 5 order by 2, 1 limit 10").unwrap();
-        assert_eq!(key, "select a, b from t where a > $1 order by 2, 1 limit 10");
+        assert_eq!(
+            key,
+            "select a, b from t where a > $1 order by 2, 1 limit 10"
+        );
         assert_eq!(l, lits(&[("5", Int4)]));
         assert!(normalize("select a from t group by 1").is_none());
         // "by" only as a whole bare word
-        assert_eq!(norm("select bypass, \"by\" from t where x = 3").unwrap().0, "select bypass, \"by\" from t where x = $1");
+        assert_eq!(
+            norm("select bypass, \"by\" from t where x = 3").unwrap().0,
+            "select bypass, \"by\" from t where x = $1"
+        );
     }
 
     #[test]
     fn negative_numbers() {
         assert_eq!(norm("select -5, - 5").unwrap().0, "select -$1, - $2");
-        assert_eq!(norm("select -2147483648, -2147483647").unwrap().0, "select -2147483648, -$1");
-        assert_eq!(norm("select - /* c */ 9223372036854775808, -02147483648, 2147483648").unwrap().0,
-            "select - /* c */ 9223372036854775808, -02147483648, $1");
+        assert_eq!(
+            norm("select -2147483648, -2147483647").unwrap().0,
+            "select -2147483648, -$1"
+        );
+        assert_eq!(
+            norm("select - /* c */ 9223372036854775808, -02147483648, 2147483648")
+                .unwrap()
+                .0,
+            "select - /* c */ 9223372036854775808, -02147483648, $1"
+        );
         // Minus then a comment
         assert_eq!(norm("select 1 --5\n").unwrap().0, "select $1 --5\n");
     }
@@ -411,9 +460,15 @@ mod tests {
         let text = "select 'a'::varchar(10)";
         assert!(parse_normalized(text, &normalize(text).unwrap()).is_none());
         // A hand-made mismatch between literal and key is refused.
-        let bad = Normalized { key: "select $1".into(), literals: lits(&[("6", Int4)]) };
+        let bad = Normalized {
+            key: "select $1".into(),
+            literals: lits(&[("6", Int4)]),
+        };
         assert!(parse_normalized("select 5", &bad).is_none());
-        let bad = Normalized { key: "select '5'".into(), literals: lits(&[("5", Int4)]) };
+        let bad = Normalized {
+            key: "select '5'".into(),
+            literals: lits(&[("5", Int4)]),
+        };
         assert!(parse_normalized("select 5", &bad).is_none());
     }
 

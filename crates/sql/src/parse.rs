@@ -14,10 +14,17 @@ pub enum Parsed {
     /// Fully understood without the catalog.
     Ready(Statement),
     /// `VACUUM [ANALYZE] [table, …]` — table names still to resolve.
-    Vacuum { tables: Vec<String>, analyze: bool },
+    Vacuum {
+        tables: Vec<String>,
+        analyze: bool,
+    },
     /// `COPY table [(columns)] FROM STDIN [[WITH] (options)]`, parsed by hand because
     /// PostgreSQL's option syntax (`freeze on`) is wider than sqlparser's.
-    CopyFrom { table: String, columns: Vec<String>, options: Vec<(String, Option<String>)> },
+    CopyFrom {
+        table: String,
+        columns: Vec<String>,
+        options: Vec<(String, Option<String>)>,
+    },
     Sql(Box<ast::Statement>),
 }
 
@@ -63,12 +70,19 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
                     i += 1;
                 }
             }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => i = block_comment_end(bytes, i).unwrap_or(bytes.len()),
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = block_comment_end(bytes, i).unwrap_or(bytes.len())
+            }
             b'$' => {
                 // Dollar quote: $tag$ … $tag$ (a bare $1 parameter has a digit after '$').
-                let tag_end = bytes[i + 1..].iter().position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'));
+                let tag_end = bytes[i + 1..]
+                    .iter()
+                    .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'));
                 match tag_end {
-                    Some(len) if bytes[i + 1 + len] == b'$' && !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+                    Some(len)
+                        if bytes[i + 1 + len] == b'$'
+                            && !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) =>
+                    {
                         let tag = &sql[i..i + len + 2];
                         let body_start = i + len + 2;
                         i = match sql[body_start..].find(tag) {
@@ -146,18 +160,25 @@ pub fn parse(sql: &str) -> PgResult<Vec<ParsedStatement>> {
 
 /// Parse one statement as returned by `split_statements`.
 pub fn parse_statement(text: &str) -> PgResult<ParsedStatement> {
-    Ok(ParsedStatement { parsed: parse_one(text)?, text: text.to_string() })
+    Ok(ParsedStatement {
+        parsed: parse_one(text)?,
+        text: text.to_string(),
+    })
 }
 
 fn parse_one(text: &str) -> PgResult<Parsed> {
     if let Some(p) = fast_path(text)? {
         return Ok(p);
     }
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| syntax_error(text, &e.to_string()))?;
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text)
+        .map_err(|e| syntax_error(text, &e.to_string()))?;
     match stmts.len() {
         1 => Ok(Parsed::Sql(Box::new(stmts.remove(0)))),
         0 => Ok(Parsed::Ready(Statement::Empty)),
-        _ => Err(PgError::new(codes::SYNTAX_ERROR, "syntax error: unexpected statement separator")),
+        _ => Err(PgError::new(
+            codes::SYNTAX_ERROR,
+            "syntax error: unexpected statement separator",
+        )),
     }
 }
 
@@ -171,7 +192,12 @@ fn words(text: &str) -> Vec<String> {
 }
 
 fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
-    let first = text.split_whitespace().next().unwrap_or("").trim_end_matches(';').to_ascii_lowercase();
+    let first = text
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(';')
+        .to_ascii_lowercase();
     let ready = |s| Ok(Some(Parsed::Ready(s)));
     match first.as_str() {
         "begin" | "start" | "commit" | "end" | "rollback" | "abort" | "savepoint" | "release" => {
@@ -181,7 +207,11 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         "reset" => {
             let w = words(text);
             match w.as_slice() {
-                [_, name] => ready(Statement::Set { name: name.clone(), value: None, local: false }),
+                [_, name] => ready(Statement::Set {
+                    name: name.clone(),
+                    value: None,
+                    local: false,
+                }),
                 _ => Ok(None),
             }
         }
@@ -215,7 +245,12 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             let mut w = words(text);
             // The tag is ANALYZE only for a bare ANALYZE command.
             let analyze = first == "analyze";
-            w.retain(|x| !matches!(x.as_str(), "vacuum" | "analyze" | "full" | "freeze" | "verbose"));
+            w.retain(|x| {
+                !matches!(
+                    x.as_str(),
+                    "vacuum" | "analyze" | "full" | "freeze" | "verbose"
+                )
+            });
             if w.iter().any(|x| x.contains('(')) {
                 return Ok(None);
             }
@@ -250,7 +285,12 @@ fn copy_tokens(text: &str) -> PgResult<Vec<String>> {
                         }
                         Some(x) if x == quote => break,
                         Some(x) => s.push(x),
-                        None => return Err(PgError::new(codes::SYNTAX_ERROR, "unterminated quoted string in COPY")),
+                        None => {
+                            return Err(PgError::new(
+                                codes::SYNTAX_ERROR,
+                                "unterminated quoted string in COPY",
+                            ))
+                        }
                     }
                 }
                 tokens.push(s);
@@ -282,7 +322,10 @@ fn token_value(t: &str) -> String {
 fn copy_statement(text: &str) -> PgResult<Parsed> {
     let t = copy_tokens(text)?;
     let mut i = 1;
-    let table = t.get(i).map(|x| token_value(x)).ok_or_else(|| syntax_error_at("end of input"))?;
+    let table = t
+        .get(i)
+        .map(|x| token_value(x))
+        .ok_or_else(|| syntax_error_at("end of input"))?;
     i += 1;
     let mut columns = Vec::new();
     if t.get(i).map(String::as_str) == Some("(") {
@@ -296,10 +339,15 @@ fn copy_statement(text: &str) -> PgResult<Parsed> {
             }
         }
     }
-    match (t.get(i).map(|x| x.to_ascii_lowercase()), t.get(i + 1).map(|x| x.to_ascii_lowercase())) {
+    match (
+        t.get(i).map(|x| x.to_ascii_lowercase()),
+        t.get(i + 1).map(|x| x.to_ascii_lowercase()),
+    ) {
         (Some(from), Some(stdin)) if from == "from" && stdin == "stdin" => i += 2,
         (Some(to), _) if to == "to" => return Err(PgError::unsupported("COPY TO")),
-        (Some(from), Some(_)) if from == "from" => return Err(PgError::unsupported("COPY FROM a file or program")),
+        (Some(from), Some(_)) if from == "from" => {
+            return Err(PgError::unsupported("COPY FROM a file or program"))
+        }
         (tok, _) => return Err(syntax_error_at(tok.as_deref().unwrap_or("end of input"))),
     }
     if t.get(i).is_some_and(|x| x.eq_ignore_ascii_case("with")) {
@@ -313,7 +361,10 @@ fn copy_statement(text: &str) -> PgResult<Parsed> {
             i += 1;
             if tok == "," || tok == ")" {
                 if let Some((name, rest)) = current.split_first() {
-                    options.push((name.to_ascii_lowercase(), rest.first().map(|v| token_value(v))));
+                    options.push((
+                        name.to_ascii_lowercase(),
+                        rest.first().map(|v| token_value(v)),
+                    ));
                 }
                 current.clear();
                 if tok == ")" {
@@ -338,7 +389,11 @@ fn copy_statement(text: &str) -> PgResult<Parsed> {
             options.push((name, value));
         }
     }
-    Ok(Parsed::CopyFrom { table, columns, options })
+    Ok(Parsed::CopyFrom {
+        table,
+        columns,
+        options,
+    })
 }
 
 fn isolation_from(words: &[String]) -> PgResult<(Option<IsolationLevel>, Option<bool>)> {
@@ -351,7 +406,9 @@ fn isolation_from(words: &[String]) -> PgResult<(Option<IsolationLevel>, Option<
                 let level = words.get(i + 2).map(String::as_str).unwrap_or("");
                 let next = words.get(i + 3).map(String::as_str).unwrap_or("");
                 isolation = Some(match (level, next) {
-                    ("read", "committed") | ("read", "uncommitted") => IsolationLevel::ReadCommitted,
+                    ("read", "committed") | ("read", "uncommitted") => {
+                        IsolationLevel::ReadCommitted
+                    }
                     ("repeatable", "read") => IsolationLevel::RepeatableRead,
                     // SERIALIZABLE runs as snapshot isolation until SSI exists (documented).
                     ("serializable", _) => IsolationLevel::RepeatableRead,
@@ -381,19 +438,29 @@ fn transaction_statement(text: &str) -> PgResult<Option<Statement>> {
     Ok(Some(match w[0].as_str() {
         "begin" => {
             let (isolation, read_only) = isolation_from(&rest)?;
-            Statement::Begin { isolation, read_only }
+            Statement::Begin {
+                isolation,
+                read_only,
+            }
         }
         "start" if rest.first().map(String::as_str) == Some("transaction") => {
             let (isolation, read_only) = isolation_from(&rest[1..])?;
-            Statement::Begin { isolation, read_only }
+            Statement::Begin {
+                isolation,
+                read_only,
+            }
         }
         "commit" | "end" if only_noise(&rest) => Statement::Commit,
         "rollback" | "abort" if only_noise(&rest) => Statement::Rollback,
         "rollback" => {
             // ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] name
-            let mut r = rest.iter().filter(|x| !matches!(x.as_str(), "work" | "transaction"));
+            let mut r = rest
+                .iter()
+                .filter(|x| !matches!(x.as_str(), "work" | "transaction"));
             match (r.next().map(String::as_str), r.next(), r.next(), r.next()) {
-                (Some("to"), Some(sp), Some(name), None) if sp == "savepoint" => Statement::RollbackTo(ident(text, name)),
+                (Some("to"), Some(sp), Some(name), None) if sp == "savepoint" => {
+                    Statement::RollbackTo(ident(text, name))
+                }
                 (Some("to"), Some(name), None, None) => Statement::RollbackTo(ident(text, name)),
                 _ => return Ok(None),
             }
@@ -412,8 +479,13 @@ fn transaction_statement(text: &str) -> PgResult<Option<Statement>> {
 fn ident(text: &str, lowered: &str) -> String {
     if lowered.starts_with('"') {
         // Find the original spelling in the text.
-        let orig = text.split_whitespace().find(|w| w.eq_ignore_ascii_case(lowered.trim_end_matches(';')));
-        orig.unwrap_or(lowered).trim_end_matches(';').trim_matches('"').to_string()
+        let orig = text
+            .split_whitespace()
+            .find(|w| w.eq_ignore_ascii_case(lowered.trim_end_matches(';')));
+        orig.unwrap_or(lowered)
+            .trim_end_matches(';')
+            .trim_matches('"')
+            .to_string()
     } else {
         lowered.to_string()
     }
@@ -433,7 +505,11 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
                 IsolationLevel::ReadCommitted => "read committed",
                 IsolationLevel::RepeatableRead => "repeatable read",
             };
-            stmts.push(Statement::Set { name: "default_transaction_isolation".into(), value: Some(v.into()), local: false });
+            stmts.push(Statement::Set {
+                name: "default_transaction_isolation".into(),
+                value: Some(v.into()),
+                local: false,
+            });
         }
         if let Some(ro) = read_only {
             stmts.push(Statement::Set {
@@ -446,7 +522,10 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
     }
     if lower.starts_with("transaction") {
         let (isolation, read_only) = isolation_from(&words(&rest["transaction".len()..]))?;
-        return Ok(Some(Statement::SetTransaction { isolation, read_only }));
+        return Ok(Some(Statement::SetTransaction {
+            isolation,
+            read_only,
+        }));
     }
     if lower.starts_with("session ") {
         rest = rest[8..].trim_start();
@@ -460,7 +539,9 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
     } else if lower.starts_with("names") {
         ("client_encoding".to_string(), rest[5..].trim())
     } else {
-        let end = rest.find(|c: char| c.is_whitespace() || c == '=').unwrap_or(rest.len());
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == '=')
+            .unwrap_or(rest.len());
         let name = rest[..end].trim_matches('"').to_ascii_lowercase();
         let mut v = rest[end..].trim_start();
         if let Some(s) = v.strip_prefix('=') {
@@ -468,14 +549,21 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
         } else if v.len() >= 2 && v[..2].eq_ignore_ascii_case("to") {
             v = v[2..].trim_start();
         } else {
-            return Err(syntax_error_at(v.split_whitespace().next().unwrap_or("end of input")));
+            return Err(syntax_error_at(
+                v.split_whitespace().next().unwrap_or("end of input"),
+            ));
         }
         (name, v)
     };
     if name.is_empty() || value.is_empty() {
-        return Err(PgError::new(codes::SYNTAX_ERROR, "syntax error at end of input"));
+        return Err(PgError::new(
+            codes::SYNTAX_ERROR,
+            "syntax error at end of input",
+        ));
     }
-    let value = if value.eq_ignore_ascii_case("default") || value.eq_ignore_ascii_case("local") && name == "timezone" {
+    let value = if value.eq_ignore_ascii_case("default")
+        || value.eq_ignore_ascii_case("local") && name == "timezone"
+    {
         None
     } else {
         Some(
@@ -497,17 +585,33 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
 }
 
 fn syntax_error_at(token: &str) -> PgError {
-    PgError::new(codes::SYNTAX_ERROR, format!("syntax error at or near \"{token}\""))
+    PgError::new(
+        codes::SYNTAX_ERROR,
+        format!("syntax error at or near \"{token}\""),
+    )
 }
 
 /// Turn a sqlparser message into PostgreSQL's "syntax error at or near" with a position.
 fn syntax_error(text: &str, message: &str) -> PgError {
-    let found = message.split("found: ").nth(1).map(|r| r.split(" at Line:").next().unwrap_or(r).trim());
+    let found = message
+        .split("found: ")
+        .nth(1)
+        .map(|r| r.split(" at Line:").next().unwrap_or(r).trim());
     let position = message.split("Line: ").nth(1).and_then(|r| {
         let mut it = r.split(", Column: ");
         let line: usize = it.next()?.trim().parse().ok()?;
-        let col: usize = it.next()?.trim().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
-        let offset: usize = text.split('\n').take(line.saturating_sub(1)).map(|l| l.chars().count() + 1).sum();
+        let col: usize = it
+            .next()?
+            .trim()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
+        let offset: usize = text
+            .split('\n')
+            .take(line.saturating_sub(1))
+            .map(|l| l.chars().count() + 1)
+            .sum();
         Some((offset + col) as u32)
     });
     let err = match found {
@@ -527,18 +631,35 @@ mod tests {
     #[test]
     fn splits_respecting_quotes_and_comments() {
         let s = split_statements("select ';'; -- x;\n select $$a;b$$; /* c; */ select 1;;");
-        assert_eq!(s, vec!["select ';'", "-- x;\n select $$a;b$$", "/* c; */ select 1"]);
+        assert_eq!(
+            s,
+            vec!["select ';'", "-- x;\n select $$a;b$$", "/* c; */ select 1"]
+        );
     }
 
     #[test]
     fn transaction_fast_paths() {
-        assert!(matches!(parse_one("BEGIN;").unwrap(), Parsed::Ready(Statement::Begin { isolation: None, .. })));
-        assert!(matches!(parse_one("end").unwrap(), Parsed::Ready(Statement::Commit)));
+        assert!(matches!(
+            parse_one("BEGIN;").unwrap(),
+            Parsed::Ready(Statement::Begin {
+                isolation: None,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_one("end").unwrap(),
+            Parsed::Ready(Statement::Commit)
+        ));
         assert!(matches!(
             parse_one("begin isolation level repeatable read").unwrap(),
-            Parsed::Ready(Statement::Begin { isolation: Some(IsolationLevel::RepeatableRead), .. })
+            Parsed::Ready(Statement::Begin {
+                isolation: Some(IsolationLevel::RepeatableRead),
+                ..
+            })
         ));
-        assert!(matches!(parse_one("rollback to savepoint a").unwrap(), Parsed::Ready(Statement::RollbackTo(n)) if n == "a"));
+        assert!(
+            matches!(parse_one("rollback to savepoint a").unwrap(), Parsed::Ready(Statement::RollbackTo(n)) if n == "a")
+        );
     }
 
     #[test]
@@ -551,7 +672,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse_one("set datestyle to 'ISO', 'MDY'").unwrap() {
-            Parsed::Ready(Statement::Set { value, .. }) => assert_eq!(value.as_deref(), Some("ISO, MDY")),
+            Parsed::Ready(Statement::Set { value, .. }) => {
+                assert_eq!(value.as_deref(), Some("ISO, MDY"))
+            }
             other => panic!("{other:?}"),
         }
     }

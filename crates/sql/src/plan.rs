@@ -12,25 +12,81 @@ use types::{DataType, Value};
 #[derive(Debug, Clone)]
 pub enum Expr {
     Const(Value, DataType),
-    Param { index: usize, ty: DataType },
-    Column { depth: usize, index: usize, ty: DataType },
-    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, ty: DataType },
-    Unary { op: UnaryOp, operand: Box<Expr>, ty: DataType },
+    Param {
+        index: usize,
+        ty: DataType,
+    },
+    Column {
+        depth: usize,
+        index: usize,
+        ty: DataType,
+    },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        ty: DataType,
+    },
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+        ty: DataType,
+    },
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Not(Box<Expr>),
-    IsNull { operand: Box<Expr>, negated: bool },
-    IsDistinctFrom { left: Box<Expr>, right: Box<Expr>, negated: bool },
-    Cast { operand: Box<Expr>, from: DataType, to: DataType, explicit: bool },
-    Func { func: ScalarFunc, args: Vec<Expr>, ty: DataType },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>>, ty: DataType },
+    IsNull {
+        operand: Box<Expr>,
+        negated: bool,
+    },
+    IsDistinctFrom {
+        left: Box<Expr>,
+        right: Box<Expr>,
+        negated: bool,
+    },
+    Cast {
+        operand: Box<Expr>,
+        from: DataType,
+        to: DataType,
+        explicit: bool,
+    },
+    Func {
+        func: ScalarFunc,
+        args: Vec<Expr>,
+        ty: DataType,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+        ty: DataType,
+    },
     /// `x IN (a, b, …)`; NULL semantics as in SQL.
-    InList { operand: Box<Expr>, list: Vec<Expr>, negated: bool },
+    InList {
+        operand: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
     /// `x op ANY (array)` / `x op ALL (array)`.
-    AnyArray { op: BinaryOp, left: Box<Expr>, array: Box<Expr>, all: bool },
-    Array { elements: Vec<Expr>, ty: DataType },
-    Subquery { plan: Box<Query>, kind: SubqueryKind, ty: DataType },
-    Coalesce { args: Vec<Expr>, ty: DataType },
+    AnyArray {
+        op: BinaryOp,
+        left: Box<Expr>,
+        array: Box<Expr>,
+        all: bool,
+    },
+    Array {
+        elements: Vec<Expr>,
+        ty: DataType,
+    },
+    Subquery {
+        plan: Box<Query>,
+        kind: SubqueryKind,
+        ty: DataType,
+    },
+    Coalesce {
+        args: Vec<Expr>,
+        ty: DataType,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -38,12 +94,19 @@ pub enum SubqueryKind {
     Scalar,
     Exists,
     /// `left IN (subquery)` (negated for NOT IN).
-    In { left: Box<Expr>, negated: bool },
+    In {
+        left: Box<Expr>,
+        negated: bool,
+    },
     /// `ARRAY(subquery)`.
     Array,
     /// `left op ANY (subquery)` / `left op ALL (subquery)` (other than `= ANY` and
     /// `<> ALL`, which are IN and NOT IN).
-    Quantified { op: BinaryOp, left: Box<Expr>, all: bool },
+    Quantified {
+        op: BinaryOp,
+        left: Box<Expr>,
+        all: bool,
+    },
 }
 
 impl Expr {
@@ -81,13 +144,26 @@ impl Expr {
         let mut each = |e: &'e Expr| e.visit(f);
         match self {
             Expr::Const(..) | Expr::Param { .. } | Expr::Column { .. } => {}
-            Expr::Binary { left, right, .. } | Expr::And(left, right) | Expr::Or(left, right) | Expr::IsDistinctFrom { left, right, .. } => {
+            Expr::Binary { left, right, .. }
+            | Expr::And(left, right)
+            | Expr::Or(left, right)
+            | Expr::IsDistinctFrom { left, right, .. } => {
                 each(left);
                 each(right);
             }
-            Expr::Unary { operand, .. } | Expr::Not(operand) | Expr::IsNull { operand, .. } | Expr::Cast { operand, .. } => each(operand),
-            Expr::Func { args, .. } | Expr::Coalesce { args, .. } | Expr::Array { elements: args, .. } => args.iter().for_each(each),
-            Expr::Case { operand, whens, otherwise, .. } => {
+            Expr::Unary { operand, .. }
+            | Expr::Not(operand)
+            | Expr::IsNull { operand, .. }
+            | Expr::Cast { operand, .. } => each(operand),
+            Expr::Func { args, .. }
+            | Expr::Coalesce { args, .. }
+            | Expr::Array { elements: args, .. } => args.iter().for_each(each),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+                ..
+            } => {
                 operand.iter().for_each(|o| each(o));
                 for (w, t) in whens {
                     each(w);
@@ -103,7 +179,10 @@ impl Expr {
                 each(left);
                 each(array);
             }
-            Expr::Subquery { kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. }, .. } => each(left),
+            Expr::Subquery {
+                kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. },
+                ..
+            } => each(left),
             Expr::Subquery { .. } => {}
         }
     }
@@ -124,7 +203,10 @@ pub enum Access {
     /// Exactly the row whose primary key equals these expressions (in key order).
     PrimaryKey(Vec<Expr>),
     /// Rows of a single-column primary key between two bounds (either may be open).
-    KeyRange { lower: Option<KeyBound>, upper: Option<KeyBound> },
+    KeyRange {
+        lower: Option<KeyBound>,
+        upper: Option<KeyBound>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -175,23 +257,71 @@ pub enum SystemTable {
 pub enum Rel {
     /// One row, no columns (SELECT without FROM).
     Unit,
-    Scan { table: Arc<TableDef>, access: Access },
-    System { table: SystemTable },
-    Values { rows: Vec<Vec<Expr>> },
-    GenerateSeries { start: Expr, stop: Expr, step: Option<Expr> },
-    Filter { input: Box<Rel>, predicate: Expr },
-    Project { input: Box<Rel>, exprs: Vec<Expr> },
-    Join { left: Box<Rel>, right: Box<Rel>, kind: JoinKind, on: Option<Expr>, lateral: bool },
-    Aggregate { input: Box<Rel>, group_by: Vec<Expr>, aggs: Vec<AggCall> },
-    Sort { input: Box<Rel>, keys: Vec<SortKey> },
-    Limit { input: Box<Rel>, limit: Option<Expr>, offset: Option<Expr> },
-    Distinct { input: Box<Rel> },
-    Union { left: Box<Rel>, right: Box<Rel>, all: bool },
+    Scan {
+        table: Arc<TableDef>,
+        access: Access,
+    },
+    System {
+        table: SystemTable,
+    },
+    Values {
+        rows: Vec<Vec<Expr>>,
+    },
+    GenerateSeries {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+    },
+    Filter {
+        input: Box<Rel>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Rel>,
+        exprs: Vec<Expr>,
+    },
+    Join {
+        left: Box<Rel>,
+        right: Box<Rel>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        lateral: bool,
+    },
+    Aggregate {
+        input: Box<Rel>,
+        group_by: Vec<Expr>,
+        aggs: Vec<AggCall>,
+    },
+    Sort {
+        input: Box<Rel>,
+        keys: Vec<SortKey>,
+    },
+    Limit {
+        input: Box<Rel>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+    Distinct {
+        input: Box<Rel>,
+    },
+    Union {
+        left: Box<Rel>,
+        right: Box<Rel>,
+        all: bool,
+    },
     /// `WITH RECURSIVE` term: `base UNION [ALL] recursive`, where `recursive` reads the
     /// rows of the previous iteration through a `WorkTable` sharing `work`.
-    RecursiveUnion { base: Box<Rel>, recursive: Box<Rel>, all: bool, work: WorkTableCell },
+    RecursiveUnion {
+        base: Box<Rel>,
+        recursive: Box<Rel>,
+        all: bool,
+        work: WorkTableCell,
+    },
     /// The rows of the current iteration of the enclosing `RecursiveUnion`.
-    WorkTable { work: WorkTableCell, width: usize },
+    WorkTable {
+        work: WorkTableCell,
+        width: usize,
+    },
 }
 
 /// The working table of a recursive CTE, shared between its `RecursiveUnion` and the
@@ -332,21 +462,45 @@ pub enum Statement {
     Update(Update),
     Delete(Delete),
     CreateTable(CreateTable),
-    DropTable { names: Vec<String>, if_exists: bool },
-    Truncate { tables: Vec<Arc<TableDef>> },
-    AddPrimaryKey { table: Arc<TableDef>, columns: Vec<usize>, constraint_name: Option<String> },
+    DropTable {
+        names: Vec<String>,
+        if_exists: bool,
+    },
+    Truncate {
+        tables: Vec<Arc<TableDef>>,
+    },
+    AddPrimaryKey {
+        table: Arc<TableDef>,
+        columns: Vec<usize>,
+        constraint_name: Option<String>,
+    },
     /// VACUUM [ANALYZE] or ANALYZE (`analyze`: the command was ANALYZE).
-    Vacuum { tables: Vec<Arc<TableDef>>, analyze: bool },
-    Begin { isolation: Option<IsolationLevel>, read_only: Option<bool> },
+    Vacuum {
+        tables: Vec<Arc<TableDef>>,
+        analyze: bool,
+    },
+    Begin {
+        isolation: Option<IsolationLevel>,
+        read_only: Option<bool>,
+    },
     Commit,
     Rollback,
     Savepoint(String),
     Release(String),
     RollbackTo(String),
-    SetTransaction { isolation: Option<IsolationLevel>, read_only: Option<bool> },
+    SetTransaction {
+        isolation: Option<IsolationLevel>,
+        read_only: Option<bool>,
+    },
     /// SET name = value; `None` means DEFAULT (i.e. RESET). `local` for SET LOCAL.
-    Set { name: String, value: Option<String>, local: bool },
-    Show { name: String },
+    Set {
+        name: String,
+        value: Option<String>,
+        local: bool,
+    },
+    Show {
+        name: String,
+    },
     CopyFrom(CopyFrom),
     Discard,
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
@@ -359,7 +513,11 @@ impl Statement {
     /// for queries, since this runs on every Bind, Describe and Execute.
     pub fn output_columns(&self) -> Cow<'_, [OutputColumn]> {
         let returning = |r: &Option<Vec<(Expr, OutputColumn)>>| {
-            Cow::Owned(r.as_ref().map(|v| v.iter().map(|(_, c)| c.clone()).collect()).unwrap_or_default())
+            Cow::Owned(
+                r.as_ref()
+                    .map(|v| v.iter().map(|(_, c)| c.clone()).collect())
+                    .unwrap_or_default(),
+            )
         };
         match self {
             Statement::Query(q) => Cow::Borrowed(&q.columns),
@@ -378,7 +536,10 @@ impl Statement {
 
     /// Statements allowed in a failed transaction block (they end it).
     pub fn ends_failed_transaction(&self) -> bool {
-        matches!(self, Statement::Commit | Statement::Rollback | Statement::RollbackTo(_))
+        matches!(
+            self,
+            Statement::Commit | Statement::Rollback | Statement::RollbackTo(_)
+        )
     }
 }
 
@@ -400,14 +561,16 @@ impl Rel {
             Rel::Scan { access, .. } => match access {
                 Access::Full => {}
                 Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
-                Access::KeyRange { lower, upper } => {
-                    lower.iter().chain(upper.iter()).for_each(|b| visit_expr_deep(&b.value, f))
-                }
+                Access::KeyRange { lower, upper } => lower
+                    .iter()
+                    .chain(upper.iter())
+                    .for_each(|b| visit_expr_deep(&b.value, f)),
             },
             Rel::Values { rows } => rows.iter().flatten().for_each(|e| visit_expr_deep(e, f)),
-            Rel::GenerateSeries { start, stop, step } => {
-                [start, stop].into_iter().chain(step.iter()).for_each(|e| visit_expr_deep(e, f))
-            }
+            Rel::GenerateSeries { start, stop, step } => [start, stop]
+                .into_iter()
+                .chain(step.iter())
+                .for_each(|e| visit_expr_deep(e, f)),
             Rel::Filter { input, predicate } => {
                 input.visit_exprs_deep(f);
                 visit_expr_deep(predicate, f);
@@ -416,30 +579,47 @@ impl Rel {
                 input.visit_exprs_deep(f);
                 exprs.iter().for_each(|e| visit_expr_deep(e, f));
             }
-            Rel::Join { left, right, on, .. } => {
+            Rel::Join {
+                left, right, on, ..
+            } => {
                 left.visit_exprs_deep(f);
                 right.visit_exprs_deep(f);
                 on.iter().for_each(|e| visit_expr_deep(e, f));
             }
-            Rel::Aggregate { input, group_by, aggs } => {
+            Rel::Aggregate {
+                input,
+                group_by,
+                aggs,
+            } => {
                 input.visit_exprs_deep(f);
                 group_by.iter().for_each(|e| visit_expr_deep(e, f));
-                aggs.iter().flat_map(|a| a.arg.iter().chain(a.filter.iter())).for_each(|e| visit_expr_deep(e, f));
+                aggs.iter()
+                    .flat_map(|a| a.arg.iter().chain(a.filter.iter()))
+                    .for_each(|e| visit_expr_deep(e, f));
             }
             Rel::Sort { input, keys } => {
                 input.visit_exprs_deep(f);
                 keys.iter().for_each(|k| visit_expr_deep(&k.expr, f));
             }
-            Rel::Limit { input, limit, offset } => {
+            Rel::Limit {
+                input,
+                limit,
+                offset,
+            } => {
                 input.visit_exprs_deep(f);
-                limit.iter().chain(offset.iter()).for_each(|e| visit_expr_deep(e, f));
+                limit
+                    .iter()
+                    .chain(offset.iter())
+                    .for_each(|e| visit_expr_deep(e, f));
             }
             Rel::Distinct { input } => input.visit_exprs_deep(f),
             Rel::Union { left, right, .. } => {
                 left.visit_exprs_deep(f);
                 right.visit_exprs_deep(f);
             }
-            Rel::RecursiveUnion { base, recursive, .. } => {
+            Rel::RecursiveUnion {
+                base, recursive, ..
+            } => {
                 base.visit_exprs_deep(f);
                 recursive.visit_exprs_deep(f);
             }
@@ -457,7 +637,10 @@ impl Rel {
             Rel::Project { exprs, .. } => exprs.len(),
             Rel::Join { left, right, .. } => left.width() + right.width(),
             Rel::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),
-            Rel::Filter { input, .. } | Rel::Sort { input, .. } | Rel::Limit { input, .. } | Rel::Distinct { input } => input.width(),
+            Rel::Filter { input, .. }
+            | Rel::Sort { input, .. }
+            | Rel::Limit { input, .. }
+            | Rel::Distinct { input } => input.width(),
             Rel::Union { left, .. } => left.width(),
             Rel::RecursiveUnion { base, .. } => base.width(),
             Rel::WorkTable { width, .. } => *width,

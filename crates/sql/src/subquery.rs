@@ -19,17 +19,25 @@ pub enum SubqueryResult {
 impl SubqueryResult {
     /// The result of a subquery of `kind` whose rows are `rows`.
     pub fn from_rows(kind: &SubqueryKind, rows: Vec<Vec<Value>>) -> PgResult<SubqueryResult> {
-        let first_column = |rows: Vec<Vec<Value>>| rows.into_iter().filter_map(|r| r.into_iter().next());
+        let first_column =
+            |rows: Vec<Vec<Value>>| rows.into_iter().filter_map(|r| r.into_iter().next());
         Ok(match kind {
             SubqueryKind::Scalar => {
                 if rows.len() > 1 {
-                    return Err(PgError::new(codes::CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression"));
+                    return Err(PgError::new(
+                        codes::CARDINALITY_VIOLATION,
+                        "more than one row returned by a subquery used as an expression",
+                    ));
                 }
                 SubqueryResult::Value(first_column(rows).next().unwrap_or(Value::Null))
             }
             SubqueryKind::Exists => SubqueryResult::Value(Value::Bool(!rows.is_empty())),
-            SubqueryKind::Array | SubqueryKind::Quantified { .. } => SubqueryResult::Value(Value::Array(first_column(rows).collect())),
-            SubqueryKind::In { .. } => SubqueryResult::Set(InSet::new(first_column(rows).collect())),
+            SubqueryKind::Array | SubqueryKind::Quantified { .. } => {
+                SubqueryResult::Value(Value::Array(first_column(rows).collect()))
+            }
+            SubqueryKind::In { .. } => {
+                SubqueryResult::Set(InSet::new(first_column(rows).collect()))
+            }
         })
     }
 
@@ -61,7 +69,11 @@ enum InKeys {
     Ints(FxHashSet<i64>),
     /// Their key encodings, with the key tag (first byte) all share if they share one
     /// (`mixed`: they do not).
-    Encoded { keys: FxHashSet<Vec<u8>>, tag: Option<u8>, mixed: bool },
+    Encoded {
+        keys: FxHashSet<Vec<u8>>,
+        tag: Option<u8>,
+        mixed: bool,
+    },
 }
 
 fn key_of(v: &Value) -> Vec<u8> {
@@ -80,12 +92,14 @@ fn int_of(v: &Value) -> Option<i64> {
 impl InSet {
     fn new(values: Vec<Value>) -> InSet {
         let has_null = values.iter().any(Value::is_null);
-        let ints: Option<FxHashSet<i64>> = values.iter().filter(|v| !v.is_null()).map(int_of).collect();
+        let ints: Option<FxHashSet<i64>> =
+            values.iter().filter(|v| !v.is_null()).map(int_of).collect();
         let keys = match ints {
             Some(ints) => InKeys::Ints(ints),
             None => {
                 let (mut tag, mut mixed) = (None, false);
-                let mut keys = FxHashSet::with_capacity_and_hasher(values.len(), Default::default());
+                let mut keys =
+                    FxHashSet::with_capacity_and_hasher(values.len(), Default::default());
                 for v in values.iter().filter(|v| !v.is_null()) {
                     let key = key_of(v);
                     match tag {
@@ -98,7 +112,11 @@ impl InSet {
                 InKeys::Encoded { keys, tag, mixed }
             }
         };
-        InSet { values, keys, has_null }
+        InSet {
+            values,
+            keys,
+            has_null,
+        }
     }
 
     /// SQL `v [NOT] IN (values)`.
@@ -119,7 +137,9 @@ impl InSet {
             }
         };
         // None: values of several type families, compared one by one as the operator would
-        let Some(found) = found else { return in_values(v, self.values.iter(), negated) };
+        let Some(found) = found else {
+            return in_values(v, self.values.iter(), negated);
+        };
         if found {
             Value::Bool(!negated)
         } else if self.has_null {

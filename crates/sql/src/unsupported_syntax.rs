@@ -24,11 +24,33 @@ fn refuse_if(present: bool, what: &str) -> PgResult<()> {
 /// Query-level clauses: the binder reads `with`, `body`, `order_by`, `limit_clause` and
 /// `fetch` (FIRST n ROWS ONLY).
 pub fn query(q: &ast::Query) -> PgResult<()> {
-    let ast::Query { with, body: _, order_by, limit_clause, fetch, locks, for_clause, settings, format_clause, pipe_operators } = q;
-    if let Some(ast::With { with_token: _, recursive: _, cte_tables }) = with {
+    let ast::Query {
+        with,
+        body: _,
+        order_by,
+        limit_clause,
+        fetch,
+        locks,
+        for_clause,
+        settings,
+        format_clause,
+        pipe_operators,
+    } = q;
+    if let Some(ast::With {
+        with_token: _,
+        recursive: _,
+        cte_tables,
+    }) = with
+    {
         for cte in cte_tables {
             // MATERIALIZED / NOT MATERIALIZED only steer PostgreSQL's planner.
-            let ast::Cte { alias, query: _, from, materialized: _, closing_paren_token: _ } = cte;
+            let ast::Cte {
+                alias,
+                query: _,
+                from,
+                materialized: _,
+                closing_paren_token: _,
+            } = cte;
             table_alias(alias)?;
             refuse_if(from.is_some(), "CTE … FROM")?;
         }
@@ -39,17 +61,37 @@ pub fn query(q: &ast::Query) -> PgResult<()> {
             exprs.iter().try_for_each(order_by_expr)?;
         }
     }
-    if let Some(ast::LimitClause::LimitOffset { limit: _, offset: _, limit_by }) = limit_clause {
+    if let Some(ast::LimitClause::LimitOffset {
+        limit: _,
+        offset: _,
+        limit_by,
+    }) = limit_clause
+    {
         refuse_if(!limit_by.is_empty(), "LIMIT … BY")?;
     }
-    if let Some(ast::Fetch { with_ties, percent, quantity: _ }) = fetch {
+    if let Some(ast::Fetch {
+        with_ties,
+        percent,
+        quantity: _,
+    }) = fetch
+    {
         refuse_if(*with_ties, "FETCH … WITH TIES")?;
         refuse_if(*percent, "FETCH … PERCENT")?;
-        let limit = matches!(limit_clause, Some(ast::LimitClause::LimitOffset { limit: Some(_), .. } | ast::LimitClause::OffsetCommaLimit { .. }));
+        let limit = matches!(
+            limit_clause,
+            Some(
+                ast::LimitClause::LimitOffset { limit: Some(_), .. }
+                    | ast::LimitClause::OffsetCommaLimit { .. }
+            )
+        );
         refuse_if(limit, "LIMIT together with FETCH")?;
     }
     if let Some(lock) = locks.first() {
-        let ast::LockClause { lock_type, of: _, nonblock: _ } = lock;
+        let ast::LockClause {
+            lock_type,
+            of: _,
+            nonblock: _,
+        } = lock;
         return Err(unsupported(format!("SELECT … FOR {lock_type} (row locks)")));
     }
     refuse_if(for_clause.is_some(), "FOR XML/JSON/BROWSE")?;
@@ -60,8 +102,18 @@ pub fn query(q: &ast::Query) -> PgResult<()> {
 
 /// ORDER BY items: the binder reads the expression, ASC/DESC and NULLS FIRST/LAST.
 pub fn order_by_expr(o: &ast::OrderByExpr) -> PgResult<()> {
-    let ast::OrderByExpr { expr: _, options: ast::OrderByOptions { sort, nulls_first: _ }, with_fill } = o;
-    refuse_if(matches!(sort, Some(ast::OrderBySort::Using(_))), "ORDER BY … USING")?;
+    let ast::OrderByExpr {
+        expr: _,
+        options: ast::OrderByOptions {
+            sort,
+            nulls_first: _,
+        },
+        with_fill,
+    } = o;
+    refuse_if(
+        matches!(sort, Some(ast::OrderBySort::Using(_))),
+        "ORDER BY … USING",
+    )?;
     refuse_if(with_fill.is_some(), "ORDER BY … WITH FILL")
 }
 
@@ -95,14 +147,21 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
         flavor: _,
     } = sel;
     refuse_if(!optimizer_hints.is_empty(), "optimizer hints")?;
-    refuse_if(matches!(distinct, Some(ast::Distinct::On(_))), "SELECT DISTINCT ON")?;
+    refuse_if(
+        matches!(distinct, Some(ast::Distinct::On(_))),
+        "SELECT DISTINCT ON",
+    )?;
     refuse_if(select_modifiers.is_some(), "SELECT modifiers")?;
     refuse_if(top.is_some(), "SELECT TOP")?;
     for item in projection {
         match item {
             ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. } => {}
-            ast::SelectItem::ExprWithAliases { .. } => return Err(unsupported("several aliases for one select-list item")),
-            ast::SelectItem::Wildcard(options) | ast::SelectItem::QualifiedWildcard(_, options) => wildcard_options(options)?,
+            ast::SelectItem::ExprWithAliases { .. } => {
+                return Err(unsupported("several aliases for one select-list item"))
+            }
+            ast::SelectItem::Wildcard(options) | ast::SelectItem::QualifiedWildcard(_, options) => {
+                wildcard_options(options)?
+            }
         }
     }
     refuse_if(exclude.is_some(), "SELECT … EXCLUDE")?;
@@ -118,7 +177,9 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
                 match e {
                     ast::Expr::Rollup(_) => return Err(unsupported("GROUP BY ROLLUP")),
                     ast::Expr::Cube(_) => return Err(unsupported("GROUP BY CUBE")),
-                    ast::Expr::GroupingSets(_) => return Err(unsupported("GROUP BY GROUPING SETS")),
+                    ast::Expr::GroupingSets(_) => {
+                        return Err(unsupported("GROUP BY GROUPING SETS"))
+                    }
                     ast::Expr::Tuple(_) => return Err(unsupported("GROUP BY (a, b) row groups")),
                     _ => {}
                 }
@@ -134,23 +195,45 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
 }
 
 fn wildcard_options(o: &ast::WildcardAdditionalOptions) -> PgResult<()> {
-    let ast::WildcardAdditionalOptions { wildcard_token: _, opt_ilike, opt_exclude, opt_except, opt_replace, opt_rename, opt_alias } = o;
+    let ast::WildcardAdditionalOptions {
+        wildcard_token: _,
+        opt_ilike,
+        opt_exclude,
+        opt_except,
+        opt_replace,
+        opt_rename,
+        opt_alias,
+    } = o;
     refuse_if(
-        opt_ilike.is_some() || opt_exclude.is_some() || opt_except.is_some() || opt_replace.is_some() || opt_rename.is_some() || opt_alias.is_some(),
+        opt_ilike.is_some()
+            || opt_exclude.is_some()
+            || opt_except.is_some()
+            || opt_replace.is_some()
+            || opt_rename.is_some()
+            || opt_alias.is_some(),
         "options after *",
     )
 }
 
 /// VALUES: the binder reads the rows.
 pub fn values(v: &ast::Values) -> PgResult<()> {
-    let ast::Values { explicit_row, value_keyword, rows: _ } = v;
+    let ast::Values {
+        explicit_row,
+        value_keyword,
+        rows: _,
+    } = v;
     refuse_if(*explicit_row, "VALUES ROW(…)")?;
     refuse_if(*value_keyword, "VALUE")
 }
 
 /// `AS name (columns)`: column types belong to functions returning records.
 pub fn table_alias(a: &ast::TableAlias) -> PgResult<()> {
-    let ast::TableAlias { explicit: _, name: _, columns, at } = a;
+    let ast::TableAlias {
+        explicit: _,
+        name: _,
+        columns,
+        at,
+    } = a;
     refuse_if(at.is_some(), "AT in a table alias")?;
     for c in columns {
         let ast::TableAliasColumnDef { name: _, data_type } = c;
@@ -163,7 +246,18 @@ pub fn table_alias(a: &ast::TableAlias) -> PgResult<()> {
 /// functions; a nested join's alias may not rename its columns.
 pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
     match tf {
-        ast::TableFactor::Table { name: _, alias, args, with_hints, version, with_ordinality, partitions, json_path, sample, index_hints } => {
+        ast::TableFactor::Table {
+            name: _,
+            alias,
+            args,
+            with_hints,
+            version,
+            with_ordinality,
+            partitions,
+            json_path,
+            sample,
+            index_hints,
+        } => {
             if let Some(alias) = alias {
                 table_alias(alias)?;
             }
@@ -178,19 +272,36 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             refuse_if(sample.is_some(), "TABLESAMPLE")?;
             refuse_if(!index_hints.is_empty(), "index hints")
         }
-        ast::TableFactor::Derived { lateral: _, subquery: _, alias, sample } => {
+        ast::TableFactor::Derived {
+            lateral: _,
+            subquery: _,
+            alias,
+            sample,
+        } => {
             if let Some(alias) = alias {
                 table_alias(alias)?;
             }
             refuse_if(sample.is_some(), "TABLESAMPLE")
         }
-        ast::TableFactor::Function { lateral: _, name: _, args: _, with_ordinality, alias } => {
+        ast::TableFactor::Function {
+            lateral: _,
+            name: _,
+            args: _,
+            with_ordinality,
+            alias,
+        } => {
             if let Some(alias) = alias {
                 table_alias(alias)?;
             }
             refuse_if(*with_ordinality, "WITH ORDINALITY")
         }
-        ast::TableFactor::UNNEST { alias, array_exprs, with_offset, with_offset_alias: _, with_ordinality } => {
+        ast::TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_offset,
+            with_offset_alias: _,
+            with_ordinality,
+        } => {
             if let Some(alias) = alias {
                 table_alias(alias)?;
             }
@@ -198,21 +309,37 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             refuse_if(*with_offset, "UNNEST … WITH OFFSET")?;
             refuse_if(array_exprs.len() != 1, "unnest with several arrays")
         }
-        ast::TableFactor::NestedJoin { table_with_joins: _, alias } => {
-            refuse_if(alias.as_ref().is_some_and(|a| !a.columns.is_empty()), "column aliases for a parenthesized join")
-        }
+        ast::TableFactor::NestedJoin {
+            table_with_joins: _,
+            alias,
+        } => refuse_if(
+            alias.as_ref().is_some_and(|a| !a.columns.is_empty()),
+            "column aliases for a parenthesized join",
+        ),
         _ => Err(unsupported("this kind of FROM item")),
     }
 }
 
 /// Joins: the binder reads the joined item and [INNER] / LEFT [OUTER] / CROSS.
 pub fn join(j: &ast::Join) -> PgResult<()> {
-    let ast::Join { relation: _, global, join_operator } = j;
+    let ast::Join {
+        relation: _,
+        global,
+        join_operator,
+    } = j;
     refuse_if(*global, "GLOBAL JOIN")?;
     match join_operator {
-        ast::JoinOperator::Join(_) | ast::JoinOperator::Inner(_) | ast::JoinOperator::Left(_) | ast::JoinOperator::LeftOuter(_) => Ok(()),
-        ast::JoinOperator::CrossJoin(c) => refuse_if(!matches!(c, ast::JoinConstraint::None), "CROSS JOIN with a join condition"),
-        ast::JoinOperator::Right(_) | ast::JoinOperator::RightOuter(_) => Err(unsupported("RIGHT JOIN")),
+        ast::JoinOperator::Join(_)
+        | ast::JoinOperator::Inner(_)
+        | ast::JoinOperator::Left(_)
+        | ast::JoinOperator::LeftOuter(_) => Ok(()),
+        ast::JoinOperator::CrossJoin(c) => refuse_if(
+            !matches!(c, ast::JoinConstraint::None),
+            "CROSS JOIN with a join condition",
+        ),
+        ast::JoinOperator::Right(_) | ast::JoinOperator::RightOuter(_) => {
+            Err(unsupported("RIGHT JOIN"))
+        }
         ast::JoinOperator::FullOuter(_) => Err(unsupported("FULL JOIN")),
         _ => Err(unsupported("this join type")),
     }
@@ -222,37 +349,87 @@ pub fn join(j: &ast::Join) -> PgResult<()> {
 /// the aggregate-only clause it has (FILTER, DISTINCT, ORDER BY), which is an error
 /// once the function is known to be a plain one (42809, as PostgreSQL).
 pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
-    let ast::Function { name: _, uses_odbc_syntax, parameters, args, within_group, filter, null_treatment, over } = f;
+    let ast::Function {
+        name: _,
+        uses_odbc_syntax,
+        parameters,
+        args,
+        within_group,
+        filter,
+        null_treatment,
+        over,
+    } = f;
     refuse_if(over.is_some(), "window functions")?;
     refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
-    refuse_if(!matches!(parameters, ast::FunctionArguments::None), "parametric functions")?;
+    refuse_if(
+        !matches!(parameters, ast::FunctionArguments::None),
+        "parametric functions",
+    )?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    refuse_if(!within_group.is_empty(), "WITHIN GROUP (ordered-set aggregates)")?;
+    refuse_if(
+        !within_group.is_empty(),
+        "WITHIN GROUP (ordered-set aggregates)",
+    )?;
     let mut aggregate_clause = filter.is_some().then_some("FILTER");
-    if let ast::FunctionArguments::List(ast::FunctionArgumentList { duplicate_treatment, args: _, clauses }) = args {
+    if let ast::FunctionArguments::List(ast::FunctionArgumentList {
+        duplicate_treatment,
+        args: _,
+        clauses,
+    }) = args
+    {
         if matches!(duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) {
             aggregate_clause = Some("DISTINCT");
         }
-        if clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
+        if clauses
+            .iter()
+            .any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_)))
+        {
             aggregate_clause = Some("ORDER BY");
         }
-        refuse_if(clauses.iter().any(|c| !matches!(c, ast::FunctionArgumentClause::OrderBy(_))), "clauses inside a function's argument list")?;
+        refuse_if(
+            clauses
+                .iter()
+                .any(|c| !matches!(c, ast::FunctionArgumentClause::OrderBy(_))),
+            "clauses inside a function's argument list",
+        )?;
     }
     Ok(aggregate_clause)
 }
 
 /// An aggregate call: the binder reads its arguments, DISTINCT/ALL, ORDER BY and FILTER.
 pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
-    let ast::Function { name: _, uses_odbc_syntax, parameters, args, within_group, filter: _, null_treatment, over } = f;
+    let ast::Function {
+        name: _,
+        uses_odbc_syntax,
+        parameters,
+        args,
+        within_group,
+        filter: _,
+        null_treatment,
+        over,
+    } = f;
     refuse_if(over.is_some(), "window functions")?;
     refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
-    refuse_if(!matches!(parameters, ast::FunctionArguments::None), "parametric functions")?;
+    refuse_if(
+        !matches!(parameters, ast::FunctionArguments::None),
+        "parametric functions",
+    )?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    refuse_if(!within_group.is_empty(), "WITHIN GROUP (ordered-set aggregates)")?;
-    if let ast::FunctionArguments::List(ast::FunctionArgumentList { duplicate_treatment: _, args: _, clauses }) = args {
+    refuse_if(
+        !within_group.is_empty(),
+        "WITHIN GROUP (ordered-set aggregates)",
+    )?;
+    if let ast::FunctionArguments::List(ast::FunctionArgumentList {
+        duplicate_treatment: _,
+        args: _,
+        clauses,
+    }) = args
+    {
         for clause in clauses {
             match clause {
-                ast::FunctionArgumentClause::OrderBy(keys) => keys.iter().try_for_each(order_by_expr)?,
+                ast::FunctionArgumentClause::OrderBy(keys) => {
+                    keys.iter().try_for_each(order_by_expr)?
+                }
                 _ => return Err(unsupported("clauses inside an aggregate's argument list")),
             }
         }
@@ -296,7 +473,10 @@ pub fn insert(ins: &ast::Insert) -> PgResult<()> {
     refuse_if(*ignore, "INSERT IGNORE")?;
     refuse_if(*overwrite, "INSERT OVERWRITE")?;
     refuse_if(!assignments.is_empty(), "INSERT … SET")?;
-    refuse_if(partitioned.is_some() || !after_columns.is_empty(), "INSERT … PARTITION")?;
+    refuse_if(
+        partitioned.is_some() || !after_columns.is_empty(),
+        "INSERT … PARTITION",
+    )?;
     refuse_if(*has_table_keyword, "INSERT INTO TABLE")?;
     refuse_if(output.is_some(), "OUTPUT")?;
     refuse_if(*replace_into, "REPLACE INTO")?;
@@ -315,7 +495,19 @@ pub fn insert(ins: &ast::Insert) -> PgResult<()> {
 
 /// UPDATE: the binder reads the table, SET, WHERE and RETURNING.
 pub fn update(upd: &ast::Update) -> PgResult<()> {
-    let ast::Update { update_token: _, optimizer_hints, table, assignments: _, from, selection: _, returning: _, output, or, order_by, limit } = upd;
+    let ast::Update {
+        update_token: _,
+        optimizer_hints,
+        table,
+        assignments: _,
+        from,
+        selection: _,
+        returning: _,
+        output,
+        or,
+        order_by,
+        limit,
+    } = upd;
     refuse_if(!optimizer_hints.is_empty(), "optimizer hints")?;
     refuse_if(!table.joins.is_empty() || from.is_some(), "UPDATE … FROM")?;
     refuse_if(output.is_some(), "OUTPUT")?;
@@ -326,11 +518,25 @@ pub fn update(upd: &ast::Update) -> PgResult<()> {
 
 /// DELETE: the binder reads the table, WHERE and RETURNING.
 pub fn delete(del: &ast::Delete) -> PgResult<()> {
-    let ast::Delete { delete_token: _, optimizer_hints, tables, from, using, selection: _, returning: _, output, order_by, limit } = del;
+    let ast::Delete {
+        delete_token: _,
+        optimizer_hints,
+        tables,
+        from,
+        using,
+        selection: _,
+        returning: _,
+        output,
+        order_by,
+        limit,
+    } = del;
     refuse_if(!optimizer_hints.is_empty(), "optimizer hints")?;
     refuse_if(!tables.is_empty(), "multi-table DELETE")?;
     let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) = from;
-    refuse_if(from.len() != 1 || !from[0].joins.is_empty() || using.is_some(), "DELETE … USING")?;
+    refuse_if(
+        from.len() != 1 || !from[0].joins.is_empty() || using.is_some(),
+        "DELETE … USING",
+    )?;
     refuse_if(output.is_some(), "OUTPUT")?;
     refuse_if(!order_by.is_empty(), "DELETE … ORDER BY")?;
     refuse_if(limit.is_some(), "DELETE … LIMIT")
@@ -339,9 +545,14 @@ pub fn delete(del: &ast::Delete) -> PgResult<()> {
 /// The target table of UPDATE/DELETE: a plain name with an optional alias.
 pub fn dml_target(tf: &ast::TableFactor) -> PgResult<()> {
     match tf {
-        ast::TableFactor::Table { args: None, alias, .. } => {
+        ast::TableFactor::Table {
+            args: None, alias, ..
+        } => {
             table_factor(tf)?;
-            refuse_if(alias.as_ref().is_some_and(|a| !a.columns.is_empty()), "column aliases for an UPDATE/DELETE target")
+            refuse_if(
+                alias.as_ref().is_some_and(|a| !a.columns.is_empty()),
+                "column aliases for an UPDATE/DELETE target",
+            )
         }
         _ => Err(unsupported("this UPDATE/DELETE target")),
     }
@@ -418,13 +629,25 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         with_data,
     } = ct;
     refuse_if(query.is_some(), "CREATE TABLE AS")?;
-    refuse_if(partition_by.is_some() || partition_of.is_some() || for_values.is_some(), "partitioned tables (PARTITION BY)")?;
-    refuse_if(*temporary || global.is_some() || on_commit.is_some(), "temporary tables")?;
+    refuse_if(
+        partition_by.is_some() || partition_of.is_some() || for_values.is_some(),
+        "partitioned tables (PARTITION BY)",
+    )?;
+    refuse_if(
+        *temporary || global.is_some() || on_commit.is_some(),
+        "temporary tables",
+    )?;
     refuse_if(like.is_some(), "CREATE TABLE … LIKE")?;
     refuse_if(inherits.is_some(), "table inheritance (INHERITS)")?;
     refuse_if(*or_replace, "CREATE OR REPLACE TABLE")?;
     refuse_if(comment.is_some(), "table comments")?;
-    refuse_if(!matches!(table_options, ast::CreateTableOptions::None | ast::CreateTableOptions::With(_)), "these table options")?;
+    refuse_if(
+        !matches!(
+            table_options,
+            ast::CreateTableOptions::None | ast::CreateTableOptions::With(_)
+        ),
+        "these table options",
+    )?;
     let other_dialects = *external
         || *dynamic
         || *transient
@@ -432,7 +655,9 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         || *iceberg
         || *snapshot
         || !matches!(hive_distribution, ast::HiveDistributionStyle::NONE)
-        || hive_formats.as_ref().is_some_and(|f| *f != ast::HiveFormat::default())
+        || hive_formats
+            .as_ref()
+            .is_some_and(|f| *f != ast::HiveFormat::default())
         || file_format.is_some()
         || location.is_some()
         || *without_rowid
@@ -478,21 +703,32 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
 /// A column definition: the binder reads the name, the type and the options NULL,
 /// NOT NULL, DEFAULT and PRIMARY KEY.
 pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
-    let ast::ColumnDef { name: _, data_type, options } = c;
+    let ast::ColumnDef {
+        name: _,
+        data_type,
+        options,
+    } = c;
     let type_name = data_type.to_string().to_ascii_lowercase();
     refuse_if(
-        matches!(type_name.as_str(), "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2"),
+        matches!(
+            type_name.as_str(),
+            "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2"
+        ),
         "serial columns (sequences)",
     )?;
     for ast::ColumnOptionDef { name: _, option } in options {
         match option {
-            ast::ColumnOption::Null | ast::ColumnOption::NotNull | ast::ColumnOption::Default(_) => {}
+            ast::ColumnOption::Null
+            | ast::ColumnOption::NotNull
+            | ast::ColumnOption::Default(_) => {}
             ast::ColumnOption::PrimaryKey(pk) => primary_key(pk)?,
             ast::ColumnOption::Unique(_) => return Err(unsupported("UNIQUE constraints")),
             ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
             ast::ColumnOption::Check(_) => return Err(unsupported("CHECK constraints")),
             ast::ColumnOption::Collation(_) => return Err(unsupported("column collations")),
-            ast::ColumnOption::Generated { .. } => return Err(unsupported("generated and identity columns")),
+            ast::ColumnOption::Generated { .. } => {
+                return Err(unsupported("generated and identity columns"))
+            }
             other => return Err(unsupported(format!("column option {other}"))),
         }
     }
@@ -501,14 +737,39 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
 
 /// PRIMARY KEY (columns): the binder reads the constraint name and the column names.
 pub fn primary_key(pk: &ast::PrimaryKeyConstraint) -> PgResult<()> {
-    let ast::PrimaryKeyConstraint { name: _, index_name, index_type, columns, include, index_options, characteristics } = pk;
-    refuse_if(index_name.is_some() || index_type.is_some() || !index_options.is_empty(), "index options of a primary key")?;
+    let ast::PrimaryKeyConstraint {
+        name: _,
+        index_name,
+        index_type,
+        columns,
+        include,
+        index_options,
+        characteristics,
+    } = pk;
+    refuse_if(
+        index_name.is_some() || index_type.is_some() || !index_options.is_empty(),
+        "index options of a primary key",
+    )?;
     refuse_if(!include.is_empty(), "PRIMARY KEY … INCLUDE")?;
     refuse_if(characteristics.is_some(), "DEFERRABLE constraints")?;
     for c in columns {
-        let ast::IndexColumn { column: ast::OrderByExpr { expr, options, with_fill }, operator_class } = c;
+        let ast::IndexColumn {
+            column:
+                ast::OrderByExpr {
+                    expr,
+                    options,
+                    with_fill,
+                },
+            operator_class,
+        } = c;
         let plain_name = matches!(expr, ast::Expr::Identifier(_));
-        refuse_if(!plain_name || options.sort.is_some() || options.nulls_first.is_some() || with_fill.is_some(), "expressions and orderings in a primary key")?;
+        refuse_if(
+            !plain_name
+                || options.sort.is_some()
+                || options.nulls_first.is_some()
+                || with_fill.is_some(),
+            "expressions and orderings in a primary key",
+        )?;
         refuse_if(operator_class.is_some(), "operator classes")?;
     }
     Ok(())

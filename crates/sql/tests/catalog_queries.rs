@@ -22,7 +22,10 @@ impl Catalog for NoTables {
 
 fn bind_query(sql: &str) -> sql::Query {
     let stmts = parse(sql).unwrap_or_else(|e| panic!("parse {sql}: {}", e.message));
-    match bind(&stmts[0], &NoTables, &[]).unwrap_or_else(|e| panic!("bind {sql}: {}", e.message)).0 {
+    match bind(&stmts[0], &NoTables, &[])
+        .unwrap_or_else(|e| panic!("bind {sql}: {}", e.message))
+        .0
+    {
         Statement::Query(q) => q,
         other => panic!("{other:?}"),
     }
@@ -30,7 +33,10 @@ fn bind_query(sql: &str) -> sql::Query {
 
 fn bind_error(sql: &str) -> String {
     let stmts = parse(sql).unwrap();
-    bind(&stmts[0], &NoTables, &[]).map(|_| ()).unwrap_err().message
+    bind(&stmts[0], &NoTables, &[])
+        .map(|_| ())
+        .unwrap_err()
+        .message
 }
 
 fn contains(rel: &Rel, pred: &dyn Fn(&Rel) -> bool) -> bool {
@@ -44,8 +50,12 @@ fn contains(rel: &Rel, pred: &dyn Fn(&Rel) -> bool) -> bool {
         | Rel::Sort { input, .. }
         | Rel::Limit { input, .. }
         | Rel::Distinct { input } => contains(input, pred),
-        Rel::Join { left, right, .. } | Rel::Union { left, right, .. } => contains(left, pred) || contains(right, pred),
-        Rel::RecursiveUnion { base, recursive, .. } => contains(base, pred) || contains(recursive, pred),
+        Rel::Join { left, right, .. } | Rel::Union { left, right, .. } => {
+            contains(left, pred) || contains(right, pred)
+        }
+        Rel::RecursiveUnion {
+            base, recursive, ..
+        } => contains(base, pred) || contains(recursive, pred),
         _ => false,
     }
 }
@@ -56,18 +66,33 @@ fn with_recursive_binds_to_a_recursive_union() {
     assert_eq!(q.columns.len(), 1);
     assert_eq!(q.columns[0].name, "n");
     assert_eq!(q.columns[0].ty, DataType::Int4);
-    assert!(contains(&q.root, &|r| matches!(r, Rel::RecursiveUnion { all: true, .. })));
-    assert!(contains(&q.root, &|r| matches!(r, Rel::RecursiveUnion { recursive, .. } if contains(recursive, &|w| matches!(w, Rel::WorkTable { width: 1, .. })))));
+    assert!(contains(&q.root, &|r| matches!(
+        r,
+        Rel::RecursiveUnion { all: true, .. }
+    )));
+    assert!(contains(
+        &q.root,
+        &|r| matches!(r, Rel::RecursiveUnion { recursive, .. } if contains(recursive, &|w| matches!(w, Rel::WorkTable { width: 1, .. })))
+    ));
 }
 
 #[test]
 fn plain_with_is_inlined_and_scoped() {
     let q = bind_query("WITH a AS (SELECT 1 AS x, 'y' AS y) SELECT a.y, x FROM a");
-    assert_eq!(q.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["y", "x"]);
+    assert_eq!(
+        q.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["y", "x"]
+    );
     assert_eq!(q.columns[0].ty, DataType::Text);
     // the CTE is not visible outside its query
-    assert!(bind_error("SELECT (WITH a AS (SELECT 1) SELECT 1), * FROM a").contains("does not exist"));
-    assert!(bind_error("WITH a(p, q) AS (SELECT 1) SELECT 1").contains("has 1 columns available but 2 columns specified"));
+    assert!(
+        bind_error("SELECT (WITH a AS (SELECT 1) SELECT 1), * FROM a").contains("does not exist")
+    );
+    assert!(bind_error("WITH a(p, q) AS (SELECT 1) SELECT 1")
+        .contains("has 1 columns available but 2 columns specified"));
 }
 
 #[test]
@@ -76,7 +101,10 @@ fn subscripts_string_agg_and_unnest() {
     assert_eq!(q.columns[0].ty, DataType::Int4);
     let q = bind_query("SELECT string_agg(x, ', ') FROM unnest(ARRAY['a', 'b']) x");
     assert_eq!(q.columns[0].ty, DataType::Text);
-    assert!(contains(&q.root, &|r| matches!(r, Rel::Aggregate { aggs, .. } if aggs[0].func == AggFunc::StringAgg)));
+    assert!(contains(
+        &q.root,
+        &|r| matches!(r, Rel::Aggregate { aggs, .. } if aggs[0].func == AggFunc::StringAgg)
+    ));
     let q = bind_query("SELECT x FROM pg_catalog.unnest(ARRAY[1, 2]) x");
     assert_eq!(q.columns[0].ty, DataType::Int4);
     // an aggregate inside a scalar subquery does not make the outer query aggregate
@@ -89,10 +117,29 @@ fn reg_casts() {
     let q = bind_query("SELECT 23::regtype::text, '16602'::regclass, 'pg_catalog.array_in'::regproc, 'int4'::regtype");
     match &q.root {
         Rel::Project { exprs, .. } => {
-            assert!(matches!(&exprs[0], sql::Expr::Func { func: ScalarFunc::RegtypeText, .. }), "{:?}", exprs[0]);
-            assert!(matches!(&exprs[1], sql::Expr::Const(types::Value::Oid(16602), DataType::RegClass)));
-            assert!(matches!(&exprs[2], sql::Expr::Const(types::Value::Oid(750), DataType::RegProc)));
-            assert!(matches!(&exprs[3], sql::Expr::Const(types::Value::Oid(23), DataType::RegType)));
+            assert!(
+                matches!(
+                    &exprs[0],
+                    sql::Expr::Func {
+                        func: ScalarFunc::RegtypeText,
+                        ..
+                    }
+                ),
+                "{:?}",
+                exprs[0]
+            );
+            assert!(matches!(
+                &exprs[1],
+                sql::Expr::Const(types::Value::Oid(16602), DataType::RegClass)
+            ));
+            assert!(matches!(
+                &exprs[2],
+                sql::Expr::Const(types::Value::Oid(750), DataType::RegProc)
+            ));
+            assert!(matches!(
+                &exprs[3],
+                sql::Expr::Const(types::Value::Oid(23), DataType::RegType)
+            ));
         }
         other => panic!("{other:?}"),
     }

@@ -11,7 +11,9 @@
 //! Loaded chunks go back to the filler, emptied, to be filled again: growing fresh ones
 //! cost more in page faults than the rows' copying.
 
-use crate::{encode_latest, encode_prefix_into, encode_put, io_err, version_key, RelId, Store, Timestamp};
+use crate::{
+    encode_latest, encode_prefix_into, encode_put, io_err, version_key, RelId, Store, Timestamp,
+};
 use pgerror::{PgError, PgResult};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -56,7 +58,9 @@ impl Chunk {
     pub fn last_key(&self) -> Option<&[u8]> {
         let n = self.ends.len();
         let start = if n >= 2 { self.ends[n - 2].1 } else { 0 };
-        self.ends.last().map(|&(key_end, _)| &self.bytes[start..key_end])
+        self.ends
+            .last()
+            .map(|&(key_end, _)| &self.bytes[start..key_end])
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
@@ -142,14 +146,24 @@ impl Store {
                 let _ = done_tx.send(result);
             })
             .map_err(|e| io_err("spawn bulk load thread", e))?;
-        Ok(BulkLoad { chunks: Some(chunks_tx), spare, done })
+        Ok(BulkLoad {
+            chunks: Some(chunks_tx),
+            spare,
+            done,
+        })
     }
 
     /// Writes every chunk `next` yields into one ingestion of `data` and one of `latest`,
     /// and registers both at `Input::End`; the input ending without it (the `BulkLoad`
     /// dropped) abandons them: unregistered tables are never read. Each chunk goes to
     /// `loaded` once written.
-    fn ingest(&self, rel: RelId, ts: Timestamp, mut next: impl FnMut() -> Option<Input>, loaded: impl Fn(Chunk)) -> PgResult<u64> {
+    fn ingest(
+        &self,
+        rel: RelId,
+        ts: Timestamp,
+        mut next: impl FnMut() -> Option<Input>,
+        loaded: impl Fn(Chunk),
+    ) -> PgResult<u64> {
         let ingest_err = |e| io_err("bulk load", e);
         let mut data = self.data.start_ingestion().map_err(ingest_err)?;
         let mut latest = self.latest.start_ingestion().map_err(ingest_err)?;
@@ -170,8 +184,11 @@ impl Store {
                 prefix.clear();
                 encode_prefix_into(&mut prefix, rel, key);
                 let value = encode_put(row);
-                latest.write(prefix.clone(), encode_latest(ts, &value)).map_err(ingest_err)?;
-                data.write(version_key(&prefix, ts), value).map_err(ingest_err)?;
+                latest
+                    .write(prefix.clone(), encode_latest(ts, &value))
+                    .map_err(ingest_err)?;
+                data.write(version_key(&prefix, ts), value)
+                    .map_err(ingest_err)?;
                 last.clear();
                 last.extend_from_slice(key);
                 rows += 1;
@@ -191,7 +208,11 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Arc<Store>) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(StoreOptions { path: dir.path().join("s"), cache_size: 32 << 20 }).unwrap();
+        let store = Store::open(StoreOptions {
+            path: dir.path().join("s"),
+            cache_size: 32 << 20,
+        })
+        .unwrap();
         (dir, store)
     }
 
@@ -206,8 +227,18 @@ mod tests {
     #[test]
     fn chunk_keeps_pairs_in_order() {
         let c = chunk(&[(b"a", b"row a"), (b"", b""), (b"bb", b"")]);
-        assert_eq!(c.iter().collect::<Vec<_>>(), vec![(&b"a"[..], &b"row a"[..]), (&b""[..], &b""[..]), (&b"bb"[..], &b""[..])]);
-        assert_eq!((c.len(), c.byte_len(), c.last_key()), (3, 8, Some(&b"bb"[..])));
+        assert_eq!(
+            c.iter().collect::<Vec<_>>(),
+            vec![
+                (&b"a"[..], &b"row a"[..]),
+                (&b""[..], &b""[..]),
+                (&b"bb"[..], &b""[..])
+            ]
+        );
+        assert_eq!(
+            (c.len(), c.byte_len(), c.last_key()),
+            (3, 8, Some(&b"bb"[..]))
+        );
         assert_eq!(Chunk::default().last_key(), None);
     }
 
@@ -215,14 +246,19 @@ mod tests {
     async fn loaded_rows_are_versions_at_the_load_timestamp() {
         let (_dir, store) = store();
         let mut load = store.bulk_load(7, 100).unwrap();
-        load.write(chunk(&[(b"a", b"1"), (b"b", b"2")])).await.unwrap();
+        load.write(chunk(&[(b"a", b"1"), (b"b", b"2")]))
+            .await
+            .unwrap();
         load.write(chunk(&[(b"c", b"3")])).await.unwrap();
         assert_eq!(load.finish().await.unwrap(), 3);
         let read = |key: &[u8], at| store.get(7, key, at).unwrap().and_then(|v| v.row);
         assert_eq!(read(b"b", 100).as_deref(), Some(&b"2"[..]));
         assert_eq!(read(b"b", 99), None);
         let newest = store.latest(7, b"c").unwrap().unwrap();
-        assert_eq!((newest.commit_ts, newest.row.as_deref()), (100, Some(&b"3"[..])));
+        assert_eq!(
+            (newest.commit_ts, newest.row.as_deref()),
+            (100, Some(&b"3"[..]))
+        );
         assert_eq!(store.version_count(7, b"a").unwrap(), 1);
     }
 
@@ -230,7 +266,9 @@ mod tests {
     async fn keys_out_of_order_fail_the_load_and_store_nothing() {
         let (_dir, store) = store();
         let mut load = store.bulk_load(7, 100).unwrap();
-        load.write(chunk(&[(b"a", b"1"), (b"c", b"2")])).await.unwrap();
+        load.write(chunk(&[(b"a", b"1"), (b"c", b"2")]))
+            .await
+            .unwrap();
         // The loader may stop before the second chunk is taken, or after.
         let failed = match load.write(chunk(&[(b"c", b"3")])).await {
             Err(_) => true,

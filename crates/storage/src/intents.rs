@@ -23,14 +23,22 @@ impl Iterator for IntentIter {
     type Item = PgResult<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
         let g = self.iter.next()?;
-        Some(g.into_inner().map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| io_err("read intents", e)))
+        Some(
+            g.into_inner()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(|e| io_err("read intents", e)),
+        )
     }
 }
 
 impl DoubleEndedIterator for IntentIter {
     fn next_back(&mut self) -> Option<Self::Item> {
         let g = self.iter.next_back()?;
-        Some(g.into_inner().map(|(k, v)| (k.to_vec(), v.to_vec())).map_err(|e| io_err("read intents", e)))
+        Some(
+            g.into_inner()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .map_err(|e| io_err("read intents", e)),
+        )
     }
 }
 
@@ -40,7 +48,10 @@ impl Store {
     }
 
     /// Writes (`Some`) or removes (`None`) entries as one batch (not fsynced).
-    pub fn intents_write(&self, entries: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) -> PgResult<()> {
+    pub fn intents_write(
+        &self,
+        entries: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>,
+    ) -> PgResult<()> {
         let ks = self.intents();
         let mut batch = self.db.batch();
         for (k, v) in entries {
@@ -53,11 +64,16 @@ impl Store {
     }
 
     pub fn intent_get(&self, key: &[u8]) -> PgResult<Option<Vec<u8>>> {
-        self.intents().get(key).map(|v| v.map(|v| v.to_vec())).map_err(|e| io_err("read intents", e))
+        self.intents()
+            .get(key)
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|e| io_err("read intents", e))
     }
 
     pub fn intent_range(&self, lo: Bound<Vec<u8>>, hi: Bound<Vec<u8>>) -> IntentIter {
-        IntentIter { iter: Box::new(self.intents().range((lo, hi))) }
+        IntentIter {
+            iter: Box::new(self.intents().range((lo, hi))),
+        }
     }
 
     /// Removes every entry under `prefix`: the tables holding nothing else go whole, the

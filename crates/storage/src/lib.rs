@@ -335,7 +335,8 @@ impl Superseded {
         if self.entries.len() < self.cap {
             self.entries.push((version_key, replaced_at));
         } else {
-            self.overflow.insert(u64::from_be_bytes(version_key[..8].try_into().unwrap()));
+            self.overflow
+                .insert(u64::from_be_bytes(version_key[..8].try_into().unwrap()));
         }
     }
 }
@@ -413,9 +414,15 @@ impl Store {
             .worker_threads(1)
             .open()
             .map_err(|e| io_err("open storage", e))?;
-        let ks = |name: &str, memtable: u64, tune: fn(KeyspaceCreateOptions) -> KeyspaceCreateOptions| {
+        let ks = |name: &str,
+                  memtable: u64,
+                  tune: fn(KeyspaceCreateOptions) -> KeyspaceCreateOptions| {
             db.keyspace(name, || {
-                tune(KeyspaceCreateOptions::default().max_memtable_size(memtable).manual_journal_persist(true))
+                tune(
+                    KeyspaceCreateOptions::default()
+                        .max_memtable_size(memtable)
+                        .manual_journal_persist(true),
+                )
             })
             .map_err(|e| io_err("open keyspace", e))
         };
@@ -438,7 +445,8 @@ impl Store {
         let (tx, rx) = mpsc::channel::<Msg>();
         let stats = Arc::new(WriterStats::default());
         let sync_queue = syncer::SyncQueue::new();
-        let journal = syncer::JournalFile::open(&opts.path).map_err(|e| io_err("open journal", e))?;
+        let journal =
+            syncer::JournalFile::open(&opts.path).map_err(|e| io_err("open journal", e))?;
         let syncer_thread = {
             let (db, queue, stats) = (db.clone(), sync_queue.clone(), stats.clone());
             std::thread::Builder::new()
@@ -448,14 +456,31 @@ impl Store {
         };
         let writer_thread = {
             let db = db.clone();
-            let keyspaces = WriterKeyspaces { data: data.clone(), latest: latest.clone(), sys: sys.clone() };
+            let keyspaces = WriterKeyspaces {
+                data: data.clone(),
+                latest: latest.clone(),
+                sys: sys.clone(),
+            };
             let lock = latest_lock.clone();
             let stats = stats.clone();
             let superseded = superseded.clone();
             let rotation = rotation.clone();
             std::thread::Builder::new()
                 .name("meridian-wal".into())
-                .spawn(move || writer_loop(db, keyspaces, lock, superseded, rotation, rx, stats, syncer::Pusher(sync_queue)))
+                .spawn(move || {
+                    writer_loop(
+                        db,
+                        keyspaces,
+                        WriterShared {
+                            latest_lock: lock,
+                            superseded,
+                            stats,
+                        },
+                        rotation,
+                        rx,
+                        syncer::Pusher(sync_queue),
+                    )
+                })
                 .map_err(|e| io_err("spawn writer thread", e))?
         };
         Ok(Arc::new(Store {
@@ -686,7 +711,9 @@ impl Store {
                 batch.remove(&self.data, k.clone());
             }
             batch.commit().map_err(|e| io_err("gc write", e))?;
-            self.rotation.after_commit().map_err(|e| io_err("gc write", e))?;
+            self.rotation
+                .after_commit()
+                .map_err(|e| io_err("gc write", e))?;
         }
         Ok(due.len() as u64)
     }
@@ -744,7 +771,8 @@ impl Store {
             if resume.is_none() {
                 removed += flush_key(&mut versions, &mut batch, &mut gone);
             }
-            self.commit_gc(batch, &gone).map_err(|e| io_err("vacuum write", e))?;
+            self.commit_gc(batch, &gone)
+                .map_err(|e| io_err("vacuum write", e))?;
             gone.clear();
             match resume {
                 Some(p) => from = p,
@@ -795,10 +823,17 @@ impl Store {
     /// the last key removed: starting at the relation's first key again would step over
     /// every tombstone written so far (quadratic; it was a quarter of the server's CPU
     /// under tpcb-like, whose every run truncates pgbench_history).
-    fn remove_rel_range(&self, ks: &Keyspace, rel: RelId, stop: &dyn Fn() -> bool) -> PgResult<(u64, bool)> {
+    fn remove_rel_range(
+        &self,
+        ks: &Keyspace,
+        rel: RelId,
+        stop: &dyn Fn() -> bool,
+    ) -> PgResult<(u64, bool)> {
         // Tables holding nothing but the relation's keys go whole (a bulk-loaded relation's
         // tables mostly do); only what is left needs a tombstone per key.
-        ks.tree.drop_range(rel_start(rel)..rel_end(rel)).map_err(|e| io_err("drop tables", e))?;
+        ks.tree
+            .drop_range(rel_start(rel)..rel_end(rel))
+            .map_err(|e| io_err("drop tables", e))?;
         let mut n = 0u64;
         let mut from = Bound::Included(rel_start(rel));
         loop {
@@ -807,7 +842,10 @@ impl Store {
             }
             let mut batch = self.db.batch();
             let mut last = None;
-            for g in ks.range((from.clone(), Bound::Excluded(rel_end(rel)))).take(10_000) {
+            for g in ks
+                .range((from.clone(), Bound::Excluded(rel_end(rel))))
+                .take(10_000)
+            {
                 let k = g.key().map_err(|e| io_err("drop read", e))?;
                 batch.remove(ks, k.clone());
                 last = Some(k);
@@ -817,7 +855,9 @@ impl Store {
             };
             n += batch.len() as u64;
             batch.commit().map_err(|e| io_err("drop write", e))?;
-            self.rotation.after_commit().map_err(|e| io_err("drop write", e))?;
+            self.rotation
+                .after_commit()
+                .map_err(|e| io_err("drop write", e))?;
             from = Bound::Excluded(last.to_vec());
         }
     }
@@ -934,7 +974,9 @@ fn ensure_format(
         if batch.len() >= 10_000 {
             let b = std::mem::replace(&mut batch, db.batch());
             b.commit().map_err(|e| io_err("rebuild latest", e))?;
-            rotation.after_commit().map_err(|e| io_err("rebuild latest", e))?;
+            rotation
+                .after_commit()
+                .map_err(|e| io_err("rebuild latest", e))?;
         }
     }
     batch.insert(
@@ -981,14 +1023,23 @@ struct WriterKeyspaces {
     sys: Keyspace,
 }
 
+/// What the writer thread shares with the readers of the store.
+struct WriterShared {
+    latest_lock: Arc<parking_lot::Mutex<()>>,
+    superseded: Arc<parking_lot::Mutex<Superseded>>,
+    stats: Arc<WriterStats>,
+}
+
 fn writer_loop(
     db: Database,
     WriterKeyspaces { data, latest, sys }: WriterKeyspaces,
-    latest_lock: Arc<parking_lot::Mutex<()>>,
-    superseded: Arc<parking_lot::Mutex<Superseded>>,
+    WriterShared {
+        latest_lock,
+        superseded,
+        stats,
+    }: WriterShared,
     rotation: MemtableRotation,
     rx: mpsc::Receiver<Msg>,
-    stats: Arc<WriterStats>,
     sync_queue: syncer::Pusher,
 ) {
     let mut shutdown = false;
@@ -1038,13 +1089,17 @@ fn writer_loop(
                     let is_row = |value: &[u8]| value.first() != Some(&TAG_DELETE);
                     // The newest committed version: as read under the caller's row lock, or
                     // from `latest` (about a quarter of this thread's time when read).
-                    let (cur_ts, cur_is_row) = match newest_before.filter(|c| c.is_none_or(|c| c <= ts)) {
-                        Some(c) => (c, None),
-                        None => {
-                            let cur = latest.get(&prefix).map_err(commit_err)?;
-                            (cur.as_deref().and_then(latest_ts), cur.map(|cur| is_row(&cur[TS_LEN..])))
-                        }
-                    };
+                    let (cur_ts, cur_is_row) =
+                        match newest_before.filter(|c| c.is_none_or(|c| c <= ts)) {
+                            Some(c) => (c, None),
+                            None => {
+                                let cur = latest.get(&prefix).map_err(commit_err)?;
+                                (
+                                    cur.as_deref().and_then(latest_ts),
+                                    cur.map(|cur| is_row(&cur[TS_LEN..])),
+                                )
+                            }
+                        };
                     // Commits may reach the writer out of timestamp order: `latest` keeps
                     // the newest. (Never for a key read under a lock: its next writer waits.)
                     match cur_ts {
@@ -1143,7 +1198,10 @@ fn apply_merge(
         .get(prefix)
         .map_err(commit_err)?
         .ok_or_else(|| PgError::internal("storage: merge into a key without versions"))?;
-    let Version { commit_ts: cur_ts, row } = decode_latest(cur)?;
+    let Version {
+        commit_ts: cur_ts,
+        row,
+    } = decode_latest(cur)?;
     if cur_ts < ts {
         let v = encode_value(&Some(f(&merge_base(row)?)?));
         replaced.push((version_key(prefix, cur_ts), ts));
@@ -1168,7 +1226,11 @@ fn apply_merge(
         .next()
         .ok_or_else(|| PgError::internal("storage: merge below the oldest version"))?;
     let (_, base) = base.into_inner().map_err(commit_err)?;
-    b.insert(data, version_key(prefix, ts), encode_value(&Some(f(&merge_base(decode_value(base)?)?)?)));
+    b.insert(
+        data,
+        version_key(prefix, ts),
+        encode_value(&Some(f(&merge_base(decode_value(base)?)?)?)),
+    );
     // The base version is already listed as replaced by the next newer one.
     if let Some(n) = next_newer {
         replaced.push((version_key(prefix, ts), n));

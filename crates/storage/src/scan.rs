@@ -68,7 +68,10 @@ enum State {
 impl ScanIter {
     pub(crate) fn new(iter: Option<fjall::Iter>, snapshot: Timestamp) -> ScanIter {
         let state = match iter {
-            Some(iter) => State::Inline { rows: VisibleRows::new(iter, snapshot), returned: 0 },
+            Some(iter) => State::Inline {
+                rows: VisibleRows::new(iter, snapshot),
+                returned: 0,
+            },
             None => State::Done,
         };
         ScanIter { state }
@@ -85,7 +88,8 @@ impl Iterator for ScanIter {
                 rows.next()
             }
             State::Inline { .. } => {
-                let State::Inline { rows, .. } = std::mem::replace(&mut self.state, State::Done) else {
+                let State::Inline { rows, .. } = std::mem::replace(&mut self.state, State::Done)
+                else {
                     unreachable!()
                 };
                 self.state = match Piped::start(rows) {
@@ -127,7 +131,11 @@ impl Piped {
                 }
             });
         match spawned {
-            Ok(_) => Ok(Piped { batches, current: Vec::new().into_iter(), stop }),
+            Ok(_) => Ok(Piped {
+                batches,
+                current: Vec::new().into_iter(),
+                stop,
+            }),
             Err(_) => {
                 let mut rows = slot.lock().take().expect("the thread never started");
                 rows.stop = None;
@@ -198,7 +206,13 @@ struct VisibleRows {
 
 impl VisibleRows {
     fn new(iter: fjall::Iter, snapshot: Timestamp) -> VisibleRows {
-        VisibleRows { iter, snapshot, skip: Vec::new(), have_skip: false, stop: None }
+        VisibleRows {
+            iter,
+            snapshot,
+            skip: Vec::new(),
+            have_skip: false,
+            stop: None,
+        }
     }
 }
 
@@ -209,7 +223,11 @@ impl Iterator for VisibleRows {
         loop {
             // Checked per entry: a run of versions the snapshot does not see (a deleted
             // range not yet collected) can be long.
-            if self.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
                 return None;
             }
             let (k, v) = match self.iter.next()?.into_inner() {

@@ -47,7 +47,10 @@ struct State {
 
 impl SyncQueue {
     pub(crate) fn new() -> Arc<SyncQueue> {
-        Arc::new(SyncQueue { state: Mutex::new(State::default()), wake: Condvar::new() })
+        Arc::new(SyncQueue {
+            state: Mutex::new(State::default()),
+            wake: Condvar::new(),
+        })
     }
 
     /// Called by the writer after applying batches (`durable` are the replies of those
@@ -97,7 +100,11 @@ impl JournalFile {
     pub(crate) fn open(dir: &Path) -> std::io::Result<JournalFile> {
         let id = newest_journal(dir)?;
         let file = File::open(journal_path(dir, id))?;
-        Ok(JournalFile { dir: dir.to_path_buf(), id, file })
+        Ok(JournalFile {
+            dir: dir.to_path_buf(),
+            id,
+            file,
+        })
     }
 
     /// The id of the journal this follows.
@@ -130,17 +137,30 @@ fn newest_journal(dir: &Path) -> std::io::Result<u64> {
     let mut newest = None;
     for entry in std::fs::read_dir(dir)? {
         let name = entry?.file_name();
-        let id = name.to_str().and_then(|n| n.strip_suffix(".jnl")).and_then(|n| n.parse::<u64>().ok());
+        let id = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".jnl"))
+            .and_then(|n| n.parse::<u64>().ok());
         newest = newest.max(id);
     }
-    newest.ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no journal file in the data directory"))
+    newest.ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no journal file in the data directory",
+        )
+    })
 }
 
 /// The syncer thread's loop: takes every commit applied so far, makes the journal durable,
 /// answers them; fsyncs asynchronous commits every `ASYNC_FLUSH_INTERVAL`. After a failed
 /// fsync it fails every later commit: the kernel may have dropped the unwritten pages, so
 /// nothing written since can be promised (PostgreSQL PANICs for the same reason).
-pub(crate) fn syncer_loop(db: Database, mut journal: JournalFile, queue: Arc<SyncQueue>, stats: Arc<WriterStats>) {
+pub(crate) fn syncer_loop(
+    db: Database,
+    mut journal: JournalFile,
+    queue: Arc<SyncQueue>,
+    stats: Arc<WriterStats>,
+) {
     let mut failed: Option<PgError> = None;
     let mut last_sync = Instant::now();
     loop {
@@ -191,7 +211,8 @@ pub(crate) fn syncer_loop(db: Database, mut journal: JournalFile, queue: Arc<Syn
 }
 
 fn sync(db: &Database, journal: &mut JournalFile) -> PgResult<()> {
-    db.persist(PersistMode::Buffer).map_err(|e| io_err("write journal", e))?;
+    db.persist(PersistMode::Buffer)
+        .map_err(|e| io_err("write journal", e))?;
     journal.sync_data().map_err(|e| io_err("fsync journal", e))
 }
 
@@ -207,7 +228,10 @@ mod tests {
     #[test]
     fn follows_fjall_journal_rotation() {
         let dir = tempfile::tempdir().unwrap();
-        let opts = StoreOptions { path: dir.path().to_path_buf(), cache_size: 16 << 20 };
+        let opts = StoreOptions {
+            path: dir.path().to_path_buf(),
+            cache_size: 16 << 20,
+        };
         let store = Store::open(opts.clone()).unwrap();
         let mut journal = JournalFile::open(dir.path()).unwrap();
         let first = journal.id();
@@ -217,14 +241,21 @@ mod tests {
             let mut rng = rand::rngs::StdRng::seed_from_u64(11);
             (0..1 << 20).map(|_| rng.gen()).collect()
         };
-        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         // fjall's worker rotates the journal when it flushes a memtable (each 1 MiB write
         // fills one in `sys`) and finds the journal past 64 MB.
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut i = 0u32;
         while newest_journal(dir.path()).unwrap() == first {
-            assert!(Instant::now() < deadline, "fjall did not rotate its journal after {i} MiB");
-            store.meta_put(Space::Sys, format!("big/{i}").as_bytes(), Some(&value)).unwrap();
+            assert!(
+                Instant::now() < deadline,
+                "fjall did not rotate its journal after {i} MiB"
+            );
+            store
+                .meta_put(Space::Sys, format!("big/{i}").as_bytes(), Some(&value))
+                .unwrap();
             i += 1;
             if i > 64 {
                 std::thread::sleep(Duration::from_millis(20));
@@ -236,14 +267,19 @@ mod tests {
             op: crate::WriteOp::Put(Some(bytes::Bytes::from_static(b"row"))),
             newest_before: None,
         };
-        rt.block_on(store.apply(&[write], 5, true, None)).unwrap().unwrap();
+        rt.block_on(store.apply(&[write], 5, true, None))
+            .unwrap()
+            .unwrap();
         journal.sync_data().unwrap();
         assert!(journal.id() > first);
         assert_eq!(journal.id(), newest_journal(dir.path()).unwrap());
         drop(store);
         let store = Store::open(opts).unwrap();
         assert!(store.get(9, b"after-rotation", 5).unwrap().is_some());
-        assert_eq!(store.meta_get(Space::Sys, b"big/0").unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(
+            store.meta_get(Space::Sys, b"big/0").unwrap().as_deref(),
+            Some(&value[..])
+        );
     }
 
     #[test]

@@ -10,11 +10,16 @@ use storage::{memory_split, Store, StoreOptions, Write, WriteOp};
 
 #[test]
 fn memtables_stay_bounded_under_many_small_commits() {
-    let dir = std::env::temp_dir().join(format!("meridian-storage-memtables-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("meridian-storage-memtables-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let cache_size = 8 << 20;
     let (_, write_buffer, memtable) = memory_split(cache_size);
-    let store = Store::open(StoreOptions { path: dir.clone(), cache_size }).unwrap();
+    let store = Store::open(StoreOptions {
+        path: dir.clone(),
+        cache_size,
+    })
+    .unwrap();
 
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let row = Bytes::from(vec![b'x'; 200]);
@@ -23,10 +28,20 @@ fn memtables_stay_bounded_under_many_small_commits() {
     let mut largest = 0;
     for ts in 1..=commits {
         let key = rng.gen::<u64>().to_be_bytes().to_vec();
-        let write = Write { rel: 1, key, op: WriteOp::Put(Some(row.clone())), newest_before: None };
+        let write = Write {
+            rel: 1,
+            key,
+            op: WriteOp::Put(Some(row.clone())),
+            newest_before: None,
+        };
         in_flight.push_back(store.apply(&[write], ts, false, None));
         if in_flight.len() >= 256 {
-            in_flight.pop_front().unwrap().blocking_recv().unwrap().unwrap();
+            in_flight
+                .pop_front()
+                .unwrap()
+                .blocking_recv()
+                .unwrap()
+                .unwrap();
         }
         if ts % 500 == 0 {
             largest = largest.max(store.write_buffer_size());

@@ -8,8 +8,15 @@ use std::sync::Arc;
 use storage::{MergeFn, Store, StoreOptions, Timestamp, Write, WriteOp};
 
 fn open(name: &str) -> (tempfile::TempDir, Arc<Store>) {
-    let dir = tempfile::Builder::new().prefix(&format!("meridian-merge-{name}")).tempdir().unwrap();
-    let store = Store::open(StoreOptions { path: dir.path().to_path_buf(), cache_size: 16 << 20 }).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("meridian-merge-{name}"))
+        .tempdir()
+        .unwrap();
+    let store = Store::open(StoreOptions {
+        path: dir.path().to_path_buf(),
+        cache_size: 16 << 20,
+    })
+    .unwrap();
     (dir, store)
 }
 
@@ -20,20 +27,30 @@ fn num(n: i64) -> Bytes {
 fn add(d: i64) -> WriteOp {
     let f: MergeFn = Arc::new(move |row: &Bytes| {
         let n = i64::from_le_bytes(row[..8].try_into().unwrap());
-        n.checked_add(d).map(num).ok_or_else(|| PgError::new("22003", "bigint out of range"))
+        n.checked_add(d)
+            .map(num)
+            .ok_or_else(|| PgError::new("22003", "bigint out of range"))
     });
     WriteOp::Merge(f)
 }
 
 fn apply(s: &Store, op: WriteOp, ts: Timestamp) -> pgerror::PgResult<()> {
-    let w = Write { rel: 1, key: b"k".to_vec(), op, newest_before: None };
+    let w = Write {
+        rel: 1,
+        key: b"k".to_vec(),
+        op,
+        newest_before: None,
+    };
     s.apply(&[w], ts, true, None).blocking_recv().unwrap()
 }
 
 fn value_at(s: &Store, snapshot: Timestamp) -> Option<(Timestamp, i64)> {
-    s.get(1, b"k", snapshot)
-        .unwrap()
-        .map(|v| (v.commit_ts, i64::from_le_bytes(v.row.unwrap()[..8].try_into().unwrap())))
+    s.get(1, b"k", snapshot).unwrap().map(|v| {
+        (
+            v.commit_ts,
+            i64::from_le_bytes(v.row.unwrap()[..8].try_into().unwrap()),
+        )
+    })
 }
 
 #[test]
@@ -71,11 +88,29 @@ fn a_late_merge_is_applied_to_every_newer_version() {
 fn a_failing_merge_refuses_its_batch_only() {
     let (_d, s) = open("fail");
     apply(&s, WriteOp::Put(Some(num(i64::MAX - 1))), 10).unwrap();
-    let other = Write { rel: 2, key: b"x".to_vec(), op: WriteOp::Put(Some(num(1))), newest_before: None };
-    let merge = Write { rel: 1, key: b"k".to_vec(), op: add(2), newest_before: None };
-    let err = s.apply(&[other, merge], 20, true, None).blocking_recv().unwrap().unwrap_err();
+    let other = Write {
+        rel: 2,
+        key: b"x".to_vec(),
+        op: WriteOp::Put(Some(num(1))),
+        newest_before: None,
+    };
+    let merge = Write {
+        rel: 1,
+        key: b"k".to_vec(),
+        op: add(2),
+        newest_before: None,
+    };
+    let err = s
+        .apply(&[other, merge], 20, true, None)
+        .blocking_recv()
+        .unwrap()
+        .unwrap_err();
     assert_eq!(err.code, "22003");
-    assert_eq!(s.get(2, b"x", u64::MAX).unwrap(), None, "nothing of the refused batch is written");
+    assert_eq!(
+        s.get(2, b"x", u64::MAX).unwrap(),
+        None,
+        "nothing of the refused batch is written"
+    );
     assert_eq!(value_at(&s, u64::MAX), Some((10, i64::MAX - 1)));
     apply(&s, add(1), 30).unwrap();
     assert_eq!(value_at(&s, u64::MAX), Some((30, i64::MAX)));

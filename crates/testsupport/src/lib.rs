@@ -74,7 +74,10 @@ pub fn meridian_bin() -> PathBuf {
                 workspace_root().join(p)
             }
         }
-        _ => workspace_root().join("target").join("release").join("meridian"),
+        _ => workspace_root()
+            .join("target")
+            .join("release")
+            .join("meridian"),
     }
 }
 
@@ -88,7 +91,10 @@ pub fn free_port() -> u16 {
 
 fn unique_dir() -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
     std::env::temp_dir().join(format!(
         "meridian-testsupport-{}-{}-{}",
         std::process::id(),
@@ -197,7 +203,8 @@ impl TestServer {
             cmd.arg("--config").arg(c);
         }
         if let Some(s) = self.opts.synchronous_commit {
-            cmd.arg("--synchronous-commit").arg(if s { "on" } else { "off" });
+            cmd.arg("--synchronous-commit")
+                .arg(if s { "on" } else { "off" });
         }
         cmd
     }
@@ -218,8 +225,14 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", self.bin));
         let (tx, rx) = mpsc::channel::<()>();
         for stream in [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -308,7 +321,10 @@ impl TestServer {
 
     /// SIGKILL the server (no clean-up possible).
     pub fn kill9(&mut self) {
-        assert!(!self.is_external(), "kill9() on an external server (MERIDIAN_TEST_ADDR)");
+        assert!(
+            !self.is_external(),
+            "kill9() on an external server (MERIDIAN_TEST_ADDR)"
+        );
         if let Some(c) = self.child.as_mut() {
             let _ = c.kill();
             let _ = c.wait();
@@ -343,7 +359,10 @@ impl TestServer {
 
     /// Start again on the same data directory and port (after `kill9()` or `stop()`).
     pub fn restart(&mut self) {
-        assert!(!self.is_external(), "restart() on an external server (MERIDIAN_TEST_ADDR)");
+        assert!(
+            !self.is_external(),
+            "restart() on an external server (MERIDIAN_TEST_ADDR)"
+        );
         if self.is_alive() {
             self.stop();
         }

@@ -4,15 +4,22 @@
 use crate::datetime;
 use crate::io;
 use crate::numeric;
+use crate::numeric::Numeric;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
-use crate::numeric::Numeric;
 
 /// SQLSTATE 42846 cannot_coerce.
 pub const CANNOT_COERCE: &str = "42846";
 
 fn cannot_cast(from: &DataType, to: &DataType) -> PgError {
-    PgError::new(CANNOT_COERCE, format!("cannot cast type {} to {}", from.format_type_be(), to.format_type_be()))
+    PgError::new(
+        CANNOT_COERCE,
+        format!(
+            "cannot cast type {} to {}",
+            from.format_type_be(),
+            to.format_type_be()
+        ),
+    )
 }
 
 fn int_range_err(to: &DataType) -> PgError {
@@ -21,13 +28,20 @@ fn int_range_err(to: &DataType) -> PgError {
         DataType::Int4 => "integer",
         _ => "bigint",
     };
-    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("{name} out of range"))
+    PgError::new(
+        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{name} out of range"),
+    )
 }
 
 fn make_int(v: i64, to: &DataType) -> PgResult<Value> {
     match to {
-        DataType::Int2 => i16::try_from(v).map(Value::Int2).map_err(|_| int_range_err(to)),
-        DataType::Int4 => i32::try_from(v).map(Value::Int4).map_err(|_| int_range_err(to)),
+        DataType::Int2 => i16::try_from(v)
+            .map(Value::Int2)
+            .map_err(|_| int_range_err(to)),
+        DataType::Int4 => i32::try_from(v)
+            .map(Value::Int4)
+            .map_err(|_| int_range_err(to)),
         _ => Ok(Value::Int8(v)),
     }
 }
@@ -56,7 +70,10 @@ fn numeric_to_int(d: &Numeric, to: &DataType) -> PgResult<Value> {
 }
 
 /// numeric(p,s) of a value, or the value itself for plain numeric.
-pub(crate) fn with_numeric_typmod(d: Numeric, precision_scale: &Option<(u16, i16)>) -> PgResult<Value> {
+pub(crate) fn with_numeric_typmod(
+    d: Numeric,
+    precision_scale: &Option<(u16, i16)>,
+) -> PgResult<Value> {
     Ok(Value::Numeric(match precision_scale {
         Some((p, s)) => numeric::apply_typmod(&d, *p, *s)?,
         None => d,
@@ -66,10 +83,16 @@ pub(crate) fn with_numeric_typmod(d: Numeric, precision_scale: &Option<(u16, i16
 fn float8_to_float4(f: f64) -> PgResult<Value> {
     let r = f as f32;
     if r.is_infinite() && !f.is_infinite() {
-        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"));
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
     }
     if r == 0.0 && f != 0.0 {
-        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow"));
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: underflow",
+        ));
     }
     Ok(Value::Float4(r))
 }
@@ -88,9 +111,14 @@ pub fn apply_typmod(v: Value, to: &DataType, explicit: bool) -> PgResult<Value> 
         (Value::Text(s), DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name) => {
             Ok(Value::Text(io::apply_string_typmod(s, to)?))
         }
-        (Value::Numeric(d), DataType::Numeric { precision_scale }) => with_numeric_typmod(d, precision_scale),
+        (Value::Numeric(d), DataType::Numeric { precision_scale }) => {
+            with_numeric_typmod(d, precision_scale)
+        }
         (Value::Array(items), DataType::Array(elem)) => Ok(Value::Array(
-            items.into_iter().map(|it| apply_typmod(it, elem, explicit)).collect::<PgResult<_>>()?,
+            items
+                .into_iter()
+                .map(|it| apply_typmod(it, elem, explicit))
+                .collect::<PgResult<_>>()?,
         )),
         (v, _) => Ok(v),
     }
@@ -118,11 +146,19 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
     // Unknown literals and strings: through text input.
     if matches!(from, T::Unknown) || from.is_string() || matches!(from, T::Char | T::PgNodeTree) {
         if let Value::Text(s) = v {
-            let s = if matches!(from, T::Bpchar { .. }) && !matches!(to, T::Bpchar { .. }) { rtrim_spaces(s) } else { s };
+            let s = if matches!(from, T::Bpchar { .. }) && !matches!(to, T::Bpchar { .. }) {
+                rtrim_spaces(s)
+            } else {
+                s
+            };
             return match to {
                 T::Text | T::PgNodeTree => Ok(Value::Text(s)),
-                T::Varchar { .. } | T::Bpchar { .. } | T::Name => apply_typmod(Value::Text(s), to, explicit),
-                T::Char => Ok(Value::Text(s.chars().next().map(String::from).unwrap_or_default())),
+                T::Varchar { .. } | T::Bpchar { .. } | T::Name => {
+                    apply_typmod(Value::Text(s), to, explicit)
+                }
+                T::Char => Ok(Value::Text(
+                    s.chars().next().map(String::from).unwrap_or_default(),
+                )),
                 _ => io::from_text(&s, to),
             };
         }
@@ -139,10 +175,17 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
             // int4 → "char": the byte with that value
             if let Value::Int4(i) = v {
                 if !(-128..=127).contains(&i) {
-                    return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "\"char\" out of range"));
+                    return Err(PgError::new(
+                        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+                        "\"char\" out of range",
+                    ));
                 }
                 let c = (i as u8) as char;
-                return Ok(Value::Text(if i == 0 { String::new() } else { c.to_string() }));
+                return Ok(Value::Text(if i == 0 {
+                    String::new()
+                } else {
+                    c.to_string()
+                }));
             }
         }
         let mut out = Vec::new();
@@ -153,7 +196,9 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
         }
         let s = String::from_utf8(out).map_err(|_| PgError::internal("non-UTF-8 text output"))?;
         return match to {
-            T::Char => Ok(Value::Text(s.chars().next().map(String::from).unwrap_or_default())),
+            T::Char => Ok(Value::Text(
+                s.chars().next().map(String::from).unwrap_or_default(),
+            )),
             _ => apply_typmod(Value::Text(s), to, explicit),
         };
     }
@@ -167,7 +212,9 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
                 T::Int2 | T::Int4 | T::Int8 => make_int(i, t),
                 T::Float4 => Ok(Value::Float4(i as f32)),
                 T::Float8 => Ok(Value::Float8(i as f64)),
-                T::Numeric { precision_scale } => with_numeric_typmod(Numeric::from(i), precision_scale),
+                T::Numeric { precision_scale } => {
+                    with_numeric_typmod(Numeric::from(i), precision_scale)
+                }
                 T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace => {
                     if matches!(v, Value::Oid(_)) {
                         return Ok(v);
@@ -176,7 +223,10 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
                         if matches!(v, Value::Int4(_) | Value::Int2(_)) && i >= i32::MIN as i64 {
                             return Ok(Value::Oid(i as i32 as u32));
                         }
-                        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "OID out of range"));
+                        return Err(PgError::new(
+                            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+                            "OID out of range",
+                        ));
                     }
                     Ok(Value::Oid(i as u32))
                 }
@@ -201,18 +251,32 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
             T::TimestampTz => Ok(Value::TimestampTz(t)),
             T::Time => {
                 if t == i64::MIN || t == i64::MAX {
-                    return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "timestamp out of range"));
+                    return Err(PgError::new(
+                        codes::DATETIME_FIELD_OVERFLOW,
+                        "timestamp out of range",
+                    ));
                 }
                 Ok(Value::Time(t.rem_euclid(datetime::USECS_PER_DAY)))
             }
             _ => Err(cannot_cast(from, to)),
         },
-        (Value::Time(t), T::Interval) => Ok(Value::Interval { months: 0, days: 0, micros: t }),
-        (Value::Interval { micros, .. }, T::Time) => Ok(Value::Time(micros.rem_euclid(datetime::USECS_PER_DAY))),
+        (Value::Time(t), T::Interval) => Ok(Value::Interval {
+            months: 0,
+            days: 0,
+            micros: t,
+        }),
+        (Value::Interval { micros, .. }, T::Time) => {
+            Ok(Value::Time(micros.rem_euclid(datetime::USECS_PER_DAY)))
+        }
         (Value::Array(items), T::Array(_) | T::Int2Vector | T::OidVector) => {
             let fe = from.element().cloned().unwrap_or(T::Unknown);
             let te = to.element().expect("array element").clone();
-            Ok(Value::Array(items.into_iter().map(|it| cast(it, &fe, &te, explicit)).collect::<PgResult<_>>()?))
+            Ok(Value::Array(
+                items
+                    .into_iter()
+                    .map(|it| cast(it, &fe, &te, explicit))
+                    .collect::<PgResult<_>>()?,
+            ))
         }
         _ => Err(cannot_cast(from, to)),
     }
@@ -223,9 +287,10 @@ fn float_cast(f: f64, is_f4: bool, from: &DataType, to: &DataType) -> PgResult<V
         DataType::Int2 | DataType::Int4 | DataType::Int8 => float_to_int(f, to),
         DataType::Float4 => float8_to_float4(f),
         DataType::Float8 => Ok(Value::Float8(f)),
-        DataType::Numeric { precision_scale } => {
-            with_numeric_typmod(numeric::from_f64(f, if is_f4 { 6 } else { 15 })?, precision_scale)
-        }
+        DataType::Numeric { precision_scale } => with_numeric_typmod(
+            numeric::from_f64(f, if is_f4 { 6 } else { 15 })?,
+            precision_scale,
+        ),
         _ => Err(cannot_cast(from, to)),
     }
 }
@@ -237,18 +302,31 @@ pub fn can_coerce_implicitly(from: &DataType, to: &DataType) -> bool {
     if from.without_typmod() == to.without_typmod() || matches!(from, T::Unknown) {
         return true;
     }
-    let reg = |t: &T| matches!(t, T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace);
+    let reg = |t: &T| {
+        matches!(
+            t,
+            T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace
+        )
+    };
     match (from, to) {
         (T::Array(a), T::Array(b)) => can_coerce_implicitly(a, b),
         (T::Int2Vector, T::Array(e)) => matches!(**e, T::Int2),
         (T::OidVector, T::Array(e)) => matches!(**e, T::Oid),
         (T::Char | T::Name | T::PgNodeTree, T::Text) => true,
-        (T::Int2, t) => matches!(t, T::Int4 | T::Int8 | T::Float4 | T::Float8 | T::Numeric { .. }) || reg(t),
+        (T::Int2, t) => {
+            matches!(
+                t,
+                T::Int4 | T::Int8 | T::Float4 | T::Float8 | T::Numeric { .. }
+            ) || reg(t)
+        }
         (T::Int4, t) => matches!(t, T::Int8 | T::Float4 | T::Float8 | T::Numeric { .. }) || reg(t),
         (T::Int8, t) => matches!(t, T::Float4 | T::Float8 | T::Numeric { .. }) || reg(t),
         (T::Oid, t) => reg(t),
         (T::RegClass | T::RegProc | T::RegType | T::RegNamespace, T::Oid) => true,
-        (T::Text, t) => matches!(t, T::Name | T::Bpchar { .. } | T::Varchar { .. } | T::RegClass),
+        (T::Text, t) => matches!(
+            t,
+            T::Name | T::Bpchar { .. } | T::Varchar { .. } | T::RegClass
+        ),
         (T::Varchar { .. }, t) => matches!(t, T::Name | T::Text | T::Bpchar { .. } | T::RegClass),
         (T::Bpchar { .. }, t) => matches!(t, T::Name | T::Text | T::Varchar { .. }),
         (T::Float4, T::Float8) => true,
@@ -274,7 +352,9 @@ pub fn can_assign(from: &DataType, to: &DataType) -> bool {
         (T::Array(a), T::Array(b)) => can_assign(a, b),
         (T::Text | T::Varchar { .. } | T::Bpchar { .. }, T::Char) => true,
         (T::Int8, T::Int2 | T::Int4) | (T::Int4, T::Int2) => true,
-        (T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace, T::Int4 | T::Int8) => true,
+        (T::Oid | T::RegClass | T::RegProc | T::RegType | T::RegNamespace, T::Int4 | T::Int8) => {
+            true
+        }
         (T::Float4, T::Int2 | T::Int4 | T::Int8 | T::Numeric { .. }) => true,
         (T::Float8, T::Int2 | T::Int4 | T::Int8 | T::Float4 | T::Numeric { .. }) => true,
         (T::Numeric { .. }, T::Int2 | T::Int4 | T::Int8) => true,
@@ -291,8 +371,10 @@ pub fn can_cast_explicitly(from: &DataType, to: &DataType) -> bool {
     if can_assign(from, to) || from.is_string() || matches!(from, T::Char | T::Unknown) {
         return true;
     }
-    matches!((from, to), (T::Bool, T::Int4) | (T::Int4, T::Bool) | (T::Int4, T::Char) | (T::Char, T::Int4))
-        || matches!((from, to), (T::Array(a), T::Array(b)) if can_cast_explicitly(a, b))
+    matches!(
+        (from, to),
+        (T::Bool, T::Int4) | (T::Int4, T::Bool) | (T::Int4, T::Char) | (T::Char, T::Int4)
+    ) || matches!((from, to), (T::Array(a), T::Array(b)) if can_cast_explicitly(a, b))
 }
 
 #[cfg(test)]
@@ -305,42 +387,131 @@ mod tests {
     #[test]
     fn numeric_casts_pg15() {
         // checked against PostgreSQL 15
-        assert_eq!(cast(Value::Float8(2.5), &DataType::Float8, &DataType::Int4, true).unwrap(), Value::Int4(2));
-        assert_eq!(cast(Value::Float8(3.5), &DataType::Float8, &DataType::Int4, true).unwrap(), Value::Int4(4));
-        assert_eq!(cast(num("2.5"), &DataType::NUMERIC, &DataType::Int4, true).unwrap(), Value::Int4(3));
-        assert_eq!(cast(num("-2.5"), &DataType::NUMERIC, &DataType::Int4, true).unwrap(), Value::Int4(-3));
-        assert_eq!(cast(Value::Float8(0.1), &DataType::Float8, &DataType::NUMERIC, true).unwrap(), num("0.1"));
-        let e = cast(Value::Int8(1 << 40), &DataType::Int8, &DataType::Int4, false).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22003", "integer out of range"));
+        assert_eq!(
+            cast(Value::Float8(2.5), &DataType::Float8, &DataType::Int4, true).unwrap(),
+            Value::Int4(2)
+        );
+        assert_eq!(
+            cast(Value::Float8(3.5), &DataType::Float8, &DataType::Int4, true).unwrap(),
+            Value::Int4(4)
+        );
+        assert_eq!(
+            cast(num("2.5"), &DataType::NUMERIC, &DataType::Int4, true).unwrap(),
+            Value::Int4(3)
+        );
+        assert_eq!(
+            cast(num("-2.5"), &DataType::NUMERIC, &DataType::Int4, true).unwrap(),
+            Value::Int4(-3)
+        );
+        assert_eq!(
+            cast(
+                Value::Float8(0.1),
+                &DataType::Float8,
+                &DataType::NUMERIC,
+                true
+            )
+            .unwrap(),
+            num("0.1")
+        );
+        let e = cast(
+            Value::Int8(1 << 40),
+            &DataType::Int8,
+            &DataType::Int4,
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22003", "integer out of range")
+        );
         let e = cast(Value::Int4(70000), &DataType::Int4, &DataType::Int2, false).unwrap_err();
         assert_eq!(e.message, "smallint out of range");
-        let e = cast(Value::Float8(1e300), &DataType::Float8, &DataType::Float4, false).unwrap_err();
+        let e = cast(
+            Value::Float8(1e300),
+            &DataType::Float8,
+            &DataType::Float4,
+            false,
+        )
+        .unwrap_err();
         assert_eq!(e.message, "value out of range: overflow");
-        let n52 = DataType::Numeric { precision_scale: Some((5, 2)) };
-        assert_eq!(cast(Value::Int4(12), &DataType::Int4, &n52, false).unwrap(), num("12.00"));
-        assert_eq!(cast(num("1.005"), &DataType::NUMERIC, &n52, false).unwrap(), num("1.01"));
+        let n52 = DataType::Numeric {
+            precision_scale: Some((5, 2)),
+        };
+        assert_eq!(
+            cast(Value::Int4(12), &DataType::Int4, &n52, false).unwrap(),
+            num("12.00")
+        );
+        assert_eq!(
+            cast(num("1.005"), &DataType::NUMERIC, &n52, false).unwrap(),
+            num("1.01")
+        );
     }
 
     #[test]
     fn string_casts() {
         let v3 = DataType::Varchar { max_len: Some(2) };
         let t = Value::Text("abc".into());
-        assert_eq!(cast(t.clone(), &DataType::Text, &v3, true).unwrap(), Value::Text("ab".into()));
+        assert_eq!(
+            cast(t.clone(), &DataType::Text, &v3, true).unwrap(),
+            Value::Text("ab".into())
+        );
         let e = cast(t.clone(), &DataType::Text, &v3, false).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22001", "value too long for type character varying(2)"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22001", "value too long for type character varying(2)")
+        );
         let c4 = DataType::Bpchar { len: Some(4) };
-        assert_eq!(cast(t.clone(), &DataType::Text, &c4, false).unwrap(), Value::Text("abc ".into()));
-        assert_eq!(cast(Value::Text("a  ".into()), &c4, &DataType::Text, false).unwrap(), Value::Text("a".into()));
-        assert_eq!(cast(Value::Int4(42), &DataType::Int4, &DataType::Text, false).unwrap(), Value::Text("42".into()));
-        assert_eq!(cast(Value::Text("42".into()), &DataType::Unknown, &DataType::Int8, false).unwrap(), Value::Int8(42));
-        let e = cast(Value::Text("x".into()), &DataType::Text, &DataType::Int4, true).unwrap_err();
+        assert_eq!(
+            cast(t.clone(), &DataType::Text, &c4, false).unwrap(),
+            Value::Text("abc ".into())
+        );
+        assert_eq!(
+            cast(Value::Text("a  ".into()), &c4, &DataType::Text, false).unwrap(),
+            Value::Text("a".into())
+        );
+        assert_eq!(
+            cast(Value::Int4(42), &DataType::Int4, &DataType::Text, false).unwrap(),
+            Value::Text("42".into())
+        );
+        assert_eq!(
+            cast(
+                Value::Text("42".into()),
+                &DataType::Unknown,
+                &DataType::Int8,
+                false
+            )
+            .unwrap(),
+            Value::Int8(42)
+        );
+        let e = cast(
+            Value::Text("x".into()),
+            &DataType::Text,
+            &DataType::Int4,
+            true,
+        )
+        .unwrap_err();
         assert_eq!(e.message, "invalid input syntax for type integer: \"x\"");
-        assert_eq!(cast(Value::Bool(true), &DataType::Bool, &DataType::Text, true).unwrap(), Value::Text("true".into()));
-        assert_eq!(cast(Value::Int4(7), &DataType::Int4, &DataType::Bool, true).unwrap(), Value::Bool(true));
-        assert_eq!(cast(Value::Bool(true), &DataType::Bool, &DataType::Int4, true).unwrap(), Value::Int4(1));
-        assert_eq!(cast(Value::Null, &DataType::Int4, &DataType::Text, false).unwrap(), Value::Null);
+        assert_eq!(
+            cast(Value::Bool(true), &DataType::Bool, &DataType::Text, true).unwrap(),
+            Value::Text("true".into())
+        );
+        assert_eq!(
+            cast(Value::Int4(7), &DataType::Int4, &DataType::Bool, true).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            cast(Value::Bool(true), &DataType::Bool, &DataType::Int4, true).unwrap(),
+            Value::Int4(1)
+        );
+        assert_eq!(
+            cast(Value::Null, &DataType::Int4, &DataType::Text, false).unwrap(),
+            Value::Null
+        );
         let e = cast(Value::Date(0), &DataType::Date, &DataType::Int4, true).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("42846", "cannot cast type date to integer"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("42846", "cannot cast type date to integer")
+        );
     }
 
     #[test]
@@ -349,8 +520,26 @@ mod tests {
             cast(Value::Date(1), &DataType::Date, &DataType::Timestamp, false).unwrap(),
             Value::Timestamp(datetime::USECS_PER_DAY)
         );
-        assert_eq!(cast(Value::Timestamp(-1), &DataType::Timestamp, &DataType::Date, false).unwrap(), Value::Date(-1));
-        assert_eq!(cast(Value::Timestamp(5), &DataType::Timestamp, &DataType::TimestampTz, false).unwrap(), Value::TimestampTz(5));
+        assert_eq!(
+            cast(
+                Value::Timestamp(-1),
+                &DataType::Timestamp,
+                &DataType::Date,
+                false
+            )
+            .unwrap(),
+            Value::Date(-1)
+        );
+        assert_eq!(
+            cast(
+                Value::Timestamp(5),
+                &DataType::Timestamp,
+                &DataType::TimestampTz,
+                false
+            )
+            .unwrap(),
+            Value::TimestampTz(5)
+        );
     }
 
     #[test]
@@ -364,7 +553,10 @@ mod tests {
         assert!(can_cast_explicitly(&DataType::Text, &DataType::Int4));
         assert!(!can_assign(&DataType::Bool, &DataType::Int4));
         assert!(can_cast_explicitly(&DataType::Bool, &DataType::Int4));
-        assert!(can_coerce_implicitly(&DataType::Date, &DataType::TimestampTz));
+        assert!(can_coerce_implicitly(
+            &DataType::Date,
+            &DataType::TimestampTz
+        ));
         assert!(can_coerce_implicitly(&DataType::Unknown, &DataType::Date));
         assert!(can_coerce_implicitly(
             &DataType::Array(Box::new(DataType::Int4)),

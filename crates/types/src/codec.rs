@@ -7,10 +7,10 @@
 //!   order of the values (ASC, NULLS LAST), column by column. All integer widths (and oids
 //!   are separate) encode as i64 so int4 5 and int8 5 give the same bytes.
 
-use crate::Value;
-use pgerror::{PgError, PgResult};
 use crate::numeric::{Numeric, Parts};
+use crate::Value;
 use num_bigint::{BigInt, BigUint, Sign};
+use pgerror::{PgError, PgResult};
 
 /// SQLSTATE XX001 data_corrupted.
 pub const DATA_CORRUPTED: &str = "XX001";
@@ -66,7 +66,11 @@ fn encode_numeric(n: &Numeric, out: &mut Vec<u8>) {
             out.extend_from_slice(&coef.to_le_bytes());
         }
         Parts::Big(coef, dscale) => {
-            out.push(if coef.sign() == Sign::Minus { k::BIG_NEG } else { k::BIG_POS });
+            out.push(if coef.sign() == Sign::Minus {
+                k::BIG_NEG
+            } else {
+                k::BIG_POS
+            });
             out.extend_from_slice(&dscale.to_le_bytes());
             let mag = coef.magnitude().to_bytes_le();
             put_varint(out, mag.len() as u64);
@@ -95,7 +99,14 @@ fn decode_numeric(r: &mut Reader<'_>) -> PgResult<Numeric> {
     } else {
         let n = r.len()?;
         let mag = BigUint::from_bytes_le(r.take(n)?);
-        BigInt::from_biguint(if kind == k::BIG_NEG { Sign::Minus } else { Sign::Plus }, mag)
+        BigInt::from_biguint(
+            if kind == k::BIG_NEG {
+                Sign::Minus
+            } else {
+                Sign::Plus
+            },
+            mag,
+        )
     };
     Numeric::from_parts(coef, dscale).ok_or_else(bad)
 }
@@ -108,9 +119,14 @@ fn decode_numeric_decimal96(b: [u8; 16]) -> PgResult<Numeric> {
     if flags & 0x7F00_FFFF != 0 || scale > 28 {
         return Err(corrupted("bad numeric"));
     }
-    let word = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]) as u128;
+    let word =
+        |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]) as u128;
     let mag = word(1) | (word(2) << 32) | (word(3) << 64);
-    let coef = if flags >> 31 == 1 { -BigInt::from(mag) } else { BigInt::from(mag) };
+    let coef = if flags >> 31 == 1 {
+        -BigInt::from(mag)
+    } else {
+        BigInt::from(mag)
+    };
     Numeric::from_parts(coef, scale as u16).ok_or_else(|| corrupted("bad numeric"))
 }
 
@@ -137,7 +153,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> PgResult<&'a [u8]> {
-        let end = self.at.checked_add(n).filter(|e| *e <= self.b.len()).ok_or_else(|| corrupted("truncated value"))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|e| *e <= self.b.len())
+            .ok_or_else(|| corrupted("truncated value"))?;
         let s = &self.b[self.at..end];
         self.at = end;
         Ok(s)
@@ -231,7 +251,11 @@ fn encode_value(v: &Value, out: &mut Vec<u8>) {
             out.push(tag::TIMESTAMPTZ);
             out.extend_from_slice(&t.to_le_bytes())
         }
-        Value::Interval { months, days, micros } => {
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => {
             out.push(tag::INTERVAL);
             out.extend_from_slice(&months.to_le_bytes());
             out.extend_from_slice(&days.to_le_bytes());
@@ -265,12 +289,14 @@ fn decode_value(r: &mut Reader<'_>, depth: usize) -> PgResult<Value> {
         tag::NUMERIC_DECIMAL96 => Value::Numeric(decode_numeric_decimal96(r.arr()?)?),
         tag::TEXT => {
             let n = r.len()?;
-            let s = std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in text"))?;
+            let s =
+                std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in text"))?;
             Value::Text(s.to_string())
         }
         tag::TEXT_PADDED => {
             let n = r.len()?;
-            let body = std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in text"))?;
+            let body =
+                std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in text"))?;
             let pad = r.varint()? as usize;
             if pad > MAX_PAD_RUN {
                 return Err(corrupted("bad padding length"));
@@ -435,7 +461,13 @@ fn key_i64(out: &mut Vec<u8>, v: i64) {
 }
 
 fn key_f64(out: &mut Vec<u8>, v: f64) {
-    let v = if v == 0.0 { 0.0 } else if v.is_nan() { f64::NAN } else { v };
+    let v = if v == 0.0 {
+        0.0
+    } else if v.is_nan() {
+        f64::NAN
+    } else {
+        v
+    };
     let bits = v.to_bits();
     let k = if v.is_nan() {
         u64::MAX // above +Infinity, as PG sorts NaN
@@ -473,7 +505,9 @@ fn key_numeric(out: &mut Vec<u8>, n: &Numeric) {
         },
     };
     out.push(class);
-    let Some((neg, e, digits)) = n.key_parts() else { return };
+    let Some((neg, e, digits)) = n.key_parts() else {
+        return;
+    };
     // |n| = 0.d1d2… × 10^e, |e| ≤ ~150000
     let e_biased = (e as i32 as u32) ^ (1 << 31);
     if neg {
@@ -534,7 +568,11 @@ fn encode_key_value(v: &Value, out: &mut Vec<u8>) {
             out.push(ktag::TIME);
             key_i64(out, *t)
         }
-        Value::Interval { months, days, micros } => {
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => {
             out.push(ktag::INTERVAL);
             let span = Value::interval_span(*months, *days, *micros);
             out.extend_from_slice(&((span as u128) ^ (1 << 127)).to_be_bytes())
@@ -603,7 +641,11 @@ mod tests {
             Value::Float4(1.5),
             Value::Float8(-0.25),
             Value::Numeric(crate::numeric::parse("-123.4500").unwrap().unwrap()),
-            Value::Numeric(crate::numeric::parse("-12345678901234567890123456789.50").unwrap().unwrap()),
+            Value::Numeric(
+                crate::numeric::parse("-12345678901234567890123456789.50")
+                    .unwrap()
+                    .unwrap(),
+            ),
             Value::Numeric(Numeric::NAN),
             Value::Numeric(Numeric::NEG_INF),
             Value::Text("héllo".into()),
@@ -615,9 +657,17 @@ mod tests {
             Value::Time(1234),
             Value::Timestamp(99),
             Value::TimestampTz(-99),
-            Value::Interval { months: 1, days: 2, micros: 3 },
+            Value::Interval {
+                months: 1,
+                days: 2,
+                micros: 3,
+            },
             Value::Oid(42),
-            Value::Array(vec![Value::Int4(1), Value::Null, Value::Array(vec![Value::Text("x".into())])]),
+            Value::Array(vec![
+                Value::Int4(1),
+                Value::Null,
+                Value::Array(vec![Value::Text("x".into())]),
+            ]),
         ];
         let mut out = Vec::new();
         encode_row(&row, &mut out);
@@ -641,7 +691,14 @@ mod tests {
 
     #[test]
     fn garbage_is_xx001() {
-        for bad in [&[5u8][..], &[1, 99], &[1, tag::TEXT, 200], &[1, tag::TEXT, 2, 0xff, 0xfe], &[0xff; 12], &[]] {
+        for bad in [
+            &[5u8][..],
+            &[1, 99],
+            &[1, tag::TEXT, 200],
+            &[1, tag::TEXT, 2, 0xff, 0xfe],
+            &[0xff; 12],
+            &[],
+        ] {
             let e = decode_row(bad).unwrap_err();
             assert_eq!(e.code, "XX001");
         }
@@ -652,8 +709,12 @@ mod tests {
         assert_eq!(key(&Value::Int4(5)), key(&Value::Int8(5)));
         assert_eq!(key(&Value::Int2(-5)), key(&Value::Int8(-5)));
         assert_eq!(
-            key(&Value::Numeric(crate::numeric::parse("1.5").unwrap().unwrap())),
-            key(&Value::Numeric(crate::numeric::parse("1.50").unwrap().unwrap()))
+            key(&Value::Numeric(
+                crate::numeric::parse("1.5").unwrap().unwrap()
+            )),
+            key(&Value::Numeric(
+                crate::numeric::parse("1.50").unwrap().unwrap()
+            ))
         );
         assert_eq!(key(&Value::Float8(0.0)), key(&Value::Float8(-0.0)));
     }
@@ -662,9 +723,14 @@ mod tests {
     fn arb_numeric() -> impl Strategy<Value = Numeric> {
         let small = (any::<i64>(), 0u32..=12).prop_map(|(m, s)| {
             let t = format!("{m}e-{s}");
-            crate::numeric::parse(&t).unwrap().unwrap().round(s as i64).unwrap()
+            crate::numeric::parse(&t)
+                .unwrap()
+                .unwrap()
+                .round(s as i64)
+                .unwrap()
         });
-        let big = ("-?[0-9]{1,60}", -40i64..30).prop_map(|(d, e)| crate::numeric::parse(&format!("{d}e{e}")).unwrap().unwrap());
+        let big = ("-?[0-9]{1,60}", -40i64..30)
+            .prop_map(|(d, e)| crate::numeric::parse(&format!("{d}e{e}")).unwrap().unwrap());
         prop_oneof![
             4 => small,
             4 => big,

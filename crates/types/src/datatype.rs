@@ -68,11 +68,17 @@ pub enum DataType {
     Float4,
     Float8,
     /// `numeric(p,s)`: `precision_scale` is `Some((p, s))`, `None` when unconstrained.
-    Numeric { precision_scale: Option<(u16, i16)> },
+    Numeric {
+        precision_scale: Option<(u16, i16)>,
+    },
     Text,
-    Varchar { max_len: Option<u32> },
+    Varchar {
+        max_len: Option<u32>,
+    },
     /// `character(n)` (bpchar); `None` is bare `bpchar` (no padding).
-    Bpchar { len: Option<u32> },
+    Bpchar {
+        len: Option<u32>,
+    },
     Name,
     /// The one-byte `"char"` type of the catalogs.
     Char,
@@ -107,7 +113,9 @@ pub const NAME_MAX_BYTES: usize = 63;
 
 impl DataType {
     /// Shorthand for `numeric` without modifiers.
-    pub const NUMERIC: DataType = DataType::Numeric { precision_scale: None };
+    pub const NUMERIC: DataType = DataType::Numeric {
+        precision_scale: None,
+    };
     pub const VARCHAR: DataType = DataType::Varchar { max_len: None };
 
     /// pg_type.oid of this type (arrays: the array type's OID; 0 where PG has none).
@@ -244,8 +252,12 @@ impl DataType {
     /// atttypmod: -1 when the type has no modifier.
     pub fn typmod(&self) -> i32 {
         match self {
-            DataType::Varchar { max_len: Some(n) } | DataType::Bpchar { len: Some(n) } => *n as i32 + 4,
-            DataType::Numeric { precision_scale: Some((p, s)) } => numeric_typmod(*p, *s),
+            DataType::Varchar { max_len: Some(n) } | DataType::Bpchar { len: Some(n) } => {
+                *n as i32 + 4
+            }
+            DataType::Numeric {
+                precision_scale: Some((p, s)),
+            } => numeric_typmod(*p, *s),
             DataType::Array(e) => e.typmod(),
             _ => -1,
         }
@@ -254,13 +266,20 @@ impl DataType {
     /// The type with a typmod applied (as from `atttypmod`); -1 leaves it unconstrained.
     pub fn with_typmod(&self, typmod: i32) -> DataType {
         match self {
-            DataType::Varchar { .. } => DataType::Varchar { max_len: (typmod >= 4).then(|| (typmod - 4) as u32) },
-            DataType::Bpchar { .. } => DataType::Bpchar { len: (typmod >= 4).then(|| (typmod - 4) as u32) },
+            DataType::Varchar { .. } => DataType::Varchar {
+                max_len: (typmod >= 4).then(|| (typmod - 4) as u32),
+            },
+            DataType::Bpchar { .. } => DataType::Bpchar {
+                len: (typmod >= 4).then(|| (typmod - 4) as u32),
+            },
             DataType::Numeric { .. } => DataType::Numeric {
                 precision_scale: (typmod >= 4).then(|| {
                     let t = typmod - 4;
                     // The scale is 11 bits, sign-extended (PostgreSQL's make_numeric_typmod).
-                    (((t >> 16) & 0xffff) as u16, (((t & 0x7ff) ^ 1024) - 1024) as i16)
+                    (
+                        ((t >> 16) & 0xffff) as u16,
+                        (((t & 0x7ff) ^ 1024) - 1024) as i16,
+                    )
                 }),
             },
             DataType::Array(e) => DataType::Array(Box::new(e.with_typmod(typmod))),
@@ -359,7 +378,9 @@ impl DataType {
             Int8 => "bigint".into(),
             Float4 => "real".into(),
             Float8 => "double precision".into(),
-            Numeric { precision_scale: Some((p, s)) } if with_typmod => format!("numeric({p},{s})"),
+            Numeric {
+                precision_scale: Some((p, s)),
+            } if with_typmod => format!("numeric({p},{s})"),
             Numeric { .. } => "numeric".into(),
             Varchar { max_len: Some(n) } if with_typmod => format!("character varying({n})"),
             Varchar { .. } => "character varying".into(),
@@ -392,7 +413,16 @@ impl DataType {
         use DataType::*;
         match self {
             Bool => 'B',
-            Int2 | Int4 | Int8 | Float4 | Float8 | Numeric { .. } | Oid | RegClass | RegProc | RegType
+            Int2
+            | Int4
+            | Int8
+            | Float4
+            | Float8
+            | Numeric { .. }
+            | Oid
+            | RegClass
+            | RegProc
+            | RegType
             | RegNamespace => 'N',
             Text | Varchar { .. } | Bpchar { .. } | Name => 'S',
             Char | PgNodeTree => 'Z',
@@ -408,7 +438,12 @@ impl DataType {
     pub fn is_preferred(&self) -> bool {
         matches!(
             self,
-            DataType::Bool | DataType::Text | DataType::Oid | DataType::Float8 | DataType::TimestampTz | DataType::Interval
+            DataType::Bool
+                | DataType::Text
+                | DataType::Oid
+                | DataType::Float8
+                | DataType::TimestampTz
+                | DataType::Interval
         )
     }
 
@@ -426,7 +461,12 @@ impl DataType {
     pub fn is_numeric(&self) -> bool {
         matches!(
             self,
-            DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Float4 | DataType::Float8 | DataType::Numeric { .. }
+            DataType::Int2
+                | DataType::Int4
+                | DataType::Int8
+                | DataType::Float4
+                | DataType::Float8
+                | DataType::Numeric { .. }
         )
     }
 
@@ -436,14 +476,21 @@ impl DataType {
 
     /// text, varchar, bpchar, name (the 'S' category).
     pub fn is_string(&self) -> bool {
-        matches!(self, DataType::Text | DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name)
+        matches!(
+            self,
+            DataType::Text | DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name
+        )
     }
 
     /// oid and the reg* aliases (all represented as `Value::Oid`).
     pub fn is_oid_like(&self) -> bool {
         matches!(
             self,
-            DataType::Oid | DataType::RegClass | DataType::RegProc | DataType::RegType | DataType::RegNamespace
+            DataType::Oid
+                | DataType::RegClass
+                | DataType::RegProc
+                | DataType::RegType
+                | DataType::RegNamespace
         )
     }
 
@@ -475,14 +522,22 @@ impl DataType {
         } else {
             (n, false)
         };
-        let not_exist = || PgError::new(codes::UNDEFINED_OBJECT, format!("type \"{}\" does not exist", orig));
+        let not_exist = || {
+            PgError::new(
+                codes::UNDEFINED_OBJECT,
+                format!("type \"{}\" does not exist", orig),
+            )
+        };
         let no_mods = |t: DataType| -> PgResult<DataType> {
             if modifiers.is_empty() {
                 Ok(t)
             } else {
                 Err(PgError::new(
                     codes::SYNTAX_ERROR,
-                    format!("type modifier is not allowed for type \"{}\"", t.type_name()),
+                    format!(
+                        "type modifier is not allowed for type \"{}\"",
+                        t.type_name()
+                    ),
                 ))
             }
         };
@@ -516,10 +571,9 @@ impl DataType {
                 _ => Err(PgError::new(codes::SYNTAX_ERROR, "invalid type modifier")),
             }
         };
-        if quoted
-            && n == "char" {
-                return no_mods(DataType::Char);
-            }
+        if quoted && n == "char" {
+            return no_mods(DataType::Char);
+        }
         let t = match n {
             "int" | "integer" | "int4" => no_mods(DataType::Int4)?,
             "smallint" | "int2" => no_mods(DataType::Int2)?,
@@ -529,7 +583,10 @@ impl DataType {
             "float" => match modifiers {
                 [] => DataType::Float8,
                 [p] if *p < 1 => {
-                    return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, "precision for type float must be at least 1 bit"))
+                    return Err(PgError::new(
+                        codes::INVALID_PARAMETER_VALUE,
+                        "precision for type float must be at least 1 bit",
+                    ))
                 }
                 [p] if *p <= 24 => DataType::Float4,
                 [p] if *p <= 53 => DataType::Float8,
@@ -546,12 +603,19 @@ impl DataType {
                     [] => return Ok(DataType::NUMERIC),
                     [p] => (*p, 0),
                     [p, s] => (*p, *s),
-                    _ => return Err(PgError::new(codes::SYNTAX_ERROR, "invalid NUMERIC type modifier")),
+                    _ => {
+                        return Err(PgError::new(
+                            codes::SYNTAX_ERROR,
+                            "invalid NUMERIC type modifier",
+                        ))
+                    }
                 };
                 if !(1..=MAX_NUMERIC_PRECISION).contains(&p) {
                     return Err(PgError::new(
                         codes::INVALID_PARAMETER_VALUE,
-                        format!("NUMERIC precision {p} must be between 1 and {MAX_NUMERIC_PRECISION}"),
+                        format!(
+                            "NUMERIC precision {p} must be between 1 and {MAX_NUMERIC_PRECISION}"
+                        ),
                     ));
                 }
                 if !(-MAX_NUMERIC_PRECISION..=MAX_NUMERIC_PRECISION).contains(&s) {
@@ -560,12 +624,20 @@ impl DataType {
                         format!("NUMERIC scale {s} must be between -{MAX_NUMERIC_PRECISION} and {MAX_NUMERIC_PRECISION}"),
                     ));
                 }
-                DataType::Numeric { precision_scale: Some((p as u16, s as i16)) }
+                DataType::Numeric {
+                    precision_scale: Some((p as u16, s as i16)),
+                }
             }
             "text" => no_mods(DataType::Text)?,
-            "varchar" | "character varying" | "char varying" => DataType::Varchar { max_len: len_mod("varchar")? },
-            "char" | "character" => DataType::Bpchar { len: Some(len_mod("char")?.unwrap_or(1)) },
-            "bpchar" => DataType::Bpchar { len: len_mod("char")? },
+            "varchar" | "character varying" | "char varying" => DataType::Varchar {
+                max_len: len_mod("varchar")?,
+            },
+            "char" | "character" => DataType::Bpchar {
+                len: Some(len_mod("char")?.unwrap_or(1)),
+            },
+            "bpchar" => DataType::Bpchar {
+                len: len_mod("char")?,
+            },
             "name" => no_mods(DataType::Name)?,
             "bool" | "boolean" => no_mods(DataType::Bool)?,
             "bytea" => no_mods(DataType::Bytea)?,
@@ -586,7 +658,9 @@ impl DataType {
             other => {
                 if let Some(elem) = other.strip_prefix('_') {
                     if let Ok(e) = DataType::from_oid_name(elem) {
-                        return Ok(DataType::Array(Box::new(e.with_typmod(mods_typmod(&e, modifiers)))));
+                        return Ok(DataType::Array(Box::new(
+                            e.with_typmod(mods_typmod(&e, modifiers)),
+                        )));
                     }
                 }
                 return Err(not_exist());

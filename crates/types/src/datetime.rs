@@ -55,7 +55,11 @@ pub fn j2date(jd: i64) -> (i64, u32, u32) {
     let quad = julian.div_euclid(1461);
     julian -= quad * 1461;
     let mut y = julian * 4 / 1461;
-    julian = if y != 0 { (julian + 305) % 365 } else { (julian + 306) % 366 } + 123;
+    julian = if y != 0 {
+        (julian + 305) % 365
+    } else {
+        (julian + 306) % 366
+    } + 123;
     y += quad * 4;
     let year = y - 4800;
     let quad = julian * 2141 / 65536;
@@ -117,7 +121,10 @@ pub fn date_to_timestamp(d: i32) -> PgResult<i64> {
         _ => {
             let j = d as i64 + POSTGRES_EPOCH_JDATE;
             if !(JULIAN_MIN..TIMESTAMP_END_JULIAN).contains(&j) {
-                return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "date out of range for timestamp"));
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "date out of range for timestamp",
+                ));
             }
             Ok(d as i64 * USECS_PER_DAY)
         }
@@ -216,7 +223,12 @@ pub fn format_interval(months: i32, days: i32, micros: i64) -> String {
         if *is_before && value > 0 {
             s.push('+');
         }
-        s.push_str(&format!("{} {}{}", value, unit, if value != 1 { "s" } else { "" }));
+        s.push_str(&format!(
+            "{} {}{}",
+            value,
+            unit,
+            if value != 1 { "s" } else { "" }
+        ));
         *is_before = value < 0;
         *is_zero = false;
     };
@@ -250,27 +262,49 @@ pub fn format_interval(months: i32, days: i32, micros: i64) -> String {
 // Parsing
 
 fn bad_syntax(tyname: &str, input: &str) -> PgError {
-    PgError::new(codes::INVALID_DATETIME_FORMAT, format!("invalid input syntax for type {tyname}: \"{input}\""))
+    PgError::new(
+        codes::INVALID_DATETIME_FORMAT,
+        format!("invalid input syntax for type {tyname}: \"{input}\""),
+    )
 }
 
 fn field_overflow(input: &str) -> PgError {
-    PgError::new(codes::DATETIME_FIELD_OVERFLOW, format!("date/time field value out of range: \"{input}\""))
+    PgError::new(
+        codes::DATETIME_FIELD_OVERFLOW,
+        format!("date/time field value out of range: \"{input}\""),
+    )
 }
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
 
 fn month_from_name(w: &str) -> Option<u32> {
     let w = w.to_ascii_lowercase();
     if w.len() < 3 {
         return None;
     }
-    MONTHS.iter().position(|m| w.starts_with(m)).map(|i| i as u32 + 1).filter(|_| {
-        const FULL: [&str; 12] = [
-            "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-            "november", "december",
-        ];
-        FULL.iter().any(|f| f.starts_with(&w)) || w == "sept"
-    })
+    MONTHS
+        .iter()
+        .position(|m| w.starts_with(m))
+        .map(|i| i as u32 + 1)
+        .filter(|_| {
+            const FULL: [&str; 12] = [
+                "january",
+                "february",
+                "march",
+                "april",
+                "may",
+                "june",
+                "july",
+                "august",
+                "september",
+                "october",
+                "november",
+                "december",
+            ];
+            FULL.iter().any(|f| f.starts_with(&w)) || w == "sept"
+        })
 }
 
 fn today_utc() -> i32 {
@@ -384,7 +418,11 @@ fn parse_tz(s: &str) -> Option<i64> {
                 let (h, m) = rest.split_at(rest.len() - 2);
                 (parse_digits(h)?, parse_digits(m)?, 0)
             }
-            6 => (parse_digits(&rest[..2])?, parse_digits(&rest[2..4])?, parse_digits(&rest[4..])?),
+            6 => (
+                parse_digits(&rest[..2])?,
+                parse_digits(&rest[2..4])?,
+                parse_digits(&rest[4..])?,
+            ),
             _ => return None,
         }
     };
@@ -407,7 +445,11 @@ fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
             return Some((parse_digits(p[2])?, mn, parse_digits(p[0])? as u32));
         }
         if p[0].len() >= 3 {
-            return Some((parse_digits(p[0])?, parse_digits(p[1])? as u32, parse_digits(p[2])? as u32));
+            return Some((
+                parse_digits(p[0])?,
+                parse_digits(p[1])? as u32,
+                parse_digits(p[2])? as u32,
+            ));
         }
         // MDY: 11-22-2026 (and 99-01-08 is month 99: out of range, as in PG)
         let mut y = parse_digits(p[2])?;
@@ -422,7 +464,11 @@ fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
             return None;
         }
         if p[0].len() >= 3 {
-            return Some((parse_digits(p[0])?, parse_digits(p[1])? as u32, parse_digits(p[2])? as u32));
+            return Some((
+                parse_digits(p[0])?,
+                parse_digits(p[1])? as u32,
+                parse_digits(p[2])? as u32,
+            ));
         }
         let mut y = parse_digits(p[2])?;
         if p[2].len() <= 2 {
@@ -433,13 +479,21 @@ fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
     if tok.contains('.') && b[0].is_ascii_digit() {
         let p: Vec<&str> = tok.split('.').collect();
         if p.len() == 3 && p[0].len() >= 3 {
-            return Some((parse_digits(p[0])?, parse_digits(p[1])? as u32, parse_digits(p[2])? as u32));
+            return Some((
+                parse_digits(p[0])?,
+                parse_digits(p[1])? as u32,
+                parse_digits(p[2])? as u32,
+            ));
         }
         return None;
     }
     if (tok.len() == 8 || tok.len() == 6) && b.iter().all(|c| c.is_ascii_digit()) {
         if tok.len() == 8 {
-            return Some((parse_digits(&tok[..4])?, parse_digits(&tok[4..6])? as u32, parse_digits(&tok[6..])? as u32));
+            return Some((
+                parse_digits(&tok[..4])?,
+                parse_digits(&tok[4..6])? as u32,
+                parse_digits(&tok[6..])? as u32,
+            ));
         }
         let y = parse_digits(&tok[..2])?;
         return Some((
@@ -478,7 +532,11 @@ fn parse_datetime(input: &str, tyname: &str, want_time: bool) -> PgResult<DtPart
         // ISO "2026-11-22T02:15:55"
         if let Some(i) = w.find(['T', 't']) {
             let (a, b) = w.split_at(i);
-            if !a.is_empty() && a.as_bytes()[0].is_ascii_digit() && b.len() > 1 && b.as_bytes()[1].is_ascii_digit() {
+            if !a.is_empty()
+                && a.as_bytes()[0].is_ascii_digit()
+                && b.len() > 1
+                && b.as_bytes()[1].is_ascii_digit()
+            {
                 toks.push(a.to_string());
                 toks.push(b[1..].to_string());
                 continue;
@@ -624,14 +682,22 @@ pub fn parse_date(input: &str) -> PgResult<i32> {
         });
     }
     let (y, m, d) = p.date.expect("parsed date");
-    ymd_to_date(y, m, d)
-        .ok_or_else(|| PgError::new(codes::DATETIME_FIELD_OVERFLOW, format!("date out of range: \"{input}\"")))
+    ymd_to_date(y, m, d).ok_or_else(|| {
+        PgError::new(
+            codes::DATETIME_FIELD_OVERFLOW,
+            format!("date out of range: \"{input}\""),
+        )
+    })
 }
 
 /// timestamp_in / timestamptz_in. For `tz == false` a zone in the input is ignored (as PG);
 /// for `tz == true` it is applied (no zone = UTC, the session zone Meridian assumes).
 pub fn parse_timestamp(input: &str, tz: bool) -> PgResult<i64> {
-    let tyname = if tz { "timestamp with time zone" } else { "timestamp" };
+    let tyname = if tz {
+        "timestamp with time zone"
+    } else {
+        "timestamp"
+    };
     let p = parse_datetime(input, tyname, true)?;
     if let Some(sp) = p.special {
         let today = today_utc() as i64 * USECS_PER_DAY;
@@ -647,8 +713,12 @@ pub fn parse_timestamp(input: &str, tz: bool) -> PgResult<i64> {
     }
     let (y, m, d) = p.date.expect("parsed date");
     let j = date2j(y, m as i64, d as i64);
-    let out_of_range =
-        || PgError::new(codes::DATETIME_FIELD_OVERFLOW, format!("timestamp out of range: \"{input}\""));
+    let out_of_range = || {
+        PgError::new(
+            codes::DATETIME_FIELD_OVERFLOW,
+            format!("timestamp out of range: \"{input}\""),
+        )
+    };
     if !(JULIAN_MIN..TIMESTAMP_END_JULIAN).contains(&j) {
         return Err(out_of_range());
     }
@@ -679,7 +749,8 @@ pub fn parse_time(input: &str) -> PgResult<i64> {
         .find(|t| t.contains(':'))
         .ok_or_else(|| bad_syntax("time without time zone", input))?;
     let cut = tok.find(['+', '-', 'z', 'Z']).unwrap_or(tok.len());
-    let us = parse_time_of_day(&tok[..cut]).ok_or_else(|| bad_syntax("time without time zone", input))?;
+    let us = parse_time_of_day(&tok[..cut])
+        .ok_or_else(|| bad_syntax("time without time zone", input))?;
     if us < 0 {
         return Err(field_overflow(input));
     }
@@ -745,11 +816,15 @@ impl ItmIn {
         self.fract_usec(f - extra as f64, USECS_PER_DAY)
     }
     fn add_days(&mut self, val: i64, scale: i64) -> Option<()> {
-        self.days = self.days.checked_add(i32::try_from(val.checked_mul(scale)?).ok()?)?;
+        self.days = self
+            .days
+            .checked_add(i32::try_from(val.checked_mul(scale)?).ok()?)?;
         Some(())
     }
     fn add_months(&mut self, val: i64, scale: i64) -> Option<()> {
-        self.months = self.months.checked_add(i32::try_from(val.checked_mul(scale)?).ok()?)?;
+        self.months = self
+            .months
+            .checked_add(i32::try_from(val.checked_mul(scale)?).ok()?)?;
         Some(())
     }
     /// AdjustFractYears (scale in years)
@@ -763,9 +838,21 @@ impl ItmIn {
 /// DecodeInterval for the postgres/verbose syntax: "1 year 2 mons -3 days 04:05:06", "@ 1 day ago".
 fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> {
     let err = || bad_syntax("interval", input);
-    let overflow = || PgError::new(codes::DATETIME_FIELD_OVERFLOW, format!("interval field value out of range: \"{input}\""));
-    let toks: Vec<String> = body.split_whitespace().map(|t| t.to_ascii_lowercase()).collect();
-    let mut itm = ItmIn { months: 0, days: 0, usec: 0 };
+    let overflow = || {
+        PgError::new(
+            codes::DATETIME_FIELD_OVERFLOW,
+            format!("interval field value out of range: \"{input}\""),
+        )
+    };
+    let toks: Vec<String> = body
+        .split_whitespace()
+        .map(|t| t.to_ascii_lowercase())
+        .collect();
+    let mut itm = ItmIn {
+        months: 0,
+        days: 0,
+        usec: 0,
+    };
     let mut fmask = 0u32;
     let mut ago = false;
     let mut i = 0;
@@ -796,7 +883,10 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
                     Some(k) => (&parts[2][..k], &parts[2][k + 1..]),
                     None => (parts[2], ""),
                 };
-                (parse_digits(si).ok_or_else(err)?, parse_fraction_us(frac).ok_or_else(err)?)
+                (
+                    parse_digits(si).ok_or_else(err)?,
+                    parse_fraction_us(frac).ok_or_else(err)?,
+                )
             } else {
                 (0, 0)
             };
@@ -811,13 +901,16 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
                 .checked_mul(USECS_PER_HOUR)
                 .and_then(|x| x.checked_add(m * USECS_PER_MINUTE + sec * USECS_PER_SEC + us))
                 .ok_or_else(overflow)?;
-            itm.add_usec(if neg { -total } else { total }).ok_or_else(overflow)?;
+            itm.add_usec(if neg { -total } else { total })
+                .ok_or_else(overflow)?;
             continue;
         }
         // a number, optionally with the unit glued on ("2days")
         let split = t
             .char_indices()
-            .find(|(k, c)| !(c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *k == 0)))
+            .find(|(k, c)| {
+                !(c.is_ascii_digit() || *c == '.' || ((*c == '-' || *c == '+') && *k == 0))
+            })
             .map(|(k, _)| k)
             .unwrap_or(t.len());
         let (num, glued) = t.split_at(split);
@@ -830,15 +923,26 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
             Some(k) => (&unsigned[..k], &unsigned[k..]),
             None => (unsigned, ""),
         };
-        let mut val: i64 = if ip.is_empty() { 0 } else { parse_digits(ip).ok_or_else(overflow)? };
-        let mut fval: f64 = if fp.len() > 1 { fp.parse().map_err(|_| err())? } else { 0.0 };
+        let mut val: i64 = if ip.is_empty() {
+            0
+        } else {
+            parse_digits(ip).ok_or_else(overflow)?
+        };
+        let mut fval: f64 = if fp.len() > 1 {
+            fp.parse().map_err(|_| err())?
+        } else {
+            0.0
+        };
         if neg {
             val = -val;
             fval = -fval;
         }
         let unit = if !glued.is_empty() {
             glued.to_string()
-        } else if i < toks.len() && toks[i].starts_with(|c: char| c.is_ascii_alphabetic()) && toks[i] != "ago" {
+        } else if i < toks.len()
+            && toks[i].starts_with(|c: char| c.is_ascii_alphabetic())
+            && toks[i] != "ago"
+        {
             i += 1;
             toks[i - 1].clone()
         } else if i >= toks.len() || toks[i] == "ago" {
@@ -850,30 +954,56 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
             "microsecond" | "microseconds" | "us" | "usec" | "usecs" | "microsecon" => {
                 (imask::MICROSECOND, itm.usec_units(val, fval, 1))
             }
-            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "millisecon" | "mseconds" => {
-                (imask::MILLISECOND, itm.usec_units(val, fval, 1000))
-            }
+            "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" | "millisecon"
+            | "mseconds" => (imask::MILLISECOND, itm.usec_units(val, fval, 1000)),
             "second" | "seconds" | "s" | "sec" | "secs" => (
-                if fval == 0.0 { imask::SECOND } else { imask::ALL_SECS },
+                if fval == 0.0 {
+                    imask::SECOND
+                } else {
+                    imask::ALL_SECS
+                },
                 itm.usec_units(val, fval, USECS_PER_SEC),
             ),
-            "minute" | "minutes" | "m" | "min" | "mins" => (imask::MINUTE, itm.usec_units(val, fval, USECS_PER_MINUTE)),
-            "hour" | "hours" | "h" | "hr" | "hrs" => (imask::HOUR, itm.usec_units(val, fval, USECS_PER_HOUR)),
-            "day" | "days" | "d" => (imask::DAY, itm.add_days(val, 1).and_then(|_| itm.fract_usec(fval, USECS_PER_DAY))),
-            "week" | "weeks" | "w" => (imask::WEEK, itm.add_days(val, 7).and_then(|_| itm.fract_days(fval, 7))),
-            "month" | "months" | "mon" | "mons" => {
-                (imask::MONTH, itm.add_months(val, 1).and_then(|_| itm.fract_days(fval, DAYS_PER_MONTH as i32)))
+            "minute" | "minutes" | "m" | "min" | "mins" => {
+                (imask::MINUTE, itm.usec_units(val, fval, USECS_PER_MINUTE))
             }
-            "year" | "years" | "y" | "yr" | "yrs" => (imask::YEAR, itm.add_months(val, 12).and_then(|_| itm.fract_years(fval, 1))),
-            "decade" | "decades" | "dec" | "decs" => {
-                (imask::DECADE, itm.add_months(val, 120).and_then(|_| itm.fract_years(fval, 10)))
+            "hour" | "hours" | "h" | "hr" | "hrs" => {
+                (imask::HOUR, itm.usec_units(val, fval, USECS_PER_HOUR))
             }
-            "century" | "centuries" | "c" | "cent" => {
-                (imask::CENTURY, itm.add_months(val, 1200).and_then(|_| itm.fract_years(fval, 100)))
-            }
-            "millennium" | "millennia" | "millenniums" | "mil" | "mils" => {
-                (imask::MILLENNIUM, itm.add_months(val, 12000).and_then(|_| itm.fract_years(fval, 1000)))
-            }
+            "day" | "days" | "d" => (
+                imask::DAY,
+                itm.add_days(val, 1)
+                    .and_then(|_| itm.fract_usec(fval, USECS_PER_DAY)),
+            ),
+            "week" | "weeks" | "w" => (
+                imask::WEEK,
+                itm.add_days(val, 7).and_then(|_| itm.fract_days(fval, 7)),
+            ),
+            "month" | "months" | "mon" | "mons" => (
+                imask::MONTH,
+                itm.add_months(val, 1)
+                    .and_then(|_| itm.fract_days(fval, DAYS_PER_MONTH as i32)),
+            ),
+            "year" | "years" | "y" | "yr" | "yrs" => (
+                imask::YEAR,
+                itm.add_months(val, 12)
+                    .and_then(|_| itm.fract_years(fval, 1)),
+            ),
+            "decade" | "decades" | "dec" | "decs" => (
+                imask::DECADE,
+                itm.add_months(val, 120)
+                    .and_then(|_| itm.fract_years(fval, 10)),
+            ),
+            "century" | "centuries" | "c" | "cent" => (
+                imask::CENTURY,
+                itm.add_months(val, 1200)
+                    .and_then(|_| itm.fract_years(fval, 100)),
+            ),
+            "millennium" | "millennia" | "millenniums" | "mil" | "mils" => (
+                imask::MILLENNIUM,
+                itm.add_months(val, 12000)
+                    .and_then(|_| itm.fract_years(fval, 1000)),
+            ),
             _ => return Err(err()),
         };
         if fmask & tmask != 0 {
@@ -898,7 +1028,12 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
 /// interval_in (postgres/ SQL-ish verbose syntax, "@ ... ago", "HH:MM:SS", ISO 8601 "P1Y2M3DT4H5M6S").
 pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let err = || bad_syntax("interval", input);
-    let overflow = || PgError::new(codes::DATETIME_FIELD_OVERFLOW, format!("interval field value out of range: \"{input}\""));
+    let overflow = || {
+        PgError::new(
+            codes::DATETIME_FIELD_OVERFLOW,
+            format!("interval field value out of range: \"{input}\""),
+        )
+    };
     let s = input.trim();
     if s.is_empty() || !s.is_ascii() {
         return Err(err());
@@ -967,7 +1102,10 @@ pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let whole_days = days_total.trunc();
     let frac_us = (days_total - whole_days) * USECS_PER_DAY as f64;
     let us = (micros + frac_us).round();
-    if whole_months.abs() > i32::MAX as f64 || whole_days.abs() > i32::MAX as f64 || us.abs() > i64::MAX as f64 {
+    if whole_months.abs() > i32::MAX as f64
+        || whole_days.abs() > i32::MAX as f64
+        || us.abs() > i64::MAX as f64
+    {
         return Err(overflow());
     }
     Ok((whole_months as i32, whole_days as i32, us as i64))
@@ -993,9 +1131,24 @@ mod tests {
         let now = now_timestamp();
         let after = chrono::Utc::now();
         let epoch_2000 = chrono::DateTime::parse_from_rfc3339("2000-01-01T00:00:00Z").unwrap();
-        let micros = |t: chrono::DateTime<chrono::Utc>| (t - epoch_2000.with_timezone(&chrono::Utc)).num_microseconds().unwrap();
-        assert!((micros(before)..=micros(after)).contains(&now), "{} not in [{}, {}]", now, micros(before), micros(after));
+        let micros = |t: chrono::DateTime<chrono::Utc>| {
+            (t - epoch_2000.with_timezone(&chrono::Utc))
+                .num_microseconds()
+                .unwrap()
+        };
+        assert!(
+            (micros(before)..=micros(after)).contains(&now),
+            "{} not in [{}, {}]",
+            now,
+            micros(before),
+            micros(after)
+        );
         let today = (before.date_naive() - epoch_2000.date_naive()).num_days() as i32;
-        assert!((today..=today + 1).contains(&today_utc()), "today {} vs {}", today_utc(), today);
+        assert!(
+            (today..=today + 1).contains(&today_utc()),
+            "today {} vs {}",
+            today_utc(),
+            today
+        );
     }
 }

@@ -16,10 +16,18 @@ pub fn format_float(v: f64, is_float4: bool) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let (neg, digits, exp) = shortest_digits(v, is_float4);
     let mut out = String::with_capacity(24);
@@ -99,12 +107,18 @@ fn is_rounding_tie(d: u64, e: i32, v: f64, is_float4: bool) -> bool {
     // D as odd × 2^k
     let (odd, k): (u128, i32) = if e >= 0 {
         let tz = d.trailing_zeros();
-        let Some(p5) = 5u128.checked_pow(e as u32) else { return false };
-        let Some(o) = ((d >> tz) as u128).checked_mul(p5) else { return false };
+        let Some(p5) = 5u128.checked_pow(e as u32) else {
+            return false;
+        };
+        let Some(o) = ((d >> tz) as u128).checked_mul(p5) else {
+            return false;
+        };
         (o, tz as i32 + e)
     } else {
         let f = (-e) as u32;
-        let Some(p5) = 5u64.checked_pow(f) else { return false };
+        let Some(p5) = 5u64.checked_pow(f) else {
+            return false;
+        };
         if !d.is_multiple_of(p5) {
             return false;
         }
@@ -133,14 +147,22 @@ fn is_rounding_tie(d: u64, e: i32, v: f64, is_float4: bool) -> bool {
         }
     };
     let up = (2 * mant + 1, exp2 - 1);
-    let down = if mant == 1 << mant_bits && exp2 > min_exp { (4 * mant - 1, exp2 - 2) } else { (2 * mant - 1, exp2 - 1) };
+    let down = if mant == 1 << mant_bits && exp2 > min_exp {
+        (4 * mant - 1, exp2 - 2)
+    } else {
+        (2 * mant - 1, exp2 - 1)
+    };
     (odd, k) == up || (odd, k) == down
 }
 
 /// Shortest digits that round-trip, excluding representations lying exactly on a rounding
 /// boundary (PostgreSQL's Ryu behaviour: 1e23 prints as 9.999999999999999e+22).
 fn shortest_digits(v: f64, is_float4: bool) -> (bool, String, i32) {
-    let sci = if is_float4 { format!("{:e}", v as f32) } else { format!("{:e}", v) };
+    let sci = if is_float4 {
+        format!("{:e}", v as f32)
+    } else {
+        format!("{:e}", v)
+    };
     let (neg, digits, exp) = split_sci(&sci);
     let max = if is_float4 { 9 } else { 17 };
     let as_int = |ds: &str| ds.parse::<u64>().ok();
@@ -152,7 +174,11 @@ fn shortest_digits(v: f64, is_float4: bool) -> (bool, String, i32) {
         return (neg, digits, exp);
     }
     for p in digits.len()..max {
-        let s = if is_float4 { format!("{:.*e}", p, v as f32) } else { format!("{:.*e}", p, v) };
+        let s = if is_float4 {
+            format!("{:.*e}", p, v as f32)
+        } else {
+            format!("{:.*e}", p, v)
+        };
         let back_ok = if is_float4 {
             s.parse::<f32>().map(|x| x == v as f32).unwrap_or(false)
         } else {
@@ -180,7 +206,12 @@ fn push_hex(out: &mut Vec<u8>, b: &[u8]) {
 fn array_elem_needs_quotes(s: &[u8]) -> bool {
     s.is_empty()
         || s.eq_ignore_ascii_case(b"NULL")
-        || s.iter().any(|&c| matches!(c, b'"' | b'\\' | b'{' | b'}' | b',' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        || s.iter().any(|&c| {
+            matches!(
+                c,
+                b'"' | b'\\' | b'{' | b'}' | b',' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c
+            )
+        })
 }
 
 /// Text output of a value of type `ty` (Null writes nothing; callers send SQL NULL).
@@ -192,7 +223,9 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         Value::Int4(i) => push_int(out, *i as i64),
         Value::Int8(i) => push_int(out, *i),
         Value::Float4(f) => out.extend_from_slice(format_float(*f as f64, true).as_bytes()),
-        Value::Float8(f) => out.extend_from_slice(format_float(*f, matches!(ty, DataType::Float4)).as_bytes()),
+        Value::Float8(f) => {
+            out.extend_from_slice(format_float(*f, matches!(ty, DataType::Float4)).as_bytes())
+        }
         Value::Numeric(d) => out.extend_from_slice(d.to_string().as_bytes()),
         Value::Text(s) => out.extend_from_slice(s.as_bytes()),
         Value::Bytea(b) => push_hex(out, b),
@@ -204,9 +237,11 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         Value::TimestampTz(t) => out.extend_from_slice(
             datetime::format_timestamp(*t, !matches!(ty, DataType::Timestamp)).as_bytes(),
         ),
-        Value::Interval { months, days, micros } => {
-            out.extend_from_slice(datetime::format_interval(*months, *days, *micros).as_bytes())
-        }
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => out.extend_from_slice(datetime::format_interval(*months, *days, *micros).as_bytes()),
         Value::Oid(o) => push_int(out, *o as i64),
         Value::Array(items) => {
             let elem_ty = ty.element().cloned().unwrap_or(DataType::Unknown);
@@ -256,18 +291,27 @@ pub fn to_text_string(v: &Value, ty: &DataType) -> Option<String> {
     }
     let mut out = Vec::new();
     to_text(v, ty, &mut out);
-    Some(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Some(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 // ---------------------------------------------------------------------------------------
 // Text input
 
 fn invalid_syntax(tyname: &str, s: &str) -> PgError {
-    PgError::new(codes::INVALID_TEXT_REPRESENTATION, format!("invalid input syntax for type {tyname}: \"{s}\""))
+    PgError::new(
+        codes::INVALID_TEXT_REPRESENTATION,
+        format!("invalid input syntax for type {tyname}: \"{s}\""),
+    )
 }
 
 fn out_of_range_value(tyname: &str, s: &str) -> PgError {
-    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("value \"{s}\" is out of range for type {tyname}"))
+    PgError::new(
+        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("value \"{s}\" is out of range for type {tyname}"),
+    )
 }
 
 /// pg_strtoint64-style parse: optional whitespace, sign, digits, whitespace.
@@ -309,15 +353,23 @@ fn parse_float(s: &str, tyname: &str, is_float4: bool) -> PgResult<f64> {
         return Ok(v);
     }
     let ok_chars = !t.is_empty()
-        && t.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
+        && t.bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'))
         && t.bytes().any(|c| c.is_ascii_digit());
     if !ok_chars {
         return Err(invalid_syntax(tyname, s));
     }
     let v: f64 = t.parse().map_err(|_| invalid_syntax(tyname, s))?;
-    let range_err =
-        || PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("\"{s}\" is out of range for type {tyname}"));
-    let mantissa_nonzero = t.split(['e', 'E']).next().is_some_and(|m| m.bytes().any(|c| (b'1'..=b'9').contains(&c)));
+    let range_err = || {
+        PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("\"{s}\" is out of range for type {tyname}"),
+        )
+    };
+    let mantissa_nonzero = t
+        .split(['e', 'E'])
+        .next()
+        .is_some_and(|m| m.bytes().any(|c| (b'1'..=b'9').contains(&c)));
     if is_float4 {
         let f = t.parse::<f32>().map_err(|_| invalid_syntax(tyname, s))?;
         if f.is_infinite() || (f == 0.0 && mantissa_nonzero) {
@@ -332,7 +384,9 @@ fn parse_float(s: &str, tyname: &str, is_float4: bool) -> PgResult<f64> {
 }
 
 fn parse_bool(s: &str) -> Option<bool> {
-    let t = s.trim_matches(|c: char| c.is_ascii_whitespace()).to_ascii_lowercase();
+    let t = s
+        .trim_matches(|c: char| c.is_ascii_whitespace())
+        .to_ascii_lowercase();
     let n = t.len();
     if n == 0 {
         return None;
@@ -444,7 +498,10 @@ fn parse_bytea(s: &str) -> PgResult<Vec<u8>> {
             }
             let hi = hexval(c)?;
             if i + 1 >= b.len() {
-                return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, "invalid hexadecimal data: odd number of digits"));
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    "invalid hexadecimal data: odd number of digits",
+                ));
             }
             let lo = hexval(b[i + 1])?;
             out.push(hi << 4 | lo);
@@ -477,7 +534,11 @@ fn parse_bytea(s: &str) -> PgResult<Vec<u8>> {
 }
 
 fn malformed_array(s: &str, detail: &str) -> PgError {
-    PgError::new(codes::INVALID_TEXT_REPRESENTATION, format!("malformed array literal: \"{s}\"")).with_detail(detail.to_string())
+    PgError::new(
+        codes::INVALID_TEXT_REPRESENTATION,
+        format!("malformed array literal: \"{s}\""),
+    )
+    .with_detail(detail.to_string())
 }
 
 /// array_in for one-dimensional arrays: `{a,"b c",NULL}`.
@@ -485,7 +546,10 @@ fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
     let b = t.as_bytes();
     if b.first() != Some(&b'{') {
-        return Err(malformed_array(s, "Array value must start with \"{\" or dimension information."));
+        return Err(malformed_array(
+            s,
+            "Array value must start with \"{\" or dimension information.",
+        ));
     }
     let mut items = Vec::new();
     let mut i = 1;
@@ -511,7 +575,10 @@ fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
         let mut buf: Vec<u8> = Vec::new();
         let mut quoted = false;
         if b[i] == b'{' {
-            return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported"));
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                "multidimensional arrays are not supported",
+            ));
         }
         if b[i] == b'"' {
             quoted = true;
@@ -588,8 +655,12 @@ fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
 pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
     Ok(match ty {
         DataType::Bool => Value::Bool(parse_bool(s).ok_or_else(|| invalid_syntax("boolean", s))?),
-        DataType::Int2 => Value::Int2(parse_int(s, i16::MIN as i64, i16::MAX as i64, "smallint")? as i16),
-        DataType::Int4 => Value::Int4(parse_int(s, i32::MIN as i64, i32::MAX as i64, "integer")? as i32),
+        DataType::Int2 => {
+            Value::Int2(parse_int(s, i16::MIN as i64, i16::MAX as i64, "smallint")? as i16)
+        }
+        DataType::Int4 => {
+            Value::Int4(parse_int(s, i32::MIN as i64, i32::MAX as i64, "integer")? as i32)
+        }
         DataType::Int8 => Value::Int8(parse_int(s, i64::MIN, i64::MAX, "bigint")?),
         DataType::Float4 => Value::Float4(parse_float(s, "real", true)? as f32),
         DataType::Float8 => Value::Float8(parse_float(s, "double precision", false)?),
@@ -609,9 +680,17 @@ pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
         DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamp(s, true)?),
         DataType::Interval => {
             let (months, days, micros) = datetime::parse_interval(s)?;
-            Value::Interval { months, days, micros }
+            Value::Interval {
+                months,
+                days,
+                micros,
+            }
         }
-        DataType::Oid | DataType::RegClass | DataType::RegProc | DataType::RegType | DataType::RegNamespace => {
+        DataType::Oid
+        | DataType::RegClass
+        | DataType::RegProc
+        | DataType::RegType
+        | DataType::RegNamespace => {
             // oidin accepts -2147483648..4294967295 (negatives wrap). Names for reg* types need
             // the catalog and are resolved by the caller before reaching here.
             let tyname = ty.type_name();
@@ -626,7 +705,10 @@ pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
         }
         DataType::Int2Vector | DataType::OidVector => {
             let elem = ty.element().expect("vector element").clone();
-            let items = s.split_ascii_whitespace().map(|w| from_text(w, &elem)).collect::<PgResult<Vec<_>>>()?;
+            let items = s
+                .split_ascii_whitespace()
+                .map(|w| from_text(w, &elem))
+                .collect::<PgResult<Vec<_>>>()?;
             Value::Array(items)
         }
         DataType::Array(elem) => Value::Array(parse_array(s, elem)?),
@@ -662,8 +744,14 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         }
         Value::Bytea(b) => out.extend_from_slice(b),
         Value::Date(d) => out.extend_from_slice(&d.to_be_bytes()),
-        Value::Time(t) | Value::Timestamp(t) | Value::TimestampTz(t) => out.extend_from_slice(&t.to_be_bytes()),
-        Value::Interval { months, days, micros } => {
+        Value::Time(t) | Value::Timestamp(t) | Value::TimestampTz(t) => {
+            out.extend_from_slice(&t.to_be_bytes())
+        }
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => {
             out.extend_from_slice(&micros.to_be_bytes());
             out.extend_from_slice(&days.to_be_bytes());
             out.extend_from_slice(&months.to_be_bytes());
@@ -678,7 +766,11 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             out.extend_from_slice(&elem.oid().to_be_bytes());
             if ndim == 1 {
                 out.extend_from_slice(&(items.len() as i32).to_be_bytes());
-                let lbound: i32 = if matches!(ty, DataType::Int2Vector | DataType::OidVector) { 0 } else { 1 };
+                let lbound: i32 = if matches!(ty, DataType::Int2Vector | DataType::OidVector) {
+                    0
+                } else {
+                    1
+                };
                 out.extend_from_slice(&lbound.to_be_bytes());
             }
             for it in items {
@@ -699,7 +791,10 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
 fn bad_binary(ty: &DataType) -> PgError {
     PgError::new(
         codes::INVALID_BINARY_REPRESENTATION,
-        format!("incorrect binary data format in value of type {}", ty.format_type_be()),
+        format!(
+            "incorrect binary data format in value of type {}",
+            ty.format_type_be()
+        ),
     )
 }
 
@@ -710,8 +805,18 @@ fn fixed<const N: usize>(b: &[u8], ty: &DataType) -> PgResult<[u8; N]> {
 fn utf8(b: &[u8]) -> PgResult<String> {
     String::from_utf8(b.to_vec()).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
-        let bad: Vec<String> = b[at..].iter().take(2).map(|c| format!("0x{c:02x}")).collect();
-        PgError::new(codes::CHARACTER_NOT_IN_REPERTOIRE, format!("invalid byte sequence for encoding \"UTF8\": {}", bad.join(" ")))
+        let bad: Vec<String> = b[at..]
+            .iter()
+            .take(2)
+            .map(|c| format!("0x{c:02x}"))
+            .collect();
+        PgError::new(
+            codes::CHARACTER_NOT_IN_REPERTOIRE,
+            format!(
+                "invalid byte sequence for encoding \"UTF8\": {}",
+                bad.join(" ")
+            ),
+        )
     })
 }
 
@@ -746,14 +851,20 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
         DataType::Time => {
             let t = i64::from_be_bytes(fixed(b, ty)?);
             if !(0..=datetime::USECS_PER_DAY).contains(&t) {
-                return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "time out of range"));
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "time out of range",
+                ));
             }
             Value::Time(t)
         }
         DataType::Timestamp | DataType::TimestampTz => {
             let t = i64::from_be_bytes(fixed(b, ty)?);
             if !datetime::timestamp_in_range(t) {
-                return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "timestamp out of range"));
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "timestamp out of range",
+                ));
             }
             if matches!(ty, DataType::Timestamp) {
                 Value::Timestamp(t)
@@ -769,32 +880,52 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
                 months: i32::from_be_bytes(a[12..16].try_into().unwrap()),
             }
         }
-        DataType::Oid | DataType::RegClass | DataType::RegProc | DataType::RegType | DataType::RegNamespace => {
-            Value::Oid(u32::from_be_bytes(fixed(b, ty)?))
-        }
+        DataType::Oid
+        | DataType::RegClass
+        | DataType::RegProc
+        | DataType::RegType
+        | DataType::RegNamespace => Value::Oid(u32::from_be_bytes(fixed(b, ty)?)),
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
             let elem = ty.element().expect("array element").clone();
             let rd_i32 = |at: usize| -> PgResult<i32> {
-                b.get(at..at + 4).map(|s| i32::from_be_bytes(s.try_into().unwrap())).ok_or_else(|| {
-                    PgError::new(codes::INVALID_BINARY_REPRESENTATION, "insufficient data left in message")
-                })
+                b.get(at..at + 4)
+                    .map(|s| i32::from_be_bytes(s.try_into().unwrap()))
+                    .ok_or_else(|| {
+                        PgError::new(
+                            codes::INVALID_BINARY_REPRESENTATION,
+                            "insufficient data left in message",
+                        )
+                    })
             };
             let ndim = rd_i32(0)?;
             let flags = rd_i32(4)?;
             let elem_oid = rd_i32(8)? as u32;
             if !(0..=1).contains(&ndim) {
                 if ndim > 1 {
-                    return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported"));
+                    return Err(PgError::new(
+                        codes::FEATURE_NOT_SUPPORTED,
+                        "multidimensional arrays are not supported",
+                    ));
                 }
-                return Err(PgError::new(codes::INVALID_BINARY_REPRESENTATION, format!("invalid number of dimensions: {ndim}")));
+                return Err(PgError::new(
+                    codes::INVALID_BINARY_REPRESENTATION,
+                    format!("invalid number of dimensions: {ndim}"),
+                ));
             }
             if flags != 0 && flags != 1 {
-                return Err(PgError::new(codes::INVALID_BINARY_REPRESENTATION, "invalid array flags"));
+                return Err(PgError::new(
+                    codes::INVALID_BINARY_REPRESENTATION,
+                    "invalid array flags",
+                ));
             }
             if elem_oid != elem.oid() {
                 return Err(PgError::new(
                     codes::DATATYPE_MISMATCH,
-                    format!("binary data has array element type {} instead of expected {}", elem_oid, elem.oid()),
+                    format!(
+                        "binary data has array element type {} instead of expected {}",
+                        elem_oid,
+                        elem.oid()
+                    ),
                 ));
             }
             let mut at = 12;
@@ -803,7 +934,10 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
                 let n = rd_i32(12)?;
                 at = 20;
                 if n < 0 || n as usize > b.len() {
-                    return Err(PgError::new(codes::INVALID_BINARY_REPRESENTATION, "invalid array length"));
+                    return Err(PgError::new(
+                        codes::INVALID_BINARY_REPRESENTATION,
+                        "invalid array length",
+                    ));
                 }
                 items.reserve(n as usize);
                 for _ in 0..n {
@@ -814,7 +948,10 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
                         continue;
                     }
                     if len < 0 || at + len as usize > b.len() {
-                        return Err(PgError::new(codes::INVALID_BINARY_REPRESENTATION, "insufficient data left in message"));
+                        return Err(PgError::new(
+                            codes::INVALID_BINARY_REPRESENTATION,
+                            "insufficient data left in message",
+                        ));
                     }
                     items.push(from_binary(&b[at..at + len as usize], &elem)?);
                     at += len as usize;
@@ -858,7 +995,16 @@ mod tests {
         for (v, s) in cases {
             assert_eq!(text(&Value::Float8(*v), &DataType::Float8), *s);
         }
-        let cases4: &[(f32, &str)] = &[(1e6, "1e+06"), (100000.0, "100000"), (1.5e-7, "1.5e-07"), (3.4e38, "3.4e+38"), (0.1, "0.1"), (94899824.0, "9.4899824e+07"), (553900032.0, "5.5390003e+08"), (8.589973e9, "8.589974e+09")];
+        let cases4: &[(f32, &str)] = &[
+            (1e6, "1e+06"),
+            (100000.0, "100000"),
+            (1.5e-7, "1.5e-07"),
+            (3.4e38, "3.4e+38"),
+            (0.1, "0.1"),
+            (94899824.0, "9.4899824e+07"),
+            (553900032.0, "5.5390003e+08"),
+            (8.589973e9, "8.589974e+09"),
+        ];
         for (v, s) in cases4 {
             assert_eq!(text(&Value::Float4(*v), &DataType::Float4), *s);
         }
@@ -868,15 +1014,30 @@ mod tests {
     fn text_output_pg15() {
         // checked against PostgreSQL 15
         let ts = datetime::parse_timestamp("2026-11-22 02:15:55.123456", false).unwrap();
-        assert_eq!(text(&Value::Timestamp(ts), &DataType::Timestamp), "2026-11-22 02:15:55.123456");
+        assert_eq!(
+            text(&Value::Timestamp(ts), &DataType::Timestamp),
+            "2026-11-22 02:15:55.123456"
+        );
         let ts = datetime::parse_timestamp("2026-11-22T02:15:55.1234567", false).unwrap();
-        assert_eq!(text(&Value::Timestamp(ts), &DataType::Timestamp), "2026-11-22 02:15:55.123457");
+        assert_eq!(
+            text(&Value::Timestamp(ts), &DataType::Timestamp),
+            "2026-11-22 02:15:55.123457"
+        );
         let tz = datetime::parse_timestamp("2026-11-22 02:15:55+02", true).unwrap();
-        assert_eq!(text(&Value::TimestampTz(tz), &DataType::TimestampTz), "2026-11-22 00:15:55+00");
+        assert_eq!(
+            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            "2026-11-22 00:15:55+00"
+        );
         let tz = datetime::parse_timestamp("2026-11-22 02:15:55 -05:30", true).unwrap();
-        assert_eq!(text(&Value::TimestampTz(tz), &DataType::TimestampTz), "2026-11-22 07:45:55+00");
+        assert_eq!(
+            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            "2026-11-22 07:45:55+00"
+        );
         let tz = datetime::parse_timestamp("2026-11-22 02:15:55+0530", true).unwrap();
-        assert_eq!(text(&Value::TimestampTz(tz), &DataType::TimestampTz), "2026-11-21 20:45:55+00");
+        assert_eq!(
+            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            "2026-11-21 20:45:55+00"
+        );
         for (i, o) in [
             ("2026-11-22", "2026-11-22"),
             ("20261122", "2026-11-22"),
@@ -886,12 +1047,22 @@ mod tests {
             ("0044-03-15 BC", "0044-03-15 BC"),
             ("infinity", "infinity"),
         ] {
-            assert_eq!(text(&from_text(i, &DataType::Date).unwrap(), &DataType::Date), o, "{i}");
+            assert_eq!(
+                text(&from_text(i, &DataType::Date).unwrap(), &DataType::Date),
+                o,
+                "{i}"
+            );
         }
         for (i, o) in [
-            ("1 year 2 mons 3 days 04:05:06.5", "1 year 2 mons 3 days 04:05:06.5"),
+            (
+                "1 year 2 mons 3 days 04:05:06.5",
+                "1 year 2 mons 3 days 04:05:06.5",
+            ),
             ("-1 days", "-1 days"),
-            ("-1 year -2 mons +3 days -04:05:06", "-1 years -2 mons +3 days -04:05:06"),
+            (
+                "-1 year -2 mons +3 days -04:05:06",
+                "-1 years -2 mons +3 days -04:05:06",
+            ),
             ("0", "00:00:00"),
             ("10", "00:00:10"),
             ("1.5 days", "1 day 12:00:00"),
@@ -906,10 +1077,29 @@ mod tests {
             ("0.5 seconds", "00:00:00.5"),
             ("1 m", "00:01:00"),
         ] {
-            assert_eq!(text(&from_text(i, &DataType::Interval).unwrap(), &DataType::Interval), o, "{i}");
+            assert_eq!(
+                text(
+                    &from_text(i, &DataType::Interval).unwrap(),
+                    &DataType::Interval
+                ),
+                o,
+                "{i}"
+            );
         }
-        assert_eq!(text(&from_text("12:30", &DataType::Time).unwrap(), &DataType::Time), "12:30:00");
-        assert_eq!(text(&from_text("24:00:00", &DataType::Time).unwrap(), &DataType::Time), "24:00:00");
+        assert_eq!(
+            text(
+                &from_text("12:30", &DataType::Time).unwrap(),
+                &DataType::Time
+            ),
+            "12:30:00"
+        );
+        assert_eq!(
+            text(
+                &from_text("24:00:00", &DataType::Time).unwrap(),
+                &DataType::Time
+            ),
+            "24:00:00"
+        );
         let arr = Value::Array(vec![
             Value::Text("a b".into()),
             Value::Text("".into()),
@@ -920,47 +1110,101 @@ mod tests {
         ]);
         let tt = DataType::Array(Box::new(DataType::Text));
         assert_eq!(text(&arr, &tt), r#"{"a b","",NULL,"x\"y","NULL","{"}"#);
-        assert_eq!(from_text(r#"{"a b","",NULL,"x\"y","NULL","{"}"#, &tt).unwrap(), arr);
+        assert_eq!(
+            from_text(r#"{"a b","",NULL,"x\"y","NULL","{"}"#, &tt).unwrap(),
+            arr
+        );
         let it = DataType::Array(Box::new(DataType::Int4));
         let v = from_text("{1, 2 ,NULL}", &it).unwrap();
         assert_eq!(text(&v, &it), "{1,2,NULL}");
         assert_eq!(text(&Value::Array(vec![]), &it), "{}");
-        assert_eq!(text(&Value::Bytea(vec![0x41, 0x42, 0xff]), &DataType::Bytea), "\\x4142ff");
+        assert_eq!(
+            text(&Value::Bytea(vec![0x41, 0x42, 0xff]), &DataType::Bytea),
+            "\\x4142ff"
+        );
         assert_eq!(text(&Value::Bool(true), &DataType::Bool), "t");
-        assert_eq!(text(&Value::Numeric(crate::numeric::parse("1.50").unwrap().unwrap()), &DataType::NUMERIC), "1.50");
+        assert_eq!(
+            text(
+                &Value::Numeric(crate::numeric::parse("1.50").unwrap().unwrap()),
+                &DataType::NUMERIC
+            ),
+            "1.50"
+        );
     }
 
     #[test]
     fn text_input_errors_pg15() {
         // messages and SQLSTATEs checked against PostgreSQL 15
         let e = from_text("abc", &DataType::Int4).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22P02", "invalid input syntax for type integer: \"abc\""));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22P02", "invalid input syntax for type integer: \"abc\"")
+        );
         let e = from_text("99999999999", &DataType::Int4).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22003", "value \"99999999999\" is out of range for type integer"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                "22003",
+                "value \"99999999999\" is out of range for type integer"
+            )
+        );
         let e = from_text("40000", &DataType::Int2).unwrap_err();
-        assert_eq!(e.message, "value \"40000\" is out of range for type smallint");
+        assert_eq!(
+            e.message,
+            "value \"40000\" is out of range for type smallint"
+        );
         let e = from_text("x", &DataType::Int8).unwrap_err();
         assert_eq!(e.message, "invalid input syntax for type bigint: \"x\"");
         let e = from_text("1.2.3", &DataType::NUMERIC).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22P02", "invalid input syntax for type numeric: \"1.2.3\""));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22P02", "invalid input syntax for type numeric: \"1.2.3\"")
+        );
         let e = from_text("o", &DataType::Bool).unwrap_err();
         assert_eq!(e.message, "invalid input syntax for type boolean: \"o\"");
         let e = from_text("1e-400", &DataType::Float8).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22003", "\"1e-400\" is out of range for type double precision"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                "22003",
+                "\"1e-400\" is out of range for type double precision"
+            )
+        );
         let e = from_text("abc", &DataType::Float8).unwrap_err();
-        assert_eq!(e.message, "invalid input syntax for type double precision: \"abc\"");
+        assert_eq!(
+            e.message,
+            "invalid input syntax for type double precision: \"abc\""
+        );
         let e = from_text("abcd", &DataType::Varchar { max_len: Some(3) }).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22001", "value too long for type character varying(3)"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22001", "value too long for type character varying(3)")
+        );
         let e = from_text("abcd", &DataType::Bpchar { len: Some(3) }).unwrap_err();
         assert_eq!(e.message, "value too long for type character(3)");
         let e = from_text("4294967296", &DataType::Oid).unwrap_err();
-        assert_eq!(e.message, "value \"4294967296\" is out of range for type oid");
+        assert_eq!(
+            e.message,
+            "value \"4294967296\" is out of range for type oid"
+        );
         let e = from_text("2026-13-01", &DataType::Date).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22008", "date/time field value out of range: \"2026-13-01\""));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                "22008",
+                "date/time field value out of range: \"2026-13-01\""
+            )
+        );
         let e = from_text("garbage", &DataType::Date).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22007", "invalid input syntax for type date: \"garbage\""));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22007", "invalid input syntax for type date: \"garbage\"")
+        );
         let e = from_text("garbage", &DataType::Timestamp).unwrap_err();
-        assert_eq!(e.message, "invalid input syntax for type timestamp: \"garbage\"");
+        assert_eq!(
+            e.message,
+            "invalid input syntax for type timestamp: \"garbage\""
+        );
         let e = from_text("{1,2", &DataType::Array(Box::new(DataType::Int4))).unwrap_err();
         assert_eq!(e.message, "malformed array literal: \"{1,2\"");
     }
@@ -968,27 +1212,73 @@ mod tests {
     #[test]
     fn text_input_spellings() {
         assert_eq!(from_text(" 12 ", &DataType::Int4).unwrap(), Value::Int4(12));
-        assert_eq!(from_text("-1", &DataType::Oid).unwrap(), Value::Oid(u32::MAX));
-        for (s, b) in [("yes", true), ("on", true), ("1", true), ("tr", true), ("of", false), ("n", false), (" FALSE ", false)] {
-            assert_eq!(from_text(s, &DataType::Bool).unwrap(), Value::Bool(b), "{s}");
+        assert_eq!(
+            from_text("-1", &DataType::Oid).unwrap(),
+            Value::Oid(u32::MAX)
+        );
+        for (s, b) in [
+            ("yes", true),
+            ("on", true),
+            ("1", true),
+            ("tr", true),
+            ("of", false),
+            ("n", false),
+            (" FALSE ", false),
+        ] {
+            assert_eq!(
+                from_text(s, &DataType::Bool).unwrap(),
+                Value::Bool(b),
+                "{s}"
+            );
         }
-        assert_eq!(from_text("a  ", &DataType::Bpchar { len: Some(2) }).unwrap(), Value::Text("a ".into()));
-        assert_eq!(from_text("a", &DataType::Bpchar { len: Some(3) }).unwrap(), Value::Text("a  ".into()));
+        assert_eq!(
+            from_text("a  ", &DataType::Bpchar { len: Some(2) }).unwrap(),
+            Value::Text("a ".into())
+        );
+        assert_eq!(
+            from_text("a", &DataType::Bpchar { len: Some(3) }).unwrap(),
+            Value::Text("a  ".into())
+        );
         // Padding around and past push_spaces' chunk of 64 spaces, on input and through the
         // row codec (stored as TEXT_PADDED); 82 is pgbench's char(84) filler.
         for pad in [63, 64, 65, 82, 198] {
             let want = format!("ab{}", " ".repeat(pad));
-            let ty = DataType::Bpchar { len: Some(pad as u32 + 2) };
-            assert_eq!(from_text("ab", &ty).unwrap(), Value::Text(want.clone()), "{pad}");
+            let ty = DataType::Bpchar {
+                len: Some(pad as u32 + 2),
+            };
+            assert_eq!(
+                from_text("ab", &ty).unwrap(),
+                Value::Text(want.clone()),
+                "{pad}"
+            );
             let mut row = Vec::new();
             crate::codec::encode_row(&[Value::Text(want.clone())], &mut row);
-            assert_eq!(crate::codec::decode_row(&row).unwrap(), vec![Value::Text(want)], "{pad}");
+            assert_eq!(
+                crate::codec::decode_row(&row).unwrap(),
+                vec![Value::Text(want)],
+                "{pad}"
+            );
         }
-        assert_eq!(from_text("ab ", &DataType::Varchar { max_len: Some(2) }).unwrap(), Value::Text("ab".into()));
-        assert_eq!(from_text("\\x4142", &DataType::Bytea).unwrap(), Value::Bytea(b"AB".to_vec()));
-        assert_eq!(from_text("ab\\001\\\\", &DataType::Bytea).unwrap(), Value::Bytea(b"ab\x01\\".to_vec()));
         assert_eq!(
-            from_text("123.456", &DataType::Numeric { precision_scale: Some((5, 2)) }).unwrap(),
+            from_text("ab ", &DataType::Varchar { max_len: Some(2) }).unwrap(),
+            Value::Text("ab".into())
+        );
+        assert_eq!(
+            from_text("\\x4142", &DataType::Bytea).unwrap(),
+            Value::Bytea(b"AB".to_vec())
+        );
+        assert_eq!(
+            from_text("ab\\001\\\\", &DataType::Bytea).unwrap(),
+            Value::Bytea(b"ab\x01\\".to_vec())
+        );
+        assert_eq!(
+            from_text(
+                "123.456",
+                &DataType::Numeric {
+                    precision_scale: Some((5, 2))
+                }
+            )
+            .unwrap(),
             Value::Numeric(crate::numeric::parse("123.46").unwrap().unwrap())
         );
     }
@@ -1002,20 +1292,33 @@ mod tests {
             (Value::Int8(-1), DataType::Int8),
             (Value::Float4(1.5), DataType::Float4),
             (Value::Float8(-2.25), DataType::Float8),
-            (Value::Numeric(crate::numeric::parse("-12345.678").unwrap().unwrap()), DataType::NUMERIC),
+            (
+                Value::Numeric(crate::numeric::parse("-12345.678").unwrap().unwrap()),
+                DataType::NUMERIC,
+            ),
             (Value::Text("héllo".into()), DataType::Text),
             (Value::Text("x".into()), DataType::Char),
             (Value::Bytea(vec![0, 1, 255]), DataType::Bytea),
             (Value::Date(9000), DataType::Date),
             (Value::Timestamp(1_000_000), DataType::Timestamp),
             (Value::TimestampTz(-1_000_000), DataType::TimestampTz),
-            (Value::Interval { months: 1, days: -2, micros: 3 }, DataType::Interval),
+            (
+                Value::Interval {
+                    months: 1,
+                    days: -2,
+                    micros: 3,
+                },
+                DataType::Interval,
+            ),
             (Value::Oid(4_000_000_000), DataType::Oid),
             (
                 Value::Array(vec![Value::Int4(1), Value::Null, Value::Int4(3)]),
                 DataType::Array(Box::new(DataType::Int4)),
             ),
-            (Value::Array(vec![]), DataType::Array(Box::new(DataType::Text))),
+            (
+                Value::Array(vec![]),
+                DataType::Array(Box::new(DataType::Text)),
+            ),
         ];
         for (v, ty) in cases {
             let mut out = Vec::new();
@@ -1024,6 +1327,9 @@ mod tests {
         }
         let e = from_binary(&[0, 0, 1], &DataType::Int4).unwrap_err();
         assert_eq!(e.code, "22P03");
-        assert_eq!(e.message, "incorrect binary data format in value of type integer");
+        assert_eq!(
+            e.message,
+            "incorrect binary data format in value of type integer"
+        );
     }
 }

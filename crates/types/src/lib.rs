@@ -1,9 +1,9 @@
 //! SQL values and data types (see README.md): PostgreSQL OIDs and type names, text/binary
 //! I/O, casts, operators, and row/key encodings. No catalog access, no I/O.
 
-pub mod datatype;
 pub mod cast;
 pub mod codec;
+pub mod datatype;
 pub mod datetime;
 pub mod io;
 pub mod numeric;

@@ -34,7 +34,10 @@ pub struct Numeric(Repr);
 #[derive(Clone, Debug)]
 enum Repr {
     /// `coef × 10^-dscale`, the common case, without allocation.
-    Small { coef: i64, dscale: u16 },
+    Small {
+        coef: i64,
+        dscale: u16,
+    },
     /// `coef × 10^-dscale` for coefficients beyond i64.
     Big(Box<(BigInt, u16)>),
     NaN,
@@ -50,7 +53,10 @@ pub(crate) struct Dec {
 }
 
 pub(crate) fn overflow() -> PgError {
-    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+    PgError::new(
+        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+        "value overflows numeric format",
+    )
 }
 
 fn div_zero() -> PgError {
@@ -97,7 +103,10 @@ pub(crate) fn round_div(n: &BigInt, d: &BigInt) -> BigInt {
 
 impl Dec {
     pub fn new(coef: impl Into<BigInt>, scale: i64) -> Dec {
-        Dec { coef: coef.into(), scale }
+        Dec {
+            coef: coef.into(),
+            scale,
+        }
     }
 
     pub fn is_zero(&self) -> bool {
@@ -126,26 +135,44 @@ impl Dec {
     /// Rounded (half away from zero) or padded to exactly `scale` digits after the point.
     pub fn round(&self, scale: i64) -> Dec {
         if scale >= self.scale {
-            return Dec { coef: self.coef_at(scale), scale };
+            return Dec {
+                coef: self.coef_at(scale),
+                scale,
+            };
         }
         // drop digits beyond what can matter (keeps 10^k small for tiny scales)
         let k = self.scale - scale;
         if k > ndigits(&self.coef) {
-            return Dec { coef: BigInt::zero(), scale };
+            return Dec {
+                coef: BigInt::zero(),
+                scale,
+            };
         }
-        Dec { coef: round_div(&self.coef, &pow10(k)), scale }
+        Dec {
+            coef: round_div(&self.coef, &pow10(k)),
+            scale,
+        }
     }
 
     /// Truncated (toward zero) or padded to exactly `scale` digits after the point.
     pub fn trunc(&self, scale: i64) -> Dec {
         if scale >= self.scale {
-            return Dec { coef: self.coef_at(scale), scale };
+            return Dec {
+                coef: self.coef_at(scale),
+                scale,
+            };
         }
         let k = self.scale - scale;
         if k > ndigits(&self.coef) {
-            return Dec { coef: BigInt::zero(), scale };
+            return Dec {
+                coef: BigInt::zero(),
+                scale,
+            };
         }
-        Dec { coef: &self.coef / pow10(k), scale }
+        Dec {
+            coef: &self.coef / pow10(k),
+            scale,
+        }
     }
 
     fn floor_ceil(&self, ceil: bool) -> Dec {
@@ -160,11 +187,17 @@ impl Dec {
 
     pub fn add(&self, o: &Dec) -> Dec {
         let s = self.scale.max(o.scale);
-        Dec { coef: self.coef_at(s) + o.coef_at(s), scale: s }
+        Dec {
+            coef: self.coef_at(s) + o.coef_at(s),
+            scale: s,
+        }
     }
 
     pub fn neg(&self) -> Dec {
-        Dec { coef: -&self.coef, scale: self.scale }
+        Dec {
+            coef: -&self.coef,
+            scale: self.scale,
+        }
     }
 
     pub fn sub(&self, o: &Dec) -> Dec {
@@ -172,7 +205,10 @@ impl Dec {
     }
 
     pub fn mul(&self, o: &Dec) -> Dec {
-        Dec { coef: &self.coef * &o.coef, scale: self.scale + o.scale }
+        Dec {
+            coef: &self.coef * &o.coef,
+            scale: self.scale + o.scale,
+        }
     }
 
     pub fn cmp(&self, o: &Dec) -> Ordering {
@@ -193,7 +229,11 @@ impl Dec {
     pub fn div(&self, o: &Dec, scale: i64, round: bool) -> Dec {
         // q = a/b × 10^scale = ca × 10^(scale + sb - sa) / cb
         let k = scale + o.scale - self.scale;
-        let (n, d) = if k >= 0 { (&self.coef * pow10(k), o.coef.clone()) } else { (self.coef.clone(), &o.coef * pow10(-k)) };
+        let (n, d) = if k >= 0 {
+            (&self.coef * pow10(k), o.coef.clone())
+        } else {
+            (self.coef.clone(), &o.coef * pow10(-k))
+        };
         let coef = if round { round_div(&n, &d) } else { &n / &d };
         Dec { coef, scale }
     }
@@ -209,7 +249,11 @@ impl Dec {
         let lead = e - 4 * w + 1; // decimal digits in the first base-10000 digit
         let nd = ndigits(&self.coef);
         let m = self.coef.magnitude();
-        let first = if lead >= nd { m * pow10(lead - nd).magnitude() } else { m / pow10(nd - lead).magnitude() };
+        let first = if lead >= nd {
+            m * pow10(lead - nd).magnitude()
+        } else {
+            m / pow10(nd - lead).magnitude()
+        };
         (w, first.to_i64().unwrap_or(0))
     }
 
@@ -224,11 +268,16 @@ impl Dec {
                 return c as f64 / 10f64.powi(self.scale as i32);
             }
         }
-        format!("{}e{}", self.coef, -self.scale).parse().unwrap_or(0.0)
+        format!("{}e{}", self.coef, -self.scale)
+            .parse()
+            .unwrap_or(0.0)
     }
 
     pub fn from_i64(v: i64) -> Dec {
-        Dec { coef: BigInt::from(v), scale: 0 }
+        Dec {
+            coef: BigInt::from(v),
+            scale: 0,
+        }
     }
 }
 
@@ -242,7 +291,14 @@ impl Numeric {
     /// A finite value from a computation: scale < 0 becomes dscale 0; 22003 outside PG's
     /// range (more than 16383 digits after the point or 131072 before it).
     pub(crate) fn from_dec(d: Dec) -> PgResult<Numeric> {
-        let d = if d.scale < 0 { Dec { coef: d.coef_at(0), scale: 0 } } else { d };
+        let d = if d.scale < 0 {
+            Dec {
+                coef: d.coef_at(0),
+                scale: 0,
+            }
+        } else {
+            d
+        };
         if d.scale > MAX_DSCALE {
             return Err(overflow());
         }
@@ -345,8 +401,26 @@ impl Numeric {
             }
         }
         match (&self.0, &other.0) {
-            (Repr::Small { coef: a, dscale: sa }, Repr::Small { coef: b, dscale: sb }) if sa == sb => a.cmp(b),
-            (Repr::Small { coef: a, dscale: sa }, Repr::Small { coef: b, dscale: sb }) if sa.abs_diff(*sb) <= 18 => {
+            (
+                Repr::Small {
+                    coef: a,
+                    dscale: sa,
+                },
+                Repr::Small {
+                    coef: b,
+                    dscale: sb,
+                },
+            ) if sa == sb => a.cmp(b),
+            (
+                Repr::Small {
+                    coef: a,
+                    dscale: sa,
+                },
+                Repr::Small {
+                    coef: b,
+                    dscale: sb,
+                },
+            ) if sa.abs_diff(*sb) <= 18 => {
                 let s = (*sa).max(*sb);
                 let a = *a as i128 * 10i128.pow((s - sa) as u32);
                 let b = *b as i128 * 10i128.pow((s - sb) as u32);
@@ -370,9 +444,15 @@ impl Numeric {
     }
 
     fn rescale(&self, scale: i64, round: bool) -> PgResult<Numeric> {
-        let Some(d) = self.dec() else { return Ok(self.clone()) };
+        let Some(d) = self.dec() else {
+            return Ok(self.clone());
+        };
         let scale = scale.clamp(-MAX_RESULT_SCALE, MAX_RESULT_SCALE);
-        Numeric::from_dec(if round { d.round(scale) } else { d.trunc(scale) })
+        Numeric::from_dec(if round {
+            d.round(scale)
+        } else {
+            d.trunc(scale)
+        })
     }
 
     pub fn floor(&self) -> PgResult<Numeric> {
@@ -399,7 +479,10 @@ impl Numeric {
 
     pub fn neg(&self) -> Numeric {
         match &self.0 {
-            Repr::Small { coef, dscale } if *coef != i64::MIN => Numeric(Repr::Small { coef: -coef, dscale: *dscale }),
+            Repr::Small { coef, dscale } if *coef != i64::MIN => Numeric(Repr::Small {
+                coef: -coef,
+                dscale: *dscale,
+            }),
             Repr::PosInf => Numeric::NEG_INF,
             Repr::NegInf => Numeric::POS_INF,
             Repr::NaN => Numeric::NAN,
@@ -452,7 +535,11 @@ impl Numeric {
 
     /// A stored finite value; `None` when out of range (corrupt data).
     pub(crate) fn from_parts(coef: BigInt, dscale: u16) -> Option<Numeric> {
-        Numeric::from_dec(Dec { coef, scale: dscale as i64 }).ok()
+        Numeric::from_dec(Dec {
+            coef,
+            scale: dscale as i64,
+        })
+        .ok()
     }
 
     /// Sign, decimal exponent e and significant digits (no trailing zeros) of a nonzero
@@ -503,14 +590,29 @@ impl std::fmt::Display for Numeric {
             Repr::NaN => f.write_str("NaN"),
             Repr::PosInf => f.write_str("Infinity"),
             Repr::NegInf => f.write_str("-Infinity"),
-            Repr::Small { coef, dscale } => write_decimal(f, *coef < 0, &coef.unsigned_abs().to_string(), *dscale as usize),
-            Repr::Big(b) => write_decimal(f, b.0.is_negative(), &b.0.magnitude().to_string(), b.1 as usize),
+            Repr::Small { coef, dscale } => write_decimal(
+                f,
+                *coef < 0,
+                &coef.unsigned_abs().to_string(),
+                *dscale as usize,
+            ),
+            Repr::Big(b) => write_decimal(
+                f,
+                b.0.is_negative(),
+                &b.0.magnitude().to_string(),
+                b.1 as usize,
+            ),
         }
     }
 }
 
 /// `digits × 10^-scale` with every digit, no exponent.
-fn write_decimal(f: &mut std::fmt::Formatter<'_>, neg: bool, digits: &str, scale: usize) -> std::fmt::Result {
+fn write_decimal(
+    f: &mut std::fmt::Formatter<'_>,
+    neg: bool,
+    digits: &str,
+    scale: usize,
+) -> std::fmt::Result {
     if neg {
         f.write_str("-")?;
     }
@@ -615,19 +717,25 @@ pub fn parse(s: &str) -> Option<PgResult<Numeric>> {
 /// Applies numeric(p,s): rounds to s (s may be negative: rounds left of the point), errors
 /// 22003 "numeric field overflow" when the value needs more than p - s integer digits.
 pub fn apply_typmod(n: &Numeric, p: u16, s: i16) -> PgResult<Numeric> {
-    let field_overflow = || PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow");
+    let field_overflow =
+        || PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow");
     let d = match n.0 {
         Repr::NaN => return Ok(Numeric::NAN),
         Repr::PosInf | Repr::NegInf => {
-            return Err(field_overflow()
-                .with_detail(format!("A field with precision {p}, scale {s} cannot hold an infinite value.")))
+            return Err(field_overflow().with_detail(format!(
+                "A field with precision {p}, scale {s} cannot hold an infinite value."
+            )))
         }
         _ => n.dec().expect("finite"),
     };
     let r = d.round(s as i64);
     let maxdigits = p as i64 - s as i64;
     if !r.is_zero() && r.dexp() + 1 > maxdigits {
-        let limit = if maxdigits != 0 { format!("10^{maxdigits}") } else { "1".to_string() };
+        let limit = if maxdigits != 0 {
+            format!("10^{maxdigits}")
+        } else {
+            "1".to_string()
+        };
         return Err(field_overflow()
             .with_detail(format!("A field with precision {p}, scale {s} must round to an absolute value less than {limit}.")));
     }
@@ -646,12 +754,24 @@ fn div_scale(a: &Dec, b: &Dec) -> i64 {
     if f1 <= f2 {
         qweight -= 1;
     }
-    (MIN_SIG_DIGITS - qweight * 4).max(a.scale).max(b.scale).clamp(0, MAX_DISPLAY_SCALE)
+    (MIN_SIG_DIGITS - qweight * 4)
+        .max(a.scale)
+        .max(b.scale)
+        .clamp(0, MAX_DISPLAY_SCALE)
 }
 
 fn small_pair(a: &Numeric, b: &Numeric) -> Option<(i64, u16, i64, u16)> {
     match (&a.0, &b.0) {
-        (Repr::Small { coef: x, dscale: sx }, Repr::Small { coef: y, dscale: sy }) => Some((*x, *sx, *y, *sy)),
+        (
+            Repr::Small {
+                coef: x,
+                dscale: sx,
+            },
+            Repr::Small {
+                coef: y,
+                dscale: sy,
+            },
+        ) => Some((*x, *sx, *y, *sy)),
         _ => None,
     }
 }
@@ -663,7 +783,10 @@ fn small_add(a: &Numeric, b: &Numeric, negate_b: bool) -> Option<Numeric> {
     let x = (x as i128).checked_mul(10i128.checked_pow((s - sx) as u32)?)?;
     let y = (y as i128).checked_mul(10i128.checked_pow((s - sy) as u32)?)?;
     let r = if negate_b { x - y } else { x + y };
-    Some(Numeric(Repr::Small { coef: i64::try_from(r).ok()?, dscale: s }))
+    Some(Numeric(Repr::Small {
+        coef: i64::try_from(r).ok()?,
+        dscale: s,
+    }))
 }
 
 pub fn add(a: &Numeric, b: &Numeric) -> PgResult<Numeric> {
@@ -700,21 +823,35 @@ fn special_add(a: &Numeric, b: &Numeric) -> Numeric {
 
 pub fn mul(a: &Numeric, b: &Numeric) -> PgResult<Numeric> {
     if let Some((x, sx, y, sy)) = small_pair(a, b) {
-        if let (Some(c), true) = (x.checked_mul(y), sx as u32 + (sy as u32) <= MAX_DSCALE as u32) {
-            return Ok(Numeric(Repr::Small { coef: c, dscale: sx + sy }));
+        if let (Some(c), true) = (
+            x.checked_mul(y),
+            sx as u32 + (sy as u32) <= MAX_DSCALE as u32,
+        ) {
+            return Ok(Numeric(Repr::Small {
+                coef: c,
+                dscale: sx + sy,
+            }));
         }
     }
     match (a.dec(), b.dec()) {
         (Some(x), Some(y)) => {
             let p = x.mul(&y);
             // numeric_mul keeps the exact product but no more than NUMERIC_DSCALE_MAX digits
-            Numeric::from_dec(if p.scale > MAX_DSCALE { p.round(MAX_DSCALE) } else { p })
+            Numeric::from_dec(if p.scale > MAX_DSCALE {
+                p.round(MAX_DSCALE)
+            } else {
+                p
+            })
         }
         _ => {
             if a.is_nan() || b.is_nan() || a.signum() == 0 || b.signum() == 0 {
                 return Ok(Numeric::NAN); // Infinity × 0 too
             }
-            Ok(if a.signum() == b.signum() { Numeric::POS_INF } else { Numeric::NEG_INF })
+            Ok(if a.signum() == b.signum() {
+                Numeric::POS_INF
+            } else {
+                Numeric::NEG_INF
+            })
         }
     }
 }
@@ -772,14 +909,21 @@ pub fn rem(a: &Numeric, b: &Numeric) -> PgResult<Numeric> {
                 return Err(div_zero());
             }
             let s = x.scale.max(y.scale);
-            Numeric::from_dec(Dec { coef: x.coef_at(s) % y.coef_at(s), scale: s })
+            Numeric::from_dec(Dec {
+                coef: x.coef_at(s) % y.coef_at(s),
+                scale: s,
+            })
         }
         _ => {
             if a.is_nan() || b.is_nan() {
                 return Ok(Numeric::NAN);
             }
             if a.is_inf() {
-                return if b.signum() == 0 { Err(div_zero()) } else { Ok(Numeric::NAN) };
+                return if b.signum() == 0 {
+                    Err(div_zero())
+                } else {
+                    Ok(Numeric::NAN)
+                };
             }
             Ok(a.clone()) // finite % ±Infinity
         }
@@ -796,14 +940,25 @@ pub use transcendental::{exp, ln, log, pow, sqrt};
 pub fn to_int(n: &Numeric, type_name: &str, min: i64, max: i64) -> PgResult<i64> {
     let d = match n.0 {
         Repr::NaN => {
-            return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, format!("cannot convert NaN to {type_name}")))
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                format!("cannot convert NaN to {type_name}"),
+            ))
         }
         Repr::PosInf | Repr::NegInf => {
-            return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, format!("cannot convert infinity to {type_name}")))
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                format!("cannot convert infinity to {type_name}"),
+            ))
         }
         _ => n.dec().expect("finite"),
     };
-    let out = || PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("{type_name} out of range"));
+    let out = || {
+        PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("{type_name} out of range"),
+        )
+    };
     if !d.is_zero() && d.dexp() > 19 {
         return Err(out());
     }
@@ -823,10 +978,17 @@ pub fn to_float(n: &Numeric, float4: bool) -> PgResult<f64> {
         Repr::NegInf => return Ok(f64::NEG_INFINITY),
         _ => n.dec().expect("finite"),
     };
-    let v = if float4 { d.to_f64_via_f32() } else { d.to_f64() };
+    let v = if float4 {
+        d.to_f64_via_f32()
+    } else {
+        d.to_f64()
+    };
     if v.is_infinite() || (v == 0.0 && !d.is_zero()) {
         let tyname = if float4 { "real" } else { "double precision" };
-        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("\"{n}\" is out of range for type {tyname}")));
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("\"{n}\" is out of range for type {tyname}"),
+        ));
     }
     Ok(v)
 }
@@ -834,7 +996,10 @@ pub fn to_float(n: &Numeric, float4: bool) -> PgResult<f64> {
 impl Dec {
     /// The value rounded once to f32 (float4in on the text), widened.
     fn to_f64_via_f32(&self) -> f64 {
-        format!("{}e{}", self.coef, -self.scale).parse::<f32>().map(f64::from).unwrap_or(0.0)
+        format!("{}e{}", self.coef, -self.scale)
+            .parse::<f32>()
+            .map(f64::from)
+            .unwrap_or(0.0)
     }
 }
 
@@ -845,7 +1010,11 @@ pub fn from_f64(v: f64, sig: usize) -> PgResult<Numeric> {
         return Ok(Numeric::NAN);
     }
     if v.is_infinite() {
-        return Ok(if v > 0.0 { Numeric::POS_INF } else { Numeric::NEG_INF });
+        return Ok(if v > 0.0 {
+            Numeric::POS_INF
+        } else {
+            Numeric::NEG_INF
+        });
     }
     let s = format!("{:.*e}", sig - 1, v);
     let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
@@ -858,7 +1027,10 @@ pub fn from_f64(v: f64, sig: usize) -> PgResult<Numeric> {
     }
     let scale = (digits.len() as i64 - 1 - exp).max(0);
     let coef = BigInt::parse_bytes(&digits, 10).expect("digits");
-    let d = Dec { coef: if neg { -coef } else { coef }, scale: digits.len() as i64 - 1 - exp };
+    let d = Dec {
+        coef: if neg { -coef } else { coef },
+        scale: digits.len() as i64 - 1 - exp,
+    };
     Numeric::from_dec(d.round(scale))
 }
 

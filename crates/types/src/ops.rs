@@ -3,9 +3,9 @@
 
 use crate::datetime::{self, USECS_PER_DAY};
 use crate::numeric;
+use crate::numeric::Numeric;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
-use crate::numeric::Numeric;
 use std::cmp::Ordering;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,7 +74,16 @@ impl BinaryOp {
 
     fn is_pattern(self) -> bool {
         use BinaryOp::*;
-        matches!(self, Like | NotLike | ILike | NotILike | RegexMatch | RegexNotMatch | RegexIMatch | RegexNotIMatch)
+        matches!(
+            self,
+            Like | NotLike
+                | ILike
+                | NotILike
+                | RegexMatch
+                | RegexNotMatch
+                | RegexIMatch
+                | RegexNotIMatch
+        )
     }
 }
 
@@ -99,9 +108,16 @@ fn no_operator(op: BinaryOp, l: &DataType, r: &DataType) -> PgError {
 fn not_unique(op: BinaryOp, l: &DataType, r: &DataType) -> PgError {
     PgError::new(
         codes::AMBIGUOUS_FUNCTION,
-        format!("operator is not unique: {} {} {}", l.format_type_be(), op.symbol(), r.format_type_be()),
+        format!(
+            "operator is not unique: {} {} {}",
+            l.format_type_be(),
+            op.symbol(),
+            r.format_type_be()
+        ),
     )
-    .with_hint("Could not choose a best candidate operator. You might need to add explicit type casts.")
+    .with_hint(
+        "Could not choose a best candidate operator. You might need to add explicit type casts.",
+    )
 }
 
 /// Rank for the common numeric type: int2 < int4 < int8 < numeric < float4 < float8.
@@ -151,7 +167,9 @@ fn comparison_type(l: &DataType, r: &DataType) -> Option<(DataType, DataType)> {
     }
     if l.is_string() && r.is_string() {
         return Some(match (l, r) {
-            (T::Bpchar { .. }, T::Bpchar { .. }) => (T::Bpchar { len: None }, T::Bpchar { len: None }),
+            (T::Bpchar { .. }, T::Bpchar { .. }) => {
+                (T::Bpchar { len: None }, T::Bpchar { len: None })
+            }
             (T::Name, T::Name) => (T::Name, T::Name),
             _ => (T::Text, T::Text),
         });
@@ -159,18 +177,26 @@ fn comparison_type(l: &DataType, r: &DataType) -> Option<(DataType, DataType)> {
     match (l, r) {
         (T::Char, T::Char) => Some((T::Char, T::Char)),
         (T::Char, s) | (s, T::Char) if s.is_string() => Some((T::Text, T::Text)),
-        (T::Bool, T::Bool) | (T::Bytea, T::Bytea) | (T::Time, T::Time) | (T::Interval, T::Interval) | (T::Date, T::Date) => {
-            Some((l.clone(), r.clone()))
-        }
+        (T::Bool, T::Bool)
+        | (T::Bytea, T::Bytea)
+        | (T::Time, T::Time)
+        | (T::Interval, T::Interval)
+        | (T::Date, T::Date) => Some((l.clone(), r.clone())),
         (T::Date | T::Timestamp | T::TimestampTz, T::Date | T::Timestamp | T::TimestampTz) => {
-            let t = if matches!(l, T::TimestampTz) || matches!(r, T::TimestampTz) { T::TimestampTz } else { T::Timestamp };
+            let t = if matches!(l, T::TimestampTz) || matches!(r, T::TimestampTz) {
+                T::TimestampTz
+            } else {
+                T::Timestamp
+            };
             Some((t.clone(), t))
         }
         (T::Array(a), T::Array(b)) => {
             let (ca, cb) = comparison_type(a, b)?;
             Some((T::Array(Box::new(ca)), T::Array(Box::new(cb))))
         }
-        (T::Int2Vector, T::Int2Vector) | (T::OidVector, T::OidVector) => Some((l.clone(), r.clone())),
+        (T::Int2Vector, T::Int2Vector) | (T::OidVector, T::OidVector) => {
+            Some((l.clone(), r.clone()))
+        }
         _ => None,
     }
 }
@@ -192,11 +218,19 @@ fn lookup(op: BinaryOp, l: &DataType, r: &DataType) -> Option<(DataType, DataTyp
             }
             (T::Array(a), e) if !matches!(e, T::Array(_)) => {
                 let (ca, _) = comparison_type(a, e)?;
-                Some((T::Array(Box::new(ca.clone())), ca.clone(), T::Array(Box::new(ca))))
+                Some((
+                    T::Array(Box::new(ca.clone())),
+                    ca.clone(),
+                    T::Array(Box::new(ca)),
+                ))
             }
             (e, T::Array(b)) => {
                 let (cb, _) = comparison_type(b, e)?;
-                Some((cb.clone(), T::Array(Box::new(cb.clone())), T::Array(Box::new(cb))))
+                Some((
+                    cb.clone(),
+                    T::Array(Box::new(cb.clone())),
+                    T::Array(Box::new(cb)),
+                ))
             }
             (T::Bytea, T::Bytea) => Some((T::Bytea, T::Bytea, T::Bytea)),
             _ if is_texty(l) || is_texty(r) || matches!(l, T::Char) || matches!(r, T::Char) => {
@@ -252,14 +286,20 @@ fn lookup(op: BinaryOp, l: &DataType, r: &DataType) -> Option<(DataType, DataTyp
         (Add | Sub, t, T::Interval) if ts(t) => Some((t.clone(), T::Interval, t.clone())),
         (Add, T::Interval, t) if ts(t) => Some((T::Interval, t.clone(), t.clone())),
         (Sub, a, b) if (ts(a) || matches!(a, T::Date)) && (ts(b) || matches!(b, T::Date)) => {
-            let t = if matches!(a, T::TimestampTz) || matches!(b, T::TimestampTz) { T::TimestampTz } else { T::Timestamp };
+            let t = if matches!(a, T::TimestampTz) || matches!(b, T::TimestampTz) {
+                T::TimestampTz
+            } else {
+                T::Timestamp
+            };
             Some((t.clone(), t, T::Interval))
         }
         (Add | Sub, T::Time, T::Interval) => Some((T::Time, T::Interval, T::Time)),
         (Add, T::Interval, T::Time) => Some((T::Interval, T::Time, T::Time)),
         (Sub, T::Time, T::Time) => Some((T::Time, T::Time, T::Interval)),
         (Add | Sub, T::Interval, T::Interval) => Some((T::Interval, T::Interval, T::Interval)),
-        (Mul | Div, T::Interval, n) if n.is_numeric() => Some((T::Interval, T::Float8, T::Interval)),
+        (Mul | Div, T::Interval, n) if n.is_numeric() => {
+            Some((T::Interval, T::Float8, T::Interval))
+        }
         (Mul, n, T::Interval) if n.is_numeric() => Some((T::Float8, T::Interval, T::Interval)),
         _ => None,
     }
@@ -268,13 +308,21 @@ fn lookup(op: BinaryOp, l: &DataType, r: &DataType) -> Option<(DataType, DataTyp
 /// Resolves `left op right` as PostgreSQL would for these types: returns the types to cast
 /// the left and right operands to, and the result type. Unknown literals take the other
 /// side's type first (then text/float8/interval as fallbacks, as PG's heuristics end up).
-pub fn resolve_binary(op: BinaryOp, left: &DataType, right: &DataType) -> PgResult<(DataType, DataType, DataType)> {
+pub fn resolve_binary(
+    op: BinaryOp,
+    left: &DataType,
+    right: &DataType,
+) -> PgResult<(DataType, DataType, DataType)> {
     use DataType as T;
     let lu = matches!(left, T::Unknown);
     let ru = matches!(right, T::Unknown);
     if lu && ru {
         if op.is_comparison() || op.is_pattern() || op == BinaryOp::Concat {
-            let res = if op.is_comparison() || op.is_pattern() { T::Bool } else { T::Text };
+            let res = if op.is_comparison() || op.is_pattern() {
+                T::Bool
+            } else {
+                T::Text
+            };
             return Ok((T::Text, T::Text, res));
         }
         return Err(not_unique(op, left, right));
@@ -296,14 +344,20 @@ pub fn resolve_binary(op: BinaryOp, left: &DataType, right: &DataType) -> PgResu
             match known {
                 // date + int4 / date + interval / date + time all apply
                 T::Date if op == BinaryOp::Add => return Err(not_unique(op, left, right)),
-                T::Timestamp | T::TimestampTz | T::Time if op == BinaryOp::Add => candidates.push(T::Interval),
+                T::Timestamp | T::TimestampTz | T::Time if op == BinaryOp::Add => {
+                    candidates.push(T::Interval)
+                }
                 T::Interval => candidates.push(T::Float8),
                 _ => {}
             }
         }
         candidates.push(T::Text);
         for c in candidates {
-            let (l, r) = if lu { (c.clone(), right.clone()) } else { (left.clone(), c.clone()) };
+            let (l, r) = if lu {
+                (c.clone(), right.clone())
+            } else {
+                (left.clone(), c.clone())
+            };
             if let Some(x) = lookup(op, &l, &r) {
                 return Ok(x);
             }
@@ -351,13 +405,28 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (V::Text(x), V::Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
         (V::Bytea(x), V::Bytea(y)) => Some(x.cmp(y)),
         (V::Date(x), V::Date(y)) => Some(x.cmp(y)),
-        (V::Date(x), V::Timestamp(y) | V::TimestampTz(y)) => Some(date_as_ts(*x).cmp(&(*y as i128))),
-        (V::Timestamp(x) | V::TimestampTz(x), V::Date(y)) => Some((*x as i128).cmp(&date_as_ts(*y))),
-        (V::Timestamp(x) | V::TimestampTz(x), V::Timestamp(y) | V::TimestampTz(y)) => Some(x.cmp(y)),
-        (V::Time(x), V::Time(y)) => Some(x.cmp(y)),
-        (V::Interval { months: m1, days: d1, micros: u1 }, V::Interval { months: m2, days: d2, micros: u2 }) => {
-            Some(Value::interval_span(*m1, *d1, *u1).cmp(&Value::interval_span(*m2, *d2, *u2)))
+        (V::Date(x), V::Timestamp(y) | V::TimestampTz(y)) => {
+            Some(date_as_ts(*x).cmp(&(*y as i128)))
         }
+        (V::Timestamp(x) | V::TimestampTz(x), V::Date(y)) => {
+            Some((*x as i128).cmp(&date_as_ts(*y)))
+        }
+        (V::Timestamp(x) | V::TimestampTz(x), V::Timestamp(y) | V::TimestampTz(y)) => {
+            Some(x.cmp(y))
+        }
+        (V::Time(x), V::Time(y)) => Some(x.cmp(y)),
+        (
+            V::Interval {
+                months: m1,
+                days: d1,
+                micros: u1,
+            },
+            V::Interval {
+                months: m2,
+                days: d2,
+                micros: u2,
+            },
+        ) => Some(Value::interval_span(*m1, *d1, *u1).cmp(&Value::interval_span(*m2, *d2, *u2))),
         (V::Array(x), V::Array(y)) => {
             for (p, q) in x.iter().zip(y.iter()) {
                 let o = match (p.is_null(), q.is_null()) {
@@ -382,7 +451,12 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
 fn variant_rank(v: &Value) -> u8 {
     match v {
         Value::Bool(_) => 0,
-        Value::Int2(_) | Value::Int4(_) | Value::Int8(_) | Value::Oid(_) | Value::Numeric(_) | Value::Float4(_)
+        Value::Int2(_)
+        | Value::Int4(_)
+        | Value::Int8(_)
+        | Value::Oid(_)
+        | Value::Numeric(_)
+        | Value::Float4(_)
         | Value::Float8(_) => 1,
         Value::Text(_) => 2,
         Value::Bytea(_) => 3,
@@ -410,7 +484,11 @@ pub fn sort_cmp(a: &Value, b: &Value) -> Ordering {
 /// `character(n)`/`bpchar`; otherwise the same as `compare`.
 pub fn compare_typed(a: &Value, b: &Value, operand: &DataType) -> Option<Ordering> {
     if let (DataType::Bpchar { .. }, Value::Text(x), Value::Text(y)) = (operand, a, b) {
-        return Some(x.trim_end_matches(' ').as_bytes().cmp(y.trim_end_matches(' ').as_bytes()));
+        return Some(
+            x.trim_end_matches(' ')
+                .as_bytes()
+                .cmp(y.trim_end_matches(' ').as_bytes()),
+        );
     }
     compare(a, b)
 }
@@ -419,7 +497,10 @@ pub fn compare_typed(a: &Value, b: &Value, operand: &DataType) -> Option<Orderin
 // Evaluation
 
 fn out_of_range(what: &str) -> PgError {
-    PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, format!("{what} out of range"))
+    PgError::new(
+        codes::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{what} out of range"),
+    )
 }
 
 fn div_zero() -> PgError {
@@ -450,8 +531,12 @@ fn int_result(w: IntW, v: Option<i64>) -> PgResult<Value> {
     };
     let v = v.ok_or_else(|| out_of_range(name))?;
     match w {
-        IntW::I2 => i16::try_from(v).map(Value::Int2).map_err(|_| out_of_range(name)),
-        IntW::I4 => i32::try_from(v).map(Value::Int4).map_err(|_| out_of_range(name)),
+        IntW::I2 => i16::try_from(v)
+            .map(Value::Int2)
+            .map_err(|_| out_of_range(name)),
+        IntW::I4 => i32::try_from(v)
+            .map(Value::Int4)
+            .map_err(|_| out_of_range(name)),
         IntW::I8 => Ok(Value::Int8(v)),
     }
 }
@@ -481,12 +566,22 @@ fn int_arith(op: BinaryOp, w: IntW, a: i64, b: i64) -> PgResult<Value> {
 fn float_check(r: f64, a: f64, b: f64, zero_ok: bool, is_f4: bool) -> PgResult<Value> {
     let r = if is_f4 { (r as f32) as f64 } else { r };
     if r.is_infinite() && !a.is_infinite() && !b.is_infinite() {
-        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"));
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: overflow",
+        ));
     }
     if r == 0.0 && !zero_ok {
-        return Err(PgError::new(codes::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow"));
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "value out of range: underflow",
+        ));
     }
-    Ok(if is_f4 { Value::Float4(r as f32) } else { Value::Float8(r) })
+    Ok(if is_f4 {
+        Value::Float4(r as f32)
+    } else {
+        Value::Float8(r)
+    })
 }
 
 fn float_arith(op: BinaryOp, a: f64, b: f64, is_f4: bool) -> PgResult<Value> {
@@ -502,15 +597,30 @@ fn float_arith(op: BinaryOp, a: f64, b: f64, is_f4: bool) -> PgResult<Value> {
         }
         BinaryOp::Pow => {
             if a == 0.0 && b < 0.0 {
-                return Err(PgError::new("2201F", "zero raised to a negative power is undefined"));
+                return Err(PgError::new(
+                    "2201F",
+                    "zero raised to a negative power is undefined",
+                ));
             }
             if a < 0.0 && b.fract() != 0.0 && b.is_finite() {
-                return Err(PgError::new("2201F", "a negative number raised to a non-integer power yields a complex result"));
+                return Err(PgError::new(
+                    "2201F",
+                    "a negative number raised to a non-integer power yields a complex result",
+                ));
             }
             let r = a.powf(b);
-            float_check(r, a, b, a == 0.0 || r == 0.0 && (b.is_infinite() || a.abs() < 1.0 || b < 0.0), false)
+            float_check(
+                r,
+                a,
+                b,
+                a == 0.0 || r == 0.0 && (b.is_infinite() || a.abs() < 1.0 || b < 0.0),
+                false,
+            )
         }
-        BinaryOp::Mod => Err(PgError::new(codes::UNDEFINED_FUNCTION, "operator does not exist: double precision % double precision")),
+        BinaryOp::Mod => Err(PgError::new(
+            codes::UNDEFINED_FUNCTION,
+            "operator does not exist: double precision % double precision",
+        )),
         _ => Err(PgError::internal("not an arithmetic operator")),
     }
 }
@@ -559,7 +669,10 @@ pub fn timestamp_add_interval(ts: i64, months: i32, days: i32, micros: i64) -> P
             d = d.min(datetime::days_in_month(y, m));
         }
         let j = datetime::date2j(y, m as i64, d as i64) + days as i64;
-        t = (j - datetime::POSTGRES_EPOCH_JDATE).checked_mul(USECS_PER_DAY).ok_or_else(ts_out_of_range)? + tod;
+        t = (j - datetime::POSTGRES_EPOCH_JDATE)
+            .checked_mul(USECS_PER_DAY)
+            .ok_or_else(ts_out_of_range)?
+            + tod;
     }
     let t = t.checked_add(micros).ok_or_else(ts_out_of_range)?;
     if !datetime::timestamp_in_range(t) || t == i64::MIN || t == i64::MAX {
@@ -577,7 +690,13 @@ fn interval_neg(months: i32, days: i32, micros: i64) -> PgResult<Value> {
 }
 
 /// interval * factor (or / factor) as PostgreSQL's interval_mul/interval_div.
-fn interval_scale(months: i32, days: i32, micros: i64, factor: f64, divide: bool) -> PgResult<Value> {
+fn interval_scale(
+    months: i32,
+    days: i32,
+    micros: i64,
+    factor: f64,
+    divide: bool,
+) -> PgResult<Value> {
     if divide && factor == 0.0 {
         return Err(div_zero());
     }
@@ -594,7 +713,9 @@ fn interval_scale(months: i32, days: i32, micros: i64, factor: f64, divide: bool
     let mut r_month = rm as i32;
     let mut r_day = rd as i32;
     let month_remainder_days = tsround((rm - r_month as f64) * 30.0);
-    let mut sec_remainder = tsround((rd - r_day as f64 + month_remainder_days - month_remainder_days.trunc()) * 86400.0);
+    let mut sec_remainder = tsround(
+        (rd - r_day as f64 + month_remainder_days - month_remainder_days.trunc()) * 86400.0,
+    );
     if sec_remainder.abs() >= 86400.0 {
         r_day += (sec_remainder / 86400.0) as i32;
         sec_remainder -= ((sec_remainder / 86400.0) as i32) as f64 * 86400.0;
@@ -605,22 +726,35 @@ fn interval_scale(months: i32, days: i32, micros: i64, factor: f64, divide: bool
         return Err(interval_out_of_range());
     }
     let _ = &mut r_month;
-    Ok(Value::Interval { months: r_month, days: r_day, micros: rt as i64 })
+    Ok(Value::Interval {
+        months: r_month,
+        days: r_day,
+        micros: rt as i64,
+    })
 }
 
 fn date_result(d: i64) -> PgResult<Value> {
-    let d32 = i32::try_from(d).ok().filter(|d| datetime::date_in_range(*d) && *d != i32::MIN && *d != i32::MAX);
-    d32.map(Value::Date).ok_or_else(|| PgError::new(codes::DATETIME_FIELD_OVERFLOW, "date out of range"))
+    let d32 = i32::try_from(d)
+        .ok()
+        .filter(|d| datetime::date_in_range(*d) && *d != i32::MIN && *d != i32::MAX);
+    d32.map(Value::Date)
+        .ok_or_else(|| PgError::new(codes::DATETIME_FIELD_OVERFLOW, "date out of range"))
 }
 
 fn like_error() -> PgError {
-    PgError::new(codes::INVALID_ESCAPE_SEQUENCE, "LIKE pattern must not end with escape character")
+    PgError::new(
+        codes::INVALID_ESCAPE_SEQUENCE,
+        "LIKE pattern must not end with escape character",
+    )
 }
 
 /// SQL LIKE on characters: `%` any sequence, `_` one character, `\` escapes the next.
 pub fn like_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<bool> {
     let (s, p): (Vec<char>, Vec<char>) = if case_insensitive {
-        (s.to_lowercase().chars().collect(), pattern.to_lowercase().chars().collect())
+        (
+            s.to_lowercase().chars().collect(),
+            pattern.to_lowercase().chars().collect(),
+        )
     } else {
         (s.chars().collect(), pattern.chars().collect())
     };
@@ -702,7 +836,10 @@ thread_local! {
 pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<bool> {
     REGEX_CACHE.with(|c| {
         let mut c = c.borrow_mut();
-        if let Some((_, _, re)) = c.iter().find(|(p, ci, _)| p == pattern && *ci == case_insensitive) {
+        if let Some((_, _, re)) = c
+            .iter()
+            .find(|(p, ci, _)| p == pattern && *ci == case_insensitive)
+        {
             return Ok(re.is_match(s));
         }
         let re = regex::RegexBuilder::new(pattern)
@@ -710,8 +847,16 @@ pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<b
             .build()
             .map_err(|e| {
                 let msg = e.to_string();
-                let last = msg.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
-                PgError::new(codes::INVALID_REGULAR_EXPRESSION, format!("invalid regular expression: {last}"))
+                let last = msg
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+                PgError::new(
+                    codes::INVALID_REGULAR_EXPRESSION,
+                    format!("invalid regular expression: {last}"),
+                )
             })?;
         let m = re.is_match(s);
         if c.len() >= 32 {
@@ -762,8 +907,17 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
         Concat => {
             return Ok(match (left, right) {
                 (V::Array(a), V::Array(b)) => V::Array(a.iter().chain(b.iter()).cloned().collect()),
-                (V::Array(a), e) => V::Array(a.iter().cloned().chain(std::iter::once(e.clone())).collect()),
-                (e, V::Array(b)) => V::Array(std::iter::once(e.clone()).chain(b.iter().cloned()).collect()),
+                (V::Array(a), e) => V::Array(
+                    a.iter()
+                        .cloned()
+                        .chain(std::iter::once(e.clone()))
+                        .collect(),
+                ),
+                (e, V::Array(b)) => V::Array(
+                    std::iter::once(e.clone())
+                        .chain(b.iter().cloned())
+                        .collect(),
+                ),
                 (V::Bytea(a), V::Bytea(b)) => V::Bytea([a.as_slice(), b.as_slice()].concat()),
                 (a, b) => {
                     let mut s = text_of(a);
@@ -780,7 +934,11 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
             return Ok(V::Bool(m == matches!(op, Like | ILike)));
         }
         RegexMatch | RegexNotMatch | RegexIMatch | RegexNotIMatch => {
-            let m = regex_match(&text_of(left), &text_of(right), matches!(op, RegexIMatch | RegexNotIMatch))?;
+            let m = regex_match(
+                &text_of(left),
+                &text_of(right),
+                matches!(op, RegexIMatch | RegexNotIMatch),
+            )?;
             return Ok(V::Bool(m == matches!(op, RegexMatch | RegexIMatch)));
         }
         _ => {}
@@ -791,9 +949,13 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
         return int_arith(op, w, a, b);
     }
     match (left, right) {
-        (V::Float4(a), V::Float4(b)) if op != Pow => return float_arith(op, *a as f64, *b as f64, true),
+        (V::Float4(a), V::Float4(b)) if op != Pow => {
+            return float_arith(op, *a as f64, *b as f64, true)
+        }
         (V::Float4(_) | V::Float8(_), _) | (_, V::Float4(_) | V::Float8(_))
-            if left.as_f64().is_some() && right.as_f64().is_some() && !matches!(left, V::Interval { .. }) =>
+            if left.as_f64().is_some()
+                && right.as_f64().is_some()
+                && !matches!(left, V::Interval { .. }) =>
         {
             return float_arith(op, left.as_f64().unwrap(), right.as_f64().unwrap(), false)
         }
@@ -830,7 +992,10 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
         }
         (Sub, V::Date(a), V::Date(b)) => {
             if [*a, *b].iter().any(|d| *d == i32::MIN || *d == i32::MAX) {
-                return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "cannot subtract infinite dates"));
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "cannot subtract infinite dates",
+                ));
             }
             Ok(V::Int4(a - b))
         }
@@ -839,11 +1004,33 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
             if ts == i64::MIN || ts == i64::MAX {
                 return Ok(V::Timestamp(ts));
             }
-            Ok(V::Timestamp(ts.checked_add(*t).ok_or_else(ts_out_of_range)?))
+            Ok(V::Timestamp(
+                ts.checked_add(*t).ok_or_else(ts_out_of_range)?,
+            ))
         }
-        (Add | Sub, V::Date(_) | V::Timestamp(_) | V::TimestampTz(_), V::Interval { months, days, micros })
-        | (Add, V::Interval { months, days, micros }, V::Date(_) | V::Timestamp(_) | V::TimestampTz(_)) => {
-            let tsv = if matches!(left, V::Interval { .. }) { right } else { left };
+        (
+            Add | Sub,
+            V::Date(_) | V::Timestamp(_) | V::TimestampTz(_),
+            V::Interval {
+                months,
+                days,
+                micros,
+            },
+        )
+        | (
+            Add,
+            V::Interval {
+                months,
+                days,
+                micros,
+            },
+            V::Date(_) | V::Timestamp(_) | V::TimestampTz(_),
+        ) => {
+            let tsv = if matches!(left, V::Interval { .. }) {
+                right
+            } else {
+                left
+            };
             let (ts, tz) = match tsv {
                 V::Date(d) => (datetime::date_to_timestamp(*d)?, false),
                 V::Timestamp(t) => (*t, false),
@@ -860,9 +1047,17 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
             } else {
                 timestamp_add_interval(ts, *months, *days, *micros)?
             };
-            Ok(if tz { V::TimestampTz(r) } else { V::Timestamp(r) })
+            Ok(if tz {
+                V::TimestampTz(r)
+            } else {
+                V::Timestamp(r)
+            })
         }
-        (Sub, V::Date(_) | V::Timestamp(_) | V::TimestampTz(_), V::Date(_) | V::Timestamp(_) | V::TimestampTz(_)) => {
+        (
+            Sub,
+            V::Date(_) | V::Timestamp(_) | V::TimestampTz(_),
+            V::Date(_) | V::Timestamp(_) | V::TimestampTz(_),
+        ) => {
             let get = |v: &Value| -> PgResult<i64> {
                 match v {
                     V::Date(d) => datetime::date_to_timestamp(*d),
@@ -872,35 +1067,91 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
             };
             let (a, b) = (get(left)?, get(right)?);
             if [a, b].iter().any(|t| *t == i64::MIN || *t == i64::MAX) {
-                return Err(PgError::new(codes::DATETIME_FIELD_OVERFLOW, "cannot subtract infinite timestamps"));
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "cannot subtract infinite timestamps",
+                ));
             }
             let diff = a.checked_sub(b).ok_or_else(interval_out_of_range)?;
             // interval_justify_hours
             let days = diff / USECS_PER_DAY;
             let micros = diff % USECS_PER_DAY;
-            Ok(V::Interval { months: 0, days: i32::try_from(days).map_err(|_| interval_out_of_range())?, micros })
+            Ok(V::Interval {
+                months: 0,
+                days: i32::try_from(days).map_err(|_| interval_out_of_range())?,
+                micros,
+            })
         }
-        (Add | Sub, V::Time(t), V::Interval { micros, .. }) | (Add, V::Interval { micros, .. }, V::Time(t)) => {
-            let delta = if op == Sub { -(*micros as i128) } else { *micros as i128 };
+        (Add | Sub, V::Time(t), V::Interval { micros, .. })
+        | (Add, V::Interval { micros, .. }, V::Time(t)) => {
+            let delta = if op == Sub {
+                -(*micros as i128)
+            } else {
+                *micros as i128
+            };
             let r = (*t as i128 + delta).rem_euclid(USECS_PER_DAY as i128) as i64;
             Ok(V::Time(r))
         }
-        (Sub, V::Time(a), V::Time(b)) => Ok(V::Interval { months: 0, days: 0, micros: a - b }),
-        (Add | Sub, V::Interval { months: m1, days: d1, micros: u1 }, V::Interval { months: m2, days: d2, micros: u2 }) => {
+        (Sub, V::Time(a), V::Time(b)) => Ok(V::Interval {
+            months: 0,
+            days: 0,
+            micros: a - b,
+        }),
+        (
+            Add | Sub,
+            V::Interval {
+                months: m1,
+                days: d1,
+                micros: u1,
+            },
+            V::Interval {
+                months: m2,
+                days: d2,
+                micros: u2,
+            },
+        ) => {
             let (m, d, u) = if op == Add {
-                (m1.checked_add(*m2), d1.checked_add(*d2), u1.checked_add(*u2))
+                (
+                    m1.checked_add(*m2),
+                    d1.checked_add(*d2),
+                    u1.checked_add(*u2),
+                )
             } else {
-                (m1.checked_sub(*m2), d1.checked_sub(*d2), u1.checked_sub(*u2))
+                (
+                    m1.checked_sub(*m2),
+                    d1.checked_sub(*d2),
+                    u1.checked_sub(*u2),
+                )
             };
             match (m, d, u) {
-                (Some(months), Some(days), Some(micros)) => Ok(V::Interval { months, days, micros }),
+                (Some(months), Some(days), Some(micros)) => Ok(V::Interval {
+                    months,
+                    days,
+                    micros,
+                }),
                 _ => Err(interval_out_of_range()),
             }
         }
-        (Mul | Div, V::Interval { months, days, micros }, n) if n.as_f64().is_some() => {
+        (
+            Mul | Div,
+            V::Interval {
+                months,
+                days,
+                micros,
+            },
+            n,
+        ) if n.as_f64().is_some() => {
             interval_scale(*months, *days, *micros, n.as_f64().unwrap(), op == Div)
         }
-        (Mul, n, V::Interval { months, days, micros }) if n.as_f64().is_some() => {
+        (
+            Mul,
+            n,
+            V::Interval {
+                months,
+                days,
+                micros,
+            },
+        ) if n.as_f64().is_some() => {
             interval_scale(*months, *days, *micros, n.as_f64().unwrap(), false)
         }
         _ => Err(bad()),
@@ -910,7 +1161,12 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
 /// `eval_binary` with the resolved operand type known: comparisons of `character(n)` /
 /// `bpchar` operands ignore trailing spaces as PostgreSQL's bpchar operators do. Prefer this
 /// when the operand type is at hand.
-pub fn eval_binary_typed(op: BinaryOp, left: &Value, right: &Value, operand: &DataType) -> PgResult<Value> {
+pub fn eval_binary_typed(
+    op: BinaryOp,
+    left: &Value,
+    right: &Value,
+    operand: &DataType,
+) -> PgResult<Value> {
     if op.is_comparison() && matches!(operand, DataType::Bpchar { .. }) {
         if let (Value::Text(a), Value::Text(b)) = (left, right) {
             let o = compare_typed(left, right, operand).expect("text compares");
@@ -936,16 +1192,39 @@ pub fn eval_unary(op: UnaryOp, v: &Value) -> PgResult<Value> {
     }
     match (op, v) {
         (UnaryOp::Not, V::Bool(b)) => Ok(V::Bool(!b)),
-        (UnaryOp::Plus, V::Int2(_) | V::Int4(_) | V::Int8(_) | V::Float4(_) | V::Float8(_) | V::Numeric(_) | V::Interval { .. }) => {
-            Ok(v.clone())
-        }
-        (UnaryOp::Neg, V::Int2(x)) => x.checked_neg().map(V::Int2).ok_or_else(|| out_of_range("smallint")),
-        (UnaryOp::Neg, V::Int4(x)) => x.checked_neg().map(V::Int4).ok_or_else(|| out_of_range("integer")),
-        (UnaryOp::Neg, V::Int8(x)) => x.checked_neg().map(V::Int8).ok_or_else(|| out_of_range("bigint")),
+        (
+            UnaryOp::Plus,
+            V::Int2(_)
+            | V::Int4(_)
+            | V::Int8(_)
+            | V::Float4(_)
+            | V::Float8(_)
+            | V::Numeric(_)
+            | V::Interval { .. },
+        ) => Ok(v.clone()),
+        (UnaryOp::Neg, V::Int2(x)) => x
+            .checked_neg()
+            .map(V::Int2)
+            .ok_or_else(|| out_of_range("smallint")),
+        (UnaryOp::Neg, V::Int4(x)) => x
+            .checked_neg()
+            .map(V::Int4)
+            .ok_or_else(|| out_of_range("integer")),
+        (UnaryOp::Neg, V::Int8(x)) => x
+            .checked_neg()
+            .map(V::Int8)
+            .ok_or_else(|| out_of_range("bigint")),
         (UnaryOp::Neg, V::Float4(x)) => Ok(V::Float4(-x)),
         (UnaryOp::Neg, V::Float8(x)) => Ok(V::Float8(-x)),
         (UnaryOp::Neg, V::Numeric(d)) => Ok(V::Numeric(d.neg())),
-        (UnaryOp::Neg, V::Interval { months, days, micros }) => interval_neg(*months, *days, *micros),
+        (
+            UnaryOp::Neg,
+            V::Interval {
+                months,
+                days,
+                micros,
+            },
+        ) => interval_neg(*months, *days, *micros),
         _ => {
             let sym = match op {
                 UnaryOp::Neg => "-",
@@ -969,7 +1248,11 @@ pub fn resolve_unary(op: UnaryOp, ty: &DataType) -> PgResult<DataType> {
         UnaryOp::Neg | UnaryOp::Plus => t.is_numeric() || matches!(t, DataType::Interval),
     };
     if ok {
-        Ok(if matches!(t, DataType::Unknown) { DataType::Bool } else { t })
+        Ok(if matches!(t, DataType::Unknown) {
+            DataType::Bool
+        } else {
+            t
+        })
     } else {
         let sym = match op {
             UnaryOp::Neg => "-",
@@ -1005,14 +1288,33 @@ mod tests {
         assert_eq!(r(BinaryOp::Sub, &T::Date, &T::Unknown), T::Int4);
         assert_eq!(r(BinaryOp::Add, &T::Date, &T::Interval), T::Timestamp);
         assert_eq!(r(BinaryOp::Sub, &T::Timestamp, &T::Timestamp), T::Interval);
-        assert_eq!(r(BinaryOp::Sub, &T::TimestampTz, &T::TimestampTz), T::Interval);
+        assert_eq!(
+            r(BinaryOp::Sub, &T::TimestampTz, &T::TimestampTz),
+            T::Interval
+        );
         assert_eq!(r(BinaryOp::Mul, &T::Interval, &T::NUMERIC), T::Interval);
         assert_eq!(r(BinaryOp::Concat, &T::Unknown, &T::Int4), T::Text);
-        assert_eq!(r(BinaryOp::Concat, &T::Array(Box::new(T::Int4)), &T::Int4), T::Array(Box::new(T::Int4)));
-        assert_eq!(r(BinaryOp::Concat, &T::Array(Box::new(T::Int4)), &T::Unknown), T::Array(Box::new(T::Int4)));
+        assert_eq!(
+            r(BinaryOp::Concat, &T::Array(Box::new(T::Int4)), &T::Int4),
+            T::Array(Box::new(T::Int4))
+        );
+        assert_eq!(
+            r(BinaryOp::Concat, &T::Array(Box::new(T::Int4)), &T::Unknown),
+            T::Array(Box::new(T::Int4))
+        );
         assert_eq!(r(BinaryOp::Eq, &T::Oid, &T::Int8), T::Bool);
-        assert_eq!(resolve_binary(BinaryOp::Eq, &T::Varchar { max_len: Some(3) }, &T::Text).unwrap().0, T::Text);
-        assert_eq!(resolve_binary(BinaryOp::Add, &T::Int4, &T::Unknown).unwrap().1, T::Int4);
+        assert_eq!(
+            resolve_binary(BinaryOp::Eq, &T::Varchar { max_len: Some(3) }, &T::Text)
+                .unwrap()
+                .0,
+            T::Text
+        );
+        assert_eq!(
+            resolve_binary(BinaryOp::Add, &T::Int4, &T::Unknown)
+                .unwrap()
+                .1,
+            T::Int4
+        );
         let e = resolve_binary(BinaryOp::Add, &T::Int4, &T::Text).unwrap_err();
         assert_eq!(e.code, "42883");
         assert_eq!(e.message, "operator does not exist: integer + text");
@@ -1023,14 +1325,32 @@ mod tests {
         let e = resolve_binary(BinaryOp::Concat, &T::Int4, &T::Int4).unwrap_err();
         assert_eq!(e.message, "operator does not exist: integer || integer");
         let e = resolve_binary(BinaryOp::Mod, &T::Float8, &T::Int4).unwrap_err();
-        assert_eq!(e.message, "operator does not exist: double precision % integer");
+        assert_eq!(
+            e.message,
+            "operator does not exist: double precision % integer"
+        );
         let e = resolve_binary(BinaryOp::Add, &T::Date, &T::Unknown).unwrap_err();
         assert_eq!(e.message, "operator is not unique: date + unknown");
         assert_eq!(r(BinaryOp::Add, &T::Timestamp, &T::Unknown), T::Timestamp);
-        assert_eq!(resolve_binary(BinaryOp::Add, &T::TimestampTz, &T::Unknown).unwrap().1, T::Interval);
+        assert_eq!(
+            resolve_binary(BinaryOp::Add, &T::TimestampTz, &T::Unknown)
+                .unwrap()
+                .1,
+            T::Interval
+        );
         assert_eq!(r(BinaryOp::Add, &T::Time, &T::Unknown), T::Time);
-        assert_eq!(resolve_binary(BinaryOp::Sub, &T::Timestamp, &T::Unknown).unwrap().1, T::Timestamp);
-        assert_eq!(resolve_binary(BinaryOp::Mul, &T::Interval, &T::Unknown).unwrap().1, T::Float8);
+        assert_eq!(
+            resolve_binary(BinaryOp::Sub, &T::Timestamp, &T::Unknown)
+                .unwrap()
+                .1,
+            T::Timestamp
+        );
+        assert_eq!(
+            resolve_binary(BinaryOp::Mul, &T::Interval, &T::Unknown)
+                .unwrap()
+                .1,
+            T::Float8
+        );
         assert_eq!(r(BinaryOp::Mul, &T::NUMERIC, &T::Unknown), T::NUMERIC);
     }
 
@@ -1038,27 +1358,54 @@ mod tests {
     fn arithmetic_pg15() {
         use BinaryOp::*;
         let e = eval_binary(Add, &Value::Int4(i32::MAX), &Value::Int4(1)).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22003", "integer out of range"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22003", "integer out of range")
+        );
         let e = eval_binary(Div, &Value::Int4(i32::MIN), &Value::Int4(-1)).unwrap_err();
         assert_eq!(e.message, "integer out of range");
-        assert_eq!(eval_binary(Mod, &Value::Int4(i32::MIN), &Value::Int4(-1)).unwrap(), Value::Int4(0));
-        assert_eq!(eval_binary(Mod, &Value::Int4(-7), &Value::Int4(3)).unwrap(), Value::Int4(-1));
-        assert_eq!(eval_binary(Div, &Value::Int4(-7), &Value::Int4(2)).unwrap(), Value::Int4(-3));
+        assert_eq!(
+            eval_binary(Mod, &Value::Int4(i32::MIN), &Value::Int4(-1)).unwrap(),
+            Value::Int4(0)
+        );
+        assert_eq!(
+            eval_binary(Mod, &Value::Int4(-7), &Value::Int4(3)).unwrap(),
+            Value::Int4(-1)
+        );
+        assert_eq!(
+            eval_binary(Div, &Value::Int4(-7), &Value::Int4(2)).unwrap(),
+            Value::Int4(-3)
+        );
         let e = eval_binary(Div, &Value::Int4(5), &Value::Int4(0)).unwrap_err();
         assert_eq!((e.code, e.message.as_str()), ("22012", "division by zero"));
         let e = eval_binary(Div, &Value::Float8(1.0), &Value::Float8(0.0)).unwrap_err();
         assert_eq!(e.code, "22012");
         let e = eval_binary(Mul, &Value::Float8(1e308), &Value::Float8(10.0)).unwrap_err();
         assert_eq!(e.message, "value out of range: overflow");
-        assert_eq!(eval_binary(Add, &Value::Int4(1), &Value::Int8(2)).unwrap(), Value::Int8(3));
+        assert_eq!(
+            eval_binary(Add, &Value::Int4(1), &Value::Int8(2)).unwrap(),
+            Value::Int8(3)
+        );
         let e = eval_binary(Mul, &Value::Int2(300), &Value::Int2(300)).unwrap_err();
         assert_eq!(e.message, "smallint out of range");
         let e = eval_binary(Mul, &Value::Int8(i64::MAX), &Value::Int8(2)).unwrap_err();
         assert_eq!(e.message, "bigint out of range");
-        assert_eq!(eval_binary(Div, &num("10"), &num("3")).unwrap(), num("3.3333333333333333"));
-        assert_eq!(eval_binary(Add, &num("1.5"), &Value::Int4(1)).unwrap(), num("2.5"));
-        assert_eq!(eval_binary(Pow, &Value::Float8(2.0), &Value::Float8(3.0)).unwrap(), Value::Float8(8.0));
-        assert_eq!(eval_binary(Add, &Value::Null, &Value::Int4(1)).unwrap(), Value::Null);
+        assert_eq!(
+            eval_binary(Div, &num("10"), &num("3")).unwrap(),
+            num("3.3333333333333333")
+        );
+        assert_eq!(
+            eval_binary(Add, &num("1.5"), &Value::Int4(1)).unwrap(),
+            num("2.5")
+        );
+        assert_eq!(
+            eval_binary(Pow, &Value::Float8(2.0), &Value::Float8(3.0)).unwrap(),
+            Value::Float8(8.0)
+        );
+        assert_eq!(
+            eval_binary(Add, &Value::Null, &Value::Int4(1)).unwrap(),
+            Value::Null
+        );
     }
 
     #[test]
@@ -1067,60 +1414,152 @@ mod tests {
         let d = |s: &str| crate::io::from_text(s, &DataType::Date).unwrap();
         let iv = |s: &str| crate::io::from_text(s, &DataType::Interval).unwrap();
         let show = |v: &Value| crate::io::to_text_string(v, &v.natural_type()).unwrap();
-        assert_eq!(show(&eval_binary(Add, &d("2020-01-31"), &iv("1 month")).unwrap()), "2020-02-29 00:00:00");
-        assert_eq!(show(&eval_binary(Add, &d("2020-01-01"), &Value::Int4(1)).unwrap()), "2020-01-02");
-        assert_eq!(eval_binary(Sub, &d("2020-01-01"), &d("2020-01-01")).unwrap(), Value::Int4(0));
+        assert_eq!(
+            show(&eval_binary(Add, &d("2020-01-31"), &iv("1 month")).unwrap()),
+            "2020-02-29 00:00:00"
+        );
+        assert_eq!(
+            show(&eval_binary(Add, &d("2020-01-01"), &Value::Int4(1)).unwrap()),
+            "2020-01-02"
+        );
+        assert_eq!(
+            eval_binary(Sub, &d("2020-01-01"), &d("2020-01-01")).unwrap(),
+            Value::Int4(0)
+        );
         let t1 = crate::io::from_text("2020-01-01", &DataType::Timestamp).unwrap();
         let t2 = crate::io::from_text("2019-01-01 01:00", &DataType::Timestamp).unwrap();
-        assert_eq!(show(&eval_binary(Sub, &t1, &t2).unwrap()), "364 days 23:00:00");
-        assert_eq!(show(&eval_binary(Mul, &iv("1 day"), &Value::Float8(1.5)).unwrap()), "1 day 12:00:00");
-        assert_eq!(show(&eval_binary(Mul, &iv("1 mon"), &Value::Float8(0.5)).unwrap()), "15 days");
-        assert_eq!(show(&eval_binary(Div, &iv("1 day"), &Value::Float8(3.0)).unwrap()), "08:00:00");
-        assert_eq!(show(&eval_binary(Sub, &iv("1 day 2 hours"), &iv("3 days")).unwrap()), "-2 days +02:00:00");
+        assert_eq!(
+            show(&eval_binary(Sub, &t1, &t2).unwrap()),
+            "364 days 23:00:00"
+        );
+        assert_eq!(
+            show(&eval_binary(Mul, &iv("1 day"), &Value::Float8(1.5)).unwrap()),
+            "1 day 12:00:00"
+        );
+        assert_eq!(
+            show(&eval_binary(Mul, &iv("1 mon"), &Value::Float8(0.5)).unwrap()),
+            "15 days"
+        );
+        assert_eq!(
+            show(&eval_binary(Div, &iv("1 day"), &Value::Float8(3.0)).unwrap()),
+            "08:00:00"
+        );
+        assert_eq!(
+            show(&eval_binary(Sub, &iv("1 day 2 hours"), &iv("3 days")).unwrap()),
+            "-2 days +02:00:00"
+        );
         let t = crate::io::from_text("10:00", &DataType::Time).unwrap();
-        assert_eq!(show(&eval_binary(Add, &t, &iv("20 hours")).unwrap()), "06:00:00");
-        assert_eq!(show(&eval_unary(UnaryOp::Neg, &iv("1 day 01:00")).unwrap()), "-1 days -01:00:00");
-        assert_eq!(eval_binary(Eq, &iv("1 mon"), &iv("30 days")).unwrap(), Value::Bool(true));
+        assert_eq!(
+            show(&eval_binary(Add, &t, &iv("20 hours")).unwrap()),
+            "06:00:00"
+        );
+        assert_eq!(
+            show(&eval_unary(UnaryOp::Neg, &iv("1 day 01:00")).unwrap()),
+            "-1 days -01:00:00"
+        );
+        assert_eq!(
+            eval_binary(Eq, &iv("1 mon"), &iv("30 days")).unwrap(),
+            Value::Bool(true)
+        );
     }
 
     #[test]
     fn comparisons() {
         use BinaryOp::*;
-        assert_eq!(eval_binary(Eq, &Value::Int4(1), &Value::Float4(1.0)).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(Lt, &Value::Int2(1), &Value::Int8(2)).unwrap(), Value::Bool(true));
-        assert_eq!(compare(&num("1.50"), &Value::Int4(1)), Some(Ordering::Greater));
-        assert_eq!(compare(&Value::Float8(f64::NAN), &Value::Float8(f64::INFINITY)), Some(Ordering::Greater));
-        assert_eq!(compare(&Value::Float8(f64::NAN), &Value::Float8(f64::NAN)), Some(Ordering::Equal));
+        assert_eq!(
+            eval_binary(Eq, &Value::Int4(1), &Value::Float4(1.0)).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(Lt, &Value::Int2(1), &Value::Int8(2)).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            compare(&num("1.50"), &Value::Int4(1)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            compare(&Value::Float8(f64::NAN), &Value::Float8(f64::INFINITY)),
+            Some(Ordering::Greater)
+        );
+        assert_eq!(
+            compare(&Value::Float8(f64::NAN), &Value::Float8(f64::NAN)),
+            Some(Ordering::Equal)
+        );
         let a = |v: Vec<Value>| Value::Array(v);
         assert_eq!(
-            eval_binary(Lt, &a(vec![Value::Int4(1), Value::Int4(2)]), &a(vec![Value::Int4(1), Value::Int4(2), Value::Int4(3)])).unwrap(),
+            eval_binary(
+                Lt,
+                &a(vec![Value::Int4(1), Value::Int4(2)]),
+                &a(vec![Value::Int4(1), Value::Int4(2), Value::Int4(3)])
+            )
+            .unwrap(),
             Value::Bool(true)
         );
         assert_eq!(sort_cmp(&Value::Null, &Value::Int4(1)), Ordering::Greater);
         assert_eq!(compare(&Value::Text("a".into()), &Value::Int4(1)), None);
         let bp = DataType::Bpchar { len: None };
-        assert_eq!(compare_typed(&Value::Text("a  ".into()), &Value::Text("a".into()), &bp), Some(Ordering::Equal));
+        assert_eq!(
+            compare_typed(&Value::Text("a  ".into()), &Value::Text("a".into()), &bp),
+            Some(Ordering::Equal)
+        );
     }
 
     #[test]
     fn patterns_pg15() {
         use BinaryOp::*;
         let t = |s: &str| Value::Text(s.into());
-        assert_eq!(eval_binary(Like, &t("a_c"), &t("a\\_c")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(Like, &t("abc"), &t("a%")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(Like, &t("abc"), &t("%b%")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(Like, &t("abc"), &t("a_")).unwrap(), Value::Bool(false));
-        assert_eq!(eval_binary(Like, &t("a  "), &t("a")).unwrap(), Value::Bool(false));
-        assert_eq!(eval_binary(NotLike, &t("abc"), &t("x%")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(ILike, &t("ABC"), &t("a%c")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(Like, &t("aXbXc"), &t("%b%c")).unwrap(), Value::Bool(true));
+        assert_eq!(
+            eval_binary(Like, &t("a_c"), &t("a\\_c")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(Like, &t("abc"), &t("a%")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(Like, &t("abc"), &t("%b%")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(Like, &t("abc"), &t("a_")).unwrap(),
+            Value::Bool(false)
+        );
+        assert_eq!(
+            eval_binary(Like, &t("a  "), &t("a")).unwrap(),
+            Value::Bool(false)
+        );
+        assert_eq!(
+            eval_binary(NotLike, &t("abc"), &t("x%")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(ILike, &t("ABC"), &t("a%c")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(Like, &t("aXbXc"), &t("%b%c")).unwrap(),
+            Value::Bool(true)
+        );
         let e = eval_binary(Like, &t("abc"), &t("ab\\")).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), ("22025", "LIKE pattern must not end with escape character"));
-        assert_eq!(eval_binary(RegexIMatch, &t("ab"), &t("A")).unwrap(), Value::Bool(true));
-        assert_eq!(eval_binary(RegexMatch, &t("ab"), &t("^b")).unwrap(), Value::Bool(false));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("22025", "LIKE pattern must not end with escape character")
+        );
+        assert_eq!(
+            eval_binary(RegexIMatch, &t("ab"), &t("A")).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            eval_binary(RegexMatch, &t("ab"), &t("^b")).unwrap(),
+            Value::Bool(false)
+        );
         let e = eval_binary(RegexMatch, &t("x"), &t("(")).unwrap_err();
         assert_eq!(e.code, "2201B");
         assert!(e.message.starts_with("invalid regular expression"));
-        assert_eq!(eval_binary(Concat, &t("a"), &Value::Int4(1)).unwrap(), t("a1"));
+        assert_eq!(
+            eval_binary(Concat, &t("a"), &Value::Int4(1)).unwrap(),
+            t("a1")
+        );
     }
 }

@@ -25,7 +25,11 @@ pub enum Value {
     Timestamp(i64),
     /// Microseconds since 2000-01-01 00:00:00 UTC.
     TimestampTz(i64),
-    Interval { months: i32, days: i32, micros: i64 },
+    Interval {
+        months: i32,
+        days: i32,
+        micros: i64,
+    },
     Oid(u32),
     /// One-dimensional array; elements may be Null.
     Array(Vec<Value>),
@@ -98,14 +102,19 @@ impl Value {
             Value::Interval { .. } => DataType::Interval,
             Value::Oid(_) => DataType::Oid,
             Value::Array(items) => DataType::Array(Box::new(
-                items.iter().find(|v| !v.is_null()).map(|v| v.natural_type()).unwrap_or(DataType::Text),
+                items
+                    .iter()
+                    .find(|v| !v.is_null())
+                    .map(|v| v.natural_type())
+                    .unwrap_or(DataType::Text),
             )),
         }
     }
 
     /// Interval length as PostgreSQL compares intervals (a month is 30 days).
     pub fn interval_span(months: i32, days: i32, micros: i64) -> i128 {
-        (months as i128 * DAYS_PER_MONTH as i128 + days as i128) * USECS_PER_DAY as i128 + micros as i128
+        (months as i128 * DAYS_PER_MONTH as i128 + days as i128) * USECS_PER_DAY as i128
+            + micros as i128
     }
 
     /// Hashes so that values equal under `ops::compare` hash equally: integers of every width,
@@ -169,7 +178,11 @@ impl Value {
                 h.write_u8(14);
                 h.write_i64(*t)
             }
-            Value::Interval { months, days, micros } => {
+            Value::Interval {
+                months,
+                days,
+                micros,
+            } => {
                 h.write_u8(15);
                 h.write_i128(Value::interval_span(*months, *days, *micros))
             }
@@ -193,11 +206,15 @@ pub struct GroupKey(pub Vec<Value>);
 impl PartialEq for GroupKey {
     fn eq(&self, other: &Self) -> bool {
         self.0.len() == other.0.len()
-            && self.0.iter().zip(other.0.iter()).all(|(a, b)| match (a.is_null(), b.is_null()) {
-                (true, true) => true,
-                (false, false) => crate::ops::compare(a, b) == Some(std::cmp::Ordering::Equal),
-                _ => false,
-            })
+            && self
+                .0
+                .iter()
+                .zip(other.0.iter())
+                .all(|(a, b)| match (a.is_null(), b.is_null()) {
+                    (true, true) => true,
+                    (false, false) => crate::ops::compare(a, b) == Some(std::cmp::Ordering::Equal),
+                    _ => false,
+                })
     }
 }
 

@@ -25,11 +25,20 @@ fn send_matches_pg15() {
     assert_eq!(send("100000", &n), "0001000100000000000a");
     assert_eq!(send("1e-10", &n), "0001fffd0000000a0064");
     let ia = DataType::Array(Box::new(DataType::Int4));
-    assert_eq!(send("{1,NULL}", &ia), "00000001000000010000001700000002000000010000000400000001ffffffff");
+    assert_eq!(
+        send("{1,NULL}", &ia),
+        "00000001000000010000001700000002000000010000000400000001ffffffff"
+    );
     assert_eq!(send("{}", &ia), "000000000000000000000017");
-    assert_eq!(send("1 mon 2 days 00:00:03", &DataType::Interval), "00000000002dc6c00000000200000001");
+    assert_eq!(
+        send("1 mon 2 days 00:00:03", &DataType::Interval),
+        "00000000002dc6c00000000200000001"
+    );
     assert_eq!(send("2000-01-02", &DataType::Date), "00000001");
-    assert_eq!(send("2000-01-01 00:00:01", &DataType::Timestamp), "00000000000f4240");
+    assert_eq!(
+        send("2000-01-01 00:00:01", &DataType::Timestamp),
+        "00000000000f4240"
+    );
     assert_eq!(send("1.5", &DataType::Float8), "3ff8000000000000");
     assert_eq!(send("true", &DataType::Bool), "01");
 }
@@ -43,13 +52,24 @@ fn wrong_lengths_are_22p03() {
         (&[0u8; 5][..], DataType::Date),
         (&[0u8; 15][..], DataType::Interval),
         (&[0u8; 3][..], DataType::NUMERIC),
-        (&[0, 0, 0, 1, 0, 0, 0, 0][..], DataType::Array(Box::new(DataType::Int4))),
+        (
+            &[0, 0, 0, 1, 0, 0, 0, 0][..],
+            DataType::Array(Box::new(DataType::Int4)),
+        ),
     ] {
         let e = io::from_binary(bytes, &ty).unwrap_err();
         assert_eq!(e.code, "22P03", "{ty:?}");
     }
     let e = io::from_binary(&[0xff, 0xfe], &DataType::Text).unwrap_err();
     assert_eq!(e.code, "22021");
-    assert_eq!(io::from_binary(b"abcd", &DataType::Varchar { max_len: Some(3) }).unwrap_err().code, "22001");
-    assert_eq!(io::from_binary(b"ab", &DataType::Bpchar { len: Some(3) }).unwrap(), Value::Text("ab ".into()));
+    assert_eq!(
+        io::from_binary(b"abcd", &DataType::Varchar { max_len: Some(3) })
+            .unwrap_err()
+            .code,
+        "22001"
+    );
+    assert_eq!(
+        io::from_binary(b"ab", &DataType::Bpchar { len: Some(3) }).unwrap(),
+        Value::Text("ab ".into())
+    );
 }

@@ -12,7 +12,13 @@ fn parse_type(s: &str) -> DataType {
     let (name, mods) = match s.find('(') {
         Some(i) => {
             let inner = &s[i + 1..s.len() - 1];
-            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<i32>>())
+            (
+                &s[..i],
+                inner
+                    .split(',')
+                    .map(|m| m.trim().parse().unwrap())
+                    .collect::<Vec<i32>>(),
+            )
         }
         None => (s, vec![]),
     };
@@ -32,11 +38,20 @@ fn casts_match_pg15() {
         }
         let (ft, tt) = (parse_type(from), parse_type(to));
         let val = io::from_text(v, &ft).unwrap();
-        let got = cast::cast(val, &ft, &tt, true).map(|r| io::to_text_string(&r, &tt).unwrap()).map_err(|e| e.message);
+        let got = cast::cast(val, &ft, &tt, true)
+            .map(|r| io::to_text_string(&r, &tt).unwrap())
+            .map_err(|e| e.message);
         let exp = expected.map(str::to_string).map_err(str::to_string);
         if got != exp {
-            failures.push(format!("('{v}'::{from})::{to}: got {got:?}, PG 15 gives {exp:?}"));
+            failures.push(format!(
+                "('{v}'::{from})::{to}: got {got:?}, PG 15 gives {exp:?}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -5,11 +5,11 @@
 #[path = "pg15/ops_cases.rs"]
 mod pg15_ops_cases;
 #[allow(clippy::type_complexity)]
-#[path = "pg15/random_ops_cases.rs"]
-mod random_ops_cases;
-#[allow(clippy::type_complexity)]
 #[path = "pg15/random2_ops_cases.rs"]
 mod random2_ops_cases;
+#[allow(clippy::type_complexity)]
+#[path = "pg15/random_ops_cases.rs"]
+mod random_ops_cases;
 
 use types::ops::{eval_binary_typed, resolve_binary, BinaryOp};
 use types::{cast, io, DataType};
@@ -58,20 +58,35 @@ fn run(lt: &str, lv: &str, op: &str, rt: &str, rv: &str) -> Result<(String, Stri
 #[test]
 fn operators_match_pg15() {
     let mut failures = Vec::new();
-    for (lt, lv, op, rt, rv, expected) in pg15_ops_cases::OPS.iter().chain(random_ops_cases::OPS).chain(random2_ops_cases::OPS) {
+    for (lt, lv, op, rt, rv, expected) in pg15_ops_cases::OPS
+        .iter()
+        .chain(random_ops_cases::OPS)
+        .chain(random2_ops_cases::OPS)
+    {
         let got = run(lt, lv, op, rt, rv);
-        let exp = expected.map(|(a, b)| (a.to_string(), b.to_string())).map_err(|e| e.to_string());
+        let exp = expected
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .map_err(|e| e.to_string());
         if got != exp {
-            failures.push(format!("'{lv}'::{lt} {op} '{rv}'::{rt}: got {got:?}, PG 15 gives {exp:?}"));
+            failures.push(format!(
+                "'{lv}'::{lt} {op} '{rv}'::{rt}: got {got:?}, PG 15 gives {exp:?}"
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn format_type_matches_pg15() {
     for (typname, typmod, formatted, oid) in pg15_ops_cases::FORMAT_TYPE {
-        let t = DataType::from_oid(*oid).unwrap_or_else(|| panic!("oid {oid}")).with_typmod(*typmod);
+        let t = DataType::from_oid(*oid)
+            .unwrap_or_else(|| panic!("oid {oid}"))
+            .with_typmod(*typmod);
         assert_eq!(&t.format_type(), formatted, "{typname}");
         assert_eq!(t.oid(), *oid);
         assert_eq!(t.typmod(), *typmod, "{typname}");

@@ -2,10 +2,10 @@
 
 #[path = "pg15/text_io_cases.rs"]
 mod pg15_cases;
-#[path = "pg15/random_text_io_cases.rs"]
-mod random_cases;
 #[path = "pg15/random2_text_io_cases.rs"]
 mod random2_cases;
+#[path = "pg15/random_text_io_cases.rs"]
+mod random_cases;
 
 use types::{io, DataType};
 
@@ -13,7 +13,13 @@ fn parse_type(s: &str) -> DataType {
     let (name, mods) = match s.find('(') {
         Some(i) if !s.ends_with("[]") => {
             let inner = &s[i + 1..s.len() - 1];
-            (&s[..i], inner.split(',').map(|m| m.trim().parse().unwrap()).collect::<Vec<i32>>())
+            (
+                &s[..i],
+                inner
+                    .split(',')
+                    .map(|m| m.trim().parse().unwrap())
+                    .collect::<Vec<i32>>(),
+            )
         }
         _ => (s, vec![]),
     };
@@ -29,7 +35,11 @@ fn known_difference(ty: &str, input: &str) -> bool {
 #[test]
 fn text_io_matches_pg15() {
     let mut failures = Vec::new();
-    for (ty, input, expected) in pg15_cases::CASES.iter().chain(random_cases::CASES).chain(random2_cases::CASES) {
+    for (ty, input, expected) in pg15_cases::CASES
+        .iter()
+        .chain(random_cases::CASES)
+        .chain(random2_cases::CASES)
+    {
         if known_difference(ty, input) {
             continue;
         }
@@ -41,8 +51,16 @@ fn text_io_matches_pg15() {
             _ => false,
         };
         if !ok {
-            failures.push(format!("{ty} {input:?}: got {:?}, PG 15 gives {expected:?}", got.map_err(|e| e.message)));
+            failures.push(format!(
+                "{ty} {input:?}: got {:?}, PG 15 gives {expected:?}",
+                got.map_err(|e| e.message)
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

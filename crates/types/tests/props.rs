@@ -1,9 +1,9 @@
 //! Property tests across modules: text/binary round trips, hash/compare consistency.
 
 use proptest::prelude::*;
-use types::numeric::{self, Numeric};
 use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
+use types::numeric::{self, Numeric};
 use types::ops::{compare, sort_cmp};
 use types::{io, DataType, Value};
 
@@ -15,7 +15,13 @@ fn h(v: &Value) -> u64 {
 
 /// `m × 10^-s` with display scale s.
 fn num(m: i128, s: u32) -> Value {
-    Value::Numeric(numeric::parse(&format!("{m}e-{s}")).unwrap().unwrap().round(s as i64).unwrap())
+    Value::Numeric(
+        numeric::parse(&format!("{m}e-{s}"))
+            .unwrap()
+            .unwrap()
+            .round(s as i64)
+            .unwrap(),
+    )
 }
 
 /// Numerics with up to `digits` random digits, any scale up to `max_scale`, and the specials.
@@ -149,9 +155,22 @@ fn sql_names() {
     assert_eq!(n("float", &[24]), T::Float4);
     assert_eq!(n("float", &[25]), T::Float8);
     assert_eq!(n("float", &[]), T::Float8);
-    assert_eq!(n("decimal", &[10, 2]), T::Numeric { precision_scale: Some((10, 2)) });
-    assert_eq!(n("numeric", &[10]), T::Numeric { precision_scale: Some((10, 0)) });
-    assert_eq!(n("character varying", &[10]), T::Varchar { max_len: Some(10) });
+    assert_eq!(
+        n("decimal", &[10, 2]),
+        T::Numeric {
+            precision_scale: Some((10, 2))
+        }
+    );
+    assert_eq!(
+        n("numeric", &[10]),
+        T::Numeric {
+            precision_scale: Some((10, 0))
+        }
+    );
+    assert_eq!(
+        n("character varying", &[10]),
+        T::Varchar { max_len: Some(10) }
+    );
     assert_eq!(n("char", &[]), T::Bpchar { len: Some(1) });
     assert_eq!(n("bpchar", &[]), T::Bpchar { len: None });
     assert_eq!(n("\"char\"", &[]), T::Char);
@@ -161,11 +180,33 @@ fn sql_names() {
     assert_eq!(n("_int4", &[]), T::Array(Box::new(T::Int4)));
     assert_eq!(n("REGCLASS", &[]), T::RegClass);
     let e = DataType::from_sql_name("foo", &[]).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), ("42704", "type \"foo\" does not exist"));
-    assert_eq!(DataType::from_sql_name("float", &[54]).unwrap_err().message, "precision for type float must be less than 54 bits");
-    assert_eq!(DataType::from_sql_name("varchar", &[0]).unwrap_err().message, "length for type varchar must be at least 1");
-    for t in [T::Int4, T::Text, T::Array(Box::new(T::Int8)), T::Numeric { precision_scale: Some((5, 2)) }, T::Varchar { max_len: Some(3) }] {
-        assert_eq!(DataType::from_oid(t.oid()).unwrap().with_typmod(t.typmod()), t);
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("42704", "type \"foo\" does not exist")
+    );
+    assert_eq!(
+        DataType::from_sql_name("float", &[54]).unwrap_err().message,
+        "precision for type float must be less than 54 bits"
+    );
+    assert_eq!(
+        DataType::from_sql_name("varchar", &[0])
+            .unwrap_err()
+            .message,
+        "length for type varchar must be at least 1"
+    );
+    for t in [
+        T::Int4,
+        T::Text,
+        T::Array(Box::new(T::Int8)),
+        T::Numeric {
+            precision_scale: Some((5, 2)),
+        },
+        T::Varchar { max_len: Some(3) },
+    ] {
+        assert_eq!(
+            DataType::from_oid(t.oid()).unwrap().with_typmod(t.typmod()),
+            t
+        );
     }
 }
 
@@ -186,10 +227,18 @@ fn arb_any_value() -> impl Strategy<Value = Value> {
         (0i64..=86_400_000_000).prop_map(Value::Time),
         any::<i64>().prop_map(Value::Timestamp),
         any::<i64>().prop_map(Value::TimestampTz),
-        (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| Value::Interval { months, days, micros }),
+        (any::<i32>(), any::<i32>(), any::<i64>()).prop_map(|(months, days, micros)| {
+            Value::Interval {
+                months,
+                days,
+                micros,
+            }
+        }),
         any::<u32>().prop_map(Value::Oid),
     ];
-    leaf.prop_recursive(2, 8, 3, |inner| proptest::collection::vec(inner, 0..3).prop_map(Value::Array))
+    leaf.prop_recursive(2, 8, 3, |inner| {
+        proptest::collection::vec(inner, 0..3).prop_map(Value::Array)
+    })
 }
 
 proptest! {

@@ -1,12 +1,12 @@
 //! Hash aggregation (GROUP BY and plain aggregates).
 
 use super::memory::{Held, MemoryAccount};
-use spill::row_size;
 use super::{group_key, Row};
 use pgerror::PgResult;
+use rustc_hash::{FxHashMap, FxHashSet};
+use spill::row_size;
 use sql::functions::AggFunc;
 use sql::plan::{AggCall, Expr};
-use rustc_hash::{FxHashMap, FxHashSet};
 use types::ops::{self, BinaryOp};
 use types::{DataType, Value};
 
@@ -16,9 +16,16 @@ enum AggState {
     Count(i64),
     /// Sum/min/max/bool: the value so far (Null before the first input).
     Value(Value),
-    Avg { sum: Value, count: i64 },
+    Avg {
+        sum: Value,
+        count: i64,
+    },
     Array(Vec<Value>),
 }
+
+/// One group: its key values, its aggregate states, and per aggregate the DISTINCT values
+/// seen.
+type Group = (Vec<Value>, Vec<AggState>, Vec<FxHashSet<Vec<u8>>>);
 
 /// Hash aggregation fed one row at a time; groups keep first-seen order. What it holds
 /// (groups, DISTINCT sets, array states) is charged to the statement.
@@ -28,7 +35,7 @@ pub(super) struct Aggregator<'p, 'm> {
     init: Vec<AggState>,
     /// Per group: its key values, its states, and per aggregate the DISTINCT values seen
     /// (empty when no aggregate is DISTINCT: no allocation per group for nothing).
-    groups: Vec<(Vec<Value>, Vec<AggState>, Vec<FxHashSet<Vec<u8>>>)>,
+    groups: Vec<Group>,
     any_distinct: bool,
     index: FxHashMap<Vec<u8>, usize>,
     /// The current row's group key (reused: a key is copied only for a new group).
@@ -46,18 +53,34 @@ pub(super) struct AggInput {
 }
 
 impl<'p, 'm> Aggregator<'p, 'm> {
-    pub(super) fn new(group_by: &'p [Expr], aggs: &'p [AggCall], account: &'m MemoryAccount) -> Self {
+    pub(super) fn new(
+        group_by: &'p [Expr],
+        aggs: &'p [AggCall],
+        account: &'m MemoryAccount,
+    ) -> Self {
         let init = aggs
             .iter()
             .map(|a| match a.func {
                 AggFunc::Count => AggState::Count(0),
-                AggFunc::Avg => AggState::Avg { sum: Value::Null, count: 0 },
+                AggFunc::Avg => AggState::Avg {
+                    sum: Value::Null,
+                    count: 0,
+                },
                 AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
                 _ => AggState::Value(Value::Null),
             })
             .collect();
         let any_distinct = aggs.iter().any(|a| a.distinct);
-        Aggregator { group_by, aggs, init, groups: Vec::new(), any_distinct, index: FxHashMap::default(), key: Vec::new(), held: Held::new(account) }
+        Aggregator {
+            group_by,
+            aggs,
+            init,
+            groups: Vec::new(),
+            any_distinct,
+            index: FxHashMap::default(),
+            key: Vec::new(),
+            held: Held::new(account),
+        }
     }
 
     pub(super) fn group_by(&self) -> &'p [Expr] {
@@ -89,9 +112,18 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         let slot = match self.index.get(self.key.as_slice()) {
             Some(&i) => i,
             None => {
-                self.held.charge(row_size(&input.keys) + self.key.len() + self.aggs.len() * std::mem::size_of::<AggState>())?;
-                let seen = if self.any_distinct { vec![FxHashSet::default(); self.aggs.len()] } else { Vec::new() };
-                self.groups.push((std::mem::take(&mut input.keys), self.init.clone(), seen));
+                self.held.charge(
+                    row_size(&input.keys)
+                        + self.key.len()
+                        + self.aggs.len() * std::mem::size_of::<AggState>(),
+                )?;
+                let seen = if self.any_distinct {
+                    vec![FxHashSet::default(); self.aggs.len()]
+                } else {
+                    Vec::new()
+                };
+                self.groups
+                    .push((std::mem::take(&mut input.keys), self.init.clone(), seen));
                 self.index.insert(self.key.clone(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
@@ -126,7 +158,8 @@ impl<'p, 'm> Aggregator<'p, 'm> {
 
     pub(super) fn finish(mut self) -> PgResult<Vec<Row>> {
         if self.groups.is_empty() && self.group_by.is_empty() {
-            self.groups.push((Vec::new(), self.init.clone(), Vec::new()));
+            self.groups
+                .push((Vec::new(), self.init.clone(), Vec::new()));
         }
         let aggs = self.aggs;
         std::mem::take(&mut self.groups)
@@ -154,10 +187,12 @@ fn accumulate_in_place(state: &mut AggState, func: AggFunc, v: &Value) -> bool {
         _ => return false,
     };
     match (func, cur, v) {
-        (AggFunc::Sum, Value::Int8(sum), Value::Int2(_) | Value::Int4(_)) => match v.as_i64().and_then(|x| sum.checked_add(x)) {
-            Some(s) => *sum = s,
-            None => return false, // past int8: `accumulate` raises 22003
-        },
+        (AggFunc::Sum, Value::Int8(sum), Value::Int2(_) | Value::Int4(_)) => {
+            match v.as_i64().and_then(|x| sum.checked_add(x)) {
+                Some(s) => *sum = s,
+                None => return false, // past int8: `accumulate` raises 22003
+            }
+        }
         (AggFunc::Min, Value::Int4(c), Value::Int4(x)) => *c = (*c).min(*x),
         (AggFunc::Max, Value::Int4(c), Value::Int4(x)) => *c = (*c).max(*x),
         (AggFunc::Min, Value::Int8(c), Value::Int8(x)) => *c = (*c).min(*x),
@@ -175,9 +210,20 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
             let v = match v {
                 Value::Float4(f) => Value::Float8(f as f64),
                 Value::Float8(f) => Value::Float8(f),
-                other => types::cast::cast(other.clone(), &other.natural_type(), &DataType::Numeric { precision_scale: None }, false)?,
+                other => types::cast::cast(
+                    other.clone(),
+                    &other.natural_type(),
+                    &DataType::Numeric {
+                        precision_scale: None,
+                    },
+                    false,
+                )?,
             };
-            *sum = if sum.is_null() { v } else { ops::eval_binary(BinaryOp::Add, sum, &v)? };
+            *sum = if sum.is_null() {
+                v
+            } else {
+                ops::eval_binary(BinaryOp::Add, sum, &v)?
+            };
             *count += 1;
         }
         AggState::Value(cur) => {
@@ -186,13 +232,16 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                     // sum(int2/int4) is int8: added without a cast and an operator call
                     // per row while it does not overflow
                     let fast = match (&*cur, &v) {
-                        (Value::Int8(c), Value::Int2(_) | Value::Int4(_)) => v.as_i64().and_then(|x| c.checked_add(x)),
+                        (Value::Int8(c), Value::Int2(_) | Value::Int4(_)) => {
+                            v.as_i64().and_then(|x| c.checked_add(x))
+                        }
                         _ => None,
                     };
                     match fast {
                         Some(sum) => Value::Int8(sum),
                         None => {
-                            let v = types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
+                            let v =
+                                types::cast::cast(v.clone(), &v.natural_type(), &agg.ty, false)?;
                             if cur.is_null() {
                                 v
                             } else {
@@ -202,16 +251,26 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                     }
                 }
                 AggFunc::Min | AggFunc::Max => {
-                    let want = if agg.func == AggFunc::Min { std::cmp::Ordering::Less } else { std::cmp::Ordering::Greater };
+                    let want = if agg.func == AggFunc::Min {
+                        std::cmp::Ordering::Less
+                    } else {
+                        std::cmp::Ordering::Greater
+                    };
                     if cur.is_null() || ops::sort_cmp(&v, cur) == want {
                         v
                     } else {
                         return Ok(());
                     }
                 }
-                AggFunc::BoolAnd => Value::Bool(cur.as_bool().unwrap_or(true) && v.as_bool().unwrap_or(false)),
-                AggFunc::BoolOr => Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false)),
-                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg | AggFunc::StringAgg => unreachable!("handled by their own states"),
+                AggFunc::BoolAnd => {
+                    Value::Bool(cur.as_bool().unwrap_or(true) && v.as_bool().unwrap_or(false))
+                }
+                AggFunc::BoolOr => {
+                    Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false))
+                }
+                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg | AggFunc::StringAgg => {
+                    unreachable!("handled by their own states")
+                }
             };
         }
     }
@@ -228,7 +287,9 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
             let mut out: Option<String> = None;
             for item in items {
                 let Value::Array(pair) = item else { continue };
-                let Some(v) = pair.first().and_then(Value::as_str) else { continue };
+                let Some(v) = pair.first().and_then(Value::as_str) else {
+                    continue;
+                };
                 match &mut out {
                     None => out = Some(v.to_string()),
                     Some(s) => {
@@ -239,7 +300,13 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
             }
             out.map(Value::Text).unwrap_or(Value::Null)
         }
-        AggState::Array(items) => if items.is_empty() { Value::Null } else { Value::Array(items) },
+        AggState::Array(items) => {
+            if items.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(items)
+            }
+        }
         AggState::Avg { sum, count } => {
             if count == 0 {
                 Value::Null
@@ -251,9 +318,14 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
             }
         }
     })
-    .map(|v| if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) { Value::Int8(v.as_i64().unwrap_or(0)) } else { v })
+    .map(|v| {
+        if agg.ty == DataType::Int8 && matches!(v, Value::Int4(_)) {
+            Value::Int8(v.as_i64().unwrap_or(0))
+        } else {
+            v
+        }
+    })
 }
-
 
 impl AggInput {
     /// The group key encoding of this contribution (what groups are found by).

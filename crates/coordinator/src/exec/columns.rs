@@ -14,7 +14,10 @@ pub(super) type Used = Option<Vec<bool>>;
 /// `used` plus the columns that `exprs` read (evaluated against these rows).
 pub(super) fn adding<'a>(used: Used, exprs: impl IntoIterator<Item = &'a Expr>) -> Used {
     let mut cols = used?;
-    exprs.into_iter().all(|e| mark(e, &mut cols)).then_some(cols)
+    exprs
+        .into_iter()
+        .all(|e| mark(e, &mut cols))
+        .then_some(cols)
 }
 
 /// The columns of rows `width` wide that `exprs` read.
@@ -35,7 +38,12 @@ pub(super) fn adding_sort_keys(used: Used, keys: &[SortKey]) -> Used {
 
 /// What a join reads of its two sides: what its consumer reads of the joined row and
 /// what its condition reads, split at the left side's width.
-pub(super) fn of_join_sides(used: Used, on: Option<&Expr>, left_width: usize, width: usize) -> (Used, Used) {
+pub(super) fn of_join_sides(
+    used: Used,
+    on: Option<&Expr>,
+    left_width: usize,
+    width: usize,
+) -> (Used, Used) {
     let cols = used.unwrap_or_else(|| vec![true; width]);
     match adding(Some(cols), on) {
         None => (None, None),
@@ -56,7 +64,9 @@ pub(super) fn reads_all(used: &Used) -> bool {
 fn mark(e: &Expr, cols: &mut [bool]) -> bool {
     let mut bounded = true;
     e.visit(&mut |x| match x {
-        Expr::Column { depth: 0, index, .. } => {
+        Expr::Column {
+            depth: 0, index, ..
+        } => {
             if let Some(c) = cols.get_mut(*index) {
                 *c = true;
             }
@@ -74,13 +84,26 @@ mod tests {
     use types::DataType;
 
     fn col(index: usize) -> Expr {
-        Expr::Column { depth: 0, index, ty: DataType::Int4 }
+        Expr::Column {
+            depth: 0,
+            index,
+            ty: DataType::Int4,
+        }
     }
 
     #[test]
     fn marks_only_depth_zero_columns() {
-        let outer = Expr::Column { depth: 1, index: 0, ty: DataType::Int4 };
-        let e = Expr::Binary { op: BinaryOp::Add, left: Box::new(col(2)), right: Box::new(outer), ty: DataType::Int4 };
+        let outer = Expr::Column {
+            depth: 1,
+            index: 0,
+            ty: DataType::Int4,
+        };
+        let e = Expr::Binary {
+            op: BinaryOp::Add,
+            left: Box::new(col(2)),
+            right: Box::new(outer),
+            ty: DataType::Int4,
+        };
         assert_eq!(read_by(4, [&e]), Some(vec![false, false, true, false]));
         assert_eq!(adding(None, [&e]), None);
     }
@@ -88,19 +111,45 @@ mod tests {
     #[test]
     fn a_correlated_subquery_reads_every_column() {
         let subquery = |correlated| {
-            let q = sql::plan::Query { root: sql::plan::Rel::Unit, columns: Vec::new(), correlated, outer_columns: Vec::new() };
-            let kind = sql::plan::SubqueryKind::In { left: Box::new(col(1)), negated: false };
-            Expr::Subquery { plan: Box::new(q), kind, ty: DataType::Bool }
+            let q = sql::plan::Query {
+                root: sql::plan::Rel::Unit,
+                columns: Vec::new(),
+                correlated,
+                outer_columns: Vec::new(),
+            };
+            let kind = sql::plan::SubqueryKind::In {
+                left: Box::new(col(1)),
+                negated: false,
+            };
+            Expr::Subquery {
+                plan: Box::new(q),
+                kind,
+                ty: DataType::Bool,
+            }
         };
         assert_eq!(read_by(3, [&col(0), &subquery(true)]), None);
-        assert_eq!(read_by(3, [&subquery(false)]), Some(vec![false, true, false]));
+        assert_eq!(
+            read_by(3, [&subquery(false)]),
+            Some(vec![false, true, false])
+        );
     }
 
     #[test]
     fn join_sides_split_at_the_left_width() {
-        let on = Expr::Binary { op: BinaryOp::Eq, left: Box::new(col(1)), right: Box::new(col(3)), ty: DataType::Bool };
+        let on = Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(col(1)),
+            right: Box::new(col(3)),
+            ty: DataType::Bool,
+        };
         let used = Some(vec![false, false, false, false, true]);
-        assert_eq!(of_join_sides(used, Some(&on), 2, 5), (Some(vec![false, true]), Some(vec![false, true, true])));
-        assert_eq!(of_join_sides(None, None, 2, 5), (Some(vec![true; 2]), Some(vec![true; 3])));
+        assert_eq!(
+            of_join_sides(used, Some(&on), 2, 5),
+            (Some(vec![false, true]), Some(vec![false, true, true]))
+        );
+        assert_eq!(
+            of_join_sides(None, None, 2, 5),
+            (Some(vec![true; 2]), Some(vec![true; 3]))
+        );
     }
 }

@@ -34,7 +34,10 @@ pub struct MemoryAccount {
 
 impl Default for MemoryAccount {
     fn default() -> Self {
-        MemoryAccount { used: AtomicUsize::new(0), reserved: AtomicUsize::new(STEP) }
+        MemoryAccount {
+            used: AtomicUsize::new(0),
+            reserved: AtomicUsize::new(STEP),
+        }
     }
 }
 

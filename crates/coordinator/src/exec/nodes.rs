@@ -5,18 +5,18 @@
 
 use super::aggregate::{AggInput, Aggregator};
 use super::columns::{self, Used};
-use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::memory::Held;
-use spill::row_size;
+use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
-use sql::eval::EvalCtx;
 use crate::system;
 use datanode::{RowBytes, ScanRows};
 use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
+use rustc_hash::{FxHashMap, FxHashSet};
+use spill::row_size;
+use sql::eval::EvalCtx;
 use sql::plan::*;
 use sql::TableDef;
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Bound;
 use std::sync::Arc;
 use types::ops::{self, BinaryOp};
@@ -39,45 +39,152 @@ pub(super) fn open<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer) -> BoxN
 fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used) -> BoxNode<'e> {
     match rel {
         Rel::Unit => Box::new(Rows::new(vec![Vec::new()], None)),
-        Rel::Scan { table, access } => Box::new(Scan { ex, table, access, outer, used: (!columns::reads_all(&used)).then_some(used).flatten(), state: ScanState::Start }),
-        Rel::System { table } => Box::new(Deferred::new(async move { Ok(Box::new(Rows::new(system::rows(*table, ex.session)?, None)) as BoxNode) })),
-        Rel::Values { rows } => Box::new(ValuesNode { ex, rows: rows.iter(), outer }),
-        Rel::GenerateSeries { start, stop, step } => Box::new(Series { ex, exprs: (start, stop, step.as_ref()), outer, state: None }),
+        Rel::Scan { table, access } => Box::new(Scan {
+            ex,
+            table,
+            access,
+            outer,
+            used: (!columns::reads_all(&used)).then_some(used).flatten(),
+            state: ScanState::Start,
+        }),
+        Rel::System { table } => Box::new(Deferred::new(async move {
+            Ok(Box::new(Rows::new(system::rows(*table, ex.session)?, None)) as BoxNode)
+        })),
+        Rel::Values { rows } => Box::new(ValuesNode {
+            ex,
+            rows: rows.iter(),
+            outer,
+        }),
+        Rel::GenerateSeries { start, stop, step } => Box::new(Series {
+            ex,
+            exprs: (start, stop, step.as_ref()),
+            outer,
+            state: None,
+        }),
         Rel::Filter { input, predicate } => {
             let input = open_reading(ex, input, outer.clone(), columns::adding(used, [predicate]));
-            Box::new(FilterNode { ex, input, predicate, outer })
+            Box::new(FilterNode {
+                ex,
+                input,
+                predicate,
+                outer,
+            })
         }
         Rel::Project { input, exprs } => {
-            let input = open_reading(ex, input, outer.clone(), columns::read_by(input.width(), exprs));
-            Box::new(ProjectNode { ex, input, exprs, outer })
+            let input = open_reading(
+                ex,
+                input,
+                outer.clone(),
+                columns::read_by(input.width(), exprs),
+            );
+            Box::new(ProjectNode {
+                ex,
+                input,
+                exprs,
+                outer,
+            })
         }
-        Rel::Join { left, right, kind, on, lateral } => {
+        Rel::Join {
+            left,
+            right,
+            kind,
+            on,
+            lateral,
+        } => {
             let (left_used, right_used) = match lateral {
                 // the right side is computed per left row, which it may read whole
                 true => (None, None),
                 false => columns::of_join_sides(used, on.as_ref(), left.width(), rel.width()),
             };
             let left_node = open_reading(ex, left, outer.clone(), left_used);
-            Box::new(JoinNode::new(ex, left_node, left.width(), right, right_used, *kind, on.as_ref(), *lateral, outer))
+            Box::new(JoinNode::new(
+                ex,
+                left_node,
+                left.width(),
+                right,
+                right_used,
+                *kind,
+                on.as_ref(),
+                *lateral,
+                outer,
+            ))
         }
-        Rel::Aggregate { input, group_by, aggs } => {
-            let input = Some(open_reading(ex, input, outer.clone(), columns::read_by_aggregate(input.width(), group_by, aggs)));
-            Box::new(AggregateNode { ex, group_by, aggs, outer, input, output: None, pending: Vec::new() })
+        Rel::Aggregate {
+            input,
+            group_by,
+            aggs,
+        } => {
+            let input = Some(open_reading(
+                ex,
+                input,
+                outer.clone(),
+                columns::read_by_aggregate(input.width(), group_by, aggs),
+            ));
+            Box::new(AggregateNode {
+                ex,
+                group_by,
+                aggs,
+                outer,
+                input,
+                output: None,
+                pending: Vec::new(),
+            })
         }
         Rel::Sort { input, keys } => {
-            let input = open_reading(ex, input, outer.clone(), columns::adding_sort_keys(used, keys));
+            let input = open_reading(
+                ex,
+                input,
+                outer.clone(),
+                columns::adding_sort_keys(used, keys),
+            );
             Box::new(Deferred::new(sort(ex, input, keys, outer)))
         }
-        Rel::Limit { input, limit, offset } => {
+        Rel::Limit {
+            input,
+            limit,
+            offset,
+        } => {
             // LIMIT and OFFSET are evaluated without a row
             let input = open_reading(ex, input, outer.clone(), used);
-            Box::new(LimitNode { ex, input, limit: limit.as_ref(), offset: offset.as_ref(), outer, window: None })
+            Box::new(LimitNode {
+                ex,
+                input,
+                limit: limit.as_ref(),
+                offset: offset.as_ref(),
+                outer,
+                window: None,
+            })
         }
         Rel::Distinct { input } => Box::new(DistinctNode::new(ex, vec![open(ex, input, outer)])),
-        Rel::Union { left, right, all: true } => Box::new(Concat { inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)] }),
-        Rel::Union { left, right, all: false } => Box::new(DistinctNode::new(ex, vec![open(ex, left, outer.clone()), open(ex, right, outer)])),
-        Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move { Ok(Box::new(Rows::new(work.lock().map_err(|_| poisoned())?.clone(), None)) as BoxNode) })),
-        Rel::RecursiveUnion { base, recursive, all, work } => Box::new(Deferred::new(recursive_union(ex, base, recursive, *all, work, outer))),
+        Rel::Union {
+            left,
+            right,
+            all: true,
+        } => Box::new(Concat {
+            inputs: vec![open(ex, left, outer.clone()), open(ex, right, outer)],
+        }),
+        Rel::Union {
+            left,
+            right,
+            all: false,
+        } => Box::new(DistinctNode::new(
+            ex,
+            vec![open(ex, left, outer.clone()), open(ex, right, outer)],
+        )),
+        Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move {
+            Ok(Box::new(Rows::new(
+                work.lock().map_err(|_| poisoned())?.clone(),
+                None,
+            )) as BoxNode)
+        })),
+        Rel::RecursiveUnion {
+            base,
+            recursive,
+            all,
+            work,
+        } => Box::new(Deferred::new(recursive_union(
+            ex, base, recursive, *all, work, outer,
+        ))),
     }
 }
 
@@ -89,7 +196,10 @@ struct Rows<'e> {
 
 impl<'e> Rows<'e> {
     fn new(rows: Vec<Row>, held: Option<Held<'e>>) -> Self {
-        Rows { rows: rows.into_iter(), _held: held }
+        Rows {
+            rows: rows.into_iter(),
+            _held: held,
+        }
     }
 }
 
@@ -115,7 +225,10 @@ struct Deferred<'e> {
 
 impl<'e> Deferred<'e> {
     fn new(compute: impl std::future::Future<Output = PgResult<BoxNode<'e>>> + Send + 'e) -> Self {
-        Deferred { compute: Some(Box::pin(compute)), rows: None }
+        Deferred {
+            compute: Some(Box::pin(compute)),
+            rows: None,
+        }
     }
 }
 
@@ -161,7 +274,12 @@ enum Target {
 
 impl Target {
     /// None if `access` matches nothing (a NULL key or bound), or nothing after `after`.
-    async fn of(ex: &Executor<'_>, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<Target>> {
+    async fn of(
+        ex: &Executor<'_>,
+        access: &Access,
+        outer: &[Row],
+        after: Option<&[u8]>,
+    ) -> PgResult<Option<Target>> {
         let key_of = async |exprs: &[Expr]| -> PgResult<Option<Vec<u8>>> {
             let mut values = Vec::with_capacity(exprs.len());
             for e in exprs {
@@ -171,7 +289,9 @@ impl Target {
         };
         let (lo, hi) = match access {
             Access::PrimaryKey(exprs) => {
-                let Some(key) = key_of(exprs).await? else { return Ok(None) };
+                let Some(key) = key_of(exprs).await? else {
+                    return Ok(None);
+                };
                 if after.is_some_and(|after| key.as_slice() <= after) {
                     return Ok(None);
                 }
@@ -182,8 +302,14 @@ impl Target {
                 let mut bounds = [Bound::Unbounded, Bound::Unbounded];
                 for (slot, b) in bounds.iter_mut().zip([lower, upper]) {
                     let Some(b) = b else { continue };
-                    let Some(key) = key_of(std::slice::from_ref(&b.value)).await? else { return Ok(None) };
-                    *slot = if b.inclusive { Bound::Included(key) } else { Bound::Excluded(key) };
+                    let Some(key) = key_of(std::slice::from_ref(&b.value)).await? else {
+                        return Ok(None);
+                    };
+                    *slot = if b.inclusive {
+                        Bound::Included(key)
+                    } else {
+                        Bound::Excluded(key)
+                    };
                 }
                 let [lo, hi] = bounds;
                 (lo, hi)
@@ -203,20 +329,36 @@ pub(super) enum KeyedScan<'e> {
 
 impl<'e> KeyedScan<'e> {
     /// None if `access` matches nothing (a NULL key or bound).
-    pub(super) async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<KeyedScan<'e>>> {
+    pub(super) async fn open(
+        ex: &Executor<'e>,
+        table: &TableDef,
+        access: &Access,
+        outer: &[Row],
+    ) -> PgResult<Option<KeyedScan<'e>>> {
         Self::open_after(ex, table, access, outer, None).await
     }
 
     /// `open`, for the rows whose keys follow `after` only (a statement that goes on
     /// where its previous batch ended: `Executor::keyed_rows`).
-    pub(super) async fn open_after(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row], after: Option<&[u8]>) -> PgResult<Option<KeyedScan<'e>>> {
+    pub(super) async fn open_after(
+        ex: &Executor<'e>,
+        table: &TableDef,
+        access: &Access,
+        outer: &[Row],
+        after: Option<&[u8]>,
+    ) -> PgResult<Option<KeyedScan<'e>>> {
         Ok(Some(match Target::of(ex, access, outer, after).await? {
             None => return Ok(None),
             Some(Target::Key(key)) => {
-                let row = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?;
+                let row = ex
+                    .dn
+                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                    .await?;
                 KeyedScan::One(row.map(|bytes| (key, bytes)))
             }
-            Some(Target::Range(lo, hi)) => KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?),
+            Some(Target::Range(lo, hi)) => {
+                KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
+            }
         }))
     }
 
@@ -235,11 +377,24 @@ enum RowScan<'e> {
 }
 
 impl<'e> RowScan<'e> {
-    async fn open(ex: &Executor<'e>, table: &TableDef, access: &Access, outer: &[Row]) -> PgResult<Option<RowScan<'e>>> {
+    async fn open(
+        ex: &Executor<'e>,
+        table: &TableDef,
+        access: &Access,
+        outer: &[Row],
+    ) -> PgResult<Option<RowScan<'e>>> {
         Ok(Some(match Target::of(ex, access, outer, None).await? {
             None => return Ok(None),
-            Some(Target::Key(key)) => RowScan::One(ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await?),
-            Some(Target::Range(lo, hi)) => RowScan::Range(ex.dn.scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot).await?),
+            Some(Target::Key(key)) => RowScan::One(
+                ex.dn
+                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                    .await?,
+            ),
+            Some(Target::Range(lo, hi)) => RowScan::Range(
+                ex.dn
+                    .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
+                    .await?,
+            ),
         }))
     }
 
@@ -271,12 +426,15 @@ impl Node for Scan<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
             if let ScanState::Start = self.state {
-                self.state = match RowScan::open(self.ex, self.table, self.access, &self.outer).await? {
-                    Some(scan) => ScanState::Open(scan),
-                    None => ScanState::Done,
-                };
+                self.state =
+                    match RowScan::open(self.ex, self.table, self.access, &self.outer).await? {
+                        Some(scan) => ScanState::Open(scan),
+                        None => ScanState::Done,
+                    };
             }
-            let ScanState::Open(scan) = &mut self.state else { return Ok(None) };
+            let ScanState::Open(scan) = &mut self.state else {
+                return Ok(None);
+            };
             let mut batch = Vec::new();
             while batch.len() < BATCH {
                 match scan.next_row() {
@@ -339,15 +497,30 @@ impl Node for Series<'_> {
                     None => Value::Int8(1),
                 };
                 self.state = Some(match (s.as_i64(), e.as_i64(), st.as_i64()) {
-                    (Some(_), Some(_), Some(0)) => return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, "step size cannot equal zero")),
-                    (Some(a), Some(b), Some(step)) => Some((a, b, step, matches!(s, Value::Int4(_)))),
+                    (Some(_), Some(_), Some(0)) => {
+                        return Err(PgError::new(
+                            codes::INVALID_PARAMETER_VALUE,
+                            "step size cannot equal zero",
+                        ))
+                    }
+                    (Some(a), Some(b), Some(step)) => {
+                        Some((a, b, step, matches!(s, Value::Int4(_))))
+                    }
                     _ => None,
                 });
             }
-            let Some(Some((next, last, step, int4))) = &mut self.state else { return Ok(None) };
+            let Some(Some((next, last, step, int4))) = &mut self.state else {
+                return Ok(None);
+            };
             let mut batch = Vec::new();
-            while batch.len() < BATCH && ((*step > 0 && *next <= *last) || (*step < 0 && *next >= *last)) {
-                batch.push(vec![if *int4 { Value::Int4(*next as i32) } else { Value::Int8(*next) }]);
+            while batch.len() < BATCH
+                && ((*step > 0 && *next <= *last) || (*step < 0 && *next >= *last))
+            {
+                batch.push(vec![if *int4 {
+                    Value::Int4(*next as i32)
+                } else {
+                    Value::Int8(*next)
+                }]);
                 match next.checked_add(*step) {
                     Some(n) => *next = n,
                     None => {
@@ -375,7 +548,11 @@ impl Node for FilterNode<'_> {
             while let Some(batch) = self.input.next().await? {
                 let mut kept = Vec::with_capacity(batch.len());
                 for r in batch {
-                    if self.ex.matches(&self.outer, Some(self.predicate), &r).await? {
+                    if self
+                        .ex
+                        .matches(&self.outer, Some(self.predicate), &r)
+                        .await?
+                    {
                         kept.push(r);
                     }
                 }
@@ -398,7 +575,9 @@ struct ProjectNode<'e> {
 impl Node for ProjectNode<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
-            let Some(batch) = self.input.next().await? else { return Ok(None) };
+            let Some(batch) = self.input.next().await? else {
+                return Ok(None);
+            };
             let mut out = Vec::with_capacity(batch.len());
             for r in batch {
                 out.push(eval_row(self.ex, &self.outer, self.exprs, &r).await?);
@@ -409,8 +588,19 @@ impl Node for ProjectNode<'_> {
 }
 
 /// `exprs` evaluated against `row` (a projection, a VALUES row, sort keys).
-pub(super) async fn eval_row<'x>(ex: &Executor<'_>, outer: &[Row], exprs: impl IntoIterator<Item = &'x Expr> + Clone, row: &[Value]) -> PgResult<Row> {
-    let compute = |ctx: &EvalCtx| exprs.clone().into_iter().map(|e| ctx.eval(e, row)).collect();
+pub(super) async fn eval_row<'x>(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    exprs: impl IntoIterator<Item = &'x Expr> + Clone,
+    row: &[Value],
+) -> PgResult<Row> {
+    let compute = |ctx: &EvalCtx| {
+        exprs
+            .clone()
+            .into_iter()
+            .map(|e| ctx.eval(e, row))
+            .collect()
+    };
     let now = compute(&ex.ctx(outer));
     match now {
         Err(err) => ex.recompute(err, outer, exprs.clone(), row, compute).await,
@@ -451,7 +641,14 @@ struct DistinctNode<'e> {
 
 impl<'e> DistinctNode<'e> {
     fn new(ex: &'e Executor<'e>, inputs: Vec<BoxNode<'e>>) -> Self {
-        DistinctNode { ex, inputs, seen: FxHashSet::default(), held: Held::new(&ex.state.memory), spilled: None, pending: Vec::new() }
+        DistinctNode {
+            ex,
+            inputs,
+            seen: FxHashSet::default(),
+            held: Held::new(&ex.state.memory),
+            spilled: None,
+            pending: Vec::new(),
+        }
     }
 }
 
@@ -468,7 +665,7 @@ impl Node for DistinctNode<'_> {
                 for r in batch {
                     let key = group_key(&r);
                     if self.spilled.is_none() && self.held.bytes() > work_mem {
-                        self.spilled = Some(KeyedPartitions::new(&self.ex.state.spill, work_mem));
+                        self.spilled = Some(KeyedPartitions::new(self.ex.state.spill, work_mem));
                     }
                     match &mut self.spilled {
                         Some(partitions) => {
@@ -533,7 +730,10 @@ async fn row_count(ex: &Executor<'_>, outer: &[Row], e: Option<&Expr>) -> PgResu
         v => {
             let n = v.as_i64().unwrap_or(0);
             if n < 0 {
-                return Err(PgError::new(codes::INVALID_ROW_COUNT_IN_LIMIT, "LIMIT must not be negative"));
+                return Err(PgError::new(
+                    codes::INVALID_ROW_COUNT_IN_LIMIT,
+                    "LIMIT must not be negative",
+                ));
             }
             Ok(Some(n as usize))
         }
@@ -544,13 +744,21 @@ impl Node for LimitNode<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
             if self.window.is_none() {
-                let skip = row_count(self.ex, &self.outer, self.offset).await?.unwrap_or(0);
-                let take = row_count(self.ex, &self.outer, self.limit).await?.unwrap_or(usize::MAX);
+                let skip = row_count(self.ex, &self.outer, self.offset)
+                    .await?
+                    .unwrap_or(0);
+                let take = row_count(self.ex, &self.outer, self.limit)
+                    .await?
+                    .unwrap_or(usize::MAX);
                 self.window = Some((skip, take));
             }
-            let Some((skip, take)) = &mut self.window else { return Ok(None) };
+            let Some((skip, take)) = &mut self.window else {
+                return Ok(None);
+            };
             while *take > 0 {
-                let Some(batch) = self.input.next().await? else { break };
+                let Some(batch) = self.input.next().await? else {
+                    break;
+                };
                 let passed = batch.len().min(*skip);
                 *skip -= passed;
                 let out: Vec<Row> = batch.into_iter().skip(passed).take(*take).collect();
@@ -636,7 +844,9 @@ impl Buckets {
     fn into_rows(self) -> impl Iterator<Item = (Vec<u8>, usize)> {
         let next = self.next;
         self.ends.into_iter().flat_map(move |(key, (first, _))| {
-            let chain: Vec<usize> = std::iter::successors(Some(first), |&i| Some(next[i]).filter(|&n| n != END)).collect();
+            let chain: Vec<usize> =
+                std::iter::successors(Some(first), |&i| Some(next[i]).filter(|&n| n != END))
+                    .collect();
             chain.into_iter().map(move |i| (key.clone(), i))
         })
     }
@@ -661,8 +871,22 @@ enum Candidates {
 
 impl<'e> JoinNode<'e> {
     #[allow(clippy::too_many_arguments)]
-    fn new(ex: &'e Executor<'e>, left: BoxNode<'e>, left_width: usize, right: &'e Rel, right_used: Used, kind: JoinKind, on: Option<&'e Expr>, lateral: bool, outer: Outer) -> Self {
-        let hash_keys = if lateral { Vec::new() } else { on.map(|on| equi_keys(on, left_width)).unwrap_or_default() };
+    fn new(
+        ex: &'e Executor<'e>,
+        left: BoxNode<'e>,
+        left_width: usize,
+        right: &'e Rel,
+        right_used: Used,
+        kind: JoinKind,
+        on: Option<&'e Expr>,
+        lateral: bool,
+        outer: Outer,
+    ) -> Self {
+        let hash_keys = if lateral {
+            Vec::new()
+        } else {
+            on.map(|on| equi_keys(on, left_width)).unwrap_or_default()
+        };
         let keys_decide = on.is_some_and(|on| keys_decide(on, &hash_keys));
         JoinNode {
             ex,
@@ -708,7 +932,7 @@ impl<'e> JoinNode<'e> {
                     continue; // a NULL key matches nothing, and inner rows are never NULL-extended
                 };
                 if spilled.is_none() && self.held.bytes() > work_mem {
-                    let mut partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
+                    let mut partitions = KeyedPartitions::new(ex.state.spill, work_mem);
                     for (k, i) in std::mem::take(&mut buckets).into_rows() {
                         partitions.push(k, std::mem::take(&mut rows[i]))?;
                     }
@@ -727,22 +951,34 @@ impl<'e> JoinNode<'e> {
             }
         }
         let Some(inner_partitions) = spilled else {
-            self.inner = Some(Inner { rows, buckets: hashed.then_some(buckets) });
+            self.inner = Some(Inner {
+                rows,
+                buckets: hashed.then_some(buckets),
+            });
             return Ok(());
         };
         // The outer side goes to partitions of the same keys; a row whose key is NULL
         // gets the empty key, which no inner row has.
-        let mut outer_partitions = KeyedPartitions::new(&ex.state.spill, work_mem);
+        let mut outer_partitions = KeyedPartitions::new(ex.state.spill, work_mem);
         let mut left = std::mem::replace(&mut self.left, Box::new(Rows::new(Vec::new(), None)));
         while let Some(batch) = left.next().await? {
             for l in batch {
-                let key = hash_key(ex, &self.outer, &self.hash_keys, &l, true).await?.unwrap_or_default();
+                let key = hash_key(ex, &self.outer, &self.hash_keys, &l, true)
+                    .await?
+                    .unwrap_or_default();
                 outer_partitions.push(key, l)?;
             }
         }
-        self.phases = inner_partitions.finish()?.into_iter().zip(outer_partitions.finish()?).collect();
+        self.phases = inner_partitions
+            .finish()?
+            .into_iter()
+            .zip(outer_partitions.finish()?)
+            .collect();
         self.keyed_left = true;
-        self.inner = Some(Inner { rows: Vec::new(), buckets: Some(Buckets::default()) });
+        self.inner = Some(Inner {
+            rows: Vec::new(),
+            buckets: Some(Buckets::default()),
+        });
         Ok(())
     }
 
@@ -756,7 +992,10 @@ impl<'e> JoinNode<'e> {
             }
             if inner.bytes() as usize > work_mem && inner.can_split() && outer.can_split() {
                 let fanout = super::spilling::fanout(work_mem);
-                let deeper = inner.split(fanout, row_hash)?.into_iter().zip(outer.split(fanout, row_hash)?);
+                let deeper = inner
+                    .split(fanout, row_hash)?
+                    .into_iter()
+                    .zip(outer.split(fanout, row_hash)?);
                 self.phases.extend(deeper);
                 continue;
             }
@@ -772,9 +1011,16 @@ impl<'e> JoinNode<'e> {
                     ex.pace(BATCH).await;
                 }
             }
-            self.inner = Some(Inner { rows, buckets: Some(buckets) });
+            self.inner = Some(Inner {
+                rows,
+                buckets: Some(buckets),
+            });
             let outer_rows = outer.read()?.into_iter().flatten();
-            self.left = Box::new(FileRows { ex, rows: Box::new(outer_rows), _held: None });
+            self.left = Box::new(FileRows {
+                ex,
+                rows: Box::new(outer_rows),
+                _held: None,
+            });
             return Ok(true);
         }
         Ok(false)
@@ -784,8 +1030,16 @@ impl<'e> JoinNode<'e> {
     async fn start_probe(&mut self, left: Row) -> PgResult<()> {
         if self.keyed_left {
             let (key, left) = split_key(left);
-            let candidates = Candidates::Chain(if key.is_empty() { END } else { self.bucket_of(&key) });
-            self.probe = Some(Probe { left, candidates, matched: false });
+            let candidates = Candidates::Chain(if key.is_empty() {
+                END
+            } else {
+                self.bucket_of(&key)
+            });
+            self.probe = Some(Probe {
+                left,
+                candidates,
+                matched: false,
+            });
             return Ok(());
         }
         let candidates = if self.lateral {
@@ -802,13 +1056,20 @@ impl<'e> JoinNode<'e> {
                 None => Candidates::Chain(END),
             }
         };
-        self.probe = Some(Probe { left, candidates, matched: false });
+        self.probe = Some(Probe {
+            left,
+            candidates,
+            matched: false,
+        });
         Ok(())
     }
 
     /// The first inner row of hash key `key`, or `END`.
     fn bucket_of(&self, key: &[u8]) -> usize {
-        self.inner.as_ref().and_then(|i| i.buckets.as_ref()).map_or(END, |b| b.first(key))
+        self.inner
+            .as_ref()
+            .and_then(|i| i.buckets.as_ref())
+            .map_or(END, |b| b.first(key))
     }
 }
 
@@ -893,7 +1154,13 @@ fn take_at<'r>(rows: &'r [Row], at: &mut usize) -> Option<&'r Row> {
 /// The hash key of `row` from one side of the key equalities: a left row (whose side
 /// reads only its columns), or an inner row placed after the left side's width of NULLs;
 /// None if any is NULL (matches nothing).
-async fn hash_key(ex: &Executor<'_>, outer: &[Row], keys: &[(&Expr, &Expr)], row: &[Value], left_side: bool) -> PgResult<Option<Vec<u8>>> {
+async fn hash_key(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    keys: &[(&Expr, &Expr)],
+    row: &[Value],
+    left_side: bool,
+) -> PgResult<Option<Vec<u8>>> {
     let side = keys.iter().map(|&(l, r)| if left_side { l } else { r });
     let compute = |ctx: &EvalCtx| -> PgResult<Option<Vec<u8>>> {
         // encoded value by value (`group_key` of them all): no vector of the values
@@ -924,7 +1191,9 @@ fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
         // or something the key may not be computed from.
         let (mut left, mut right, mut other) = (false, false, false);
         e.visit(&mut |x| match x {
-            Expr::Column { depth: 0, index, .. } => {
+            Expr::Column {
+                depth: 0, index, ..
+            } => {
                 if *index < left_width {
                     left = true
                 } else {
@@ -943,7 +1212,12 @@ fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
     conjuncts
         .into_iter()
         .filter_map(|c| match c {
-            Expr::Binary { op: BinaryOp::Eq, left, right, .. } if family(&left.ty()) == family(&right.ty()) => match (side(left), side(right)) {
+            Expr::Binary {
+                op: BinaryOp::Eq,
+                left,
+                right,
+                ..
+            } if family(&left.ty()) == family(&right.ty()) => match (side(left), side(right)) {
                 (Some(true), Some(false)) => Some((left.as_ref(), right.as_ref())),
                 (Some(false), Some(true)) => Some((right.as_ref(), left.as_ref())),
                 _ => None,
@@ -975,8 +1249,20 @@ fn conjuncts(e: &Expr) -> Vec<&Expr> {
 /// equal exactly when the values are; NULL keys never reach the probe). Computed keys
 /// are left to the condition (a volatile function would give another value there).
 fn keys_decide(on: &Expr, hash_keys: &[(&Expr, &Expr)]) -> bool {
-    let int_column = |e: &Expr| matches!(e, Expr::Column { depth: 0, ty: DataType::Int2 | DataType::Int4 | DataType::Int8, .. });
-    conjuncts(on).len() == hash_keys.len() && hash_keys.iter().all(|(l, r)| int_column(l) && int_column(r))
+    let int_column = |e: &Expr| {
+        matches!(
+            e,
+            Expr::Column {
+                depth: 0,
+                ty: DataType::Int2 | DataType::Int4 | DataType::Int8,
+                ..
+            }
+        )
+    };
+    conjuncts(on).len() == hash_keys.len()
+        && hash_keys
+            .iter()
+            .all(|(l, r)| int_column(l) && int_column(r))
 }
 
 /// Hash aggregation. Past work_mem, the rows of groups not yet in memory go to
@@ -1001,8 +1287,9 @@ impl<'e> AggregateNode<'e> {
         while let Some(batch) = input.next().await? {
             for r in &batch {
                 aggregate_input(ex, &self.outer, &agg, r, &mut contribution).await?;
-                if spilled.is_none() && !self.group_by.is_empty() && agg.held() > ex.state.work_mem {
-                    spilled = Some(KeyedPartitions::new(&ex.state.spill, ex.state.work_mem));
+                if spilled.is_none() && !self.group_by.is_empty() && agg.held() > ex.state.work_mem
+                {
+                    spilled = Some(KeyedPartitions::new(ex.state.spill, ex.state.work_mem));
                 }
                 match &mut spilled {
                     Some(partitions) => {
@@ -1024,14 +1311,19 @@ impl<'e> AggregateNode<'e> {
         }
         Ok(())
     }
-
 }
 
 /// What row `r` contributes, into `input` (whose buffers are reused): its group key
 /// values, and for each aggregate its argument (TRUE for count(*)), or None where its
 /// FILTER is not true (the argument then is not evaluated, as in PostgreSQL:
 /// `sum(1 / x) FILTER (WHERE x <> 0)`).
-async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, '_>, r: &[Value], input: &mut AggInput) -> PgResult<()> {
+async fn aggregate_input(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    agg: &Aggregator<'_, '_>,
+    r: &[Value],
+    input: &mut AggInput,
+) -> PgResult<()> {
     let fill = |ctx: &EvalCtx, input: &mut AggInput| -> PgResult<()> {
         input.keys.clear();
         input.args.clear();
@@ -1050,20 +1342,37 @@ async fn aggregate_input(ex: &Executor<'_>, outer: &[Row], agg: &Aggregator<'_, 
         }
         Ok(())
     };
-    let Err(err) = fill(&ex.ctx(outer), input) else { return Ok(()) };
+    let Err(err) = fill(&ex.ctx(outer), input) else {
+        return Ok(());
+    };
     // A subquery to compute first: the slow path, with a contribution of its own.
-    let exprs: Vec<&Expr> = agg.group_by().iter().chain(agg.aggs().iter().flat_map(|a| a.arg.iter().chain(&a.filter))).collect();
+    let exprs: Vec<&Expr> = agg
+        .group_by()
+        .iter()
+        .chain(
+            agg.aggs()
+                .iter()
+                .flat_map(|a| a.arg.iter().chain(&a.filter)),
+        )
+        .collect();
     let compute = |ctx: &EvalCtx| -> PgResult<AggInput> {
         let mut fresh = AggInput::default();
         fill(ctx, &mut fresh)?;
         Ok(fresh)
     };
-    *input = ex.recompute(err, outer, exprs.iter().copied(), r, compute).await?;
+    *input = ex
+        .recompute(err, outer, exprs.iter().copied(), r, compute)
+        .await?;
     Ok(())
 }
 
 /// The groups of one partition of spilled aggregate contributions.
-async fn aggregate_partition(ex: &Executor<'_>, group_by: &[Expr], aggs: &[AggCall], partition: spill::Partition) -> PgResult<Vec<Row>> {
+async fn aggregate_partition(
+    ex: &Executor<'_>,
+    group_by: &[Expr],
+    aggs: &[AggCall],
+    partition: spill::Partition,
+) -> PgResult<Vec<Row>> {
     let mut agg = Aggregator::new(group_by, aggs, &ex.state.memory);
     if let Some(rows) = partition.read()? {
         for (i, row) in rows.enumerate() {
@@ -1087,8 +1396,14 @@ impl Node for AggregateNode<'_> {
                 if let Some(batch) = self.output.as_mut().and_then(|o| o.next_batch()) {
                     return Ok(Some(batch));
                 }
-                let Some(partition) = next_fitting(&mut self.pending, self.ex.state.work_mem)? else { return Ok(None) };
-                self.output = Some(Rows::new(aggregate_partition(self.ex, self.group_by, self.aggs, partition).await?, None));
+                let Some(partition) = next_fitting(&mut self.pending, self.ex.state.work_mem)?
+                else {
+                    return Ok(None);
+                };
+                self.output = Some(Rows::new(
+                    aggregate_partition(self.ex, self.group_by, self.aggs, partition).await?,
+                    None,
+                ));
             }
         })
     }
@@ -1097,13 +1412,20 @@ impl Node for AggregateNode<'_> {
 /// ORDER BY: rows go into an external sorter that spills past work_mem. Keys that are
 /// columns of the input are compared where they are; otherwise each row is pushed with
 /// its sort key values in front, removed when it is handed up.
-async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortKey], outer: Outer) -> PgResult<BoxNode<'e>> {
+async fn sort<'e>(
+    ex: &'e Executor<'e>,
+    mut input: BoxNode<'e>,
+    keys: &'e [SortKey],
+    outer: Outer,
+) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
     held.charge(ex.state.work_mem)?;
     let columns: Option<Vec<usize>> = keys
         .iter()
         .map(|k| match k.expr {
-            Expr::Column { depth: 0, index, .. } => Some(index),
+            Expr::Column {
+                depth: 0, index, ..
+            } => Some(index),
             _ => None,
         })
         .collect();
@@ -1113,10 +1435,12 @@ async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortK
     let cmp = move |a: &[Value], b: &[Value]| compare_keys(keys, &positions, a, b);
     let mut sorter = if abbreviates(&first.expr.ty()) {
         let (descending, nulls_first) = (first.descending, first.nulls_first);
-        let abbreviate: spill::Abbreviate = Box::new(move |row: &[Value]| spill::abbreviated_key(&row[at], descending, nulls_first));
-        spill::ExternalSorter::with_abbreviation(ex.state.work_mem, &ex.state.spill, cmp, abbreviate)
+        let abbreviate: spill::Abbreviate = Box::new(move |row: &[Value]| {
+            spill::abbreviated_key(&row[at], descending, nulls_first)
+        });
+        spill::ExternalSorter::with_abbreviation(ex.state.work_mem, ex.state.spill, cmp, abbreviate)
     } else {
-        spill::ExternalSorter::new(ex.state.work_mem, &ex.state.spill, cmp)
+        spill::ExternalSorter::new(ex.state.work_mem, ex.state.spill, cmp)
     };
     while let Some(batch) = input.next().await? {
         for r in batch {
@@ -1137,7 +1461,11 @@ async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortK
             r
         })
     });
-    Ok(Box::new(FileRows { ex, rows: Box::new(rows), _held: Some(held) }))
+    Ok(Box::new(FileRows {
+        ex,
+        rows: Box::new(rows),
+        _held: Some(held),
+    }))
 }
 
 /// Whether `spill::abbreviated_key` orders values of `ty` as `ops::sort_cmp` does (every
@@ -1145,22 +1473,52 @@ async fn sort<'e>(ex: &'e Executor<'e>, mut input: BoxNode<'e>, keys: &'e [SortK
 fn abbreviates(ty: &DataType) -> bool {
     matches!(
         ty,
-        DataType::Int2 | DataType::Int4 | DataType::Int8 | DataType::Float4 | DataType::Float8 | DataType::Text | DataType::Varchar { .. } | DataType::Date | DataType::Timestamp | DataType::TimestampTz
+        DataType::Int2
+            | DataType::Int4
+            | DataType::Int8
+            | DataType::Float4
+            | DataType::Float8
+            | DataType::Text
+            | DataType::Varchar { .. }
+            | DataType::Date
+            | DataType::Timestamp
+            | DataType::TimestampTz
     )
 }
 
 /// ORDER BY's order of two rows by their sort key values, at `positions` in the rows.
-fn compare_keys(keys: &[SortKey], positions: &[usize], a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+fn compare_keys(
+    keys: &[SortKey],
+    positions: &[usize],
+    a: &[Value],
+    b: &[Value],
+) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     for (sk, &at) in keys.iter().zip(positions) {
         let (x, y) = (&a[at], &b[at]);
         let ord = match (x.is_null(), y.is_null()) {
             (true, true) => Ordering::Equal,
-            (true, false) => if sk.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if sk.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (true, false) => {
+                if sk.nulls_first {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            }
+            (false, true) => {
+                if sk.nulls_first {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
             (false, false) => {
                 let o = ops::sort_cmp(x, y);
-                if sk.descending { o.reverse() } else { o }
+                if sk.descending {
+                    o.reverse()
+                } else {
+                    o
+                }
             }
         };
         if ord != Ordering::Equal {
@@ -1170,7 +1528,14 @@ fn compare_keys(keys: &[SortKey], positions: &[usize], a: &[Value], b: &[Value])
     Ordering::Equal
 }
 
-async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e Rel, all: bool, work: &'e WorkTableCell, outer: Outer) -> PgResult<BoxNode<'e>> {
+async fn recursive_union<'e>(
+    ex: &'e Executor<'e>,
+    base: &'e Rel,
+    recursive: &'e Rel,
+    all: bool,
+    work: &'e WorkTableCell,
+    outer: Outer,
+) -> PgResult<BoxNode<'e>> {
     let mut held = Held::new(&ex.state.memory);
     let mut seen = FxHashSet::default();
     let mut keep = |rows: Vec<Row>, held: &mut Held| -> PgResult<Vec<Row>> {
@@ -1191,7 +1556,11 @@ async fn recursive_union<'e>(ex: &'e Executor<'e>, base: &'e Rel, recursive: &'e
     let mut outcome = Ok(());
     while !working.is_empty() {
         *work.lock().map_err(|_| poisoned())? = std::mem::take(&mut working);
-        match ex.collect(recursive, outer.clone(), None).await.and_then(|rows| keep(rows, &mut held)) {
+        match ex
+            .collect(recursive, outer.clone(), None)
+            .await
+            .and_then(|rows| keep(rows, &mut held))
+        {
             Ok(rows) => working = rows,
             Err(e) => {
                 outcome = Err(e);

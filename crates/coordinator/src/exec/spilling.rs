@@ -46,12 +46,15 @@ pub(super) struct KeyedPartitions {
 
 impl KeyedPartitions {
     pub(super) fn new(dir: &SpillDir, work_mem: usize) -> Self {
-        KeyedPartitions { partitioner: Partitioner::new(dir, fanout(work_mem), 0) }
+        KeyedPartitions {
+            partitioner: Partitioner::new(dir, fanout(work_mem), 0),
+        }
     }
 
     pub(super) fn push(&mut self, key: Vec<u8>, row: Row) -> PgResult<()> {
         let hash = hash_of(&key);
-        self.partitioner.push_parts(hash, &[&[Value::Bytea(key)], &row])
+        self.partitioner
+            .push_parts(hash, &[&[Value::Bytea(key)], &row])
     }
 
     pub(super) fn finish(self) -> PgResult<Vec<Partition>> {
@@ -61,7 +64,10 @@ impl KeyedPartitions {
 
 /// The partitions to work through, smallest depth first: one still larger than work_mem
 /// is split again (while it can be) before it is read.
-pub(super) fn next_fitting(pending: &mut Vec<Partition>, work_mem: usize) -> PgResult<Option<Partition>> {
+pub(super) fn next_fitting(
+    pending: &mut Vec<Partition>,
+    work_mem: usize,
+) -> PgResult<Option<Partition>> {
     while let Some(p) = pending.pop() {
         if p.rows() == 0 {
             continue;

@@ -5,11 +5,20 @@ use super::*;
 /// Push a filter into a plain scan so that primary-key equality can use point access.
 pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
     match rel {
-        Rel::Scan { table, access: Access::Full } => {
+        Rel::Scan {
+            table,
+            access: Access::Full,
+        } => {
             let access = primary_key_access(&table, Some(&predicate));
-            Rel::Filter { input: Box::new(Rel::Scan { table, access }), predicate }
+            Rel::Filter {
+                input: Box::new(Rel::Scan { table, access }),
+                predicate,
+            }
         }
-        other => Rel::Filter { input: Box::new(other), predicate },
+        other => Rel::Filter {
+            input: Box::new(other),
+            predicate,
+        },
     }
 }
 
@@ -17,7 +26,9 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
 /// the row can be fetched by key; bounds on a single-column key give a key range. The
 /// filter is still applied to the rows fetched.
 pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
-    let (Some(pk), Some(filter)) = (&table.primary_key, filter) else { return Access::Full };
+    let (Some(pk), Some(filter)) = (&table.primary_key, filter) else {
+        return Access::Full;
+    };
     let mut conjuncts = Vec::new();
     collect_conjuncts(filter, &mut conjuncts);
     // (op, value) with the key column on the left.
@@ -25,9 +36,21 @@ pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
         conjuncts
             .iter()
             .filter_map(|c| match c {
-                Expr::Binary { op, left, right, .. } => match (left.as_ref(), right.as_ref()) {
-                    (Expr::Column { depth: 0, index, .. }, other) if *index == col && row_independent(other) => Some((*op, other.clone())),
-                    (other, Expr::Column { depth: 0, index, .. }) if *index == col && row_independent(other) => {
+                Expr::Binary {
+                    op, left, right, ..
+                } => match (left.as_ref(), right.as_ref()) {
+                    (
+                        Expr::Column {
+                            depth: 0, index, ..
+                        },
+                        other,
+                    ) if *index == col && row_independent(other) => Some((*op, other.clone())),
+                    (
+                        other,
+                        Expr::Column {
+                            depth: 0, index, ..
+                        },
+                    ) if *index == col && row_independent(other) => {
                         let flipped = match op {
                             BinaryOp::Lt => BinaryOp::Gt,
                             BinaryOp::LtEq => BinaryOp::GtEq,
@@ -45,7 +68,10 @@ pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     };
     let mut key = Vec::with_capacity(pk.len());
     for &col in pk {
-        match comparisons(col).into_iter().find(|(op, _)| *op == BinaryOp::Eq) {
+        match comparisons(col)
+            .into_iter()
+            .find(|(op, _)| *op == BinaryOp::Eq)
+        {
             Some((_, e)) => key.push(e),
             None => break,
         }
@@ -59,8 +85,18 @@ pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
     let (mut lower, mut upper) = (None, None);
     for (op, value) in comparisons(pk[0]) {
         match op {
-            BinaryOp::Gt | BinaryOp::GtEq if lower.is_none() => lower = Some(KeyBound { value, inclusive: op == BinaryOp::GtEq }),
-            BinaryOp::Lt | BinaryOp::LtEq if upper.is_none() => upper = Some(KeyBound { value, inclusive: op == BinaryOp::LtEq }),
+            BinaryOp::Gt | BinaryOp::GtEq if lower.is_none() => {
+                lower = Some(KeyBound {
+                    value,
+                    inclusive: op == BinaryOp::GtEq,
+                })
+            }
+            BinaryOp::Lt | BinaryOp::LtEq if upper.is_none() => {
+                upper = Some(KeyBound {
+                    value,
+                    inclusive: op == BinaryOp::LtEq,
+                })
+            }
             _ => {}
         }
     }
@@ -87,7 +123,11 @@ pub(super) fn row_independent(e: &Expr) -> bool {
         // An enclosing query's column is fixed while this scan runs (a correlated
         // subquery's key lookup), and so is an uncorrelated scalar subquery.
         Expr::Const(..) | Expr::Param { .. } | Expr::Column { depth: 1.., .. } => true,
-        Expr::Subquery { plan, kind: SubqueryKind::Scalar, .. } => !plan.correlated,
+        Expr::Subquery {
+            plan,
+            kind: SubqueryKind::Scalar,
+            ..
+        } => !plan.correlated,
         Expr::Cast { operand, .. } => row_independent(operand),
         Expr::Binary { left, right, .. } => row_independent(left) && row_independent(right),
         Expr::Unary { operand, .. } => row_independent(operand),

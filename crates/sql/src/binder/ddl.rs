@@ -11,9 +11,17 @@ impl<'a> Binder<'a> {
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
             let ty = self.data_type(&col.data_type)?;
-            let mut def = ColumnDef { name: ident_name(&col.name), ty: DataTypeDef::from_type(&ty), not_null: false, default: None };
+            let mut def = ColumnDef {
+                name: ident_name(&col.name),
+                ty: DataTypeDef::from_type(&ty),
+                not_null: false,
+                default: None,
+            };
             if columns.iter().any(|c: &ColumnDef| c.name == def.name) {
-                return Err(PgError::new(codes::DUPLICATE_COLUMN, format!("column \"{}\" specified more than once", def.name)));
+                return Err(PgError::new(
+                    codes::DUPLICATE_COLUMN,
+                    format!("column \"{}\" specified more than once", def.name),
+                ));
             }
             for opt in &col.options {
                 match &opt.option {
@@ -21,7 +29,10 @@ impl<'a> Binder<'a> {
                     ast::ColumnOption::Null => def.not_null = false,
                     ast::ColumnOption::Default(e) => {
                         if has_subquery(e) {
-                            return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "cannot use subquery in DEFAULT expression"));
+                            return Err(PgError::new(
+                                codes::FEATURE_NOT_SUPPORTED,
+                                "cannot use subquery in DEFAULT expression",
+                            ));
                         }
                         // Validate now: the default must bind and be assignable.
                         self.assign_expr(e, &Scope::default(), &ty)?;
@@ -29,7 +40,12 @@ impl<'a> Binder<'a> {
                     }
                     ast::ColumnOption::PrimaryKey(_) => {
                         if primary_key.is_some() {
-                            return Err(PgError::new(codes::INVALID_TABLE_DEFINITION, format!("multiple primary keys for table \"{name}\" are not allowed")));
+                            return Err(PgError::new(
+                                codes::INVALID_TABLE_DEFINITION,
+                                format!(
+                                    "multiple primary keys for table \"{name}\" are not allowed"
+                                ),
+                            ));
                         }
                         primary_key = Some(vec![i]);
                         def.not_null = true;
@@ -45,15 +61,26 @@ impl<'a> Binder<'a> {
                 ast::TableConstraint::PrimaryKey(pk) => {
                     crate::unsupported_syntax::primary_key(pk)?;
                     if primary_key.is_some() {
-                        return Err(PgError::new(codes::INVALID_TABLE_DEFINITION, format!("multiple primary keys for table \"{name}\" are not allowed")));
+                        return Err(PgError::new(
+                            codes::INVALID_TABLE_DEFINITION,
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
                     }
                     let cols = pk
                         .columns
                         .iter()
                         .map(|ic| {
-                            let n = ic.column.expr.to_string().trim_matches('"').to_ascii_lowercase();
+                            let n = ic
+                                .column
+                                .expr
+                                .to_string()
+                                .trim_matches('"')
+                                .to_ascii_lowercase();
                             columns.iter().position(|c| c.name == n).ok_or_else(|| {
-                                PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{n}\" named in key does not exist"))
+                                PgError::new(
+                                    codes::UNDEFINED_COLUMN,
+                                    format!("column \"{n}\" named in key does not exist"),
+                                )
                             })
                         })
                         .collect::<PgResult<Vec<_>>>()?;
@@ -69,27 +96,51 @@ impl<'a> Binder<'a> {
             }
         }
         let fillfactor = table_fillfactor(ct)?;
-        Ok(Statement::CreateTable(CreateTable { name, if_not_exists: ct.if_not_exists, columns, primary_key, fillfactor }))
+        Ok(Statement::CreateTable(CreateTable {
+            name,
+            if_not_exists: ct.if_not_exists,
+            columns,
+            primary_key,
+            fillfactor,
+        }))
     }
 
     pub(super) fn alter_table(&mut self, at: &ast::AlterTable) -> PgResult<Statement> {
         let table = self.table_by_name(&object_name_parts(&at.name))?;
         match at.operations.as_slice() {
-            [ast::AlterTableOperation::AddConstraint { constraint, not_valid: false }] => match constraint {
+            [ast::AlterTableOperation::AddConstraint {
+                constraint,
+                not_valid: false,
+            }] => match constraint {
                 ast::TableConstraint::PrimaryKey(pk) => {
                     crate::unsupported_syntax::primary_key(pk)?;
                     let columns = pk
                         .columns
                         .iter()
                         .map(|ic| {
-                            let n = ic.column.expr.to_string().trim_matches('"').to_ascii_lowercase();
+                            let n = ic
+                                .column
+                                .expr
+                                .to_string()
+                                .trim_matches('"')
+                                .to_ascii_lowercase();
                             table.column_index(&n).ok_or_else(|| {
-                                PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{n}\" of relation \"{}\" does not exist", table.name))
+                                PgError::new(
+                                    codes::UNDEFINED_COLUMN,
+                                    format!(
+                                        "column \"{n}\" of relation \"{}\" does not exist",
+                                        table.name
+                                    ),
+                                )
                             })
                         })
                         .collect::<PgResult<Vec<_>>>()?;
                     let constraint_name = pk.name.as_ref().map(ident_name);
-                    Ok(Statement::AddPrimaryKey { table, columns, constraint_name })
+                    Ok(Statement::AddPrimaryKey {
+                        table,
+                        columns,
+                        constraint_name,
+                    })
                 }
                 ast::TableConstraint::ForeignKey(_) => Err(unsupported("foreign keys")),
                 other => Err(unsupported(format!("ALTER TABLE ADD {other}"))),
@@ -98,7 +149,12 @@ impl<'a> Binder<'a> {
         }
     }
 
-    pub(super) fn copy(&mut self, table: &str, columns: &[String], options: &[(String, Option<String>)]) -> PgResult<Statement> {
+    pub(super) fn copy(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        options: &[(String, Option<String>)],
+    ) -> PgResult<Statement> {
         let table = self.table_by_name(&parse_object_name(table))?;
         let mut fields: Vec<usize> = Vec::with_capacity(table.columns.len());
         if columns.is_empty() {
@@ -106,15 +162,32 @@ impl<'a> Binder<'a> {
         }
         for n in columns {
             let i = table.column_index(n).ok_or_else(|| {
-                PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{n}\" of relation \"{}\" does not exist", table.name))
+                PgError::new(
+                    codes::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{n}\" of relation \"{}\" does not exist",
+                        table.name
+                    ),
+                )
             })?;
             if fields.contains(&i) {
-                return Err(PgError::new(codes::DUPLICATE_COLUMN, format!("column \"{n}\" specified more than once")));
+                return Err(PgError::new(
+                    codes::DUPLICATE_COLUMN,
+                    format!("column \"{n}\" specified more than once"),
+                ));
             }
             fields.push(i);
         }
         let targets = self.insert_targets(&table, &fields)?;
-        let mut copy = CopyFrom { table, fields: fields.len(), targets, delimiter: b'\t', null_string: "\\N".into(), csv: false, header: false };
+        let mut copy = CopyFrom {
+            table,
+            fields: fields.len(),
+            targets,
+            delimiter: b'\t',
+            null_string: "\\N".into(),
+            csv: false,
+            header: false,
+        };
         let mut delimiter = None;
         let mut null_string = None;
         for (name, value) in options {
@@ -129,13 +202,19 @@ impl<'a> Binder<'a> {
                 "freeze" => {}
                 "delimiter" => {
                     if v.len() != 1 {
-                        return Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, "COPY delimiter must be a single one-byte character"));
+                        return Err(PgError::new(
+                            codes::FEATURE_NOT_SUPPORTED,
+                            "COPY delimiter must be a single one-byte character",
+                        ));
                     }
                     delimiter = Some(v.as_bytes()[0]);
                 }
                 "null" => null_string = Some(v.to_string()),
-                "header" => copy.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "off" | "0"),
-                "encoding" if v.eq_ignore_ascii_case("utf8") || v.eq_ignore_ascii_case("utf-8") => {}
+                "header" => {
+                    copy.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "off" | "0")
+                }
+                "encoding" if v.eq_ignore_ascii_case("utf8") || v.eq_ignore_ascii_case("utf-8") => {
+                }
                 other => return Err(unsupported(format!("COPY option \"{other}\""))),
             }
         }
@@ -156,7 +235,9 @@ impl<'a> Binder<'a> {
 /// The storage parameters of `WITH (…)`: fillfactor is kept; the others (autovacuum
 /// and TOAST tuning) only steer PostgreSQL's maintenance and change no result.
 pub(super) fn table_fillfactor(ct: &ast::CreateTable) -> PgResult<Option<u32>> {
-    let ast::CreateTableOptions::With(options) = &ct.table_options else { return Ok(None) };
+    let ast::CreateTableOptions::With(options) = &ct.table_options else {
+        return Ok(None);
+    };
     let mut fillfactor = None;
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
@@ -165,14 +246,34 @@ pub(super) fn table_fillfactor(ct: &ast::CreateTable) -> PgResult<Option<u32>> {
         let name = ident_name(key);
         if name == "fillfactor" {
             let ff = value.to_string().parse::<u32>().map_err(|_| {
-                PgError::new(codes::INVALID_PARAMETER_VALUE, format!("invalid value for integer option \"fillfactor\": {value}"))
+                PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for integer option \"fillfactor\": {value}"),
+                )
             })?;
             if !(10..=100).contains(&ff) {
-                return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("value {ff} out of bounds for option \"fillfactor\"")).with_detail("Valid values are between \"10\" and \"100\"."));
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("value {ff} out of bounds for option \"fillfactor\""),
+                )
+                .with_detail("Valid values are between \"10\" and \"100\"."));
             }
             fillfactor = Some(ff);
-        } else if !(name.starts_with("autovacuum_") || name.starts_with("toast.") || matches!(name.as_str(), "toast_tuple_target" | "parallel_workers" | "vacuum_index_cleanup" | "vacuum_truncate" | "user_catalog_table")) {
-            return Err(PgError::new(codes::INVALID_PARAMETER_VALUE, format!("unrecognized parameter \"{name}\"")));
+        } else if !(name.starts_with("autovacuum_")
+            || name.starts_with("toast.")
+            || matches!(
+                name.as_str(),
+                "toast_tuple_target"
+                    | "parallel_workers"
+                    | "vacuum_index_cleanup"
+                    | "vacuum_truncate"
+                    | "user_catalog_table"
+            ))
+        {
+            return Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                format!("unrecognized parameter \"{name}\""),
+            ));
         }
     }
     Ok(fillfactor)

@@ -3,7 +3,12 @@
 use super::*;
 
 impl<'a> Binder<'a> {
-    pub(super) fn returning(&mut self, items: &Option<Vec<ast::SelectItem>>, table: &TableDef, scope: &Scope) -> PgResult<Option<Vec<(Expr, OutputColumn)>>> {
+    pub(super) fn returning(
+        &mut self,
+        items: &Option<Vec<ast::SelectItem>>,
+        table: &TableDef,
+        scope: &Scope,
+    ) -> PgResult<Option<Vec<(Expr, OutputColumn)>>> {
         let Some(items) = items else { return Ok(None) };
         let mut out = Vec::new();
         for item in items {
@@ -12,23 +17,47 @@ impl<'a> Binder<'a> {
                     for (i, c) in table.columns.iter().enumerate() {
                         let ty = c.ty.to_type();
                         out.push((
-                            Expr::Column { depth: 0, index: i, ty: ty.clone() },
-                            OutputColumn { name: c.name.clone(), ty, table_oid: table.oid, column_attr: i as i16 + 1 },
+                            Expr::Column {
+                                depth: 0,
+                                index: i,
+                                ty: ty.clone(),
+                            },
+                            OutputColumn {
+                                name: c.name.clone(),
+                                ty,
+                                table_oid: table.oid,
+                                column_attr: i as i16 + 1,
+                            },
                         ));
                     }
                 }
-                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                     let name = match item {
                         ast::SelectItem::ExprWithAlias { alias, .. } => ident_name(alias),
                         _ => default_column_name(e),
                     };
                     let b = self.expr(e, scope)?;
                     let (table_oid, column_attr) = match &b {
-                        Expr::Column { depth: 0, index, .. } => (table.oid, *index as i16 + 1),
+                        Expr::Column {
+                            depth: 0, index, ..
+                        } => (table.oid, *index as i16 + 1),
                         _ => (0, 0),
                     };
-                    let ty = if b.ty() == DataType::Unknown { DataType::Text } else { b.ty() };
-                    out.push((cast_to(b, &ty)?, OutputColumn { name, ty, table_oid, column_attr }));
+                    let ty = if b.ty() == DataType::Unknown {
+                        DataType::Text
+                    } else {
+                        b.ty()
+                    };
+                    out.push((
+                        cast_to(b, &ty)?,
+                        OutputColumn {
+                            name,
+                            ty,
+                            table_oid,
+                            column_attr,
+                        },
+                    ));
                 }
                 _ => return Err(unsupported("this RETURNING item")),
             }
@@ -58,7 +87,9 @@ impl<'a> Binder<'a> {
     /// Bind a column's DEFAULT expression (None when it has none: NULL).
     pub fn default_expr(&mut self, table: &TableDef, col: usize) -> PgResult<Option<Expr>> {
         let c = &table.columns[col];
-        let Some(text) = &c.default else { return Ok(None) };
+        let Some(text) = &c.default else {
+            return Ok(None);
+        };
         let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
             .try_with_sql(text)
             .and_then(|mut p| p.parse_expr())
@@ -80,10 +111,19 @@ impl<'a> Binder<'a> {
             for c in &ins.columns {
                 let name = object_name_parts(c).pop().unwrap_or_default();
                 let i = table.column_index(&name).ok_or_else(|| {
-                    PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                    PgError::new(
+                        codes::UNDEFINED_COLUMN,
+                        format!(
+                            "column \"{name}\" of relation \"{}\" does not exist",
+                            table.name
+                        ),
+                    )
                 })?;
                 if target_cols.contains(&i) {
-                    return Err(PgError::new(codes::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
+                    return Err(PgError::new(
+                        codes::DUPLICATE_COLUMN,
+                        format!("column \"{name}\" specified more than once"),
+                    ));
                 }
                 target_cols.push(i);
             }
@@ -109,10 +149,18 @@ impl<'a> Binder<'a> {
                 Rel::Values { rows: vec![vec![]] }
             }
             Some(q) => match q.body.as_ref() {
-                ast::SetExpr::Values(values) if q.with.is_none() && q.order_by.is_none() && q.limit_clause.is_none() && q.fetch.is_none() => {
+                ast::SetExpr::Values(values)
+                    if q.with.is_none()
+                        && q.order_by.is_none()
+                        && q.limit_clause.is_none()
+                        && q.fetch.is_none() =>
+                {
                     crate::unsupported_syntax::query(q)?;
                     crate::unsupported_syntax::values(values)?;
-                    fit_targets(&mut target_cols, values.rows.first().map_or(0, |r| r.content.len()))?;
+                    fit_targets(
+                        &mut target_cols,
+                        values.rows.first().map_or(0, |r| r.content.len()),
+                    )?;
                     self.insert_values(values, &table, &target_cols)?
                 }
                 _ => {
@@ -123,13 +171,28 @@ impl<'a> Binder<'a> {
                         .iter()
                         .zip(&target_cols)
                         .enumerate()
-                        .map(|(i, (c, &col))| assign_cast(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &table.columns[col].ty.to_type()))
+                        .map(|(i, (c, &col))| {
+                            assign_cast(
+                                Expr::Column {
+                                    depth: 0,
+                                    index: i,
+                                    ty: c.ty.clone(),
+                                },
+                                &table.columns[col].ty.to_type(),
+                            )
+                        })
                         .collect::<PgResult<Vec<_>>>()?;
-                    Rel::Project { input: Box::new(bound.root), exprs }
+                    Rel::Project {
+                        input: Box::new(bound.root),
+                        exprs,
+                    }
                 }
             },
         };
-        let source_types = target_cols.iter().map(|&c| table.columns[c].ty.to_type()).collect();
+        let source_types = target_cols
+            .iter()
+            .map(|&c| table.columns[c].ty.to_type())
+            .collect();
         let targets = self.insert_targets(&table, &target_cols)?;
         let on_conflict_do_nothing = match &ins.on {
             None => false,
@@ -145,12 +208,23 @@ impl<'a> Binder<'a> {
         let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
         let scope = Self::table_scope(&table, alias);
         let returning = self.returning(&ins.returning, &table, &scope)?;
-        Ok(Statement::Insert(Insert { table, targets, source, source_types, on_conflict_do_nothing, returning }))
+        Ok(Statement::Insert(Insert {
+            table,
+            targets,
+            source,
+            source_types,
+            on_conflict_do_nothing,
+            returning,
+        }))
     }
 
     /// For each table column: its position among the source columns `sources` (table
     /// column indexes), else its default.
-    pub(super) fn insert_targets(&mut self, table: &TableDef, sources: &[usize]) -> PgResult<Vec<InsertTarget>> {
+    pub(super) fn insert_targets(
+        &mut self,
+        table: &TableDef,
+        sources: &[usize],
+    ) -> PgResult<Vec<InsertTarget>> {
         (0..table.columns.len())
             .map(|col| match sources.iter().position(|&c| c == col) {
                 Some(pos) => Ok(InsertTarget::Source(pos)),
@@ -161,7 +235,12 @@ impl<'a> Binder<'a> {
 
     /// The VALUES rows of an INSERT, each item assigned to its target column; the
     /// `DEFAULT` keyword becomes the column's default (NULL when it has none).
-    pub(super) fn insert_values(&mut self, values: &ast::Values, table: &TableDef, target_cols: &[usize]) -> PgResult<Rel> {
+    pub(super) fn insert_values(
+        &mut self,
+        values: &ast::Values,
+        table: &TableDef,
+        target_cols: &[usize],
+    ) -> PgResult<Rel> {
         let empty = Scope::default();
         let mut rows = Vec::with_capacity(values.rows.len());
         for row in &values.rows {
@@ -172,7 +251,8 @@ impl<'a> Binder<'a> {
             for (e, &col) in row.content.iter().zip(target_cols) {
                 let ty = table.columns[col].ty.to_type();
                 exprs.push(if is_default_keyword(e) {
-                    self.default_expr(table, col)?.unwrap_or(Expr::Const(Value::Null, ty))
+                    self.default_expr(table, col)?
+                        .unwrap_or(Expr::Const(Value::Null, ty))
                 } else {
                     self.assign_expr(e, &empty, &ty)?
                 });
@@ -182,7 +262,10 @@ impl<'a> Binder<'a> {
         Ok(Rel::Values { rows })
     }
 
-    pub(super) fn dml_target(&self, relation: &ast::TableFactor) -> PgResult<(Arc<TableDef>, Scope)> {
+    pub(super) fn dml_target(
+        &self,
+        relation: &ast::TableFactor,
+    ) -> PgResult<(Arc<TableDef>, Scope)> {
         crate::unsupported_syntax::dml_target(relation)?;
         match relation {
             ast::TableFactor::Table { name, alias, .. } => {
@@ -201,26 +284,50 @@ impl<'a> Binder<'a> {
         let mut assignments = Vec::new();
         for a in &upd.assignments {
             let name = match &a.target {
-                ast::AssignmentTarget::ColumnName(n) => object_name_parts(n).pop().unwrap_or_default(),
-                ast::AssignmentTarget::Tuple(_) => return Err(unsupported("multiple-column UPDATE assignments")),
+                ast::AssignmentTarget::ColumnName(n) => {
+                    object_name_parts(n).pop().unwrap_or_default()
+                }
+                ast::AssignmentTarget::Tuple(_) => {
+                    return Err(unsupported("multiple-column UPDATE assignments"))
+                }
             };
             let idx = table.column_index(&name).ok_or_else(|| {
-                PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" of relation \"{}\" does not exist", table.name))
+                PgError::new(
+                    codes::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        table.name
+                    ),
+                )
             })?;
             let ty = table.columns[idx].ty.to_type();
             let value = match &a.value {
-                v if is_default_keyword(v) => self.default_expr(&table, idx)?.unwrap_or(Expr::Const(Value::Null, ty.clone())),
+                v if is_default_keyword(v) => self
+                    .default_expr(&table, idx)?
+                    .unwrap_or(Expr::Const(Value::Null, ty.clone())),
                 v => self.assign_expr(v, &scope, &ty)?,
             };
             if assignments.iter().any(|(i, _)| *i == idx) {
-                return Err(syntax(format!("multiple assignments to same column \"{name}\"")));
+                return Err(syntax(format!(
+                    "multiple assignments to same column \"{name}\""
+                )));
             }
             assignments.push((idx, value));
         }
-        let filter = upd.selection.as_ref().map(|w| self.predicate(w, &scope)).transpose()?;
+        let filter = upd
+            .selection
+            .as_ref()
+            .map(|w| self.predicate(w, &scope))
+            .transpose()?;
         let access = primary_key_access(&table, filter.as_ref());
         let returning = self.returning(&upd.returning, &table, &scope)?;
-        Ok(Statement::Update(Update { table, access, filter, assignments, returning }))
+        Ok(Statement::Update(Update {
+            table,
+            access,
+            filter,
+            assignments,
+            returning,
+        }))
     }
 
     pub(super) fn delete(&mut self, del: &ast::Delete) -> PgResult<Statement> {
@@ -229,10 +336,19 @@ impl<'a> Binder<'a> {
         };
         crate::unsupported_syntax::delete(del)?;
         let (table, scope) = self.dml_target(&from[0].relation)?;
-        let filter = del.selection.as_ref().map(|w| self.predicate(w, &scope)).transpose()?;
+        let filter = del
+            .selection
+            .as_ref()
+            .map(|w| self.predicate(w, &scope))
+            .transpose()?;
         let access = primary_key_access(&table, filter.as_ref());
         let returning = self.returning(&del.returning, &table, &scope)?;
-        Ok(Statement::Delete(Delete { table, access, filter, returning }))
+        Ok(Statement::Delete(Delete {
+            table,
+            access,
+            filter,
+            returning,
+        }))
     }
 }
 
@@ -243,7 +359,10 @@ pub(super) fn is_default_keyword(e: &ast::Expr) -> bool {
 
 /// `ON CONFLICT (cols)` / `ON CONFLICT ON CONSTRAINT name` must name the primary key,
 /// the only unique constraint a Meridian table has; PostgreSQL's errors otherwise.
-pub(super) fn check_conflict_target(table: &TableDef, target: Option<&ast::ConflictTarget>) -> PgResult<()> {
+pub(super) fn check_conflict_target(
+    table: &TableDef,
+    target: Option<&ast::ConflictTarget>,
+) -> PgResult<()> {
     let pk = table.primary_key.as_deref().unwrap_or(&[]);
     match target {
         None => Ok(()),
@@ -251,12 +370,18 @@ pub(super) fn check_conflict_target(table: &TableDef, target: Option<&ast::Confl
             let mut named = Vec::with_capacity(cols.len());
             for c in cols {
                 let name = ident_name(c);
-                let i = table
-                    .column_index(&name)
-                    .ok_or_else(|| PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))?;
+                let i = table.column_index(&name).ok_or_else(|| {
+                    PgError::new(
+                        codes::UNDEFINED_COLUMN,
+                        format!("column \"{name}\" does not exist"),
+                    )
+                })?;
                 named.push(i);
             }
-            if !pk.is_empty() && pk.iter().all(|c| named.contains(c)) && named.iter().all(|c| pk.contains(c)) {
+            if !pk.is_empty()
+                && pk.iter().all(|c| named.contains(c))
+                && named.iter().all(|c| pk.contains(c))
+            {
                 Ok(())
             } else {
                 Err(PgError::new(codes::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"))
@@ -267,7 +392,13 @@ pub(super) fn check_conflict_target(table: &TableDef, target: Option<&ast::Confl
             if !pk.is_empty() && table.pk_name.as_deref() == Some(name.as_str()) {
                 Ok(())
             } else {
-                Err(PgError::new(codes::UNDEFINED_OBJECT, format!("constraint \"{name}\" for table \"{}\" does not exist", table.name)))
+                Err(PgError::new(
+                    codes::UNDEFINED_OBJECT,
+                    format!(
+                        "constraint \"{name}\" for table \"{}\" does not exist",
+                        table.name
+                    ),
+                ))
             }
         }
     }

@@ -9,26 +9,44 @@ impl<'a> Binder<'a> {
     }
 
     /// A boolean condition of `clause` (WHERE, FILTER…), named in the type error.
-    pub(super) fn clause_predicate(&mut self, clause: &str, e: &ast::Expr, scope: &Scope) -> PgResult<Expr> {
+    pub(super) fn clause_predicate(
+        &mut self,
+        clause: &str,
+        e: &ast::Expr,
+        scope: &Scope,
+    ) -> PgResult<Expr> {
         let b = self.expr(e, scope)?;
         match b.ty() {
             DataType::Bool => Ok(b),
             DataType::Unknown => cast_to(b, &DataType::Bool),
             other => Err(PgError::new(
                 codes::DATATYPE_MISMATCH,
-                format!("argument of {clause} must be type boolean, not type {}", other.format_type()),
+                format!(
+                    "argument of {clause} must be type boolean, not type {}",
+                    other.format_type()
+                ),
             )),
         }
     }
 
     /// Bind and coerce to `ty` with assignment rules (INSERT/UPDATE targets).
-    pub(super) fn assign_expr(&mut self, e: &ast::Expr, scope: &Scope, ty: &DataType) -> PgResult<Expr> {
+    pub(super) fn assign_expr(
+        &mut self,
+        e: &ast::Expr,
+        scope: &Scope,
+        ty: &DataType,
+    ) -> PgResult<Expr> {
         let b = self.expr_expecting(e, scope, Some(ty))?;
         assign_cast(b, ty)
     }
 
     /// Bind and coerce to `ty` implicitly (LIMIT, function arguments).
-    pub(super) fn typed_expr(&mut self, e: &ast::Expr, scope: &Scope, ty: &DataType) -> PgResult<Expr> {
+    pub(super) fn typed_expr(
+        &mut self,
+        e: &ast::Expr,
+        scope: &Scope,
+        ty: &DataType,
+    ) -> PgResult<Expr> {
         let b = self.expr_expecting(e, scope, Some(ty))?;
         cast_to(b, ty)
     }
@@ -38,7 +56,12 @@ impl<'a> Binder<'a> {
     }
 
     /// Bind with a type hint for parameters and untyped literals.
-    pub(super) fn expr_expecting(&mut self, e: &ast::Expr, scope: &Scope, hint: Option<&DataType>) -> PgResult<Expr> {
+    pub(super) fn expr_expecting(
+        &mut self,
+        e: &ast::Expr,
+        scope: &Scope,
+        hint: Option<&DataType>,
+    ) -> PgResult<Expr> {
         if let ast::Expr::Value(v) = e {
             if let ast::Value::Placeholder(p) = &v.value {
                 return self.param(p, hint);
@@ -55,7 +78,10 @@ impl<'a> Binder<'a> {
             .parse()
             .map_err(|_| syntax(format!("syntax error at or near \"{p}\"")))?;
         if n == 0 || n > 65535 {
-            return Err(PgError::new(codes::UNDEFINED_PARAMETER, format!("there is no parameter ${n}")));
+            return Err(PgError::new(
+                codes::UNDEFINED_PARAMETER,
+                format!("there is no parameter ${n}"),
+            ));
         }
         if self.params.len() < n {
             self.params.resize(n, DataType::Unknown);
@@ -65,15 +91,24 @@ impl<'a> Binder<'a> {
                 self.params[n - 1] = h.clone();
             }
         }
-        Ok(Expr::Param { index: n - 1, ty: self.params[n - 1].clone() })
+        Ok(Expr::Param {
+            index: n - 1,
+            ty: self.params[n - 1].clone(),
+        })
     }
 
     /// Give an Unknown-typed parameter the type `ty` (inference from context).
     pub(super) fn infer_param(&mut self, e: Expr, ty: &DataType) -> Expr {
         match e {
-            Expr::Param { index, ty: DataType::Unknown } if *ty != DataType::Unknown => {
+            Expr::Param {
+                index,
+                ty: DataType::Unknown,
+            } if *ty != DataType::Unknown => {
                 self.params[index] = ty.clone();
-                Expr::Param { index, ty: ty.clone() }
+                Expr::Param {
+                    index,
+                    ty: ty.clone(),
+                }
             }
             other => other,
         }
@@ -87,21 +122,33 @@ impl<'a> Binder<'a> {
         };
         let find = |s: &Scope| -> PgResult<Option<usize>> {
             let mut hits = s.columns.iter().enumerate().filter(|(_, c)| {
-                c.name == name && qualifier.map_or(!c.merged_away, |q| c.qualifier.as_deref() == Some(q))
+                c.name == name
+                    && qualifier.map_or(!c.merged_away, |q| c.qualifier.as_deref() == Some(q))
             });
             match (hits.next(), hits.next()) {
                 (Some((i, _)), None) => Ok(Some(i)),
-                (Some(_), Some(_)) => Err(PgError::new(codes::AMBIGUOUS_COLUMN, format!("column reference \"{name}\" is ambiguous"))),
+                (Some(_), Some(_)) => Err(PgError::new(
+                    codes::AMBIGUOUS_COLUMN,
+                    format!("column reference \"{name}\" is ambiguous"),
+                )),
                 (None, _) => Ok(None),
             }
         };
         if let Some(i) = find(scope)? {
-            return Ok(Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() });
+            return Ok(Expr::Column {
+                depth: 0,
+                index: i,
+                ty: scope.columns[i].ty.clone(),
+            });
         }
         for (d, s) in self.outer.iter().rev().enumerate() {
             if let Some(i) = find(s)? {
                 self.escapes = self.escapes.max(d + 1);
-                return Ok(Expr::Column { depth: d + 1, index: i, ty: s.columns[i].ty.clone() });
+                return Ok(Expr::Column {
+                    depth: d + 1,
+                    index: i,
+                    ty: s.columns[i].ty.clone(),
+                });
             }
         }
         if qualifier.is_none() {
@@ -110,28 +157,54 @@ impl<'a> Binder<'a> {
             }
         }
         if let Some(q) = qualifier {
-            let known = scope.columns.iter().chain(self.outer.iter().flat_map(|s| s.columns.iter())).any(|c| c.qualifier.as_deref() == Some(q));
+            let known = scope
+                .columns
+                .iter()
+                .chain(self.outer.iter().flat_map(|s| s.columns.iter()))
+                .any(|c| c.qualifier.as_deref() == Some(q));
             if !known {
-                return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
+                return Err(PgError::new(
+                    codes::UNDEFINED_TABLE,
+                    format!("missing FROM-clause entry for table \"{q}\""),
+                ));
             }
-            return Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column {q}.{name} does not exist")));
+            return Err(PgError::new(
+                codes::UNDEFINED_COLUMN,
+                format!("column {q}.{name} does not exist"),
+            ));
         }
-        Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))
+        Err(PgError::new(
+            codes::UNDEFINED_COLUMN,
+            format!("column \"{name}\" does not exist"),
+        ))
     }
 
     /// A relation's name used as a column (after no column matched, as PostgreSQL
     /// resolves it): a scalar function's value; other relations' row values are refused.
     pub(super) fn whole_row_ref(&mut self, name: &str, scope: &Scope) -> PgResult<Option<Expr>> {
-        for (d, s) in std::iter::once(scope).chain(self.outer.iter().rev()).enumerate() {
-            let mut of_relation = s.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(name));
-            let Some((i, c)) = of_relation.next() else { continue };
+        for (d, s) in std::iter::once(scope)
+            .chain(self.outer.iter().rev())
+            .enumerate()
+        {
+            let mut of_relation = s
+                .columns
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.qualifier.as_deref() == Some(name));
+            let Some((i, c)) = of_relation.next() else {
+                continue;
+            };
             if !c.scalar_function || of_relation.next().is_some() {
-                return Err(unsupported(&format!("whole-row reference to \"{name}\"")));
+                return Err(unsupported(format!("whole-row reference to \"{name}\"")));
             }
             if d > 0 {
                 self.escapes = self.escapes.max(d);
             }
-            return Ok(Some(Expr::Column { depth: d, index: i, ty: c.ty.clone() }));
+            return Ok(Some(Expr::Column {
+                depth: d,
+                index: i,
+                ty: c.ty.clone(),
+            }));
         }
         Ok(None)
     }
@@ -156,7 +229,12 @@ impl<'a> Binder<'a> {
         } else {
             (cast_to(l, &lt)?, cast_to(r, &rt)?)
         };
-        Ok(Expr::Binary { op, left: Box::new(l), right: Box::new(r), ty: result })
+        Ok(Expr::Binary {
+            op,
+            left: Box::new(l),
+            right: Box::new(r),
+            ty: result,
+        })
     }
 
     /// Structural binding; `child` binds sub-expressions (so the aggregate-output binder
@@ -169,9 +247,13 @@ impl<'a> Binder<'a> {
     ) -> PgResult<Expr> {
         use ast::Expr as E;
         Ok(match e {
-            E::Identifier(_) if is_default_keyword(e) => return Err(syntax("DEFAULT is not allowed in this context")),
+            E::Identifier(_) if is_default_keyword(e) => {
+                return Err(syntax("DEFAULT is not allowed in this context"))
+            }
             E::Identifier(id) => self.column_ref(&[ident_name(id)], scope)?,
-            E::CompoundIdentifier(ids) => self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?,
+            E::CompoundIdentifier(ids) => {
+                self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?
+            }
             E::Value(v) => self.literal(&v.value, None)?,
             E::Nested(inner) => child(self, inner)?,
             E::Collate { expr, collation } => {
@@ -196,7 +278,10 @@ impl<'a> Binder<'a> {
                         other => {
                             return Err(PgError::new(
                                 codes::DATATYPE_MISMATCH,
-                                format!("cannot subscript type {} because it does not support subscripting", other.format_type()),
+                                format!(
+                                "cannot subscript type {} because it does not support subscripting",
+                                other.format_type()
+                            ),
                             ))
                         }
                     };
@@ -206,9 +291,17 @@ impl<'a> Binder<'a> {
                     let mut i = cast_to(i, &DataType::Int4)?;
                     if vector {
                         // int2vector / oidvector subscripts start at 0
-                        i = self.binary(BinaryOp::Add, i, const_expr(Value::Int4(1), DataType::Int4))?;
+                        i = self.binary(
+                            BinaryOp::Add,
+                            i,
+                            const_expr(Value::Int4(1), DataType::Int4),
+                        )?;
                     }
-                    e = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![e, i], ty: elem };
+                    e = Expr::Func {
+                        func: ScalarFunc::ArraySubscript,
+                        args: vec![e, i],
+                        ty: elem,
+                    };
                 }
                 e
             }
@@ -220,7 +313,11 @@ impl<'a> Binder<'a> {
                     B::And | B::Or => {
                         let l = cast_to(l, &DataType::Bool)?;
                         let r = cast_to(r, &DataType::Bool)?;
-                        return Ok(if *op == B::And { Expr::And(Box::new(l), Box::new(r)) } else { Expr::Or(Box::new(l), Box::new(r)) });
+                        return Ok(if *op == B::And {
+                            Expr::And(Box::new(l), Box::new(r))
+                        } else {
+                            Expr::Or(Box::new(l), Box::new(r))
+                        });
                     }
                     B::Plus => BinaryOp::Add,
                     B::Minus => BinaryOp::Sub,
@@ -268,19 +365,34 @@ impl<'a> Binder<'a> {
                 }
                 let operand = child(self, expr)?;
                 match op {
-                    ast::UnaryOperator::Not => Expr::Not(Box::new(cast_to(operand, &DataType::Bool)?)),
+                    ast::UnaryOperator::Not => {
+                        Expr::Not(Box::new(cast_to(operand, &DataType::Bool)?))
+                    }
                     ast::UnaryOperator::Minus | ast::UnaryOperator::Plus => {
-                        let operand = if operand.ty() == DataType::Unknown { cast_to(operand, &DataType::Float8)? } else { operand };
+                        let operand = if operand.ty() == DataType::Unknown {
+                            cast_to(operand, &DataType::Float8)?
+                        } else {
+                            operand
+                        };
                         let ty = operand.ty();
-                        let uop = if *op == ast::UnaryOperator::Minus { UnaryOp::Neg } else { UnaryOp::Plus };
-                        Expr::Unary { op: uop, operand: Box::new(operand), ty }
+                        let uop = if *op == ast::UnaryOperator::Minus {
+                            UnaryOp::Neg
+                        } else {
+                            UnaryOp::Plus
+                        };
+                        Expr::Unary {
+                            op: uop,
+                            operand: Box::new(operand),
+                            ty,
+                        }
                     }
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
             }
-            E::IsNull(x) | E::IsNotNull(x) => {
-                Expr::IsNull { operand: Box::new(child(self, x)?), negated: matches!(e, E::IsNotNull(_)) }
-            }
+            E::IsNull(x) | E::IsNotNull(x) => Expr::IsNull {
+                operand: Box::new(child(self, x)?),
+                negated: matches!(e, E::IsNotNull(_)),
+            },
             E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
                 let operand = cast_to(child(self, x)?, &DataType::Bool)?;
                 let target = matches!(e, E::IsTrue(_) | E::IsNotTrue(_));
@@ -294,29 +406,62 @@ impl<'a> Binder<'a> {
             E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
                 let l = child(self, a)?;
                 let r = child(self, b)?;
-                let Expr::Binary { left, right, .. } = self.binary(BinaryOp::Eq, l, r)? else { unreachable!() };
-                Expr::IsDistinctFrom { left, right, negated: matches!(e, E::IsNotDistinctFrom(..)) }
+                let Expr::Binary { left, right, .. } = self.binary(BinaryOp::Eq, l, r)? else {
+                    unreachable!()
+                };
+                Expr::IsDistinctFrom {
+                    left,
+                    right,
+                    negated: matches!(e, E::IsNotDistinctFrom(..)),
+                }
             }
-            E::InList { expr, list, negated } => {
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let operand = child(self, expr)?;
                 let mut items = Vec::with_capacity(list.len());
                 for item in list {
                     let b = child(self, item)?;
-                    let Expr::Binary { left, right, .. } = self.binary(BinaryOp::Eq, operand.clone(), b)? else { unreachable!() };
+                    let Expr::Binary { left, right, .. } =
+                        self.binary(BinaryOp::Eq, operand.clone(), b)?
+                    else {
+                        unreachable!()
+                    };
                     items.push((*left, *right));
                 }
                 let operand = items.first().map(|(l, _)| l.clone()).unwrap_or(operand);
-                Expr::InList { operand: Box::new(operand), list: items.into_iter().map(|(_, r)| r).collect(), negated: *negated }
+                Expr::InList {
+                    operand: Box::new(operand),
+                    list: items.into_iter().map(|(_, r)| r).collect(),
+                    negated: *negated,
+                }
             }
-            E::InSubquery { expr, subquery, negated } => {
+            E::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
                 let left = child(self, expr)?;
                 let plan = self.query_in(subquery, scope)?;
                 let (left, plan) = self.compared_with_subquery(BinaryOp::Eq, left, plan)?;
-                Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::In { left: Box::new(left), negated: *negated }, ty: DataType::Bool }
+                Expr::Subquery {
+                    plan: Box::new(plan),
+                    kind: SubqueryKind::In {
+                        left: Box::new(left),
+                        negated: *negated,
+                    },
+                    ty: DataType::Bool,
+                }
             }
             E::Exists { subquery, negated } => {
                 let plan = self.query_in(subquery, scope)?;
-                let ex = Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Exists, ty: DataType::Bool };
+                let ex = Expr::Subquery {
+                    plan: Box::new(plan),
+                    kind: SubqueryKind::Exists,
+                    ty: DataType::Bool,
+                };
                 if *negated {
                     Expr::Not(Box::new(ex))
                 } else {
@@ -329,9 +474,18 @@ impl<'a> Binder<'a> {
                     return Err(syntax("subquery must return only one column"));
                 }
                 let ty = plan.columns[0].ty.clone();
-                Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Scalar, ty }
+                Expr::Subquery {
+                    plan: Box::new(plan),
+                    kind: SubqueryKind::Scalar,
+                    ty,
+                }
             }
-            E::Between { expr, negated, low, high } => {
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let x = child(self, expr)?;
                 let lo = child(self, low)?;
                 let hi = child(self, high)?;
@@ -344,7 +498,20 @@ impl<'a> Binder<'a> {
                     both
                 }
             }
-            E::Like { negated, expr, pattern, escape_char, any: false } | E::ILike { negated, expr, pattern, escape_char, any: false } => {
+            E::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            }
+            | E::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            } => {
                 if escape_char.is_some() {
                     return Err(unsupported("LIKE … ESCAPE"));
                 }
@@ -358,43 +525,87 @@ impl<'a> Binder<'a> {
                 };
                 self.binary(op, l, r)?
             }
-            E::AnyOp { left, compare_op, right, .. } | E::AllOp { left, compare_op, right } => {
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            }
+            | E::AllOp {
+                left,
+                compare_op,
+                right,
+            } => {
                 let l = child(self, left)?;
                 let op = comparison_op(compare_op)?;
                 let all = matches!(e, E::AllOp { .. });
                 if let E::Subquery(q) = right.as_ref() {
                     let plan = self.query_in(q, scope)?;
                     if plan.columns.len() != 1 {
-                        return Err(syntax(if plan.columns.len() > 1 { "subquery has too many columns" } else { "subquery has too few columns" }));
+                        return Err(syntax(if plan.columns.len() > 1 {
+                            "subquery has too many columns"
+                        } else {
+                            "subquery has too few columns"
+                        }));
                     }
                     let (left, plan) = self.compared_with_subquery(op, l, plan)?;
                     let left = Box::new(left);
                     // `= ANY` is IN and `<> ALL` is NOT IN, NULLs included: both hashed.
                     let kind = match (op, all) {
-                        (BinaryOp::Eq, false) => SubqueryKind::In { left, negated: false },
-                        (BinaryOp::NotEq, true) => SubqueryKind::In { left, negated: true },
+                        (BinaryOp::Eq, false) => SubqueryKind::In {
+                            left,
+                            negated: false,
+                        },
+                        (BinaryOp::NotEq, true) => SubqueryKind::In {
+                            left,
+                            negated: true,
+                        },
                         _ => SubqueryKind::Quantified { op, left, all },
                     };
-                    return Ok(Expr::Subquery { plan: Box::new(plan), kind, ty: DataType::Bool });
+                    return Ok(Expr::Subquery {
+                        plan: Box::new(plan),
+                        kind,
+                        ty: DataType::Bool,
+                    });
                 }
                 let arr = child(self, right)?;
                 let arr = if arr.ty() == DataType::Unknown {
                     let lt = l.ty();
-                    cast_to(arr, &DataType::Array(Box::new(if lt == DataType::Unknown { DataType::Text } else { lt })))?
+                    cast_to(
+                        arr,
+                        &DataType::Array(Box::new(if lt == DataType::Unknown {
+                            DataType::Text
+                        } else {
+                            lt
+                        })),
+                    )?
                 } else {
                     arr
                 };
                 let elem = arr.ty().element().cloned().ok_or_else(|| {
-                    PgError::new(codes::WRONG_OBJECT_TYPE, "op ANY/ALL (array) requires array on right side")
+                    PgError::new(
+                        codes::WRONG_OBJECT_TYPE,
+                        "op ANY/ALL (array) requires array on right side",
+                    )
                 })?;
                 let (lt, _, _) = resolve_binary(op, &l.ty(), &elem)?;
                 let l = cast_to(l, &lt)?;
-                Expr::AnyArray { op, left: Box::new(l), array: Box::new(arr), all }
+                Expr::AnyArray {
+                    op,
+                    left: Box::new(l),
+                    array: Box::new(arr),
+                    all,
+                }
             }
-            E::Cast { kind, format, .. } if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon) || format.is_some() => {
+            E::Cast { kind, format, .. }
+                if !matches!(kind, ast::CastKind::Cast | ast::CastKind::DoubleColon)
+                    || format.is_some() =>
+            {
                 return Err(unsupported(format!("expression \"{e}\"")))
             }
-            E::Cast { expr, data_type, .. } => {
+            E::Cast {
+                expr, data_type, ..
+            } => {
                 let to = self.data_type(data_type)?;
                 let inner = child(self, expr)?;
                 self.explicit_cast(inner, &to)?
@@ -404,7 +615,12 @@ impl<'a> Binder<'a> {
                 let lit = self.literal(&ts.value.value, None)?;
                 self.explicit_cast(lit, &to)?
             }
-            E::Case { operand, conditions, else_result, .. } => {
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
                 let operand = operand.as_ref().map(|o| child(self, o)).transpose()?;
                 let mut whens = Vec::with_capacity(conditions.len());
                 for cw in conditions {
@@ -422,34 +638,73 @@ impl<'a> Binder<'a> {
                     .chain(otherwise.iter().map(Expr::ty))
                     .find(|t| *t != DataType::Unknown)
                     .unwrap_or(DataType::Text);
-                let whens = whens.into_iter().map(|(c, r)| Ok((c, cast_to(r, &ty)?))).collect::<PgResult<Vec<_>>>()?;
-                let otherwise = otherwise.map(|o| cast_to(o, &ty)).transpose()?.map(Box::new);
-                Expr::Case { operand: operand.map(Box::new), whens, otherwise, ty }
+                let whens = whens
+                    .into_iter()
+                    .map(|(c, r)| Ok((c, cast_to(r, &ty)?)))
+                    .collect::<PgResult<Vec<_>>>()?;
+                let otherwise = otherwise
+                    .map(|o| cast_to(o, &ty))
+                    .transpose()?
+                    .map(Box::new);
+                Expr::Case {
+                    operand: operand.map(Box::new),
+                    whens,
+                    otherwise,
+                    ty,
+                }
             }
             E::Array(arr) => {
-                let elems = arr.elem.iter().map(|x| child(self, x)).collect::<PgResult<Vec<_>>>()?;
-                let ty = elems.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
-                let elements = elems.into_iter().map(|x| cast_to(x, &ty)).collect::<PgResult<Vec<_>>>()?;
-                Expr::Array { elements, ty: DataType::Array(Box::new(ty)) }
+                let elems = arr
+                    .elem
+                    .iter()
+                    .map(|x| child(self, x))
+                    .collect::<PgResult<Vec<_>>>()?;
+                let ty = elems
+                    .iter()
+                    .map(Expr::ty)
+                    .find(|t| *t != DataType::Unknown)
+                    .unwrap_or(DataType::Text);
+                let elements = elems
+                    .into_iter()
+                    .map(|x| cast_to(x, &ty))
+                    .collect::<PgResult<Vec<_>>>()?;
+                Expr::Array {
+                    elements,
+                    ty: DataType::Array(Box::new(ty)),
+                }
             }
             E::Function(f) => self.function(f, scope, child)?,
             // sqlparser parses ceil(x) / floor(x) as their own expressions
-            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+            E::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
                 let arg = child(self, expr)?;
                 self.call_scalar("ceil", vec![arg])?
             }
-            E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+            E::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => {
                 let arg = child(self, expr)?;
                 self.call_scalar("floor", vec![arg])?
             }
-            E::Substring { expr, substring_from, substring_for, .. } => {
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let mut args = vec![child(self, expr)?];
                 args.push(match substring_from {
                     Some(x) => child(self, x)?,
                     None => const_expr(Value::Int4(1), DataType::Int4),
                 });
                 // A text (or untyped) FROM makes it PostgreSQL's regular-expression form.
-                if matches!(args[1].ty(), DataType::Text | DataType::Unknown | DataType::Varchar { .. }) {
+                if matches!(
+                    args[1].ty(),
+                    DataType::Text | DataType::Unknown | DataType::Varchar { .. }
+                ) {
                     return Err(unsupported("substring(… FROM pattern)"));
                 }
                 if let Some(x) = substring_for {
@@ -457,10 +712,19 @@ impl<'a> Binder<'a> {
                 }
                 self.call_scalar("substr", args)?
             }
-            E::Trim { expr, trim_where, trim_what, trim_characters } => {
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters,
+            } => {
                 // trim([BOTH|LEADING|TRAILING] [chars] FROM s) and trim(s, chars)
                 let mut args = vec![child(self, expr)?];
-                let chars: Vec<&ast::Expr> = trim_what.iter().map(|w| w.as_ref()).chain(trim_characters.iter().flatten()).collect();
+                let chars: Vec<&ast::Expr> = trim_what
+                    .iter()
+                    .map(|w| w.as_ref())
+                    .chain(trim_characters.iter().flatten())
+                    .collect();
                 for c in chars {
                     args.push(child(self, c)?);
                 }
@@ -475,13 +739,32 @@ impl<'a> Binder<'a> {
     /// `left op (subquery)`: both sides converted to the types the operator takes
     /// (`int8 IN (SELECT int4 …)` compares as int8), the subquery's column by a projection
     /// over it, so the executor compares and hashes values of one type.
-    fn compared_with_subquery(&mut self, op: BinaryOp, left: Expr, mut plan: Query) -> PgResult<(Expr, Query)> {
-        let sub_ty = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
+    fn compared_with_subquery(
+        &mut self,
+        op: BinaryOp,
+        left: Expr,
+        mut plan: Query,
+    ) -> PgResult<(Expr, Query)> {
+        let sub_ty = plan
+            .columns
+            .first()
+            .map(|c| c.ty.clone())
+            .unwrap_or(DataType::Text);
         let left = self.infer_param(left, &sub_ty);
         let (lt, rt, _) = resolve_binary(op, &left.ty(), &sub_ty)?;
         if rt != sub_ty && !plan.columns.is_empty() {
-            let column = cast_to(Expr::Column { depth: 0, index: 0, ty: sub_ty }, &rt)?;
-            plan.root = Rel::Project { input: Box::new(plan.root), exprs: vec![column] };
+            let column = cast_to(
+                Expr::Column {
+                    depth: 0,
+                    index: 0,
+                    ty: sub_ty,
+                },
+                &rt,
+            )?;
+            plan.root = Rel::Project {
+                input: Box::new(plan.root),
+                exprs: vec![column],
+            };
             plan.columns[0].ty = rt;
         }
         Ok((cast_to(left, &lt)?, plan))
@@ -489,7 +772,10 @@ impl<'a> Binder<'a> {
 
     pub(super) fn explicit_cast(&mut self, inner: Expr, to: &DataType) -> PgResult<Expr> {
         // A numeric string is an OID for every reg* type ('16602'::regclass).
-        if matches!(to, DataType::RegClass | DataType::RegType | DataType::RegNamespace | DataType::RegProc) {
+        if matches!(
+            to,
+            DataType::RegClass | DataType::RegType | DataType::RegNamespace | DataType::RegProc
+        ) {
             if let Expr::Const(Value::Text(s), _) = &inner {
                 if let Ok(o) = s.trim().parse::<u32>() {
                     return Ok(const_expr(Value::Oid(o), to.clone()));
@@ -504,7 +790,10 @@ impl<'a> Binder<'a> {
                     Ok((Rel::Scan { table, .. }, _, _)) => table.oid,
                     Ok((Rel::System { table }, _, _)) => system_table_oid(table),
                     _ => {
-                        return Err(PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist")));
+                        return Err(PgError::new(
+                            codes::UNDEFINED_TABLE,
+                            format!("relation \"{name}\" does not exist"),
+                        ));
                     }
                 };
                 return Ok(const_expr(Value::Oid(oid), DataType::RegClass));
@@ -519,8 +808,18 @@ impl<'a> Binder<'a> {
             _ => None,
         };
         if let Some(func) = reg_text {
-            if matches!(to, DataType::Text | DataType::Name | DataType::Varchar { .. } | DataType::Bpchar { .. }) {
-                let e = Expr::Func { func, args: vec![inner], ty: DataType::Text };
+            if matches!(
+                to,
+                DataType::Text
+                    | DataType::Name
+                    | DataType::Varchar { .. }
+                    | DataType::Bpchar { .. }
+            ) {
+                let e = Expr::Func {
+                    func,
+                    args: vec![inner],
+                    ty: DataType::Text,
+                };
                 return cast_to_explicit(e, to);
             }
         }
@@ -531,7 +830,10 @@ impl<'a> Binder<'a> {
                     return Ok(const_expr(Value::Oid(t.oid()), DataType::RegType));
                 }
                 if *to == DataType::RegProc {
-                    return Ok(const_expr(Value::Oid(sql_regproc_oid(s)?), DataType::RegProc));
+                    return Ok(const_expr(
+                        Value::Oid(sql_regproc_oid(s)?),
+                        DataType::RegProc,
+                    ));
                 }
             }
         }
@@ -543,7 +845,10 @@ impl<'a> Binder<'a> {
         let arg_types: Vec<DataType> = args.iter().map(Expr::ty).collect();
         let (func, want, ty) = resolve_scalar(name, &arg_types)?;
         if func == ScalarFunc::PgTypeof {
-            return Ok(const_expr(Value::Oid(arg_types[0].oid()), DataType::RegType));
+            return Ok(const_expr(
+                Value::Oid(arg_types[0].oid()),
+                DataType::RegType,
+            ));
         }
         let args = args
             .into_iter()
@@ -568,7 +873,10 @@ impl<'a> Binder<'a> {
             return Err(unsupported("window functions"));
         }
         if is_aggregate_name(&name) {
-            return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed here"));
+            return Err(PgError::new(
+                codes::GROUPING_ERROR,
+                "aggregate functions are not allowed here",
+            ));
         }
         let aggregate_clause = crate::unsupported_syntax::scalar_call(f)?;
         if name == "row" && parts.len() == 1 {
@@ -577,12 +885,16 @@ impl<'a> Binder<'a> {
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
-                    "current_timestamp" | "localtimestamp" | "now" => self.call_scalar("now", vec![]),
+                    "current_timestamp" | "localtimestamp" | "now" => {
+                        self.call_scalar("now", vec![])
+                    }
                     "current_date" => {
                         let now = self.call_scalar("now", vec![])?;
                         cast_to_explicit(now, &DataType::Date)
                     }
-                    "current_user" | "session_user" | "user" | "current_role" => self.call_scalar("current_user", vec![]),
+                    "current_user" | "session_user" | "user" | "current_role" => {
+                        self.call_scalar("current_user", vec![])
+                    }
                     "current_schema" => self.call_scalar("current_schema", vec![]),
                     "current_catalog" => self.call_scalar("current_database", vec![]),
                     _ => self.call_scalar(&name, vec![]),
@@ -591,8 +903,16 @@ impl<'a> Binder<'a> {
             ast::FunctionArguments::Subquery(q) => {
                 if name == "array" {
                     let plan = self.query_in(q, scope)?;
-                    let elem = plan.columns.first().map(|c| c.ty.clone()).unwrap_or(DataType::Text);
-                    return Ok(Expr::Subquery { plan: Box::new(plan), kind: SubqueryKind::Array, ty: DataType::Array(Box::new(elem)) });
+                    let elem = plan
+                        .columns
+                        .first()
+                        .map(|c| c.ty.clone())
+                        .unwrap_or(DataType::Text);
+                    return Ok(Expr::Subquery {
+                        plan: Box::new(plan),
+                        kind: SubqueryKind::Array,
+                        ty: DataType::Array(Box::new(elem)),
+                    });
                 }
                 return Err(unsupported(format!("{name}(subquery)")));
             }
@@ -601,22 +921,37 @@ impl<'a> Binder<'a> {
                 .iter()
                 .map(|a| match a {
                     ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-                    ast::FunctionArg::Unnamed(_) => Err(syntax(format!("unexpected argument to function {name}"))),
+                    ast::FunctionArg::Unnamed(_) => {
+                        Err(syntax(format!("unexpected argument to function {name}")))
+                    }
                     _ => Err(unsupported("named function arguments")),
                 })
                 .collect::<PgResult<_>>()?,
         };
-        let bound = args.iter().map(|a| child(self, a)).collect::<PgResult<Vec<_>>>()?;
+        let bound = args
+            .iter()
+            .map(|a| child(self, a))
+            .collect::<PgResult<Vec<_>>>()?;
         let call = match name.as_str() {
             "coalesce" => {
-                let ty = bound.iter().map(Expr::ty).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
-                let args = bound.into_iter().map(|a| cast_to(a, &ty)).collect::<PgResult<_>>()?;
+                let ty = bound
+                    .iter()
+                    .map(Expr::ty)
+                    .find(|t| *t != DataType::Unknown)
+                    .unwrap_or(DataType::Text);
+                let args = bound
+                    .into_iter()
+                    .map(|a| cast_to(a, &ty))
+                    .collect::<PgResult<_>>()?;
                 Expr::Coalesce { args, ty }
             }
             _ => self.call_scalar(&name, bound)?,
         };
         match aggregate_clause {
-            Some(clause) => Err(PgError::new(codes::WRONG_OBJECT_TYPE, format!("{clause} specified, but {name} is not an aggregate function"))),
+            Some(clause) => Err(PgError::new(
+                codes::WRONG_OBJECT_TYPE,
+                format!("{clause} specified, but {name} is not an aggregate function"),
+            )),
             None => Ok(call),
         }
     }
@@ -624,8 +959,12 @@ impl<'a> Binder<'a> {
     pub(super) fn literal(&mut self, v: &ast::Value, _hint: Option<&DataType>) -> PgResult<Expr> {
         Ok(match v {
             ast::Value::Number(n, _) => return self.number(n),
-            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => const_expr(Value::Text(s.clone()), DataType::Unknown),
-            ast::Value::DollarQuotedString(d) => const_expr(Value::Text(d.value.clone()), DataType::Unknown),
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => {
+                const_expr(Value::Text(s.clone()), DataType::Unknown)
+            }
+            ast::Value::DollarQuotedString(d) => {
+                const_expr(Value::Text(d.value.clone()), DataType::Unknown)
+            }
             ast::Value::Boolean(b) => const_expr(Value::Bool(*b), DataType::Bool),
             ast::Value::Null => const_expr(Value::Null, DataType::Unknown),
             ast::Value::Placeholder(p) => return self.param(p, None),
@@ -640,8 +979,18 @@ impl<'a> Binder<'a> {
                 Err(_) => const_expr(Value::Int8(i), DataType::Int8),
             });
         }
-        let v = types::io::from_text(n, &DataType::Numeric { precision_scale: None })?;
-        Ok(const_expr(v, DataType::Numeric { precision_scale: None }))
+        let v = types::io::from_text(
+            n,
+            &DataType::Numeric {
+                precision_scale: None,
+            },
+        )?;
+        Ok(const_expr(
+            v,
+            DataType::Numeric {
+                precision_scale: None,
+            },
+        ))
     }
 
     pub(super) fn data_type(&self, dt: &ast::DataType) -> PgResult<DataType> {
@@ -656,7 +1005,11 @@ impl<'a> Binder<'a> {
                 let mods = base[p + 1..]
                     .trim_end_matches(')')
                     .split(',')
-                    .map(|m| m.trim().parse::<i32>().map_err(|_| syntax(format!("invalid type modifier in {text}"))))
+                    .map(|m| {
+                        m.trim()
+                            .parse::<i32>()
+                            .map_err(|_| syntax(format!("invalid type modifier in {text}")))
+                    })
                     .collect::<PgResult<Vec<_>>>()?;
                 (base[..p].trim().to_string(), mods)
             }
@@ -664,7 +1017,11 @@ impl<'a> Binder<'a> {
         };
         let name = name.trim_matches('"').to_string();
         let ty = DataType::from_sql_name(&name, &mods)?;
-        Ok(if array { DataType::Array(Box::new(ty)) } else { ty })
+        Ok(if array {
+            DataType::Array(Box::new(ty))
+        } else {
+            ty
+        })
     }
 }
 

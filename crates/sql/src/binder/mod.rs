@@ -23,8 +23,8 @@ mod expr;
 mod query;
 
 pub use access::primary_key_access;
-pub use casts::cast_to;
 use access::*;
+pub use casts::cast_to;
 use casts::*;
 use dml::*;
 use expr::*;
@@ -87,30 +87,71 @@ pub fn bind(
 ) -> PgResult<(Statement, Vec<DataType>)> {
     let params = param_types
         .iter()
-        .map(|&oid| if oid == 0 { Ok(DataType::Unknown) } else { DataType::from_oid(oid).ok_or_else(|| unknown_type_oid(oid)) })
+        .map(|&oid| {
+            if oid == 0 {
+                Ok(DataType::Unknown)
+            } else {
+                DataType::from_oid(oid).ok_or_else(|| unknown_type_oid(oid))
+            }
+        })
         .collect::<PgResult<Vec<_>>>()?;
-    let mut binder = Binder { catalog, params, outer: Vec::new(), escapes: 0, ctes: Vec::new() };
+    let mut binder = Binder {
+        catalog,
+        params,
+        outer: Vec::new(),
+        escapes: 0,
+        ctes: Vec::new(),
+    };
     let bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
         Parsed::Vacuum { tables, analyze } => {
-            let tables = tables.iter().map(|t| binder.table_by_name(&parse_object_name(t))).collect::<PgResult<_>>()?;
-            Statement::Vacuum { tables, analyze: *analyze }
+            let tables = tables
+                .iter()
+                .map(|t| binder.table_by_name(&parse_object_name(t)))
+                .collect::<PgResult<_>>()?;
+            Statement::Vacuum {
+                tables,
+                analyze: *analyze,
+            }
         }
         Parsed::Sql(ast) => binder.statement(ast)?,
-        Parsed::CopyFrom { table, columns, options } => binder.copy(table, columns, options)?,
+        Parsed::CopyFrom {
+            table,
+            columns,
+            options,
+        } => binder.copy(table, columns, options)?,
     };
-    let params = binder.params.into_iter().map(|t| if t == DataType::Unknown { DataType::Text } else { t }).collect();
+    let params = binder
+        .params
+        .into_iter()
+        .map(|t| {
+            if t == DataType::Unknown {
+                DataType::Text
+            } else {
+                t
+            }
+        })
+        .collect();
     Ok((bound, params))
 }
 
 fn unknown_type_oid(oid: u32) -> PgError {
-    PgError::new(codes::UNDEFINED_OBJECT, format!("type with OID {oid} does not exist"))
+    PgError::new(
+        codes::UNDEFINED_OBJECT,
+        format!("type with OID {oid} does not exist"),
+    )
 }
 
 /// `schema.table` or `table`, unquoting and lower-casing unquoted parts.
 fn parse_object_name(s: &str) -> Vec<String> {
     s.split('.')
-        .map(|p| if p.starts_with('"') { p.trim_matches('"').to_string() } else { p.to_ascii_lowercase() })
+        .map(|p| {
+            if p.starts_with('"') {
+                p.trim_matches('"').to_string()
+            } else {
+                p.to_ascii_lowercase()
+            }
+        })
         .collect()
 }
 
@@ -146,7 +187,12 @@ fn const_expr(v: Value, ty: DataType) -> Expr {
 }
 
 fn output_column(name: &str, ty: DataType) -> OutputColumn {
-    OutputColumn { name: name.to_string(), ty, table_oid: 0, column_attr: 0 }
+    OutputColumn {
+        name: name.to_string(),
+        ty,
+        table_oid: 0,
+        column_attr: 0,
+    }
 }
 
 impl<'a> Binder<'a> {
@@ -158,9 +204,17 @@ impl<'a> Binder<'a> {
             S::Update(upd) => self.update(upd),
             S::Delete(del) => self.delete(del),
             S::CreateTable(ct) => self.create_table(ct),
-            S::Drop { object_type, if_exists, names, .. } => match object_type {
+            S::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => match object_type {
                 ast::ObjectType::Table => Ok(Statement::DropTable {
-                    names: names.iter().map(|n| object_name_parts(n).pop().unwrap_or_default()).collect(),
+                    names: names
+                        .iter()
+                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
+                        .collect(),
                     if_exists: *if_exists,
                 }),
                 other => Err(unsupported(format!("DROP {other}"))),
@@ -175,7 +229,10 @@ impl<'a> Binder<'a> {
             }
             S::AlterTable(at) => self.alter_table(at),
             S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
-                Err(syntax(format!("syntax error at or near \"{}\"", stmt.to_string().split_whitespace().nth(1).unwrap_or(""))))
+                Err(syntax(format!(
+                    "syntax error at or near \"{}\"",
+                    stmt.to_string().split_whitespace().nth(1).unwrap_or("")
+                )))
             }
             S::CreateIndex(_) => Err(unsupported("CREATE INDEX")),
             S::CreateView(_) => Err(unsupported("CREATE VIEW")),
@@ -183,9 +240,16 @@ impl<'a> Binder<'a> {
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
             S::Explain { .. } => Err(unsupported("EXPLAIN")),
-            S::Prepare { .. } | S::Execute { .. } | S::Deallocate { .. } => Err(unsupported("SQL-level PREPARE/EXECUTE")),
+            S::Prepare { .. } | S::Execute { .. } | S::Deallocate { .. } => {
+                Err(unsupported("SQL-level PREPARE/EXECUTE"))
+            }
             other => {
-                let word = other.to_string().split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+                let word = other
+                    .to_string()
+                    .split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 Err(unsupported(format!("statement \"{word}\"")))
             }
         }
@@ -201,15 +265,23 @@ impl<'a> Binder<'a> {
             _ => return Err(syntax("improper qualified name (too many dotted names)")),
         };
         self.catalog.table(schema, name).ok_or_else(|| {
-            PgError::new(codes::UNDEFINED_TABLE, format!("relation \"{}\" does not exist", parts.join(".")))
+            PgError::new(
+                codes::UNDEFINED_TABLE,
+                format!("relation \"{}\" does not exist", parts.join(".")),
+            )
         })
     }
 
     /// Resolve a FROM-clause name to a user table or a system catalog table.
     fn relation(&self, parts: &[String]) -> PgResult<(Rel, Vec<ScopeColumn>, String)> {
         let name = parts.last().cloned().unwrap_or_default();
-        let schema = if parts.len() > 1 { Some(parts[parts.len() - 2].as_str()) } else { None };
-        if schema.is_none() || schema == Some("pg_catalog") || schema == Some("information_schema") {
+        let schema = if parts.len() > 1 {
+            Some(parts[parts.len() - 2].as_str())
+        } else {
+            None
+        };
+        if schema.is_none() || schema == Some("pg_catalog") || schema == Some("information_schema")
+        {
             if let Some(sys) = system_table(&name) {
                 let cols = system_columns(sys)
                     .iter()
@@ -242,6 +314,13 @@ impl<'a> Binder<'a> {
                 scalar_function: false,
             })
             .collect();
-        Ok((Rel::Scan { table, access: Access::Full }, cols, name))
+        Ok((
+            Rel::Scan {
+                table,
+                access: Access::Full,
+            },
+            cols,
+            name,
+        ))
     }
 }

@@ -36,7 +36,12 @@ impl<'a> Binder<'a> {
     pub(super) fn with_clause(&mut self, with: &ast::With) -> PgResult<()> {
         for cte in &with.cte_tables {
             let name = ident_name(&cte.alias.name);
-            let col_names: Vec<String> = cte.alias.columns.iter().map(|c| ident_name(&c.name)).collect();
+            let col_names: Vec<String> = cte
+                .alias
+                .columns
+                .iter()
+                .map(|c| ident_name(&c.name))
+                .collect();
             let name_cols = |cols: &[OutputColumn]| -> PgResult<Vec<ScopeColumn>> {
                 if col_names.len() > cols.len() {
                     return Err(syntax(format!(
@@ -51,7 +56,11 @@ impl<'a> Binder<'a> {
                     .map(|(i, c)| ScopeColumn {
                         qualifier: Some(name.clone()),
                         name: col_names.get(i).cloned().unwrap_or_else(|| c.name.clone()),
-                        ty: if c.ty == DataType::Unknown { DataType::Text } else { c.ty.clone() },
+                        ty: if c.ty == DataType::Unknown {
+                            DataType::Text
+                        } else {
+                            c.ty.clone()
+                        },
                         table_oid: 0,
                         attnum: 0,
                         merged_away: false,
@@ -60,10 +69,20 @@ impl<'a> Binder<'a> {
                     .collect())
             };
             let recursive_parts = match cte.query.body.as_ref() {
-                ast::SetExpr::SetOperation { left, op: ast::SetOperator::Union, set_quantifier, right }
-                    if with.recursive && cte.query.order_by.is_none() && cte.query.limit_clause.is_none() =>
+                ast::SetExpr::SetOperation {
+                    left,
+                    op: ast::SetOperator::Union,
+                    set_quantifier,
+                    right,
+                } if with.recursive
+                    && cte.query.order_by.is_none()
+                    && cte.query.limit_clause.is_none() =>
                 {
-                    Some((left, right, matches!(set_quantifier, ast::SetQuantifier::All)))
+                    Some((
+                        left,
+                        right,
+                        matches!(set_quantifier, ast::SetQuantifier::All),
+                    ))
                 }
                 _ => None,
             };
@@ -75,28 +94,69 @@ impl<'a> Binder<'a> {
                         let exprs = base_cols
                             .iter()
                             .enumerate()
-                            .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                            .map(|(i, c)| {
+                                cast_to(
+                                    Expr::Column {
+                                        depth: 0,
+                                        index: i,
+                                        ty: c.ty.clone(),
+                                    },
+                                    &cols[i].ty,
+                                )
+                            })
                             .collect::<PgResult<Vec<_>>>()?;
-                        Rel::Project { input: Box::new(base), exprs }
+                        Rel::Project {
+                            input: Box::new(base),
+                            exprs,
+                        }
                     } else {
                         base
                     };
                     let work: WorkTableCell = Default::default();
                     let width = cols.len();
-                    self.ctes.push((name.clone(), Rel::WorkTable { work: work.clone(), width }, cols.clone()));
+                    self.ctes.push((
+                        name.clone(),
+                        Rel::WorkTable {
+                            work: work.clone(),
+                            width,
+                        },
+                        cols.clone(),
+                    ));
                     let rec = self.set_expr(right);
                     self.ctes.pop();
                     let (rec, rec_cols) = rec?;
                     if rec_cols.len() != width {
-                        return Err(syntax("each UNION query must have the same number of columns"));
+                        return Err(syntax(
+                            "each UNION query must have the same number of columns",
+                        ));
                     }
                     let exprs = rec_cols
                         .iter()
                         .enumerate()
-                        .map(|(i, c)| cast_to(Expr::Column { depth: 0, index: i, ty: c.ty.clone() }, &cols[i].ty))
+                        .map(|(i, c)| {
+                            cast_to(
+                                Expr::Column {
+                                    depth: 0,
+                                    index: i,
+                                    ty: c.ty.clone(),
+                                },
+                                &cols[i].ty,
+                            )
+                        })
                         .collect::<PgResult<Vec<_>>>()?;
-                    let rec = Rel::Project { input: Box::new(rec), exprs };
-                    (Rel::RecursiveUnion { base: Box::new(base), recursive: Box::new(rec), all, work }, cols)
+                    let rec = Rel::Project {
+                        input: Box::new(rec),
+                        exprs,
+                    };
+                    (
+                        Rel::RecursiveUnion {
+                            base: Box::new(base),
+                            recursive: Box::new(rec),
+                            all,
+                            work,
+                        },
+                        cols,
+                    )
                 }
                 None => {
                     let q = self.query_body(&cte.query)?;
@@ -112,18 +172,30 @@ impl<'a> Binder<'a> {
     pub(super) fn query_body(&mut self, q: &ast::Query) -> PgResult<Query> {
         crate::unsupported_syntax::query(q)?;
         let order_by: &[ast::OrderByExpr] = match &q.order_by {
-            Some(ast::OrderBy { kind: ast::OrderByKind::Expressions(e), .. }) => e,
+            Some(ast::OrderBy {
+                kind: ast::OrderByKind::Expressions(e),
+                ..
+            }) => e,
             Some(_) => return Err(unsupported("ORDER BY ALL")),
             None => &[],
         };
         let (limit, offset) = match &q.limit_clause {
-            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (limit.clone(), offset.as_ref().map(|o| o.value.clone())),
-            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit.clone()), Some(offset.clone())),
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+                (limit.clone(), offset.as_ref().map(|o| o.value.clone()))
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                (Some(limit.clone()), Some(offset.clone()))
+            }
             None => (None, None),
         };
         // FETCH FIRST [n] ROWS ONLY is LIMIT n (n defaults to 1).
         let limit = match &q.fetch {
-            Some(fetch) => Some(fetch.quantity.clone().unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)))),
+            Some(fetch) => Some(
+                fetch
+                    .quantity
+                    .clone()
+                    .unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false))),
+            ),
             None => limit,
         };
         let (mut root, mut columns) = match q.body.as_ref() {
@@ -137,7 +209,13 @@ impl<'a> Binder<'a> {
                         .iter()
                         .map(|o| self.output_sort_key(o, &cols))
                         .collect::<PgResult<Vec<_>>>()?;
-                    (Rel::Sort { input: Box::new(rel), keys }, cols)
+                    (
+                        Rel::Sort {
+                            input: Box::new(rel),
+                            keys,
+                        },
+                        cols,
+                    )
                 }
             }
         };
@@ -148,15 +226,26 @@ impl<'a> Binder<'a> {
                 Some(e) => Some(self.typed_expr(&e, &empty, &DataType::Int8)?),
                 None => None,
             };
-            let offset = offset.map(|e| self.typed_expr(&e, &empty, &DataType::Int8)).transpose()?;
-            root = Rel::Limit { input: Box::new(root), limit, offset };
+            let offset = offset
+                .map(|e| self.typed_expr(&e, &empty, &DataType::Int8))
+                .transpose()?;
+            root = Rel::Limit {
+                input: Box::new(root),
+                limit,
+                offset,
+            };
         }
         for c in &mut columns {
             if c.ty == DataType::Unknown {
                 c.ty = DataType::Text;
             }
         }
-        Ok(Query { root, columns, correlated: false, outer_columns: Vec::new() })
+        Ok(Query {
+            root,
+            columns,
+            correlated: false,
+            outer_columns: Vec::new(),
+        })
     }
 
     pub(super) fn set_expr(&mut self, body: &ast::SetExpr) -> PgResult<(Rel, Vec<OutputColumn>)> {
@@ -171,17 +260,29 @@ impl<'a> Binder<'a> {
                 crate::unsupported_syntax::values(values)?;
                 self.values(values)
             }
-            ast::SetExpr::SetOperation { left, op, set_quantifier, right } => {
+            ast::SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
                 if *op != ast::SetOperator::Union {
                     return Err(unsupported(format!("{op}")));
                 }
-                if !matches!(set_quantifier, ast::SetQuantifier::All | ast::SetQuantifier::Distinct | ast::SetQuantifier::None) {
+                if !matches!(
+                    set_quantifier,
+                    ast::SetQuantifier::All
+                        | ast::SetQuantifier::Distinct
+                        | ast::SetQuantifier::None
+                ) {
                     return Err(unsupported(format!("UNION {set_quantifier}")));
                 }
                 let (l, lcols) = self.set_expr(left)?;
                 let (r, rcols) = self.set_expr(right)?;
                 if lcols.len() != rcols.len() {
-                    return Err(syntax("each UNION query must have the same number of columns"));
+                    return Err(syntax(
+                        "each UNION query must have the same number of columns",
+                    ));
                 }
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
                 // Unify column types: an unknown/NULL column takes the other side's type.
@@ -190,19 +291,57 @@ impl<'a> Binder<'a> {
                 let mut lexprs = Vec::new();
                 let mut need_cast = false;
                 for (i, (lc, rc)) in lcols.iter().zip(&rcols).enumerate() {
-                    let ty = if lc.ty == DataType::Unknown || lc.ty == rc.ty { rc.ty.clone() } else { lc.ty.clone() };
-                    let ty = if ty == DataType::Unknown { DataType::Text } else { ty };
-                    lexprs.push(cast_to(Expr::Column { depth: 0, index: i, ty: lc.ty.clone() }, &ty)?);
-                    rexprs.push(cast_to(Expr::Column { depth: 0, index: i, ty: rc.ty.clone() }, &ty)?);
+                    let ty = if lc.ty == DataType::Unknown || lc.ty == rc.ty {
+                        rc.ty.clone()
+                    } else {
+                        lc.ty.clone()
+                    };
+                    let ty = if ty == DataType::Unknown {
+                        DataType::Text
+                    } else {
+                        ty
+                    };
+                    lexprs.push(cast_to(
+                        Expr::Column {
+                            depth: 0,
+                            index: i,
+                            ty: lc.ty.clone(),
+                        },
+                        &ty,
+                    )?);
+                    rexprs.push(cast_to(
+                        Expr::Column {
+                            depth: 0,
+                            index: i,
+                            ty: rc.ty.clone(),
+                        },
+                        &ty,
+                    )?);
                     need_cast |= lc.ty != ty || rc.ty != ty;
                     cols[i].ty = ty;
                 }
                 let (l, r) = if need_cast {
-                    (Rel::Project { input: Box::new(l), exprs: lexprs }, Rel::Project { input: Box::new(r), exprs: rexprs })
+                    (
+                        Rel::Project {
+                            input: Box::new(l),
+                            exprs: lexprs,
+                        },
+                        Rel::Project {
+                            input: Box::new(r),
+                            exprs: rexprs,
+                        },
+                    )
                 } else {
                     (l, r)
                 };
-                Ok((Rel::Union { left: Box::new(l), right: Box::new(r), all }, cols))
+                Ok((
+                    Rel::Union {
+                        left: Box::new(l),
+                        right: Box::new(r),
+                        all,
+                    },
+                    cols,
+                ))
             }
             _ => Err(unsupported("this kind of query")),
         }
@@ -217,11 +356,20 @@ impl<'a> Binder<'a> {
             if row.content.len() != width {
                 return Err(syntax("VALUES lists must all be the same length"));
             }
-            rows.push(row.content.iter().map(|e| self.expr(e, &empty)).collect::<PgResult<Vec<_>>>()?);
+            rows.push(
+                row.content
+                    .iter()
+                    .map(|e| self.expr(e, &empty))
+                    .collect::<PgResult<Vec<_>>>()?,
+            );
         }
         let mut cols = Vec::with_capacity(width);
         for i in 0..width {
-            let ty = rows.iter().map(|r| r[i].ty()).find(|t| *t != DataType::Unknown).unwrap_or(DataType::Text);
+            let ty = rows
+                .iter()
+                .map(|r| r[i].ty())
+                .find(|t| *t != DataType::Unknown)
+                .unwrap_or(DataType::Text);
             for r in rows.iter_mut() {
                 let e = std::mem::replace(&mut r[i], Expr::Const(Value::Null, DataType::Unknown));
                 r[i] = cast_to(e, &ty)?;
@@ -231,37 +379,62 @@ impl<'a> Binder<'a> {
         Ok((Rel::Values { rows }, cols))
     }
 
-    pub(super) fn from_clause(&mut self, from: &[ast::TableWithJoins]) -> PgResult<(Rel, Scope)> {
+    pub(super) fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> PgResult<(Rel, Scope)> {
         let mut result: Option<(Rel, Scope)> = None;
         for twj in from {
-            let (mut rel, mut scope, first_lateral) = self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
+            let (mut rel, mut scope, first_lateral) =
+                self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
             for join in &twj.joins {
                 crate::unsupported_syntax::join(join)?;
                 let (kind, constraint) = match &join.join_operator {
-                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => (JoinKind::Inner, Some(c)),
-                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => (JoinKind::Left, Some(c)),
+                    ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
+                        (JoinKind::Inner, Some(c))
+                    }
+                    ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
+                        (JoinKind::Left, Some(c))
+                    }
                     ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
-                    other => return Err(unsupported(format!("join type {other:?}").split('(').next().unwrap_or("").to_string())),
+                    other => {
+                        return Err(unsupported(
+                            format!("join type {other:?}")
+                                .split('(')
+                                .next()
+                                .unwrap_or("")
+                                .to_string(),
+                        ))
+                    }
                 };
                 let lateral_scope = scope.clone();
-                let (right, rscope, lateral) = self.table_factor(&join.relation, Some(&lateral_scope))?;
+                let (right, rscope, lateral) =
+                    self.table_factor(&join.relation, Some(&lateral_scope))?;
                 let left_width = scope.columns.len();
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
                 let mut using_pairs = Vec::new();
                 let on = match constraint {
-                    Some(ast::JoinConstraint::On(e)) => Some(self.clause_predicate("JOIN/ON", e, &joined)?),
+                    Some(ast::JoinConstraint::On(e)) => {
+                        Some(self.clause_predicate("JOIN/ON", e, &joined)?)
+                    }
                     Some(ast::JoinConstraint::Using(cols)) => {
                         let mut pred: Option<Expr> = None;
                         for c in cols {
                             let name = object_name_parts(c).pop().unwrap_or_default();
                             let l = using_column(&joined.columns[..left_width], &name, "left")?;
-                            let r = left_width + using_column(&joined.columns[left_width..], &name, "right")?;
+                            let r = left_width
+                                + using_column(&joined.columns[left_width..], &name, "right")?;
                             using_pairs.push((l, r));
                             let eq = self.comparison(
                                 BinaryOp::Eq,
-                                Expr::Column { depth: 0, index: l, ty: joined.columns[l].ty.clone() },
-                                Expr::Column { depth: 0, index: r, ty: joined.columns[r].ty.clone() },
+                                Expr::Column {
+                                    depth: 0,
+                                    index: l,
+                                    ty: joined.columns[l].ty.clone(),
+                                },
+                                Expr::Column {
+                                    depth: 0,
+                                    index: r,
+                                    ty: joined.columns[r].ty.clone(),
+                                },
                             )?;
                             pred = Some(match pred {
                                 Some(p) => Expr::And(Box::new(p), Box::new(eq)),
@@ -273,7 +446,13 @@ impl<'a> Binder<'a> {
                     Some(ast::JoinConstraint::Natural) => return Err(unsupported("NATURAL JOIN")),
                     Some(ast::JoinConstraint::None) | None => None,
                 };
-                rel = Rel::Join { left: Box::new(rel), right: Box::new(right), kind, on, lateral };
+                rel = Rel::Join {
+                    left: Box::new(rel),
+                    right: Box::new(right),
+                    kind,
+                    on,
+                    lateral,
+                };
                 scope = joined;
                 if !using_pairs.is_empty() {
                     (rel, scope) = merge_using_columns(rel, scope, &using_pairs);
@@ -283,7 +462,16 @@ impl<'a> Binder<'a> {
                 None => (rel, scope),
                 Some((prev, mut pscope)) => {
                     pscope.columns.extend(scope.columns);
-                    (Rel::Join { left: Box::new(prev), right: Box::new(rel), kind: JoinKind::Inner, on: None, lateral: first_lateral }, pscope)
+                    (
+                        Rel::Join {
+                            left: Box::new(prev),
+                            right: Box::new(rel),
+                            kind: JoinKind::Inner,
+                            on: None,
+                            lateral: first_lateral,
+                        },
+                        pscope,
+                    )
                 }
             });
         }
@@ -293,28 +481,40 @@ impl<'a> Binder<'a> {
     /// One FROM item, and whether it is joined laterally (evaluated for each row to its
     /// left). `left` is the scope to its left, visible to LATERAL subqueries and to the
     /// arguments of functions (implicitly LATERAL, as in PostgreSQL).
-    pub(super) fn table_factor(&mut self, tf: &ast::TableFactor, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
+    pub(super) fn table_factor(
+        &mut self,
+        tf: &ast::TableFactor,
+        left: Option<&Scope>,
+    ) -> PgResult<(Rel, Scope, bool)> {
         crate::unsupported_syntax::table_factor(tf)?;
-        let apply_alias = |cols: &mut Vec<ScopeColumn>, alias: &Option<ast::TableAlias>, default: String| {
-            let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or(default);
-            for c in cols.iter_mut() {
-                c.qualifier = Some(qualifier.clone());
-            }
-            if let Some(a) = alias {
-                for (c, name) in cols.iter_mut().zip(&a.columns) {
-                    c.name = ident_name(&name.name);
+        let apply_alias =
+            |cols: &mut Vec<ScopeColumn>, alias: &Option<ast::TableAlias>, default: String| {
+                let qualifier = alias
+                    .as_ref()
+                    .map(|a| ident_name(&a.name))
+                    .unwrap_or(default);
+                for c in cols.iter_mut() {
+                    c.qualifier = Some(qualifier.clone());
                 }
-            }
-        };
+                if let Some(a) = alias {
+                    for (c, name) in cols.iter_mut().zip(&a.columns) {
+                        c.name = ident_name(&name.name);
+                    }
+                }
+            };
         match tf {
-            ast::TableFactor::Table { name, alias, args, .. } => {
+            ast::TableFactor::Table {
+                name, alias, args, ..
+            } => {
                 let (name, alias) = without_only(name, alias);
                 let parts = object_name_parts(&name);
                 if let Some(args) = args {
                     return self.table_function(&parts, &args.args, &alias, left);
                 }
                 if let [single] = parts.as_slice() {
-                    if let Some((_, rel, cols)) = self.ctes.iter().rev().find(|(n, _, _)| n == single) {
+                    if let Some((_, rel, cols)) =
+                        self.ctes.iter().rev().find(|(n, _, _)| n == single)
+                    {
                         let mut cols = cols.clone();
                         let rel = rel.clone();
                         apply_alias(&mut cols, &alias, single.clone());
@@ -325,28 +525,58 @@ impl<'a> Binder<'a> {
                 apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }, false))
             }
-            ast::TableFactor::Derived { lateral, subquery, alias, .. } => {
-                let enclosing = if *lateral { left.cloned().unwrap_or_default() } else { Scope::default() };
+            ast::TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                let enclosing = if *lateral {
+                    left.cloned().unwrap_or_default()
+                } else {
+                    Scope::default()
+                };
                 // A LATERAL subquery sees the left side as its enclosing scope.
                 let q = self.query_in(subquery, &enclosing)?;
                 let mut cols: Vec<ScopeColumn> = q
                     .columns
                     .iter()
-                    .map(|c| ScopeColumn { qualifier: None, name: c.name.clone(), ty: c.ty.clone(), table_oid: 0, attnum: 0, merged_away: false, scalar_function: false })
+                    .map(|c| ScopeColumn {
+                        qualifier: None,
+                        name: c.name.clone(),
+                        ty: c.ty.clone(),
+                        table_oid: 0,
+                        attnum: 0,
+                        merged_away: false,
+                        scalar_function: false,
+                    })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
                 Ok((q.root, Scope { columns: cols }, *lateral))
             }
-            ast::TableFactor::Function { name, args, alias, .. } => {
+            ast::TableFactor::Function {
+                name, args, alias, ..
+            } => {
                 let args: Vec<ast::FunctionArg> = args.clone();
                 self.table_function(&object_name_parts(name), &args, alias, left)
             }
-            ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_ordinality: false, .. } if array_exprs.len() == 1 => {
-                let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(array_exprs[0].clone()))];
+            ast::TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality: false,
+                ..
+            } if array_exprs.len() == 1 => {
+                let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                    array_exprs[0].clone(),
+                ))];
                 self.table_function(&["unnest".to_string()], &args, alias, left)
             }
-            ast::TableFactor::NestedJoin { table_with_joins, alias } => {
-                let (rel, mut scope) = self.from_clause(std::slice::from_ref(table_with_joins))?;
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias,
+            } => {
+                let (rel, mut scope) = self.bind_from(std::slice::from_ref(table_with_joins))?;
                 if let Some(a) = alias {
                     for c in scope.columns.iter_mut() {
                         c.qualifier = Some(ident_name(&a.name));
@@ -360,9 +590,17 @@ impl<'a> Binder<'a> {
 
     /// A set-returning function in FROM; laterally joined when its arguments refer to the
     /// FROM items on its `left`.
-    pub(super) fn table_function(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>, left: Option<&Scope>) -> PgResult<(Rel, Scope, bool)> {
+    pub(super) fn table_function(
+        &mut self,
+        parts: &[String],
+        args: &[ast::FunctionArg],
+        alias: &Option<ast::TableAlias>,
+        left: Option<&Scope>,
+    ) -> PgResult<(Rel, Scope, bool)> {
         let Some(left) = left else {
-            return self.function_rel(parts, args, alias).map(|(rel, scope)| (rel, scope, false));
+            return self
+                .function_rel(parts, args, alias)
+                .map(|(rel, scope)| (rel, scope, false));
         };
         // Bound as a LATERAL subquery's body is: the left side is the enclosing scope.
         self.outer.push(left.clone());
@@ -374,9 +612,15 @@ impl<'a> Binder<'a> {
         result.map(|(rel, scope)| (rel, scope, escapes > 0))
     }
 
-    pub(super) fn function_rel(&mut self, parts: &[String], args: &[ast::FunctionArg], alias: &Option<ast::TableAlias>) -> PgResult<(Rel, Scope)> {
+    pub(super) fn function_rel(
+        &mut self,
+        parts: &[String],
+        args: &[ast::FunctionArg],
+        alias: &Option<ast::TableAlias>,
+    ) -> PgResult<(Rel, Scope)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
-        if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args) {
+        if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args)
+        {
             // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
             let arr = self.expr(e, &Scope::default())?;
             let elem = match arr.ty() {
@@ -388,14 +632,39 @@ impl<'a> Binder<'a> {
                     ))
                 }
             };
-            let stop = Expr::Func { func: ScalarFunc::Cardinality, args: vec![arr.clone()], ty: DataType::Int4 };
-            let series = Rel::GenerateSeries { start: const_expr(Value::Int4(1), DataType::Int4), stop, step: None };
-            let index = Expr::Column { depth: 0, index: 0, ty: DataType::Int4 };
-            let item = Expr::Func { func: ScalarFunc::ArraySubscript, args: vec![arr, index], ty: elem.clone() };
-            return Ok((Rel::Project { input: Box::new(series), exprs: vec![item] }, function_scope("unnest", alias, elem)));
+            let stop = Expr::Func {
+                func: ScalarFunc::Cardinality,
+                args: vec![arr.clone()],
+                ty: DataType::Int4,
+            };
+            let series = Rel::GenerateSeries {
+                start: const_expr(Value::Int4(1), DataType::Int4),
+                stop,
+                step: None,
+            };
+            let index = Expr::Column {
+                depth: 0,
+                index: 0,
+                ty: DataType::Int4,
+            };
+            let item = Expr::Func {
+                func: ScalarFunc::ArraySubscript,
+                args: vec![arr, index],
+                ty: elem.clone(),
+            };
+            return Ok((
+                Rel::Project {
+                    input: Box::new(series),
+                    exprs: vec![item],
+                },
+                function_scope("unnest", alias, elem),
+            ));
         }
         if name != "generate_series" {
-            return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
+            return Err(PgError::new(
+                codes::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            ));
         }
         let empty = Scope::default();
         let exprs = args
@@ -406,22 +675,39 @@ impl<'a> Binder<'a> {
             })
             .collect::<PgResult<Vec<_>>>()?;
         if exprs.len() < 2 || exprs.len() > 3 {
-            return Err(PgError::new(codes::UNDEFINED_FUNCTION, "function generate_series with these arguments does not exist"));
+            return Err(PgError::new(
+                codes::UNDEFINED_FUNCTION,
+                "function generate_series with these arguments does not exist",
+            ));
         }
-        let ty = if exprs.iter().any(|e| e.ty() == DataType::Int8) { DataType::Int8 } else { DataType::Int4 };
+        let ty = if exprs.iter().any(|e| e.ty() == DataType::Int8) {
+            DataType::Int8
+        } else {
+            DataType::Int4
+        };
         let mut it = exprs.into_iter().map(|e| cast_to(e, &ty));
         let start = it.next().unwrap()?;
         let stop = it.next().unwrap()?;
         let step = it.next().transpose()?;
-        Ok((Rel::GenerateSeries { start, stop, step }, function_scope("generate_series", alias, ty)))
+        Ok((
+            Rel::GenerateSeries { start, stop, step },
+            function_scope("generate_series", alias, ty),
+        ))
     }
 
-    pub(super) fn select(&mut self, sel: &ast::Select, order_by: &[ast::OrderByExpr]) -> PgResult<(Rel, Vec<OutputColumn>)> {
+    pub(super) fn select(
+        &mut self,
+        sel: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+    ) -> PgResult<(Rel, Vec<OutputColumn>)> {
         crate::unsupported_syntax::select(sel)?;
-        let (mut rel, scope) = self.from_clause(&sel.from)?;
+        let (mut rel, scope) = self.bind_from(&sel.from)?;
         if let Some(w) = &sel.selection {
             if contains_aggregate(w) {
-                return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+                return Err(PgError::new(
+                    codes::GROUPING_ERROR,
+                    "aggregate functions are not allowed in WHERE",
+                ));
             }
             let predicate = self.predicate(w, &scope)?;
             rel = push_filter(rel, predicate);
@@ -433,7 +719,8 @@ impl<'a> Binder<'a> {
         let aggregating = !group_by.is_empty()
             || sel.having.is_some()
             || sel.projection.iter().any(|p| match p {
-                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
                 _ => false,
             })
             || order_by.iter().any(|o| contains_aggregate(&o.expr));
@@ -442,30 +729,56 @@ impl<'a> Binder<'a> {
         let mut items: Vec<(ast::Expr, String, Option<usize>)> = Vec::new();
         for item in &sel.projection {
             match item {
-                ast::SelectItem::UnnamedExpr(e) => items.push((e.clone(), default_column_name(e), None)),
-                ast::SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias), None)),
+                ast::SelectItem::UnnamedExpr(e) => {
+                    items.push((e.clone(), default_column_name(e), None))
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    items.push((expr.clone(), ident_name(alias), None))
+                }
                 ast::SelectItem::Wildcard(_) => {
                     if scope.columns.is_empty() {
                         return Err(syntax("SELECT * with no tables specified is not valid"));
                     }
-                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.merged_away) {
-                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(i)));
+                    for (i, c) in scope
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| !c.merged_away)
+                    {
+                        items.push((
+                            ast::Expr::Identifier(ast::Ident::new(c.name.clone())),
+                            c.name.clone(),
+                            Some(i),
+                        ));
                     }
                 }
                 ast::SelectItem::QualifiedWildcard(kind, _) => {
                     let q = match kind {
-                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => object_name_parts(n).pop().unwrap_or_default(),
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(n) => {
+                            object_name_parts(n).pop().unwrap_or_default()
+                        }
                         ast::SelectItemQualifiedWildcardKind::Expr(e) => e.to_string(),
                     };
-                    let mut hits: Vec<(usize, &ScopeColumn)> =
-                        scope.columns.iter().enumerate().filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str())).collect();
+                    let mut hits: Vec<(usize, &ScopeColumn)> = scope
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str()))
+                        .collect();
                     // A table's own column order, even where JOIN … USING moved a column.
                     hits.sort_by_key(|(_, c)| c.attnum);
                     for (i, c) in &hits {
-                        items.push((ast::Expr::Identifier(ast::Ident::new(c.name.clone())), c.name.clone(), Some(*i)));
+                        items.push((
+                            ast::Expr::Identifier(ast::Ident::new(c.name.clone())),
+                            c.name.clone(),
+                            Some(*i),
+                        ));
                     }
                     if hits.is_empty() {
-                        return Err(PgError::new(codes::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{q}\"")));
+                        return Err(PgError::new(
+                            codes::UNDEFINED_TABLE,
+                            format!("missing FROM-clause entry for table \"{q}\""),
+                        ));
                     }
                 }
                 _ => return Err(unsupported("this select-list item")),
@@ -484,23 +797,41 @@ impl<'a> Binder<'a> {
                 let resolved = match g {
                     ast::Expr::Value(v) => match &v.value {
                         ast::Value::Number(n, _) => {
-                            let i: usize = n.parse().map_err(|_| syntax("invalid GROUP BY position"))?;
-                            items.get(i.wrapping_sub(1)).map(|it| it.0.clone()).ok_or_else(|| {
-                                PgError::new(codes::INVALID_COLUMN_REFERENCE, format!("GROUP BY position {i} is not in select list"))
-                            })?
+                            let i: usize =
+                                n.parse().map_err(|_| syntax("invalid GROUP BY position"))?;
+                            items
+                                .get(i.wrapping_sub(1))
+                                .map(|it| it.0.clone())
+                                .ok_or_else(|| {
+                                    PgError::new(
+                                        codes::INVALID_COLUMN_REFERENCE,
+                                        format!("GROUP BY position {i} is not in select list"),
+                                    )
+                                })?
                         }
                         _ => g.clone(),
                     },
                     ast::Expr::Identifier(id)
                         if !scope.columns.iter().any(|c| c.name == ident_name(id)) =>
                     {
-                        items.iter().find(|it| it.1 == ident_name(id)).map(|it| it.0.clone()).unwrap_or_else(|| g.clone())
+                        items
+                            .iter()
+                            .find(|it| it.1 == ident_name(id))
+                            .map(|it| it.0.clone())
+                            .unwrap_or_else(|| g.clone())
                     }
                     _ => g.clone(),
                 };
                 group_exprs.push(resolved);
             }
-            Some(AggContext { group_count: group_exprs.len(), group_exprs, aggs: Vec::new(), agg_asts: Vec::new(), input_scope: scope.clone(), input_order: None })
+            Some(AggContext {
+                group_count: group_exprs.len(),
+                group_exprs,
+                aggs: Vec::new(),
+                agg_asts: Vec::new(),
+                input_scope: scope.clone(),
+                input_order: None,
+            })
         } else {
             None
         };
@@ -510,16 +841,33 @@ impl<'a> Binder<'a> {
         let mut columns = Vec::with_capacity(items.len());
         for (e, name, wildcard_index) in &items {
             let bound = match (&mut agg_ctx, wildcard_index) {
-                (None, Some(i)) => Expr::Column { depth: 0, index: *i, ty: scope.columns[*i].ty.clone() },
+                (None, Some(i)) => Expr::Column {
+                    depth: 0,
+                    index: *i,
+                    ty: scope.columns[*i].ty.clone(),
+                },
                 (Some(ctx), _) => self.agg_expr(e, ctx)?,
                 (None, None) => self.expr(e, &scope)?,
             };
             let (table_oid, column_attr) = match (agg_ctx.is_none(), &bound) {
-                (true, Expr::Column { depth: 0, index, .. }) => (scope.columns[*index].table_oid, scope.columns[*index].attnum),
+                (
+                    true,
+                    Expr::Column {
+                        depth: 0, index, ..
+                    },
+                ) => (
+                    scope.columns[*index].table_oid,
+                    scope.columns[*index].attnum,
+                ),
                 _ => (0, 0),
             };
             let ty = bound.ty();
-            columns.push(OutputColumn { name: name.clone(), ty, table_oid, column_attr });
+            columns.push(OutputColumn {
+                name: name.clone(),
+                ty,
+                table_oid,
+                column_attr,
+            });
             exprs.push(bound);
         }
         let having = match (&mut agg_ctx, &sel.having) {
@@ -537,17 +885,28 @@ impl<'a> Binder<'a> {
             let nulls_first = o.options.nulls_first.unwrap_or(descending);
             let index = match &o.expr {
                 ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => {
-                    let ast::Value::Number(n, _) = &v.value else { unreachable!() };
+                    let ast::Value::Number(n, _) = &v.value else {
+                        unreachable!()
+                    };
                     let i: usize = n.parse().map_err(|_| syntax("invalid ORDER BY position"))?;
                     if i == 0 || i > visible {
-                        return Err(PgError::new(codes::INVALID_COLUMN_REFERENCE, format!("ORDER BY position {i} is not in select list")));
+                        return Err(PgError::new(
+                            codes::INVALID_COLUMN_REFERENCE,
+                            format!("ORDER BY position {i} is not in select list"),
+                        ));
                     }
                     i - 1
                 }
-                ast::Expr::Identifier(id) if columns.iter().filter(|c| c.name == ident_name(id)).count() == 1
-                    && (agg_ctx.is_some() || !scope.columns.iter().any(|c| c.name == ident_name(id)) || items.iter().any(|it| it.1 == ident_name(id))) =>
+                ast::Expr::Identifier(id)
+                    if columns.iter().filter(|c| c.name == ident_name(id)).count() == 1
+                        && (agg_ctx.is_some()
+                            || !scope.columns.iter().any(|c| c.name == ident_name(id))
+                            || items.iter().any(|it| it.1 == ident_name(id))) =>
                 {
-                    columns.iter().position(|c| c.name == ident_name(id)).unwrap()
+                    columns
+                        .iter()
+                        .position(|c| c.name == ident_name(id))
+                        .unwrap()
                 }
                 e => {
                     let bound = match &mut agg_ctx {
@@ -558,7 +917,15 @@ impl<'a> Binder<'a> {
                     exprs.len() - 1
                 }
             };
-            sort_keys.push(SortKey { expr: Expr::Column { depth: 0, index, ty: exprs[index].ty() }, descending, nulls_first });
+            sort_keys.push(SortKey {
+                expr: Expr::Column {
+                    depth: 0,
+                    index,
+                    ty: exprs[index].ty(),
+                },
+                descending,
+                nulls_first,
+            });
         }
 
         if let Some(ctx) = agg_ctx {
@@ -568,44 +935,91 @@ impl<'a> Binder<'a> {
                 .map(|g| self.expr(g, &ctx.input_scope))
                 .collect::<PgResult<Vec<_>>>()?;
             if let Some(keys) = ctx.input_order {
-                rel = Rel::Sort { input: Box::new(rel), keys };
+                rel = Rel::Sort {
+                    input: Box::new(rel),
+                    keys,
+                };
             }
-            rel = Rel::Aggregate { input: Box::new(rel), group_by: group_by_exprs, aggs: ctx.aggs };
+            rel = Rel::Aggregate {
+                input: Box::new(rel),
+                group_by: group_by_exprs,
+                aggs: ctx.aggs,
+            };
             if let Some(h) = having {
-                rel = Rel::Filter { input: Box::new(rel), predicate: h };
+                rel = Rel::Filter {
+                    input: Box::new(rel),
+                    predicate: h,
+                };
             }
         }
         let total = exprs.len();
-        rel = Rel::Project { input: Box::new(rel), exprs };
+        rel = Rel::Project {
+            input: Box::new(rel),
+            exprs,
+        };
         match &sel.distinct {
             None | Some(ast::Distinct::All) => {}
-            Some(ast::Distinct::Distinct) => rel = Rel::Distinct { input: Box::new(rel) },
+            Some(ast::Distinct::Distinct) => {
+                rel = Rel::Distinct {
+                    input: Box::new(rel),
+                }
+            }
             Some(ast::Distinct::On(_)) => return Err(unsupported("SELECT DISTINCT ON")),
         }
         if !sort_keys.is_empty() {
-            rel = Rel::Sort { input: Box::new(rel), keys: sort_keys };
+            rel = Rel::Sort {
+                input: Box::new(rel),
+                keys: sort_keys,
+            };
         }
         if total > visible {
             // Drop the hidden ORDER BY columns.
-            let trim = (0..visible).map(|i| Expr::Column { depth: 0, index: i, ty: columns[i].ty.clone() }).collect();
-            rel = Rel::Project { input: Box::new(rel), exprs: trim };
+            let trim = (0..visible)
+                .map(|i| Expr::Column {
+                    depth: 0,
+                    index: i,
+                    ty: columns[i].ty.clone(),
+                })
+                .collect();
+            rel = Rel::Project {
+                input: Box::new(rel),
+                exprs: trim,
+            };
         }
         Ok((rel, columns))
     }
 
-    pub(super) fn output_sort_key(&mut self, o: &ast::OrderByExpr, cols: &[OutputColumn]) -> PgResult<SortKey> {
+    pub(super) fn output_sort_key(
+        &mut self,
+        o: &ast::OrderByExpr,
+        cols: &[OutputColumn],
+    ) -> PgResult<SortKey> {
         let descending = o.options.sort == Some(ast::OrderBySort::Desc);
         let nulls_first = o.options.nulls_first.unwrap_or(descending);
         let index = match &o.expr {
             ast::Expr::Value(v) => match &v.value {
-                ast::Value::Number(n, _) => n.parse::<usize>().ok().filter(|i| *i >= 1 && *i <= cols.len()).map(|i| i - 1),
+                ast::Value::Number(n, _) => n
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|i| *i >= 1 && *i <= cols.len())
+                    .map(|i| i - 1),
                 _ => None,
             },
             ast::Expr::Identifier(id) => cols.iter().position(|c| c.name == ident_name(id)),
             _ => None,
         }
-        .ok_or_else(|| unsupported("ORDER BY expressions on UNION results other than output columns"))?;
-        Ok(SortKey { expr: Expr::Column { depth: 0, index, ty: cols[index].ty.clone() }, descending, nulls_first })
+        .ok_or_else(|| {
+            unsupported("ORDER BY expressions on UNION results other than output columns")
+        })?;
+        Ok(SortKey {
+            expr: Expr::Column {
+                depth: 0,
+                index,
+                ty: cols[index].ty.clone(),
+            },
+            descending,
+            nulls_first,
+        })
     }
 
     /// Bind an expression in the output of an aggregation: group keys and aggregate
@@ -613,13 +1027,21 @@ impl<'a> Binder<'a> {
     pub(super) fn agg_expr(&mut self, e: &ast::Expr, ctx: &mut AggContext) -> PgResult<Expr> {
         if let Some(i) = ctx.group_exprs.iter().position(|g| g == e) {
             let ty = self.expr(e, &ctx.input_scope)?.ty();
-            return Ok(Expr::Column { depth: 0, index: i, ty });
+            return Ok(Expr::Column {
+                depth: 0,
+                index: i,
+                ty,
+            });
         }
         if let ast::Expr::Function(f) = e {
             let name = object_name_parts(&f.name).pop().unwrap_or_default();
             if is_aggregate_name(&name) && f.over.is_none() {
                 if let Some(j) = ctx.agg_asts.iter().position(|a| a == e) {
-                    return Ok(Expr::Column { depth: 0, index: ctx.group_count + j, ty: ctx.aggs[j].ty.clone() });
+                    return Ok(Expr::Column {
+                        depth: 0,
+                        index: ctx.group_count + j,
+                        ty: ctx.aggs[j].ty.clone(),
+                    });
                 }
                 let (call, order) = self.aggregate_call(&name, f, &ctx.input_scope)?;
                 match (&ctx.input_order, order) {
@@ -627,12 +1049,20 @@ impl<'a> Binder<'a> {
                     (None, Some(keys)) => ctx.input_order = Some(keys),
                     // Bound expressions compare by their debug form (no PartialEq on plans).
                     (Some(have), Some(keys)) if format!("{have:?}") == format!("{keys:?}") => {}
-                    (Some(_), Some(_)) => return Err(unsupported("aggregates that order their input differently in one query")),
+                    (Some(_), Some(_)) => {
+                        return Err(unsupported(
+                            "aggregates that order their input differently in one query",
+                        ))
+                    }
                 }
                 let ty = call.ty.clone();
                 ctx.aggs.push(call);
                 ctx.agg_asts.push(e.clone());
-                return Ok(Expr::Column { depth: 0, index: ctx.group_count + ctx.aggs.len() - 1, ty });
+                return Ok(Expr::Column {
+                    depth: 0,
+                    index: ctx.group_count + ctx.aggs.len() - 1,
+                    ty,
+                });
             }
         }
         match e {
@@ -656,52 +1086,89 @@ impl<'a> Binder<'a> {
     }
 
     /// An aggregate call and the order it needs its input in, if any.
-    pub(super) fn aggregate_call(&mut self, name: &str, f: &ast::Function, scope: &Scope) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
+    pub(super) fn aggregate_call(
+        &mut self,
+        name: &str,
+        f: &ast::Function,
+        scope: &Scope,
+    ) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
         crate::unsupported_syntax::aggregate_call(f)?;
         let (args, distinct) = match &f.args {
-            ast::FunctionArguments::List(list) => {
-                (list.args.clone(), matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)))
-            }
+            ast::FunctionArguments::List(list) => (
+                list.args.clone(),
+                matches!(
+                    list.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                ),
+            ),
             _ => (Vec::new(), false),
         };
         let filter = match &f.filter {
             Some(w) if contains_aggregate(w) => {
-                return Err(PgError::new(codes::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
+                return Err(PgError::new(
+                    codes::GROUPING_ERROR,
+                    "aggregate functions are not allowed in FILTER",
+                ));
             }
             Some(w) => Some(self.clause_predicate("FILTER", w, scope)?),
             None => None,
         };
         let arg = match args.as_slice() {
-            [] | [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if name == "count" => None,
+            [] | [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if name == "count" => {
+                None
+            }
             // string_agg(value, delimiter): both go to the aggregate as ARRAY[value, delimiter].
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(d))]
                 if name == "string_agg" =>
             {
                 if contains_aggregate(v) || contains_aggregate(d) {
-                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                    return Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
                 }
                 let v = self.expr(v, scope)?;
                 let v = self.infer_param(v, &DataType::Text);
                 let d = self.expr(d, scope)?;
                 let d = self.infer_param(d, &DataType::Text);
                 let elements = vec![cast_to(v, &DataType::Text)?, cast_to(d, &DataType::Text)?];
-                Some(Expr::Array { elements, ty: DataType::Array(Box::new(DataType::Text)) })
+                Some(Expr::Array {
+                    elements,
+                    ty: DataType::Array(Box::new(DataType::Text)),
+                })
             }
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
                 if contains_aggregate(e) {
-                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                    return Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
                 }
                 Some(self.expr(e, scope)?)
             }
-            _ => return Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name} with these arguments does not exist"))),
+            _ => {
+                return Err(PgError::new(
+                    codes::UNDEFINED_FUNCTION,
+                    format!("function {name} with these arguments does not exist"),
+                ))
+            }
         };
         let arg = match arg {
             Some(a) if a.ty() == DataType::Unknown => Some(cast_to(a, &DataType::Text)?),
             other => other,
         };
-        let (func, ty) = resolve_aggregate(name, arg.as_ref().map(|a| a.ty()).as_ref()).ok_or_else(|| {
-            PgError::new(codes::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", arg.as_ref().map(|a| a.ty().format_type()).unwrap_or_default()))
-        })?;
+        let (func, ty) = resolve_aggregate(name, arg.as_ref().map(|a| a.ty()).as_ref())
+            .ok_or_else(|| {
+                PgError::new(
+                    codes::UNDEFINED_FUNCTION,
+                    format!(
+                        "function {name}({}) does not exist",
+                        arg.as_ref()
+                            .map(|a| a.ty().format_type())
+                            .unwrap_or_default()
+                    ),
+                )
+            })?;
         // array_agg/string_agg list their values in input order: ORDER BY sorts the input;
         // DISTINCT ones sort it by the value, as PostgreSQL's sort-based DISTINCT does.
         let order_by: &[ast::OrderByExpr] = match &f.args {
@@ -729,41 +1196,77 @@ impl<'a> Binder<'a> {
                     ));
                 }
                 if contains_aggregate(&o.expr) {
-                    return Err(PgError::new(codes::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                    return Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
                 }
                 let descending = o.options.sort == Some(ast::OrderBySort::Desc);
                 let expr = self.expr(&o.expr, scope)?;
-                let expr = if expr.ty() == DataType::Unknown { cast_to(expr, &DataType::Text)? } else { expr };
-                keys.push(SortKey { expr, descending, nulls_first: o.options.nulls_first.unwrap_or(descending) });
+                let expr = if expr.ty() == DataType::Unknown {
+                    cast_to(expr, &DataType::Text)?
+                } else {
+                    expr
+                };
+                keys.push(SortKey {
+                    expr,
+                    descending,
+                    nulls_first: o.options.nulls_first.unwrap_or(descending),
+                });
             }
             Some(keys)
         } else if distinct {
-            arg.clone().map(|expr| vec![SortKey { expr, descending: false, nulls_first: false }])
+            arg.clone().map(|expr| {
+                vec![SortKey {
+                    expr,
+                    descending: false,
+                    nulls_first: false,
+                }]
+            })
         } else {
             None
         };
-        Ok((AggCall { func, arg, distinct, filter, ty }, order))
+        Ok((
+            AggCall {
+                func,
+                arg,
+                distinct,
+                filter,
+                ty,
+            },
+            order,
+        ))
     }
 }
 
 /// The position of the USING column `name` among one side's columns (42703 if absent,
 /// 42702 if that side has it twice, as PostgreSQL).
 pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgResult<usize> {
-    let mut hits = side.iter().enumerate().filter(|(_, c)| c.name == name && !c.merged_away);
+    let mut hits = side
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name == name && !c.merged_away);
     match (hits.next(), hits.next()) {
         (Some((i, _)), None) => Ok(i),
         (Some(_), Some(_)) => Err(PgError::new(
             codes::AMBIGUOUS_COLUMN,
             format!("common column name \"{name}\" appears more than once in {which} table"),
         )),
-        (None, _) => Err(PgError::new(codes::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in {which} table"))),
+        (None, _) => Err(PgError::new(
+            codes::UNDEFINED_COLUMN,
+            format!("column \"{name}\" specified in USING clause does not exist in {which} table"),
+        )),
     }
 }
 
 /// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
 /// copies) first, then the rest of the left side, then the right side with its copies of
 /// the USING columns merged away.
-pub(super) fn merge_using_columns(rel: Rel, scope: Scope, pairs: &[(usize, usize)]) -> (Rel, Scope) {
+pub(super) fn merge_using_columns(
+    rel: Rel,
+    scope: Scope,
+    pairs: &[(usize, usize)],
+) -> (Rel, Scope) {
     let lefts: Vec<usize> = pairs.iter().map(|&(l, _)| l).collect();
     let mut rights: Vec<usize> = pairs.iter().map(|&(_, r)| r).collect();
     rights.sort_unstable();
@@ -771,25 +1274,53 @@ pub(super) fn merge_using_columns(rel: Rel, scope: Scope, pairs: &[(usize, usize
     order.extend((0..scope.columns.len()).filter(|i| !lefts.contains(i) && !rights.contains(i)));
     // The right copies go among the right side's columns, keeping `b.*` in b's order.
     for &r in &rights {
-        let at = order.iter().position(|&i| i > r && !lefts.contains(&i)).unwrap_or(order.len());
+        let at = order
+            .iter()
+            .position(|&i| i > r && !lefts.contains(&i))
+            .unwrap_or(order.len());
         order.insert(at, r);
     }
-    let exprs = order.iter().map(|&i| Expr::Column { depth: 0, index: i, ty: scope.columns[i].ty.clone() }).collect();
+    let exprs = order
+        .iter()
+        .map(|&i| Expr::Column {
+            depth: 0,
+            index: i,
+            ty: scope.columns[i].ty.clone(),
+        })
+        .collect();
     let columns = order
         .iter()
-        .map(|&i| ScopeColumn { merged_away: scope.columns[i].merged_away || rights.contains(&i), ..scope.columns[i].clone() })
+        .map(|&i| ScopeColumn {
+            merged_away: scope.columns[i].merged_away || rights.contains(&i),
+            ..scope.columns[i].clone()
+        })
         .collect();
-    (Rel::Project { input: Box::new(rel), exprs }, Scope { columns })
+    (
+        Rel::Project {
+            input: Box::new(rel),
+            exprs,
+        },
+        Scope { columns },
+    )
 }
 
 /// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
 /// inheritance children, which Meridian tables never have, so it names `t` itself.
-pub(super) fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlias>) -> (ast::ObjectName, Option<ast::TableAlias>) {
+pub(super) fn without_only(
+    name: &ast::ObjectName,
+    alias: &Option<ast::TableAlias>,
+) -> (ast::ObjectName, Option<ast::TableAlias>) {
     match (name.0.as_slice(), alias) {
         ([ast::ObjectNamePart::Identifier(only)], Some(a))
-            if only.quote_style.is_none() && only.value.eq_ignore_ascii_case("only") && !a.explicit && a.columns.is_empty() =>
+            if only.quote_style.is_none()
+                && only.value.eq_ignore_ascii_case("only")
+                && !a.explicit
+                && a.columns.is_empty() =>
         {
-            (ast::ObjectName(vec![ast::ObjectNamePart::Identifier(a.name.clone())]), None)
+            (
+                ast::ObjectName(vec![ast::ObjectNamePart::Identifier(a.name.clone())]),
+                None,
+            )
         }
         _ => (name.clone(), alias.clone()),
     }
@@ -797,13 +1328,35 @@ pub(super) fn without_only(name: &ast::ObjectName, alias: &Option<ast::TableAlia
 
 /// The one column of a table function in FROM: named by the alias's column list, else
 /// the alias, else the function (as PostgreSQL does).
-pub(super) fn function_scope(function: &str, alias: &Option<ast::TableAlias>, ty: DataType) -> Scope {
+pub(super) fn function_scope(
+    function: &str,
+    alias: &Option<ast::TableAlias>,
+    ty: DataType,
+) -> Scope {
     let name = alias
         .as_ref()
-        .map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)))
+        .map(|a| {
+            a.columns
+                .first()
+                .map(|c| ident_name(&c.name))
+                .unwrap_or_else(|| ident_name(&a.name))
+        })
         .unwrap_or_else(|| function.to_string());
-    let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| function.to_string());
-    Scope { columns: vec![ScopeColumn { qualifier: Some(qualifier), name, ty, table_oid: 0, attnum: 0, merged_away: false, scalar_function: true }] }
+    let qualifier = alias
+        .as_ref()
+        .map(|a| ident_name(&a.name))
+        .unwrap_or_else(|| function.to_string());
+    Scope {
+        columns: vec![ScopeColumn {
+            qualifier: Some(qualifier),
+            name,
+            ty,
+            table_oid: 0,
+            attnum: 0,
+            merged_away: false,
+            scalar_function: true,
+        }],
+    }
 }
 
 /// Whether an expression holds a subquery anywhere.
@@ -825,9 +1378,20 @@ pub(super) fn is_aggregate_name(name: &str) -> bool {
 pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
     let s = format!("{e}").to_ascii_lowercase();
     // Cheap pre-check, then a structural walk.
-    if !["count(", "sum(", "min(", "max(", "avg(", "bool_and(", "bool_or(", "every(", "array_agg(", "string_agg("]
-        .iter()
-        .any(|p| s.contains(p))
+    if ![
+        "count(",
+        "sum(",
+        "min(",
+        "max(",
+        "avg(",
+        "bool_and(",
+        "bool_or(",
+        "every(",
+        "array_agg(",
+        "string_agg(",
+    ]
+    .iter()
+    .any(|p| s.contains(p))
     {
         return false;
     }
@@ -857,7 +1421,10 @@ pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
             std::ops::ControlFlow::Continue(())
         }
     }
-    let mut finder = Finder { depth: 0, found: false };
+    let mut finder = Finder {
+        depth: 0,
+        found: false,
+    };
     let _ = sqlparser::ast::Visit::visit(e, &mut finder);
     finder.found
 }
@@ -876,10 +1443,16 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
         }
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
-        ast::Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+        ast::Expr::Cast {
+            expr, data_type, ..
+        } => match expr.as_ref() {
             // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
             ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),
-            ast::Expr::Nested(n) if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) => type_column_name(data_type),
+            ast::Expr::Nested(n)
+                if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) =>
+            {
+                type_column_name(data_type)
+            }
             inner => {
                 let n = default_column_name(inner);
                 if n == "?column?" {
@@ -889,7 +1462,9 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
                 }
             }
         },
-        ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => default_column_name(inner),
+        ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => {
+            default_column_name(inner)
+        }
         ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
             Some(ast::AccessExpr::Dot(ast::Expr::Identifier(id))) => ident_name(id),
             _ => default_column_name(root),
@@ -913,7 +1488,13 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
 
 pub(super) fn type_column_name(dt: &ast::DataType) -> String {
     let s = dt.to_string().to_ascii_lowercase();
-    let base = s.split('(').next().unwrap_or("").trim().trim_start_matches("pg_catalog.").to_string();
+    let base = s
+        .split('(')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_start_matches("pg_catalog.")
+        .to_string();
     match DataType::from_sql_name(&base, &[]) {
         Ok(t) => t.type_name().to_string(),
         Err(_) => base,

@@ -22,7 +22,10 @@ fn parse_forms() {
     assert_eq!(n(" -inf ").to_string(), "-Infinity");
     assert_eq!(n("nan").to_string(), "NaN");
     assert_eq!(n("+Infinity").to_string(), "Infinity");
-    assert_eq!(n("12345678901234567890123456789.5").to_string(), "12345678901234567890123456789.5");
+    assert_eq!(
+        n("12345678901234567890123456789.5").to_string(),
+        "12345678901234567890123456789.5"
+    );
     assert_eq!(n("1e100").to_string(), format!("1{}", "0".repeat(100)));
     assert!(parse("1.2.3").is_none());
     assert!(parse("abc").is_none());
@@ -37,7 +40,17 @@ fn parse_forms() {
 
 #[test]
 fn ordering_and_equality() {
-    let vals = ["-Infinity", "-1e30", "-1.5", "0", "0.0001", "1.5", "1e30", "Infinity", "NaN"];
+    let vals = [
+        "-Infinity",
+        "-1e30",
+        "-1.5",
+        "0",
+        "0.0001",
+        "1.5",
+        "1e30",
+        "Infinity",
+        "NaN",
+    ];
     for (i, a) in vals.iter().enumerate() {
         for (j, b) in vals.iter().enumerate() {
             assert_eq!(n(a).cmp(&n(b)), i.cmp(&j), "{a} vs {b}");
@@ -49,7 +62,10 @@ fn ordering_and_equality() {
 
 #[test]
 fn arithmetic_matches_pg() {
-    assert_eq!(t(mul(&n("1e30"), &n("1e30"))), format!("1{}", "0".repeat(60)));
+    assert_eq!(
+        t(mul(&n("1e30"), &n("1e30"))),
+        format!("1{}", "0".repeat(60))
+    );
     assert_eq!(t(add(&n("Infinity"), &n("-Infinity"))), "NaN");
     assert_eq!(t(mul(&n("Infinity"), &n("0"))), "NaN");
     assert_eq!(t(div(&n("10"), &n("3"))), "3.3333333333333333");
@@ -72,7 +88,10 @@ fn arithmetic_matches_pg() {
 #[test]
 fn functions_match_pg() {
     assert_eq!(t(pow(&n("2"), &n("3"))), "8.0000000000000000");
-    assert_eq!(t(pow(&n("10"), &n("20"))), "100000000000000000000.0000000000000000");
+    assert_eq!(
+        t(pow(&n("10"), &n("20"))),
+        "100000000000000000000.0000000000000000"
+    );
     assert_eq!(t(pow(&n("0.5"), &n("-3"))), "8.0000000000000000");
     assert_eq!(t(pow(&n("2.0"), &n("0.5"))), "1.4142135623730950");
     assert_eq!(t(pow(&n("1.000001"), &n("1000000"))), "2.7182804693193769");
@@ -91,7 +110,15 @@ fn functions_match_pg() {
     assert_eq!(ln(&n("0")).unwrap_err().code, "2201E");
     assert_eq!(sqrt(&n("-1")).unwrap_err().code, "2201F");
     assert_eq!(pow(&n("0"), &n("-1")).unwrap_err().code, "2201F");
-    for (b, e, want) in [("1", "Infinity", "1"), ("-1", "-Infinity", "1"), ("0.5", "-Infinity", "Infinity"), ("-Infinity", "3", "-Infinity"), ("-Infinity", "-3", "0"), ("NaN", "0.0", "1"), ("0", "0.0e-18", "1.0000000000000000")] {
+    for (b, e, want) in [
+        ("1", "Infinity", "1"),
+        ("-1", "-Infinity", "1"),
+        ("0.5", "-Infinity", "Infinity"),
+        ("-Infinity", "3", "-Infinity"),
+        ("-Infinity", "-3", "0"),
+        ("NaN", "0.0", "1"),
+        ("0", "0.0e-18", "1.0000000000000000"),
+    ] {
         assert_eq!(t(pow(&n(b), &n(e))), want, "{b} ^ {e}");
     }
 }
@@ -100,22 +127,50 @@ fn functions_match_pg() {
 fn typmod() {
     assert_eq!(t(apply_typmod(&n("123.456"), 5, 2)), "123.46");
     let e = apply_typmod(&n("1234.5"), 5, 2).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), ("22003", "numeric field overflow"));
-    assert_eq!(e.detail.as_deref(), Some("A field with precision 5, scale 2 must round to an absolute value less than 10^3."));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("22003", "numeric field overflow")
+    );
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("A field with precision 5, scale 2 must round to an absolute value less than 10^3.")
+    );
     assert_eq!(t(apply_typmod(&n("0.001"), 2, 3)), "0.001");
     let e = apply_typmod(&n("0.1"), 2, 3).unwrap_err();
-    assert_eq!(e.detail.as_deref(), Some("A field with precision 2, scale 3 must round to an absolute value less than 10^-1."));
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("A field with precision 2, scale 3 must round to an absolute value less than 10^-1.")
+    );
     let e = apply_typmod(&n("1"), 2, 2).unwrap_err();
-    assert_eq!(e.detail.as_deref(), Some("A field with precision 2, scale 2 must round to an absolute value less than 1."));
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("A field with precision 2, scale 2 must round to an absolute value less than 1.")
+    );
     assert_eq!(t(apply_typmod(&n("12345"), 3, -2)), "12300");
     let e = apply_typmod(&n("Infinity"), 5, 2).unwrap_err();
-    assert_eq!(e.detail.as_deref(), Some("A field with precision 5, scale 2 cannot hold an infinite value."));
+    assert_eq!(
+        e.detail.as_deref(),
+        Some("A field with precision 5, scale 2 cannot hold an infinite value.")
+    );
     assert_eq!(t(apply_typmod(&n("NaN"), 5, 2)), "NaN");
 }
 
 #[test]
 fn binary_roundtrip() {
-    for s in ["0", "0.00", "1", "-1", "10000", "12345.6789", "0.0001", "0.00001", "-0.00012", "NaN", "Infinity", "-Infinity"] {
+    for s in [
+        "0",
+        "0.00",
+        "1",
+        "-1",
+        "10000",
+        "12345.6789",
+        "0.0001",
+        "0.00001",
+        "-0.00012",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+    ] {
         let mut out = Vec::new();
         to_binary(&n(s), &mut out);
         assert_eq!(from_binary(&out).unwrap().to_string(), s, "{s}");
@@ -127,20 +182,34 @@ fn binary_roundtrip() {
     // 12345.6789 = [1, 2345, 6789], weight 1, dscale 4
     let mut out = Vec::new();
     to_binary(&n("12345.6789"), &mut out);
-    assert_eq!(out, vec![0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0x09, 0x29, 0x1a, 0x85]);
+    assert_eq!(
+        out,
+        vec![0, 3, 0, 1, 0, 0, 0, 4, 0, 1, 0x09, 0x29, 0x1a, 0x85]
+    );
     let mut out = Vec::new();
     to_binary(&n("-Infinity"), &mut out);
     assert_eq!(out, vec![0, 0, 0, 0, 0xF0, 0, 0, 0]);
     // digits hidden by dscale are truncated: [1, 5000] weight 0 dscale 0 → 1
-    assert_eq!(from_binary(&[0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0x13, 0x88]).unwrap().to_string(), "1");
+    assert_eq!(
+        from_binary(&[0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0x13, 0x88])
+            .unwrap()
+            .to_string(),
+        "1"
+    );
 }
 
 #[test]
 fn float_conversion() {
     assert_eq!(from_f64(0.1, 15).unwrap().to_string(), "0.1");
-    assert_eq!(from_f64(1e20, 15).unwrap().to_string(), "100000000000000000000");
+    assert_eq!(
+        from_f64(1e20, 15).unwrap().to_string(),
+        "100000000000000000000"
+    );
     assert_eq!(from_f64(1.5e-7, 15).unwrap().to_string(), "0.00000015");
-    assert_eq!(from_f64(123456789012345678.0, 15).unwrap().to_string(), "123456789012346000");
+    assert_eq!(
+        from_f64(123456789012345678.0, 15).unwrap().to_string(),
+        "123456789012346000"
+    );
     assert_eq!(from_f64(f64::NAN, 15).unwrap().to_string(), "NaN");
     assert_eq!(to_float(&n("1e400"), false).unwrap_err().code, "22003");
     assert_eq!(to_float(&n("1e-400"), false).unwrap_err().code, "22003");
@@ -149,12 +218,30 @@ fn float_conversion() {
 
 #[test]
 fn int_conversion() {
-    assert_eq!(to_int(&n("2.5"), "integer", i32::MIN as i64, i32::MAX as i64).unwrap(), 3);
-    assert_eq!(to_int(&n("-2.5"), "integer", i32::MIN as i64, i32::MAX as i64).unwrap(), -3);
-    let e = to_int(&n("2147483648"), "integer", i32::MIN as i64, i32::MAX as i64).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), ("22003", "integer out of range"));
+    assert_eq!(
+        to_int(&n("2.5"), "integer", i32::MIN as i64, i32::MAX as i64).unwrap(),
+        3
+    );
+    assert_eq!(
+        to_int(&n("-2.5"), "integer", i32::MIN as i64, i32::MAX as i64).unwrap(),
+        -3
+    );
+    let e = to_int(
+        &n("2147483648"),
+        "integer",
+        i32::MIN as i64,
+        i32::MAX as i64,
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("22003", "integer out of range")
+    );
     let e = to_int(&n("NaN"), "bigint", i64::MIN, i64::MAX).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), ("0A000", "cannot convert NaN to bigint"));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        ("0A000", "cannot convert NaN to bigint")
+    );
     let e = to_int(&n("-inf"), "smallint", -32768, 32767).unwrap_err();
     assert_eq!(e.message, "cannot convert infinity to smallint");
 }

@@ -3,7 +3,10 @@
 //! so results are correctly rounded except where the true value lies within the guard
 //! digits' error of a rounding tie (numeric.c has the same property).
 
-use super::{overflow, pow10, round_div, Dec, Numeric, MAX_DISPLAY_SCALE, MAX_INT_DIGITS, MAX_RESULT_SCALE, MIN_SIG_DIGITS};
+use super::{
+    overflow, pow10, round_div, Dec, Numeric, MAX_DISPLAY_SCALE, MAX_INT_DIGITS, MAX_RESULT_SCALE,
+    MIN_SIG_DIGITS,
+};
 use num_bigint::BigInt;
 use num_traits::{Signed, ToPrimitive, Zero};
 use pgerror::{codes, PgError, PgResult};
@@ -13,7 +16,11 @@ const LN10_F64: f64 = std::f64::consts::LN_10;
 const GUARD: i64 = 12;
 
 fn log_error(zero: bool) -> PgError {
-    let msg = if zero { "cannot take logarithm of zero" } else { "cannot take logarithm of a negative number" };
+    let msg = if zero {
+        "cannot take logarithm of zero"
+    } else {
+        "cannot take logarithm of a negative number"
+    };
     PgError::new(codes::INVALID_ARGUMENT_FOR_LOG, msg)
 }
 
@@ -22,7 +29,10 @@ fn power_error(msg: &str) -> PgError {
 }
 
 fn clamp_scale(rscale: i64, min_scales: &[i64]) -> i64 {
-    min_scales.iter().fold(rscale, |r, s| r.max(*s)).clamp(0, MAX_DISPLAY_SCALE)
+    min_scales
+        .iter()
+        .fold(rscale, |r, s| r.max(*s))
+        .clamp(0, MAX_DISPLAY_SCALE)
 }
 
 /// Fixed-point product at scale `w`.
@@ -55,12 +65,20 @@ impl Dec {
             return (first, 4 * w);
         }
         let unit2 = Dec::new(1, -4 * (w - 1));
-        let two = self.abs().div(&unit2, 0, false).coef.to_f64().unwrap_or(0.0);
+        let two = self
+            .abs()
+            .div(&unit2, 0, false)
+            .coef
+            .to_f64()
+            .unwrap_or(0.0);
         (two, 4 * (w - 1))
     }
 
     fn abs(&self) -> Dec {
-        Dec { coef: self.coef.abs(), scale: self.scale }
+        Dec {
+            coef: self.coef.abs(),
+            scale: self.scale,
+        }
     }
 }
 
@@ -106,7 +124,10 @@ fn ln_near_one(mut y: BigInt, w: i64) -> BigInt {
 /// ln(10) at fixed scale `w`.
 fn ln10_fixed(w: i64) -> BigInt {
     let g = 6;
-    round_div(&ln_near_one(BigInt::from(10) * pow10(w + g), w + g), &pow10(g))
+    round_div(
+        &ln_near_one(BigInt::from(10) * pow10(w + g), w + g),
+        &pow10(g),
+    )
 }
 
 /// ln(x) for x > 0 at fixed scale `w` (error below one unit).
@@ -115,7 +136,10 @@ fn ln_fixed(x: &Dec, w: i64) -> BigInt {
     let e = x.dexp();
     let g = GUARD + (e.unsigned_abs().max(1).ilog10() as i64 + 1);
     let wg = w + g;
-    let m = Dec { coef: x.coef.clone(), scale: x.scale + e };
+    let m = Dec {
+        coef: x.coef.clone(),
+        scale: x.scale + e,
+    };
     let mut total = ln_near_one(m.fixed(wg), wg);
     if e != 0 {
         total += ln10_fixed(wg) * BigInt::from(e);
@@ -157,13 +181,21 @@ fn exp_dec(x: &Dec, rscale: i64) -> PgResult<Dec> {
     for _ in 0..k {
         sum = fx_mul(&sum, &sum, w);
     }
-    Ok(Dec { coef: sum, scale: w - n }.round(rscale))
+    Ok(Dec {
+        coef: sum,
+        scale: w - n,
+    }
+    .round(rscale))
 }
 
 pub fn sqrt(x: &Numeric) -> PgResult<Numeric> {
     let negative = || power_error("cannot take square root of a negative number");
     let Some(d) = x.dec() else {
-        return if x.signum() < 0 && !x.is_nan() { Err(negative()) } else { Ok(x.clone()) };
+        return if x.signum() < 0 && !x.is_nan() {
+            Err(negative())
+        } else {
+            Ok(x.clone())
+        };
     };
     if d.is_neg() {
         return Err(negative());
@@ -178,12 +210,19 @@ pub fn sqrt(x: &Numeric) -> PgResult<Numeric> {
     }
     let n = &d.coef * pow10(2 * (rscale + e) - d.scale);
     let f = n.sqrt();
-    Numeric::from_dec(Dec { coef: round_div(&f, &pow10(e)), scale: rscale })
+    Numeric::from_dec(Dec {
+        coef: round_div(&f, &pow10(e)),
+        scale: rscale,
+    })
 }
 
 /// ln(x) of a positive finite value, rounded once to `rscale` from GUARD more digits.
 fn ln_dec(d: &Dec, rscale: i64) -> Dec {
-    Dec { coef: ln_fixed(d, rscale + GUARD), scale: rscale + GUARD }.round(rscale)
+    Dec {
+        coef: ln_fixed(d, rscale + GUARD),
+        scale: rscale + GUARD,
+    }
+    .round(rscale)
 }
 
 fn check_log_arg(d: &Dec) -> PgResult<()> {
@@ -198,7 +237,11 @@ fn check_log_arg(d: &Dec) -> PgResult<()> {
 
 pub fn ln(x: &Numeric) -> PgResult<Numeric> {
     let Some(d) = x.dec() else {
-        return if x.signum() < 0 && !x.is_nan() { Err(log_error(false)) } else { Ok(x.clone()) };
+        return if x.signum() < 0 && !x.is_nan() {
+            Err(log_error(false))
+        } else {
+            Ok(x.clone())
+        };
     };
     check_log_arg(&d)?;
     let rscale = clamp_scale(MIN_SIG_DIGITS - estimate_ln_dweight(&d), &[d.scale]);
@@ -218,7 +261,11 @@ pub fn log(base: &Numeric, x: &Numeric) -> PgResult<Numeric> {
             return Err(log_error(true));
         }
         if base.is_inf() {
-            return Ok(if x.is_inf() { Numeric::NAN } else { Numeric::ZERO });
+            return Ok(if x.is_inf() {
+                Numeric::NAN
+            } else {
+                Numeric::ZERO
+            });
         }
         return Ok(Numeric::POS_INF);
     };
@@ -230,11 +277,17 @@ pub fn log(base: &Numeric, x: &Numeric) -> PgResult<Numeric> {
     let rscale = clamp_scale(MIN_SIG_DIGITS - result_dweight, &[b.scale, n.scale]);
     // both logarithms with enough digits for the quotient's rscale + guard
     let w = (rscale + result_dweight - ln_base_dweight.min(ln_num_dweight)).max(0) + GUARD;
-    let ln_b = Dec { coef: ln_fixed(&b, w), scale: w };
+    let ln_b = Dec {
+        coef: ln_fixed(&b, w),
+        scale: w,
+    };
     if ln_b.is_zero() {
         return Err(PgError::new(codes::DIVISION_BY_ZERO, "division by zero"));
     }
-    let ln_n = Dec { coef: ln_fixed(&n, w), scale: w };
+    let ln_n = Dec {
+        coef: ln_fixed(&n, w),
+        scale: w,
+    };
     Numeric::from_dec(ln_n.div(&ln_b, rscale, true))
 }
 
@@ -246,19 +299,24 @@ pub fn exp(x: &Numeric) -> PgResult<Numeric> {
             _ => Numeric::ZERO,
         });
     };
-    let val = (d.to_f64() * std::f64::consts::LOG10_E).clamp(-MAX_RESULT_SCALE as f64, MAX_RESULT_SCALE as f64);
+    let val = (d.to_f64() * std::f64::consts::LOG10_E)
+        .clamp(-MAX_RESULT_SCALE as f64, MAX_RESULT_SCALE as f64);
     let rscale = clamp_scale(MIN_SIG_DIGITS - val as i64, &[d.scale]);
     Numeric::from_dec(exp_dec(&d, rscale)?)
 }
 
 /// numeric ^ numeric (numeric_power / power_var / power_var_int).
 pub fn pow(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
-    let (Some(b), Some(e)) = (base.dec(), exp.dec()) else { return pow_special(base, exp) };
+    let (Some(b), Some(e)) = (base.dec(), exp.dec()) else {
+        return pow_special(base, exp);
+    };
     if b.is_zero() && e.is_neg() {
         return Err(power_error("zero raised to a negative power is undefined"));
     }
     if b.is_neg() && !exp.is_integral() {
-        return Err(power_error("a negative number raised to a non-integer power yields a complex result"));
+        return Err(power_error(
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
     }
     if let Some(ei) = exp.to_i64_exact().and_then(|v| i32::try_from(v).ok()) {
         let rscale = clamp_scale(MIN_SIG_DIGITS, &[b.scale]);
@@ -289,7 +347,11 @@ pub fn pow(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
     let sig_digits = (rscale + val as i64).max(0);
     // ln(base) precise enough that |exp| times its error stays below the guard digits
     let w = sig_digits - ln_dweight.min(0) + GUARD + (e.dexp() + 1).max(0);
-    let y = Dec { coef: ln_fixed(&b, w), scale: w }.mul(&e);
+    let y = Dec {
+        coef: ln_fixed(&b, w),
+        scale: w,
+    }
+    .mul(&e);
     let r = exp_dec(&y, rscale)?;
     Numeric::from_dec(if res_neg { r.neg() } else { r })
 }
@@ -317,11 +379,18 @@ fn pow_int(b: &Dec, e: i64, rscale: i64) -> PgResult<Dec> {
     let mag = e.unsigned_abs();
     let exact_digits = super::ndigits(&b.coef).saturating_mul(mag as i64);
     let p = if exact_digits <= sig_digits.max(0) + 100 {
-        Dec { coef: num_traits::Pow::pow(&b.coef, mag as u32), scale: b.scale * mag as i64 }
+        Dec {
+            coef: num_traits::Pow::pow(&b.coef, mag as u32),
+            scale: b.scale * mag as i64,
+        }
     } else {
         pow_rounded(b, mag, sig_digits.max(1) + GUARD)
     };
-    Ok(if e < 0 { Dec::from_i64(1).div(&p, rscale, true) } else { p.round(rscale) })
+    Ok(if e < 0 {
+        Dec::from_i64(1).div(&p, rscale, true)
+    } else {
+        p.round(rscale)
+    })
 }
 
 /// base^e by repeated squaring, keeping `sig` significant digits after each product.
@@ -352,7 +421,11 @@ fn pow_rounded(b: &Dec, mut e: u64, sig: i64) -> Dec {
 fn pow_special(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
     let one = Numeric::from_dec(Dec::from_i64(1));
     if base.is_nan() {
-        return if exp.is_finite() && exp.signum() == 0 { one } else { Ok(Numeric::NAN) };
+        return if exp.is_finite() && exp.signum() == 0 {
+            one
+        } else {
+            Ok(Numeric::NAN)
+        };
     }
     if exp.is_nan() {
         let base_is_one = base.dec().is_some_and(|d| d.cmp(&Dec::from_i64(1)).is_eq());
@@ -363,7 +436,9 @@ fn pow_special(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
         return Err(power_error("zero raised to a negative power is undefined"));
     }
     if s1 < 0 && !exp.is_integral() {
-        return Err(power_error("a negative number raised to a non-integer power yields a complex result"));
+        return Err(power_error(
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
     }
     if exp.is_inf() {
         let abs_gt_one = match base.dec() {
@@ -375,18 +450,30 @@ fn pow_special(base: &Numeric, exp: &Numeric) -> PgResult<Numeric> {
                 }
             }
         };
-        return Ok(if abs_gt_one == (s2 > 0) { Numeric::POS_INF } else { Numeric::ZERO });
+        return Ok(if abs_gt_one == (s2 > 0) {
+            Numeric::POS_INF
+        } else {
+            Numeric::ZERO
+        });
     }
     // base is ±Infinity, exponent finite
     if s2 == 0 {
         return one;
     }
     if s1 > 0 {
-        return Ok(if s2 > 0 { Numeric::POS_INF } else { Numeric::ZERO });
+        return Ok(if s2 > 0 {
+            Numeric::POS_INF
+        } else {
+            Numeric::ZERO
+        });
     }
     if s2 < 0 {
         return Ok(Numeric::ZERO);
     }
     let odd = exp.dec().is_some_and(|d| d.trunc(0).coef.bit(0));
-    Ok(if odd { Numeric::NEG_INF } else { Numeric::POS_INF })
+    Ok(if odd {
+        Numeric::NEG_INF
+    } else {
+        Numeric::POS_INF
+    })
 }

@@ -93,8 +93,15 @@ pub fn from_binary(b: &[u8]) -> PgResult<Numeric> {
         _ => {}
     }
     // value = 0.d1d2… × 10000^(weight+1)
-    let coef = if digits.is_empty() { BigInt::zero() } else { digits.parse::<BigInt>().expect("digits") };
+    let coef = if digits.is_empty() {
+        BigInt::zero()
+    } else {
+        digits.parse::<BigInt>().expect("digits")
+    };
     let coef = if sign == NEG { -coef } else { coef };
-    let d = Dec { coef, scale: 4 * (nd as i64 - weight - 1) };
+    let d = Dec {
+        coef,
+        scale: 4 * (nd as i64 - weight - 1),
+    };
     Numeric::from_dec(d.trunc(dscale as i64))
 }
