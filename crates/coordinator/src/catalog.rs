@@ -5,7 +5,7 @@
 //! to bind again. DDL is applied immediately (not transactional yet; see
 //! docs/architecture.md).
 
-use datanode::Datanode;
+use datanode_client::DatanodeClient;
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
@@ -26,11 +26,11 @@ struct State {
 pub struct LiveCatalog {
     state: RwLock<State>,
     version: AtomicU64,
-    datanode: Arc<Datanode>,
+    datanode: DatanodeClient,
 }
 
 impl LiveCatalog {
-    pub fn load(datanode: Arc<Datanode>) -> PgResult<LiveCatalog> {
+    pub fn load(datanode: DatanodeClient) -> PgResult<LiveCatalog> {
         let mut state = State {
             next_oid: FIRST_USER_OID,
             ..Default::default()

@@ -7,7 +7,7 @@
 use crate::bulk::{BulkSink, Pushed};
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode::{Isolation, Txn};
+use datanode_client::{DatanodeTxn, Isolation};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
@@ -28,7 +28,7 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
 pub async fn execute(
     shared: &Shared,
     stmt: &Statement,
-    mut txn: Option<&mut Txn>,
+    mut txn: Option<&mut DatanodeTxn>,
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
@@ -210,7 +210,7 @@ async fn load_under_key(
     shared: &Shared,
     table: &TableDef,
     new_def: &Arc<TableDef>,
-    txn: &mut Txn,
+    txn: &mut DatanodeTxn,
     sorted: bool,
 ) -> PgResult<Pushed> {
     let dn = &shared.datanode;
@@ -229,11 +229,11 @@ async fn load_under_key(
     let key_columns: Vec<bool> = (0..table.columns.len())
         .map(|c| columns.contains(&c))
         .collect();
-    let rows = dn
-        .scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start)
+    let mut rows = dn
+        .scan_rows(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start)
         .await?;
-    for item in rows {
-        let (_, bytes) = item?;
+    while let Some(item) = rows.next().await {
+        let bytes = item?;
         let row = types::codec::decode_row_columns(&bytes, &key_columns)?;
         for &c in columns {
             if row[c].is_null() {
@@ -278,6 +278,7 @@ async fn load_under_key(
             vals.join(", ")
         ))
     };
+    drop(rows); // the scan borrows the transaction that finishing the load writes
     sink.finish(dn, txn, start, &duplicate).await?;
     Ok(Pushed::Taken)
 }

@@ -9,7 +9,7 @@ use crate::server::Shared;
 use crate::session_io::{self, SessionStream};
 use crate::settings::{Settings, StatementLimits};
 use bytes::BytesMut;
-use datanode::{Isolation, Savepoint, Timestamp, Txn};
+use datanode_client::{DatanodeTxn, Isolation, Savepoint, Timestamp};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult, Severity};
 use rustc_hash::FxHashMap;
@@ -197,7 +197,7 @@ impl Portals {
 
 /// The transaction the session is in.
 pub struct Transaction {
-    dn_txn: Option<Box<Txn>>,
+    dn_txn: Option<DatanodeTxn>,
     explicit: bool,
     failed: bool,
     isolation: Isolation,
@@ -1237,7 +1237,7 @@ impl<S: SessionStream> Session<S> {
                     .tx
                     .as_mut()
                     .filter(|_| in_block)
-                    .and_then(|t| t.dn_txn.as_deref_mut());
+                    .and_then(|t| t.dn_txn.as_mut());
                 let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
