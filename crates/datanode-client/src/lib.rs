@@ -5,12 +5,18 @@
 //! datanode`, comes with the cluster. The coordinator names only these types, never
 //! `datanode::Datanode` or `datanode::Txn`.
 //!
+//! Calls that may wait return the implementation's future itself rather than wrapping it
+//! in one of their own, so the embedded server's futures are exactly what they were
+//! without this crate (their size is on the hot path); a second implementation makes
+//! them an `Either`.
+//!
 //! Writes that return nothing a statement waits for (`put`, `own_relation`,
 //! `DatanodeTxn::rollback_to`) are synchronous, so a remote transaction can queue them and
 //! send them with its next read, lock or commit. Everything that may wait is async.
 
 use datanode::{Datanode, Txn};
 use pgerror::{PgError, PgResult};
+use std::future::Future;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,29 +109,29 @@ impl DatanodeClient {
     }
 
     /// The row under `key` at `snapshot`, the transaction's own writes included.
-    pub async fn get(
-        &self,
-        txn: &DatanodeTxn,
+    pub fn get<'f>(
+        &'f self,
+        txn: &'f DatanodeTxn,
         rel: RelId,
-        key: &[u8],
+        key: &'f [u8],
         snapshot: Timestamp,
-    ) -> PgResult<Option<RowBytes>> {
-        self.get_row(txn, rel, key, snapshot, false).await
+    ) -> impl Future<Output = PgResult<Option<RowBytes>>> + Send + 'f {
+        self.get_row(txn, rel, key, snapshot, false)
     }
 
     /// `get`; with `presence_only` for a caller that only asks whether the row exists
     /// (see `Datanode::get_row`).
-    pub async fn get_row(
-        &self,
-        txn: &DatanodeTxn,
+    pub fn get_row<'f>(
+        &'f self,
+        txn: &'f DatanodeTxn,
         rel: RelId,
-        key: &[u8],
+        key: &'f [u8],
         snapshot: Timestamp,
         presence_only: bool,
-    ) -> PgResult<Option<RowBytes>> {
+    ) -> impl Future<Output = PgResult<Option<RowBytes>>> + Send + 'f {
         match (self, txn) {
             (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
-                dn.get_row(t, rel, key, snapshot, presence_only).await
+                dn.get_row(t, rel, key, snapshot, presence_only)
             }
         }
     }
@@ -164,37 +170,40 @@ impl DatanodeClient {
 
     /// Takes the row's exclusive lock (waiting for its holder) and returns its newest
     /// committed version.
-    pub async fn lock_row(
-        &self,
-        txn: &mut DatanodeTxn,
+    pub fn lock_row<'f>(
+        &'f self,
+        txn: &'f mut DatanodeTxn,
         rel: RelId,
-        key: &[u8],
-    ) -> PgResult<Option<RowBytes>> {
+        key: &'f [u8],
+    ) -> impl Future<Output = PgResult<Option<RowBytes>>> + Send + 'f {
         match (self, txn) {
-            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.lock_row(t, rel, key).await,
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.lock_row(t, rel, key),
         }
     }
 
     /// Adds `increments` to the row under `key` (see `Datanode::increment`): Some(whether
     /// the row exists), or None if the caller must take the ordinary path.
-    pub async fn increment(
-        &self,
-        txn: &mut DatanodeTxn,
+    pub fn increment<'f>(
+        &'f self,
+        txn: &'f mut DatanodeTxn,
         rel: RelId,
-        key: &[u8],
+        key: &'f [u8],
         increments: Vec<ColumnIncrement>,
-    ) -> PgResult<Option<bool>> {
+    ) -> impl Future<Output = PgResult<Option<bool>>> + Send + 'f {
         match (self, txn) {
             (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
-                dn.increment(t, rel, key, increments).await
+                dn.increment(t, rel, key, increments)
             }
         }
     }
 
     /// Applies the transaction's deferred increments before it reads their rows.
-    pub async fn apply_increments(&self, txn: &mut DatanodeTxn) -> PgResult<()> {
+    pub fn apply_increments<'f>(
+        &'f self,
+        txn: &'f mut DatanodeTxn,
+    ) -> impl Future<Output = PgResult<()>> + Send + 'f {
         match (self, txn) {
-            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.apply_increments(t).await,
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.apply_increments(t),
         }
     }
 
@@ -213,47 +222,53 @@ impl DatanodeClient {
     }
 
     /// Writes a row under a key no one else can hold (a fresh row id).
-    pub async fn put_new_key(
-        &self,
-        txn: &mut DatanodeTxn,
+    pub fn put_new_key<'f>(
+        &'f self,
+        txn: &'f mut DatanodeTxn,
         rel: RelId,
-        key: &[u8],
+        key: &'f [u8],
         row: RowBytes,
-    ) -> PgResult<()> {
+    ) -> impl Future<Output = PgResult<()>> + Send + 'f {
         match (self, txn) {
-            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
-                dn.put_new_key(t, rel, key, row).await
-            }
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.put_new_key(t, rel, key, row),
         }
     }
 
     /// Inserts a row under a primary key, failing with `unique_violation()` if a row holds
     /// the key.
-    pub async fn insert(
-        &self,
-        txn: &mut DatanodeTxn,
+    pub fn insert<'f>(
+        &'f self,
+        txn: &'f mut DatanodeTxn,
         rel: RelId,
-        key: &[u8],
+        key: &'f [u8],
         row: RowBytes,
-        unique_violation: impl FnOnce() -> PgError + Send,
-    ) -> PgResult<()> {
+        unique_violation: impl FnOnce() -> PgError + Send + 'f,
+    ) -> impl Future<Output = PgResult<()>> + Send + 'f {
         match (self, txn) {
             (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
-                dn.insert(t, rel, key, row, unique_violation).await
+                dn.insert(t, rel, key, row, unique_violation)
             }
         }
     }
 
     /// Commits, returning the commit timestamp.
-    pub async fn commit(&self, txn: DatanodeTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    pub fn commit<'f>(
+        &'f self,
+        txn: DatanodeTxn,
+        gtm: &'f gtm::GtmClient,
+    ) -> impl Future<Output = PgResult<Timestamp>> + Send + 'f {
         match (self, txn) {
-            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.commit(t, gtm).await,
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.commit(t, gtm),
         }
     }
 
-    pub async fn abort(&self, txn: DatanodeTxn, gtm: &gtm::GtmClient) {
+    pub fn abort<'f>(
+        &'f self,
+        txn: DatanodeTxn,
+        gtm: &'f gtm::GtmClient,
+    ) -> impl Future<Output = ()> + Send + 'f {
         match (self, txn) {
-            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.abort(t, gtm).await,
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.abort(t, gtm),
         }
     }
 
