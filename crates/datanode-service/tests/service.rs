@@ -137,7 +137,7 @@ async fn scan_pages_resume_after_their_last_key() {
             panic!("ScanPage")
         };
         assert!(rows.len() <= 3);
-        seen.extend(rows.into_iter().map(|(k, r)| (k, r)));
+        seen.extend(rows);
         match last_key {
             Some(k) => lo = Bound::Excluded(k),
             None => break,
