@@ -139,17 +139,18 @@ impl BulkSink {
         })
     }
 
-    /// Adds a row, `encoded` as stored; `row_id` gives the next fresh row id for a table
-    /// without a primary key.
+    /// Adds a row, `encoded` as stored; `row_id` is its fresh row id if its table has no
+    /// primary key.
     pub async fn push(
         &mut self,
         row: &[Value],
         encoded: &[u8],
-        row_id: impl FnOnce() -> PgResult<u64>,
+        row_id: Option<u64>,
     ) -> PgResult<Pushed> {
-        let key = match row_key(&self.table, row) {
-            Some(key) => key,
-            None => row_id_key(row_id()?),
+        let key = match (row_key(&self.table, row), row_id) {
+            (Some(key), _) => key,
+            (None, Some(id)) => row_id_key(id),
+            (None, None) => return Err(PgError::internal("a row without a key or a row id")),
         };
         match &mut self.mode {
             Mode::InOrder(stream) => stream.push(&key, encoded).await,

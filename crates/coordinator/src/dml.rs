@@ -54,9 +54,9 @@ impl RowIds {
         }
     }
 
-    fn next(&mut self, dn: &DatanodeClient, rel: u64) -> PgResult<u64> {
+    async fn next(&mut self, dn: &DatanodeClient, rel: u64) -> PgResult<u64> {
         if self.left == 0 {
-            self.next = dn.allocate_row_ids(rel, self.block)?;
+            self.next = dn.allocate_row_ids(rel, self.block).await?;
             self.left = self.block;
             self.block = (self.block * 2).min(ROW_ID_BLOCK_MAX);
         }
@@ -82,7 +82,7 @@ async fn write_new_row(
             .await
         }
         None => {
-            let id = ids.next(dn, table.rel)?;
+            let id = ids.next(dn, table.rel).await?;
             dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
                 .await
         }
@@ -783,11 +783,11 @@ impl CopyLoader {
             let row = insert_row(&ctx, &table, &self.targets, &source)?;
             match &mut self.bulk {
                 Some(bulk) => {
-                    if bulk
-                        .push(&row, &encode(&row), || self.ids.next(dn, table.rel))
-                        .await?
-                        != crate::bulk::Pushed::Taken
-                    {
+                    let row_id = match table.primary_key {
+                        None => Some(self.ids.next(dn, table.rel).await?),
+                        Some(_) => None,
+                    };
+                    if bulk.push(&row, &encode(&row), row_id).await? != crate::bulk::Pushed::Taken {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }

@@ -9,9 +9,19 @@
 //! statement's row writes travel with its next read, lock or commit.
 
 use bytes::Bytes;
-use pgerror::PgError;
+use futures::future::BoxFuture;
+use pgerror::{PgError, PgResult};
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
+
+/// How a coordinator's requests reach one datanode: over the network, or, in one
+/// process, straight to its `DatanodeService`. A link answers each request or fails it
+/// with a connection-class error; `client` names the link's connection to the datanode,
+/// which aborts that connection's transactions when it ends.
+pub trait Link: Send + Sync {
+    fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>>;
+    fn client(&self) -> u64;
+}
 
 pub type RelId = u64;
 pub type Timestamp = u64;
