@@ -18,6 +18,9 @@ Which server is "under test" is chosen by the environment variable
 
 * ``meridian``           -- the Meridian binary (``MERIDIAN_BIN``, default
                             ``target/release/meridian``);
+* ``meridian-messages``  -- the same binary with ``--datanode-link messages``: every call
+                            from coordinator to datanode goes through the protocol's
+                            messages, as between processes;
 * ``postgres``           -- a real PostgreSQL 15 started exactly like Meridian would be,
                             which validates the tests themselves;
 * ``meridian,postgres``  -- every test runs against both.
@@ -53,7 +56,7 @@ READY_PATTERN = "ready to accept connections"
 START_TIMEOUT = float(os.environ.get("MERIDIAN_START_TIMEOUT", "120"))
 STOP_TIMEOUT = float(os.environ.get("MERIDIAN_STOP_TIMEOUT", "60"))
 PG_BINDIR = Path(os.environ.get("MERIDIAN_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
-VALID_TARGETS = ("meridian", "postgres")
+VALID_TARGETS = ("meridian", "meridian-messages", "postgres")
 
 
 def test_targets() -> list[str]:
@@ -445,7 +448,16 @@ class PostgresServer(ServerHandle):
         return max(vm_hwm_bytes(p) for p in process_tree(self.pid))
 
 
-SERVER_CLASSES = {"meridian": MeridianServer, "postgres": PostgresServer}
+class MeridianMessagesServer(MeridianServer):
+    """Meridian whose coordinator reaches its datanode through the coordinator-datanode
+    protocol's messages (`--datanode-link messages`), the path a cluster takes."""
+
+    def _command(self):
+        return super()._command() + ["--datanode-link", "messages"]
+
+
+SERVER_CLASSES = {"meridian": MeridianServer, "meridian-messages": MeridianMessagesServer,
+                  "postgres": PostgresServer}
 
 
 def _new_base_dir(kind: str) -> Path:

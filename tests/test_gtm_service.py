@@ -6,7 +6,8 @@
 2. Killing the GTM (SIGKILL) while clients run makes their transactions fail promptly
    with a connection-class SQLSTATE (08xxx / 57P01), never hang; once the GTM is
    restarted on the same data directory, transactions succeed again and the invariant
-   still holds.
+   still holds; the first statement after a restart succeeds, even on a connection that
+   sat idle through it.
 
 These exercise Meridian-only commands, so they always run against the Meridian binary.
 """
@@ -135,6 +136,23 @@ def test_gtm_killed_and_restarted(cluster):
     assert results["slowest_failure"] < 30, results
     assert results["ok_after"] > 0, f"no transaction succeeded after the GTM restarted: {results}"
     assert_invariant(server)
+    assert server.is_alive()
+
+
+def test_first_statement_after_gtm_restart_succeeds(cluster):
+    """The coordinator's GTM connection dies with the GTM while idle; once the GTM is back,
+    the very first statement must succeed (it used to fail with 08006 "lost connection to
+    GTM: early eof", however long after the restart it came, because the dead connection
+    was only found when used)."""
+    gtm, server = cluster
+    with psycopg.connect(server.dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE after_restart (id int PRIMARY KEY, v int)")
+        conn.execute("INSERT INTO after_restart VALUES (1, 1)")
+        gtm.kill9()
+        gtm.start()
+        time.sleep(1)  # idle: no statement, and well before the datanode's next GC round
+        conn.execute("UPDATE after_restart SET v = v + 1 WHERE id = 1")
+        assert conn.execute("SELECT v FROM after_restart WHERE id = 1").fetchone() == (2,)
     assert server.is_alive()
 
 

@@ -150,3 +150,35 @@ def test_increment_overflow_is_22003_and_changes_nothing(hot):
         holder.close()
         conn.close()
     assert balances(hot) == {1: 0, 2: 2147483001, 3: 0}
+
+
+def test_null_increment_of_a_held_row_violates_not_null(hot):
+    """`bal + NULL` is NULL: on a row another transaction holds it is not an increment
+    (those are applied at commit, past any NOT NULL check) but an ordinary update, which
+    waits for the holder and then fails with 23502, leaving the row as the holder left it."""
+    a = hot.connect()
+    b = hot.connect()
+    try:
+        a.execute("UPDATE hot_acct SET bal = bal + 100 WHERE id = 1")  # A holds the row
+        outcome = []
+
+        def b_work():
+            try:
+                b.execute("UPDATE hot_acct SET bal = bal + NULL WHERE id = 1")
+                outcome.append("updated")
+            except psycopg.errors.NotNullViolation:
+                outcome.append("23502")
+            except Exception as e:  # reported by the assertion below
+                outcome.append(repr(e))
+
+        t = threading.Thread(target=b_work)
+        t.start()
+        time.sleep(0.3)
+        a.commit()
+        t.join(30)
+        assert outcome == ["23502"]
+        b.rollback()
+        assert balances(hot) == {1: 100, 2: 0, 3: 0}
+    finally:
+        a.close()
+        b.close()

@@ -10,8 +10,8 @@
 //! the load with 23505, as a unique index build does.
 
 use crate::exec::{decode, row_id_key, row_key};
-use datanode::storage::{BulkLoad, Chunk};
-use datanode::{Datanode, Timestamp, Txn};
+use datanode_client::{Chunk, DatanodeBulkLoad};
+use datanode_client::{DatanodeClient, DatanodeTxn, Timestamp};
 use pgerror::{PgError, PgResult};
 use sql::TableDef;
 use std::cmp::Ordering;
@@ -52,14 +52,14 @@ pub enum Pushed {
 
 /// Rows passed on to the storage loader in chunks, keys strictly ascending.
 struct Stream {
-    load: BulkLoad,
+    load: DatanodeBulkLoad,
     chunk: Chunk,
     /// The last key of the chunks already passed on.
     last_passed: Option<Vec<u8>>,
 }
 
 impl Stream {
-    fn new(load: BulkLoad) -> Self {
+    fn new(load: DatanodeBulkLoad) -> Self {
         Stream {
             load,
             chunk: Chunk::default(),
@@ -103,8 +103,8 @@ impl BulkSink {
     /// Starts a load into `table` (whose relation the transaction owns and may load,
     /// `Datanode::can_bulk_load`): in order under row ids, sorted under a primary key.
     pub fn start(
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         table: Arc<TableDef>,
         spill: &spill::SpillDir,
     ) -> PgResult<BulkSink> {
@@ -128,8 +128,8 @@ impl BulkSink {
 
     /// Starts a load of rows expected in key order (see `Pushed::NotAscending`).
     pub fn start_in_order(
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         table: Arc<TableDef>,
     ) -> PgResult<BulkSink> {
         let load = dn.bulk_load(txn, table.rel)?;
@@ -139,17 +139,18 @@ impl BulkSink {
         })
     }
 
-    /// Adds a row, `encoded` as stored; `row_id` gives the next fresh row id for a table
-    /// without a primary key.
+    /// Adds a row, `encoded` as stored; `row_id` is its fresh row id if its table has no
+    /// primary key.
     pub async fn push(
         &mut self,
         row: &[Value],
         encoded: &[u8],
-        row_id: impl FnOnce() -> PgResult<u64>,
+        row_id: Option<u64>,
     ) -> PgResult<Pushed> {
-        let key = match row_key(&self.table, row) {
-            Some(key) => key,
-            None => row_id_key(row_id()?),
+        let key = match (row_key(&self.table, row), row_id) {
+            (Some(key), _) => key,
+            (None, Some(id)) => row_id_key(id),
+            (None, None) => return Err(PgError::internal("a row without a key or a row id")),
         };
         match &mut self.mode {
             Mode::InOrder(stream) => stream.push(&key, encoded).await,
@@ -167,8 +168,8 @@ impl BulkSink {
     /// Returns the number of rows.
     pub async fn finish(
         self,
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         snapshot: Timestamp,
         duplicate: &(dyn Fn(&[Value]) -> PgError + Sync),
     ) -> PgResult<u64> {

@@ -5,7 +5,7 @@
 //! to bind again. DDL is applied immediately (not transactional yet; see
 //! docs/architecture.md).
 
-use datanode::Datanode;
+use datanode_client::DatanodeClient;
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
@@ -26,16 +26,19 @@ struct State {
 pub struct LiveCatalog {
     state: RwLock<State>,
     version: AtomicU64,
-    datanode: Arc<Datanode>,
+    datanode: DatanodeClient,
+    /// Held across each durable write and its in-memory update, so catalog writes apply
+    /// in the order they are stored (`state`'s lock cannot be held across the await).
+    writes: tokio::sync::Mutex<()>,
 }
 
 impl LiveCatalog {
-    pub fn load(datanode: Arc<Datanode>) -> PgResult<LiveCatalog> {
+    pub async fn load(datanode: DatanodeClient) -> PgResult<LiveCatalog> {
         let mut state = State {
             next_oid: FIRST_USER_OID,
             ..Default::default()
         };
-        for (_, value) in datanode.meta_scan(TABLE_PREFIX)? {
+        for (_, value) in datanode.meta_scan(TABLE_PREFIX).await? {
             let table: TableDef = serde_json::from_slice(&value).map_err(|e| {
                 PgError::new(
                     codes::DATA_CORRUPTED,
@@ -46,7 +49,7 @@ impl LiveCatalog {
             state.by_name.insert(table.name.clone(), table.clone());
             state.by_oid.insert(table.oid, table);
         }
-        if let Some((_, v)) = datanode.meta_scan(NEXT_OID_KEY)?.into_iter().next() {
+        if let Some((_, v)) = datanode.meta_scan(NEXT_OID_KEY).await?.into_iter().next() {
             state.next_oid = String::from_utf8_lossy(&v)
                 .parse()
                 .unwrap_or(FIRST_USER_OID);
@@ -55,6 +58,7 @@ impl LiveCatalog {
             state: RwLock::new(state),
             version: AtomicU64::new(1),
             datanode,
+            writes: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -69,21 +73,25 @@ impl LiveCatalog {
     }
 
     /// Reserve `n` consecutive OIDs, durably.
-    pub fn allocate_oids(&self, n: u32) -> PgResult<u32> {
-        let mut st = self.state.write();
-        let first = st.next_oid;
-        st.next_oid += n;
+    pub async fn allocate_oids(&self, n: u32) -> PgResult<u32> {
+        let _writing = self.writes.lock().await;
+        let first = self.state.read().next_oid;
+        let next = first + n;
         self.datanode
-            .meta_put(NEXT_OID_KEY, Some(st.next_oid.to_string().as_bytes()))?;
+            .meta_put(NEXT_OID_KEY, Some(next.to_string().as_bytes()))
+            .await?;
+        self.state.write().next_oid = next;
         Ok(first)
     }
 
     /// Insert or replace a table definition, durably.
-    pub fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
+    pub async fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
-        let mut st = self.state.write();
+        let _writing = self.writes.lock().await;
         self.datanode
-            .meta_put(&table_key(table.oid), Some(&bytes))?;
+            .meta_put(&table_key(table.oid), Some(&bytes))
+            .await?;
+        let mut st = self.state.write();
         let table = Arc::new(table);
         if let Some(old) = st.by_oid.insert(table.oid, table.clone()) {
             st.by_name.remove(&old.name);
@@ -93,9 +101,10 @@ impl LiveCatalog {
         Ok(table)
     }
 
-    pub fn remove(&self, oid: u32) -> PgResult<()> {
+    pub async fn remove(&self, oid: u32) -> PgResult<()> {
+        let _writing = self.writes.lock().await;
+        self.datanode.meta_put(&table_key(oid), None).await?;
         let mut st = self.state.write();
-        self.datanode.meta_put(&table_key(oid), None)?;
         if let Some(old) = st.by_oid.remove(&oid) {
             st.by_name.remove(&old.name);
         }

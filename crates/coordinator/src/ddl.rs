@@ -7,7 +7,7 @@
 use crate::bulk::{BulkSink, Pushed};
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode::{Isolation, Txn};
+use datanode_client::{DatanodeTxn, Isolation};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
@@ -28,7 +28,7 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
 pub async fn execute(
     shared: &Shared,
     stmt: &Statement,
-    mut txn: Option<&mut Txn>,
+    mut txn: Option<&mut DatanodeTxn>,
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
@@ -48,7 +48,7 @@ pub async fn execute(
                     format!("relation \"{}\" already exists", ct.name),
                 ));
             }
-            create_table(shared, ct)?;
+            create_table(shared, ct).await?;
             Ok("CREATE TABLE".into())
         }
         Statement::DropTable { names, if_exists } => {
@@ -70,24 +70,27 @@ pub async fn execute(
                 }
             }
             for t in tables {
-                shared.catalog.remove(t.oid)?;
-                shared.datanode.drop_rel(t.rel)?;
+                shared.catalog.remove(t.oid).await?;
+                shared.datanode.drop_rel(t.rel).await?;
             }
             Ok("DROP TABLE".into())
         }
         Statement::Truncate { tables } => {
             for t in tables {
                 let current = current(shared, t)?;
-                let rel = shared.datanode.create_rel()?;
+                let rel = shared.datanode.create_rel().await?;
                 if let Some(txn) = txn.as_deref_mut() {
                     // Before anyone can see the relation.
                     shared.datanode.own_relation(txn, rel);
                 }
-                shared.catalog.put(TableDef {
-                    rel,
-                    ..(*current).clone()
-                })?;
-                shared.datanode.drop_rel(current.rel)?;
+                shared
+                    .catalog
+                    .put(TableDef {
+                        rel,
+                        ..(*current).clone()
+                    })
+                    .await?;
+                shared.datanode.drop_rel(current.rel).await?;
             }
             Ok("TRUNCATE TABLE".into())
         }
@@ -107,7 +110,7 @@ pub async fn execute(
                 tables.clone()
             };
             for t in targets {
-                shared.datanode.vacuum(current(shared, &t)?.rel)?;
+                shared.datanode.vacuum(current(shared, &t)?.rel).await?;
             }
             Ok(if *analyze {
                 "ANALYZE".into()
@@ -130,20 +133,23 @@ fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
     })
 }
 
-fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
-    let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE)?;
-    let rel = shared.datanode.create_rel()?;
+async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
+    let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE).await?;
+    let rel = shared.datanode.create_rel().await?;
     let has_pk = ct.primary_key.is_some();
-    shared.catalog.put(TableDef {
-        oid,
-        name: ct.name.clone(),
-        columns: ct.columns.clone(),
-        primary_key: ct.primary_key.clone(),
-        pk_name: has_pk.then(|| format!("{}_pkey", ct.name)),
-        pk_index_oid: has_pk.then_some(oid + 1),
-        rel,
-        fillfactor: ct.fillfactor,
-    })?;
+    shared
+        .catalog
+        .put(TableDef {
+            oid,
+            name: ct.name.clone(),
+            columns: ct.columns.clone(),
+            primary_key: ct.primary_key.clone(),
+            pk_name: has_pk.then(|| format!("{}_pkey", ct.name)),
+            pk_index_oid: has_pk.then_some(oid + 1),
+            rel,
+            fillfactor: ct.fillfactor,
+        })
+        .await?;
     Ok(())
 }
 
@@ -171,7 +177,7 @@ async fn add_primary_key(
     for &c in columns {
         new_def.columns[c].not_null = true;
     }
-    let new_rel = shared.datanode.create_rel()?;
+    let new_rel = shared.datanode.create_rel().await?;
     new_def.rel = new_rel;
 
     let dn = &shared.datanode;
@@ -187,14 +193,14 @@ async fn add_primary_key(
         match load_under_key(shared, table, &new_def, &mut txn, sorted).await {
             Ok(Pushed::Taken) => {
                 dn.commit(txn, &shared.gtm).await?;
-                shared.catalog.put((*new_def).clone())?;
-                dn.drop_rel(table.rel)?;
+                shared.catalog.put((*new_def).clone()).await?;
+                dn.drop_rel(table.rel).await?;
                 return Ok(());
             }
             Ok(Pushed::NotAscending) => dn.abort(txn, &shared.gtm).await,
             Err(e) => {
                 dn.abort(txn, &shared.gtm).await;
-                dn.drop_rel(new_rel)?;
+                dn.drop_rel(new_rel).await?;
                 return Err(e);
             }
         }
@@ -210,7 +216,7 @@ async fn load_under_key(
     shared: &Shared,
     table: &TableDef,
     new_def: &Arc<TableDef>,
-    txn: &mut Txn,
+    txn: &mut DatanodeTxn,
     sorted: bool,
 ) -> PgResult<Pushed> {
     let dn = &shared.datanode;
@@ -229,11 +235,11 @@ async fn load_under_key(
     let key_columns: Vec<bool> = (0..table.columns.len())
         .map(|c| columns.contains(&c))
         .collect();
-    let rows = dn
-        .scan(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start)
+    let mut rows = dn
+        .scan_rows(txn, table.rel, Bound::Unbounded, Bound::Unbounded, start)
         .await?;
-    for item in rows {
-        let (_, bytes) = item?;
+    while let Some(item) = rows.next().await {
+        let bytes = item?;
         let row = types::codec::decode_row_columns(&bytes, &key_columns)?;
         for &c in columns {
             if row[c].is_null() {
@@ -246,13 +252,7 @@ async fn load_under_key(
                 ));
             }
         }
-        if sink
-            .push(&row, &bytes, || {
-                Err(PgError::internal("row id for a keyed table"))
-            })
-            .await?
-            == Pushed::NotAscending
-        {
+        if sink.push(&row, &bytes, None).await? == Pushed::NotAscending {
             return Ok(Pushed::NotAscending);
         }
     }
@@ -278,6 +278,7 @@ async fn load_under_key(
             vals.join(", ")
         ))
     };
+    drop(rows); // the scan borrows the transaction that finishing the load writes
     sink.finish(dn, txn, start, &duplicate).await?;
     Ok(Pushed::Taken)
 }

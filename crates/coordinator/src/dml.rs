@@ -19,7 +19,7 @@ use crate::exec::{
     KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
-use datanode::{Datanode, Timestamp, Txn};
+use datanode_client::{ColumnIncrement, DatanodeClient, DatanodeTxn, IncrementOp, Timestamp};
 use pgerror::{codes, PgError, PgResult};
 use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
@@ -54,9 +54,9 @@ impl RowIds {
         }
     }
 
-    fn next(&mut self, dn: &Datanode, rel: u64) -> PgResult<u64> {
+    async fn next(&mut self, dn: &DatanodeClient, rel: u64) -> PgResult<u64> {
         if self.left == 0 {
-            self.next = dn.allocate_row_ids(rel, self.block)?;
+            self.next = dn.allocate_row_ids(rel, self.block).await?;
             self.left = self.block;
             self.block = (self.block * 2).min(ROW_ID_BLOCK_MAX);
         }
@@ -68,8 +68,8 @@ impl RowIds {
 
 /// Write one new row: by primary key (checking uniqueness) or under a fresh row id.
 async fn write_new_row(
-    dn: &Datanode,
-    txn: &mut Txn,
+    dn: &DatanodeClient,
+    txn: &mut DatanodeTxn,
     table: &TableDef,
     row: &[Value],
     ids: &mut RowIds,
@@ -82,7 +82,7 @@ async fn write_new_row(
             .await
         }
         None => {
-            let id = ids.next(dn, table.rel)?;
+            let id = ids.next(dn, table.rel).await?;
             dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
                 .await
         }
@@ -323,7 +323,7 @@ impl<'p> TargetRows<'p> {
     async fn next(
         &mut self,
         dml: &Dml<'_>,
-        txn: &Txn,
+        txn: &DatanodeTxn,
         held: &mut Held<'_>,
     ) -> PgResult<Option<Vec<KeyedRow>>> {
         let after = match &self.position {
@@ -422,7 +422,7 @@ impl<'s> Affected<'s> {
 /// parameters and the session. The transaction is passed separately because reads
 /// borrow it shared and writes borrow it exclusively, in turns.
 pub struct Dml<'a> {
-    pub dn: &'a Datanode,
+    pub dn: &'a DatanodeClient,
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub view: &'a SessionView<'a>,
@@ -447,7 +447,7 @@ impl<'a> Dml<'a> {
     }
 
     /// A read-only executor over `txn` at the statement snapshot.
-    pub fn reader<'t>(&'t self, txn: &'t Txn) -> Executor<'t> {
+    pub fn reader<'t>(&'t self, txn: &'t DatanodeTxn) -> Executor<'t> {
         Executor {
             dn: self.dn,
             txn,
@@ -462,7 +462,7 @@ impl<'a> Dml<'a> {
     /// the transaction that writes borrow exclusively, and a source that reads the table
     /// written (`INSERT INTO t SELECT … FROM t`) must not see the statement's rows. Its
     /// rows wait in a spool: in memory up to work_mem, past it in a temporary file.
-    pub async fn insert(&self, txn: &mut Txn, ins: &Insert) -> PgResult<DmlResult> {
+    pub async fn insert(&self, txn: &mut DatanodeTxn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
         let mut spool = Spool::new(self.state);
         self.reader(txn)
@@ -512,7 +512,7 @@ impl<'a> Dml<'a> {
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
     async fn lock_candidates(
         &self,
-        txn: &mut Txn,
+        txn: &mut DatanodeTxn,
         table: &TableDef,
         candidates: Vec<KeyedRow>,
         filter: Option<&Expr>,
@@ -542,31 +542,32 @@ impl<'a> Dml<'a> {
     /// the ordinary way instead.
     async fn increment(
         &self,
-        txn: &mut Txn,
+        txn: &mut DatanodeTxn,
         table: &Arc<TableDef>,
         key: &[u8],
         increments: Vec<(usize, BinaryOp, &Expr)>,
     ) -> PgResult<Option<DmlResult>> {
-        let mut amounts: Vec<(usize, BinaryOp, Value)> = Vec::with_capacity(increments.len());
-        for (col, op, e) in increments {
-            amounts.push((col, op, self.reader(txn).eval(&[], e, &[]).await?));
-        }
-        let t = table.clone();
-        let apply: datanode::IncrementFn = Box::new(move |bytes| {
-            let mut row = decode(bytes, &t)?;
-            for (col, op, amount) in &amounts {
-                row[*col] = sql::eval::binary(*op, &row[*col], amount)?;
+        let mut amounts = Vec::with_capacity(increments.len());
+        for (column, op, e) in increments {
+            let amount = self.reader(txn).eval(&[], e, &[]).await?;
+            if amount.is_null() {
+                // NULL + x is NULL, which NOT NULL may refuse: the ordinary way checks.
+                return Ok(None);
             }
-            check_not_null(&t, &row)?;
-            Ok(encode(&row))
-        });
+            let op = match op {
+                BinaryOp::Add => IncrementOp::Add,
+                BinaryOp::Sub => IncrementOp::Sub,
+                _ => return Err(PgError::internal("an increment is + or -")),
+            };
+            amounts.push(ColumnIncrement { column, op, amount });
+        }
         let done = self
-            .lock_wait(self.dn.increment(txn, table.rel, key, apply))
+            .lock_wait(self.dn.increment(txn, table.rel, key, amounts))
             .await?;
         Ok(done.map(|exists| (Vec::new(), exists as u64)))
     }
 
-    pub async fn update(&self, txn: &mut Txn, upd: &Update) -> PgResult<DmlResult> {
+    pub async fn update(&self, txn: &mut DatanodeTxn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
         let mut affected = Affected::new(self.state, &upd.returning);
         if let Some(increments) = increments_of(upd) {
@@ -605,7 +606,7 @@ impl<'a> Dml<'a> {
     /// Locks, computes and writes one batch of an UPDATE's rows.
     async fn update_batch(
         &self,
-        txn: &mut Txn,
+        txn: &mut DatanodeTxn,
         upd: &Update,
         candidates: Vec<KeyedRow>,
         affected: &mut Affected<'_>,
@@ -643,7 +644,7 @@ impl<'a> Dml<'a> {
         affected.batch_written(&self.reader(txn)).await
     }
 
-    pub async fn delete(&self, txn: &mut Txn, del: &Delete) -> PgResult<DmlResult> {
+    pub async fn delete(&self, txn: &mut DatanodeTxn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
         let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
@@ -702,8 +703,8 @@ impl CopyLoader {
     /// undo part of the transaction after this: rows loaded in bulk go only with it.
     pub fn load_in_bulk_if_owned(
         &mut self,
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         spill: &spill::SpillDir,
     ) -> PgResult<()> {
         if dn.can_bulk_load(txn, self.table.rel) {
@@ -721,8 +722,8 @@ impl CopyLoader {
     /// visible to the transaction.
     pub async fn finish(
         &mut self,
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         snapshot: Timestamp,
     ) -> PgResult<()> {
         if let Some(bulk) = self.bulk.take() {
@@ -738,8 +739,8 @@ impl CopyLoader {
 
     pub async fn load(
         &mut self,
-        dn: &Datanode,
-        txn: &mut Txn,
+        dn: &DatanodeClient,
+        txn: &mut DatanodeTxn,
         view: &SessionView<'_>,
         rows: Vec<CopyRow>,
         line: u64,
@@ -782,11 +783,11 @@ impl CopyLoader {
             let row = insert_row(&ctx, &table, &self.targets, &source)?;
             match &mut self.bulk {
                 Some(bulk) => {
-                    if bulk
-                        .push(&row, &encode(&row), || self.ids.next(dn, table.rel))
-                        .await?
-                        != crate::bulk::Pushed::Taken
-                    {
+                    let row_id = match table.primary_key {
+                        None => Some(self.ids.next(dn, table.rel).await?),
+                        Some(_) => None,
+                    };
+                    if bulk.push(&row, &encode(&row), row_id).await? != crate::bulk::Pushed::Taken {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }

@@ -23,7 +23,7 @@ mod spilling;
 use crate::catalog::LiveCatalog;
 use crate::settings::Settings;
 use crate::system;
-use datanode::{Datanode, RowBytes, Timestamp, Txn};
+use datanode_client::{DatanodeClient, DatanodeTxn, RowBytes, Timestamp};
 use memory::MemoryAccount;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -117,8 +117,8 @@ impl<'a> StatementState<'a> {
 
 /// Runs read-only parts of a statement at one snapshot.
 pub struct Executor<'a> {
-    pub dn: &'a Datanode,
-    pub txn: &'a Txn,
+    pub dn: &'a DatanodeClient,
+    pub txn: &'a DatanodeTxn,
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub session: &'a SessionView<'a>,
@@ -205,7 +205,7 @@ impl<'a> Executor<'a> {
         let Some(mut scan) = nodes::KeyedScan::open(self, table, access, &[]).await? else {
             return Ok(None);
         };
-        let Some(found) = scan.next_row() else {
+        let Some(found) = scan.next_row().await else {
             return Ok(None);
         };
         let mut row = decode(&found?.1, table)?;
@@ -399,7 +399,7 @@ impl<'a> Executor<'a> {
         else {
             return Ok(());
         };
-        while let Some((key, bytes)) = rows.next_row().transpose()? {
+        while let Some((key, bytes)) = rows.next_row().await.transpose()? {
             let more = visit(key, bytes.clone(), decode(&bytes, table)?)?;
             self.pace(1).await;
             if !more {

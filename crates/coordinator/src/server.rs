@@ -7,7 +7,7 @@ use crate::session::{Session, SessionState};
 use crate::session_io::SessionStream;
 use crate::settings::Settings;
 use bytes::BytesMut;
-use datanode::{Datanode, DatanodeOptions};
+use datanode_client::{DatanodeClient, DatanodeOptions};
 use gtm::GtmClient;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -42,11 +42,14 @@ pub struct CoordinatorConfig {
     pub session_threads: usize,
     /// How long a session thread polls for the next request before sleeping (zero: never).
     pub busy_poll: Duration,
+    /// Whether calls to the datanode go through the protocol's messages and its service
+    /// side instead of straight to it (`DatanodeClient::open_local`).
+    pub datanode_messages: bool,
 }
 
 /// State shared by every session of this coordinator.
 pub struct Shared {
-    pub datanode: Arc<Datanode>,
+    pub datanode: DatanodeClient,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
@@ -147,9 +150,13 @@ impl Coordinator {
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
-        let datanode = Datanode::open(dn_opts)?;
-        datanode.start_gc(gtm.clone(), Duration::from_secs(5));
-        let catalog = LiveCatalog::load(datanode.clone())?;
+        let datanode = DatanodeClient::open_local(
+            dn_opts,
+            gtm.clone(),
+            Duration::from_secs(5),
+            config.datanode_messages,
+        )?;
+        let catalog = LiveCatalog::load(datanode.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)
             .await

@@ -23,6 +23,7 @@
 //!
 //! See README.md for the invariants.
 
+mod increment;
 mod locks;
 mod owned;
 mod single_version;
@@ -45,6 +46,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 pub use gtm::Timestamp;
+pub use increment::{ColumnIncrement, IncrementOp};
 pub use storage;
 pub use storage::Store;
 
@@ -90,7 +92,7 @@ pub struct Savepoint {
 }
 
 /// Computes a row's new version from its newest committed one: a deferred increment.
-pub type IncrementFn = Box<dyn Fn(&RowBytes) -> PgResult<RowBytes> + Send + Sync>;
+type IncrementFn = Box<dyn Fn(&RowBytes) -> PgResult<RowBytes> + Send + Sync>;
 
 type WriteSet = BTreeMap<RelId, BTreeMap<Vec<u8>, Option<RowBytes>>>;
 
@@ -913,14 +915,14 @@ impl Datanode {
     /// row's exclusive lock, or when nobody else has any business with the row (the lock
     /// is taken here: a row nobody else wants is updated at once, not at commit).
     /// Otherwise takes an increment lock (waiting only for an exclusive owner) and returns
-    /// whether the row exists, in which case `apply` runs at commit, or earlier when the
+    /// whether the row exists, in which case `increments` apply at commit, or earlier when the
     /// transaction touches the row again.
     pub async fn increment(
         &self,
         txn: &mut Txn,
         rel: RelId,
         key: &[u8],
-        apply: IncrementFn,
+        increments: Vec<ColumnIncrement>,
     ) -> PgResult<Option<bool>> {
         if txn.isolation != Isolation::ReadCommitted
             || txn.holds_lock(rel, key)?
@@ -951,6 +953,7 @@ impl Datanode {
                 return Ok(Some(false));
             }
         }
+        let apply: IncrementFn = Box::new(move |row| increment::apply(row, &increments));
         txn.increments.push((rel, key.to_vec(), apply));
         Ok(Some(true))
     }

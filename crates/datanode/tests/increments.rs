@@ -1,8 +1,9 @@
 //! Deferred increments and increment locks (`Datanode::increment`), over real files and a
-//! real in-process GTM. Rows hold an i64 (big-endian); an increment adds to it.
+//! real in-process GTM. Rows hold one bigint (`types::codec`'s row encoding); an increment
+//! adds to it.
 
 use bytes::Bytes;
-use datanode::{Datanode, DatanodeOptions, IncrementFn, Isolation, Txn};
+use datanode::{ColumnIncrement, Datanode, DatanodeOptions, IncrementOp, Isolation, Txn};
 use pgerror::{codes, PgError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,15 +39,24 @@ async fn env() -> Env {
 }
 
 fn int(v: i64) -> Bytes {
-    Bytes::from(v.to_be_bytes().to_vec())
+    let mut out = Vec::new();
+    types::codec::encode_row(&[types::Value::Int8(v)], &mut out);
+    Bytes::from(out)
 }
 
 fn value(r: &Bytes) -> i64 {
-    i64::from_be_bytes(r[..].try_into().unwrap())
+    match types::codec::decode_row(r).unwrap()[..] {
+        [types::Value::Int8(v)] => v,
+        ref other => panic!("not one bigint: {other:?}"),
+    }
 }
 
-fn add(d: i64) -> IncrementFn {
-    Box::new(move |r| Ok(int(value(r) + d)))
+fn add(d: i64) -> Vec<ColumnIncrement> {
+    vec![ColumnIncrement {
+        column: 0,
+        op: IncrementOp::Add,
+        amount: types::Value::Int8(d),
+    }]
 }
 
 impl Env {
@@ -257,12 +267,8 @@ async fn rollback_to_savepoint_drops_later_increments() {
 async fn an_increment_that_fails_at_commit_aborts_the_transaction() {
     let e = env().await;
     let mut t = e.increment_holder("a", 1).await;
-    let overflow: IncrementFn = Box::new(|_| {
-        Err(PgError::new(
-            codes::NUMERIC_VALUE_OUT_OF_RANGE,
-            "integer out of range",
-        ))
-    });
+    // Applied to a at commit: 0 + 1 + i64::MAX is out of bigint's range.
+    let overflow = add(i64::MAX);
     assert_eq!(
         e.dn.increment(&mut t, e.rel, b"b", add(0)).await.unwrap(),
         None,

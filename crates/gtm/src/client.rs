@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
@@ -306,7 +306,7 @@ impl Driver {
                 if self.shared.closed.load(Ordering::Acquire) {
                     return;
                 }
-                self.shared.notify.notified().await;
+                self.idle().await;
                 continue;
             }
             let now = Instant::now();
@@ -342,6 +342,31 @@ impl Driver {
             let b = std::mem::take(&mut batch);
             let deadline = deadline.unwrap_or(now + self.shared.opts.request_timeout);
             self.send_batch(b, deadline).await;
+        }
+    }
+
+    /// Waits for the next request. Meanwhile it watches the idle connection: nothing is
+    /// in flight, so the GTM closing it (it stopped or restarted) or sending anything is
+    /// the end of it, and the next request opens a fresh connection instead of failing on
+    /// the dead one however long after the restart it comes.
+    async fn idle(&mut self) {
+        let notified = self.shared.notify.notified();
+        let Some(conn) = self.conn.as_mut() else {
+            notified.await;
+            return;
+        };
+        let ended = tokio::select! {
+            _ = notified => None,
+            r = conn.rd.fill_buf() => Some(match r {
+                Ok([]) => "the GTM closed the connection".to_string(),
+                Ok(_) => "the GTM sent data no request asked for".to_string(),
+                Err(e) => e.to_string(),
+            }),
+        };
+        if let Some(why) = ended {
+            tracing::info!(addr = %self.shared.addr, "GTM connection ended while idle: {why}");
+            self.conn = None;
+            self.last_failure = None;
         }
     }
 

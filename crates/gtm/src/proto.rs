@@ -87,20 +87,8 @@ pub fn violation(msg: impl Into<String>) -> PgError {
 /// Maps a SQLSTATE received from the peer onto one of the static codes Meridian knows,
 /// so that `PgError::code` can stay `&'static str`.
 pub fn static_code(code: &[u8]) -> &'static str {
-    const KNOWN: &[&str] = &[
-        codes::CONNECTION_FAILURE,
-        codes::CONNECTION_EXCEPTION,
-        codes::PROTOCOL_VIOLATION,
-        codes::ADMIN_SHUTDOWN,
-        codes::CANNOT_CONNECT_NOW,
-        codes::PROGRAM_LIMIT_EXCEEDED,
-        codes::IO_ERROR,
-        codes::DATA_CORRUPTED,
-        codes::OBJECT_NOT_IN_PREREQUISITE_STATE,
-    ];
-    KNOWN
-        .iter()
-        .copied()
-        .find(|k| k.as_bytes() == code)
+    std::str::from_utf8(code)
+        .ok()
+        .and_then(codes::known)
         .unwrap_or(codes::INTERNAL_ERROR)
 }

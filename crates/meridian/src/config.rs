@@ -42,10 +42,22 @@ pub struct StartArgs {
     /// (0: never poll). Default 200.
     #[arg(long)]
     busy_poll_us: Option<u64>,
+    /// How the coordinator calls the datanode in this process: `direct` (default), or
+    /// `messages`: every call goes through the coordinator-datanode protocol's messages and
+    /// the datanode's service side, as between processes, without a socket (for testing
+    /// that path).
+    #[arg(long, value_enum, default_value_t = DatanodeLink::Direct)]
+    datanode_link: DatanodeLink,
     /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size, query_memory,
     /// txn_memory, synchronous_commit, gtm, session_threads, busy_poll_us.
     #[arg(long)]
     config: Option<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatanodeLink {
+    Direct,
+    Messages,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -76,6 +88,7 @@ pub struct Settings {
     pub gtm: Option<String>,
     pub session_threads: usize,
     pub busy_poll_us: u64,
+    pub datanode_link: DatanodeLink,
 }
 
 impl StartArgs {
@@ -132,6 +145,7 @@ impl StartArgs {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
                 .max(1),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
+            datanode_link: self.datanode_link,
         })
     }
 }

@@ -31,7 +31,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the embedded server (GTM, coordinator and datanode in one process).
-    Start(StartArgs),
+    Start(Box<StartArgs>),
     /// Run the global transaction manager (timestamp oracle) alone.
     Gtm {
         #[arg(long, default_value = "./meridian-gtm")]
@@ -57,7 +57,7 @@ fn main() {
         .expect("tokio runtime");
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Start(args) => start(args).await,
+            Command::Start(args) => start(*args).await,
             Command::Gtm { data_dir, listen } => {
                 let shutdown = ShutdownSignal::install();
                 tokio::select! {
@@ -87,6 +87,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         gtm: settings.gtm.clone(),
         session_threads: settings.session_threads,
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
+        datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
     };
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;

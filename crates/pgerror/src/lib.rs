@@ -107,86 +107,103 @@ impl std::error::Error for PgError {}
 
 /// SQLSTATE codes used by Meridian (names as in PostgreSQL's errcodes.txt).
 pub mod codes {
-    pub const SUCCESSFUL_COMPLETION: &str = "00000";
-    pub const WARNING: &str = "01000";
-    pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
-    pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
-    pub const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
-    pub const READ_ONLY_SQL_TRANSACTION: &str = "25006";
-    pub const CONNECTION_EXCEPTION: &str = "08000";
-    pub const CONNECTION_FAILURE: &str = "08006";
-    pub const PROTOCOL_VIOLATION: &str = "08P01";
-    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
-    pub const CARDINALITY_VIOLATION: &str = "21000";
-    pub const DATA_EXCEPTION: &str = "22000";
-    pub const STRING_DATA_RIGHT_TRUNCATION: &str = "22001";
-    pub const NUMERIC_VALUE_OUT_OF_RANGE: &str = "22003";
-    pub const NULL_VALUE_NOT_ALLOWED: &str = "22004";
-    pub const INVALID_DATETIME_FORMAT: &str = "22007";
-    pub const DATETIME_FIELD_OVERFLOW: &str = "22008";
-    pub const DIVISION_BY_ZERO: &str = "22012";
-    pub const SUBSTRING_ERROR: &str = "22011";
-    pub const INVALID_ROW_COUNT_IN_LIMIT: &str = "2201W";
-    pub const INVALID_ARGUMENT_FOR_LOG: &str = "2201E";
-    pub const INVALID_ARGUMENT_FOR_POWER: &str = "2201F";
-    pub const INVALID_PARAMETER_VALUE: &str = "22023";
-    pub const INVALID_REGULAR_EXPRESSION: &str = "2201B";
-    pub const INVALID_TEXT_REPRESENTATION: &str = "22P02";
-    pub const INVALID_BINARY_REPRESENTATION: &str = "22P03";
-    pub const BAD_COPY_FILE_FORMAT: &str = "22P04";
-    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
-    pub const CHARACTER_NOT_IN_REPERTOIRE: &str = "22021";
-    pub const INVALID_ESCAPE_SEQUENCE: &str = "22025";
-    pub const INTEGRITY_CONSTRAINT_VIOLATION: &str = "23000";
-    pub const NOT_NULL_VIOLATION: &str = "23502";
-    pub const FOREIGN_KEY_VIOLATION: &str = "23503";
-    pub const UNIQUE_VIOLATION: &str = "23505";
-    pub const CHECK_VIOLATION: &str = "23514";
-    pub const INVALID_CURSOR_STATE: &str = "24000";
-    pub const INVALID_TRANSACTION_STATE: &str = "25000";
-    pub const INVALID_SQL_STATEMENT_NAME: &str = "26000";
-    pub const INVALID_AUTHORIZATION_SPECIFICATION: &str = "28000";
-    pub const INVALID_PASSWORD: &str = "28P01";
-    pub const INVALID_CURSOR_NAME: &str = "34000";
-    pub const SERIALIZATION_FAILURE: &str = "40001";
-    pub const DEADLOCK_DETECTED: &str = "40P01";
-    pub const SYNTAX_ERROR: &str = "42601";
-    pub const INSUFFICIENT_PRIVILEGE: &str = "42501";
-    pub const UNDEFINED_COLUMN: &str = "42703";
-    pub const UNDEFINED_FUNCTION: &str = "42883";
-    pub const UNDEFINED_TABLE: &str = "42P01";
-    pub const UNDEFINED_PARAMETER: &str = "42P02";
-    pub const UNDEFINED_OBJECT: &str = "42704";
-    pub const DUPLICATE_COLUMN: &str = "42701";
-    pub const DUPLICATE_TABLE: &str = "42P07";
-    pub const DUPLICATE_OBJECT: &str = "42710";
-    pub const DUPLICATE_PREPARED_STATEMENT: &str = "42P05";
-    pub const DUPLICATE_CURSOR: &str = "42P03";
-    pub const AMBIGUOUS_COLUMN: &str = "42702";
-    pub const AMBIGUOUS_FUNCTION: &str = "42725";
-    pub const DATATYPE_MISMATCH: &str = "42804";
-    pub const INDETERMINATE_DATATYPE: &str = "42P18";
-    pub const GROUPING_ERROR: &str = "42803";
-    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
-    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
-    pub const INVALID_PARAMETER_REFERENCE: &str = "42P04";
-    pub const WRONG_OBJECT_TYPE: &str = "42809";
-    pub const INVALID_NAME: &str = "42602";
-    pub const UNDEFINED_DATABASE: &str = "3D000";
-    pub const INVALID_CATALOG_NAME: &str = "3D000";
-    pub const INVALID_SCHEMA_NAME: &str = "3F000";
-    pub const PROGRAM_LIMIT_EXCEEDED: &str = "54000";
-    pub const TOO_MANY_CONNECTIONS: &str = "53300";
-    pub const DISK_FULL: &str = "53100";
-    pub const OUT_OF_MEMORY: &str = "53200";
-    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
-    pub const LOCK_NOT_AVAILABLE: &str = "55P03";
-    pub const QUERY_CANCELED: &str = "57014";
-    pub const IDLE_IN_TRANSACTION_SESSION_TIMEOUT: &str = "25P03";
-    pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
-    pub const ADMIN_SHUTDOWN: &str = "57P01";
-    pub const CANNOT_CONNECT_NOW: &str = "57P03";
-    pub const IO_ERROR: &str = "58030";
-    pub const INTERNAL_ERROR: &str = "XX000";
-    pub const DATA_CORRUPTED: &str = "XX001";
+    /// Declares each SQLSTATE as a constant and lists them all in `ALL`.
+    macro_rules! sqlstates {
+        ($($name:ident = $code:literal;)*) => {
+            $(pub const $name: &str = $code;)*
+            /// Every SQLSTATE above, so a code that crossed a network can be matched back
+            /// to its constant (`super::PgError::code` is `&'static str`).
+            pub const ALL: &[&str] = &[$($code),*];
+        };
+    }
+
+    sqlstates! {
+        SUCCESSFUL_COMPLETION = "00000";
+        WARNING = "01000";
+        NO_ACTIVE_SQL_TRANSACTION = "25P01";
+        ACTIVE_SQL_TRANSACTION = "25001";
+        IN_FAILED_SQL_TRANSACTION = "25P02";
+        READ_ONLY_SQL_TRANSACTION = "25006";
+        CONNECTION_EXCEPTION = "08000";
+        CONNECTION_FAILURE = "08006";
+        PROTOCOL_VIOLATION = "08P01";
+        FEATURE_NOT_SUPPORTED = "0A000";
+        CARDINALITY_VIOLATION = "21000";
+        DATA_EXCEPTION = "22000";
+        STRING_DATA_RIGHT_TRUNCATION = "22001";
+        NUMERIC_VALUE_OUT_OF_RANGE = "22003";
+        NULL_VALUE_NOT_ALLOWED = "22004";
+        INVALID_DATETIME_FORMAT = "22007";
+        DATETIME_FIELD_OVERFLOW = "22008";
+        DIVISION_BY_ZERO = "22012";
+        SUBSTRING_ERROR = "22011";
+        INVALID_ROW_COUNT_IN_LIMIT = "2201W";
+        INVALID_ARGUMENT_FOR_LOG = "2201E";
+        INVALID_ARGUMENT_FOR_POWER = "2201F";
+        INVALID_PARAMETER_VALUE = "22023";
+        INVALID_REGULAR_EXPRESSION = "2201B";
+        INVALID_TEXT_REPRESENTATION = "22P02";
+        INVALID_BINARY_REPRESENTATION = "22P03";
+        BAD_COPY_FILE_FORMAT = "22P04";
+        INVALID_SAVEPOINT_SPECIFICATION = "3B001";
+        CHARACTER_NOT_IN_REPERTOIRE = "22021";
+        INVALID_ESCAPE_SEQUENCE = "22025";
+        INTEGRITY_CONSTRAINT_VIOLATION = "23000";
+        NOT_NULL_VIOLATION = "23502";
+        FOREIGN_KEY_VIOLATION = "23503";
+        UNIQUE_VIOLATION = "23505";
+        CHECK_VIOLATION = "23514";
+        INVALID_CURSOR_STATE = "24000";
+        INVALID_TRANSACTION_STATE = "25000";
+        INVALID_SQL_STATEMENT_NAME = "26000";
+        INVALID_AUTHORIZATION_SPECIFICATION = "28000";
+        INVALID_PASSWORD = "28P01";
+        INVALID_CURSOR_NAME = "34000";
+        SERIALIZATION_FAILURE = "40001";
+        DEADLOCK_DETECTED = "40P01";
+        SYNTAX_ERROR = "42601";
+        INSUFFICIENT_PRIVILEGE = "42501";
+        UNDEFINED_COLUMN = "42703";
+        UNDEFINED_FUNCTION = "42883";
+        UNDEFINED_TABLE = "42P01";
+        UNDEFINED_PARAMETER = "42P02";
+        UNDEFINED_OBJECT = "42704";
+        DUPLICATE_COLUMN = "42701";
+        DUPLICATE_TABLE = "42P07";
+        DUPLICATE_OBJECT = "42710";
+        DUPLICATE_PREPARED_STATEMENT = "42P05";
+        DUPLICATE_CURSOR = "42P03";
+        AMBIGUOUS_COLUMN = "42702";
+        AMBIGUOUS_FUNCTION = "42725";
+        DATATYPE_MISMATCH = "42804";
+        INDETERMINATE_DATATYPE = "42P18";
+        GROUPING_ERROR = "42803";
+        INVALID_TABLE_DEFINITION = "42P16";
+        INVALID_COLUMN_REFERENCE = "42P10";
+        INVALID_PARAMETER_REFERENCE = "42P04";
+        WRONG_OBJECT_TYPE = "42809";
+        INVALID_NAME = "42602";
+        UNDEFINED_DATABASE = "3D000";
+        INVALID_CATALOG_NAME = "3D000";
+        INVALID_SCHEMA_NAME = "3F000";
+        PROGRAM_LIMIT_EXCEEDED = "54000";
+        TOO_MANY_CONNECTIONS = "53300";
+        DISK_FULL = "53100";
+        OUT_OF_MEMORY = "53200";
+        OBJECT_NOT_IN_PREREQUISITE_STATE = "55000";
+        LOCK_NOT_AVAILABLE = "55P03";
+        QUERY_CANCELED = "57014";
+        IDLE_IN_TRANSACTION_SESSION_TIMEOUT = "25P03";
+        CANT_CHANGE_RUNTIME_PARAM = "55P02";
+        ADMIN_SHUTDOWN = "57P01";
+        CANNOT_CONNECT_NOW = "57P03";
+        IO_ERROR = "58030";
+        INTERNAL_ERROR = "XX000";
+        DATA_CORRUPTED = "XX001";
+    }
+
+    /// The constant for SQLSTATE `code`, if Meridian uses it.
+    pub fn known(code: &str) -> Option<&'static str> {
+        ALL.iter().copied().find(|c| *c == code)
+    }
 }

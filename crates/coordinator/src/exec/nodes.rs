@@ -9,7 +9,7 @@ use super::memory::Held;
 use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
 use crate::system;
-use datanode::{RowBytes, ScanRows};
+use datanode_client::{DatanodeScan, RowBytes};
 use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -324,7 +324,7 @@ impl Target {
 /// A table's rows with their storage keys, by primary key, key range or in full.
 pub(super) enum KeyedScan<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
-    Range(ScanRows<'e, (Vec<u8>, RowBytes)>),
+    Range(DatanodeScan<'e, (Vec<u8>, RowBytes)>),
 }
 
 impl<'e> KeyedScan<'e> {
@@ -362,10 +362,10 @@ impl<'e> KeyedScan<'e> {
         }))
     }
 
-    pub(super) fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
+    pub(super) async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
         match self {
             KeyedScan::One(row) => row.take().map(Ok),
-            KeyedScan::Range(iter) => iter.next(),
+            KeyedScan::Range(rows) => rows.next().await,
         }
     }
 }
@@ -373,7 +373,7 @@ impl<'e> KeyedScan<'e> {
 /// A table's rows without their keys (`Scan`).
 enum RowScan<'e> {
     One(Option<RowBytes>),
-    Range(ScanRows<'e, RowBytes>),
+    Range(DatanodeScan<'e, RowBytes>),
 }
 
 impl<'e> RowScan<'e> {
@@ -398,10 +398,10 @@ impl<'e> RowScan<'e> {
         }))
     }
 
-    fn next_row(&mut self) -> Option<PgResult<RowBytes>> {
+    async fn next_row(&mut self) -> Option<PgResult<RowBytes>> {
         match self {
             RowScan::One(row) => row.take().map(Ok),
-            RowScan::Range(iter) => iter.next(),
+            RowScan::Range(rows) => rows.next().await,
         }
     }
 }
@@ -437,7 +437,7 @@ impl Node for Scan<'_> {
             };
             let mut batch = Vec::new();
             while batch.len() < BATCH {
-                match scan.next_row() {
+                match scan.next_row().await {
                     Some(item) => {
                         let bytes = item?;
                         batch.push(match &self.used {

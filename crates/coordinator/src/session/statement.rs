@@ -6,7 +6,7 @@ use super::{view, write_out, Session, FLUSH_THRESHOLD};
 use crate::exec::{Row, StatementState};
 use crate::output;
 use crate::session_io::{self, SessionStream};
-use datanode::Isolation;
+use datanode_client::Isolation;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::Statement;
 use types::Value;
@@ -149,7 +149,7 @@ impl<S: SessionStream> Session<S> {
                     .tx
                     .as_mut()
                     .filter(|_| in_block)
-                    .and_then(|t| t.dn_txn.as_deref_mut());
+                    .and_then(|t| t.dn_txn.as_mut());
                 let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }

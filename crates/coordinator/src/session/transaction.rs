@@ -5,14 +5,14 @@
 use super::statement::Outcome;
 use super::Session;
 use crate::session_io::SessionStream;
-use datanode::{Isolation, Savepoint, Timestamp, Txn};
+use datanode_client::{DatanodeTxn, Isolation, Savepoint, Timestamp};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{IsolationLevel, Statement};
 use wire::backend::{self, NoticeSeverity, TransactionStatus};
 
 /// The transaction the session is in.
 pub struct Transaction {
-    pub(super) dn_txn: Option<Box<Txn>>,
+    pub(super) dn_txn: Option<DatanodeTxn>,
     pub(super) explicit: bool,
     pub(super) failed: bool,
     pub(super) isolation: Isolation,

@@ -1,0 +1,489 @@
+//! The `Remote` variant: a datanode reached through `datanode-proto` messages over a
+//! `Link` (the network, or, for tests, a `DatanodeService` in the same process).
+//!
+//! A transaction's writes that answer nothing (`put`, `own_relation`, savepoints) are
+//! queued here and sent with its next request, and its first request carries its
+//! `begin`: a statement that writes rows and commits costs one round trip for the commit.
+
+use crate::{RelId, RowBytes, Timestamp};
+use datanode::Isolation;
+use datanode_proto as proto;
+use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult};
+use std::collections::{HashSet, VecDeque};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Rows a remote scan asks for at a time.
+const SCAN_PAGE_ROWS: u32 = 1024;
+
+/// A datanode in another process (or behind a test link).
+pub struct RemoteDatanode {
+    link: Arc<dyn Link>,
+    next_txn: AtomicU64,
+}
+
+/// A transaction's part on a remote datanode.
+pub struct RemoteTxn {
+    id: TxnId,
+    start_ts: Timestamp,
+    isolation: Isolation,
+    /// What goes with the next request. Behind a mutex because reads, which take the
+    /// transaction shared, send it too.
+    pending: Mutex<Pending>,
+    next_savepoint: AtomicU32,
+    owned: HashSet<RelId>,
+    written: HashSet<RelId>,
+    loaded: HashSet<RelId>,
+    /// Whether increments may be waiting on the datanode (cleared when applied).
+    increments: bool,
+}
+
+#[derive(Default)]
+struct Pending {
+    begun: bool,
+    queued: Vec<Queued>,
+}
+
+impl RemoteDatanode {
+    pub fn new(link: Arc<dyn Link>) -> RemoteDatanode {
+        RemoteDatanode {
+            link,
+            next_txn: AtomicU64::new(1),
+        }
+    }
+
+    /// One request outside any transaction.
+    pub async fn call(&self, request: Request) -> PgResult<Response> {
+        match self.link.call(request).await? {
+            Response::Error(e) => Err(e.into()),
+            r => Ok(r),
+        }
+    }
+
+    pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> RemoteTxn {
+        RemoteTxn {
+            id: TxnId {
+                client: self.link.client(),
+                seq: self.next_txn.fetch_add(1, Ordering::Relaxed),
+            },
+            start_ts,
+            isolation,
+            pending: Mutex::new(Pending::default()),
+            next_savepoint: AtomicU32::new(0),
+            owned: HashSet::new(),
+            written: HashSet::new(),
+            loaded: HashSet::new(),
+            increments: false,
+        }
+    }
+
+    /// A request that answers an id.
+    pub async fn id(&self, request: Request) -> PgResult<u64> {
+        match self.call(request).await? {
+            Response::Id(id) => Ok(id),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `call` of the transaction, with its begin (if not sent yet) and queued writes.
+    pub async fn txn_call(&self, txn: &RemoteTxn, call: TxnCall) -> PgResult<Response> {
+        let request = txn.request(call);
+        let reply = self.link.call(request).await;
+        match reply? {
+            Response::Error(e) => Err(e.into()),
+            r => Ok(r),
+        }
+    }
+
+    pub async fn get_row(
+        &self,
+        txn: &RemoteTxn,
+        rel: RelId,
+        key: &[u8],
+        snapshot: Timestamp,
+        presence_only: bool,
+    ) -> PgResult<Option<RowBytes>> {
+        let call = TxnCall::Get {
+            rel,
+            key: key.to_vec(),
+            snapshot,
+            presence_only,
+        };
+        match self.txn_call(txn, call).await? {
+            Response::Row(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn lock_row(
+        &self,
+        txn: &mut RemoteTxn,
+        rel: RelId,
+        key: &[u8],
+    ) -> PgResult<Option<RowBytes>> {
+        let call = TxnCall::LockRow {
+            rel,
+            key: key.to_vec(),
+        };
+        match self.txn_call(txn, call).await? {
+            Response::Row(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn increment(
+        &self,
+        txn: &mut RemoteTxn,
+        rel: RelId,
+        key: &[u8],
+        increments: Vec<datanode::ColumnIncrement>,
+    ) -> PgResult<Option<bool>> {
+        let increments = increments
+            .into_iter()
+            .map(wire_increment)
+            .collect::<PgResult<_>>()?;
+        let call = TxnCall::Increment {
+            rel,
+            key: key.to_vec(),
+            increments,
+        };
+        match self.txn_call(txn, call).await? {
+            Response::Incremented(r) => {
+                if r == Some(true) {
+                    txn.increments = true;
+                    txn.written.insert(rel);
+                }
+                Ok(r)
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn apply_increments(&self, txn: &mut RemoteTxn) -> PgResult<()> {
+        self.expect_done(txn, TxnCall::ApplyIncrements).await?;
+        txn.increments = false;
+        Ok(())
+    }
+
+    pub async fn put_new_key(
+        &self,
+        txn: &mut RemoteTxn,
+        rel: RelId,
+        key: &[u8],
+        row: RowBytes,
+    ) -> PgResult<()> {
+        txn.written.insert(rel);
+        let call = TxnCall::PutNewKey {
+            rel,
+            key: key.to_vec(),
+            row,
+        };
+        self.expect_done(txn, call).await
+    }
+
+    pub async fn insert(
+        &self,
+        txn: &mut RemoteTxn,
+        rel: RelId,
+        key: &[u8],
+        row: RowBytes,
+        unique_violation: impl FnOnce() -> PgError,
+    ) -> PgResult<()> {
+        txn.written.insert(rel);
+        let call = TxnCall::Insert {
+            rel,
+            key: key.to_vec(),
+            row,
+        };
+        match self.expect_done(txn, call).await {
+            // The datanode knows the key is taken, not how the statement words it.
+            Err(e) if e.code == codes::UNIQUE_VIOLATION => Err(unique_violation()),
+            r => r,
+        }
+    }
+
+    /// Commits: the datanode takes the commit timestamp from the GTM. The start timestamp
+    /// was registered with the GTM through this coordinator's connection, so this
+    /// coordinator unregisters it (`gtm.finish`).
+    pub async fn commit(&self, txn: RemoteTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+        let result = if txn.sent_nothing() {
+            Ok(txn.start_ts)
+        } else {
+            match self.txn_call(&txn, TxnCall::Commit).await {
+                Ok(Response::Committed(ts)) => Ok(ts),
+                Ok(other) => Err(unexpected(&other)),
+                Err(e) => Err(e),
+            }
+        };
+        gtm.finish(txn.start_ts).await?;
+        result
+    }
+
+    pub async fn abort(&self, txn: RemoteTxn, gtm: &gtm::GtmClient) {
+        if !txn.sent_nothing() {
+            if let Err(e) = self.expect_done(&txn, TxnCall::Abort).await {
+                // The datanode aborts it anyway when this connection ends.
+                tracing::warn!("abort on a remote datanode: {e}");
+            }
+        }
+        if let Err(e) = gtm.finish(txn.start_ts).await {
+            tracing::warn!("finishing an aborted transaction at the GTM: {e}");
+        }
+    }
+
+    pub fn bulk_load(self: &Arc<Self>, txn: &mut RemoteTxn, rel: RelId) -> RemoteBulkLoad {
+        txn.loaded.insert(rel);
+        RemoteBulkLoad {
+            datanode: self.clone(),
+            request: txn.bulk_start_request(rel),
+            txn: txn.id,
+            started: false,
+        }
+    }
+
+    async fn expect_done(&self, txn: &RemoteTxn, call: TxnCall) -> PgResult<()> {
+        match self.txn_call(txn, call).await? {
+            Response::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+impl RemoteTxn {
+    pub fn start_ts(&self) -> Timestamp {
+        self.start_ts
+    }
+
+    pub fn put(&mut self, rel: RelId, key: &[u8], row: Option<RowBytes>) {
+        self.written.insert(rel);
+        self.pending.get_mut().queued.push(Queued::Put {
+            rel,
+            key: key.to_vec(),
+            row,
+        });
+    }
+
+    pub fn own_relation(&mut self, rel: RelId) {
+        self.owned.insert(rel);
+        self.pending
+            .get_mut()
+            .queued
+            .push(Queued::OwnRelation { rel });
+    }
+
+    /// A new savepoint's number, marked at this point of the queue.
+    pub fn savepoint(&self) -> u32 {
+        let id = self.next_savepoint.fetch_add(1, Ordering::Relaxed);
+        self.pending.lock().queued.push(Queued::Savepoint { id });
+        id
+    }
+
+    pub fn rollback_to(&mut self, id: u32) {
+        self.pending
+            .get_mut()
+            .queued
+            .push(Queued::RollbackTo { id });
+    }
+
+    pub fn has_increments(&self) -> bool {
+        self.increments
+    }
+
+    pub fn can_bulk_load(&self, rel: RelId) -> bool {
+        self.owned.contains(&rel) && !self.written.contains(&rel)
+    }
+
+    pub fn has_bulk_loaded(&self, rel: RelId) -> bool {
+        self.loaded.contains(&rel)
+    }
+
+    /// Whether no request was ever sent for this transaction, nor is waiting to be (nothing
+    /// of it exists on the datanode).
+    fn sent_nothing(&self) -> bool {
+        let pending = self.pending.lock();
+        !pending.begun && pending.queued.is_empty() && self.loaded.is_empty()
+    }
+
+    /// The `BulkStart` request of a load, sent later, when its first rows are (requests of
+    /// the transaction may go before it). It takes the queued writes, which the load
+    /// needs applied first (the relation's ownership), and carries the begin whether or not
+    /// another request sends it too: a begin for a transaction the datanode has is
+    /// ignored.
+    fn bulk_start_request(&self, rel: RelId) -> Request {
+        let mut pending = self.pending.lock();
+        Request::Txn(TxnRequest {
+            txn: self.id,
+            begin: Some(self.begin_message()),
+            queued: std::mem::take(&mut pending.queued),
+            call: TxnCall::BulkStart { rel },
+        })
+    }
+
+    fn begin_message(&self) -> proto::Begin {
+        proto::Begin {
+            start_ts: self.start_ts,
+            isolation: match self.isolation {
+                Isolation::ReadCommitted => proto::Isolation::ReadCommitted,
+                Isolation::RepeatableRead => proto::Isolation::RepeatableRead,
+            },
+        }
+    }
+
+    /// The request for `call`, taking the queued writes (and the begin, the first time).
+    fn request(&self, call: TxnCall) -> Request {
+        let mut pending = self.pending.lock();
+        let begin = (!pending.begun).then(|| self.begin_message());
+        pending.begun = true;
+        Request::Txn(TxnRequest {
+            txn: self.id,
+            begin,
+            queued: std::mem::take(&mut pending.queued),
+            call,
+        })
+    }
+}
+
+/// A remote range scan: pages of rows fetched as they are used.
+pub struct RemoteScan<'a> {
+    datanode: &'a RemoteDatanode,
+    txn: &'a RemoteTxn,
+    rel: RelId,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    snapshot: Timestamp,
+    keys: bool,
+    page: VecDeque<(Vec<u8>, RowBytes)>,
+    exhausted: bool,
+}
+
+impl<'a> RemoteScan<'a> {
+    pub fn new(
+        datanode: &'a RemoteDatanode,
+        txn: &'a RemoteTxn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        keys: bool,
+    ) -> RemoteScan<'a> {
+        RemoteScan {
+            datanode,
+            txn,
+            rel,
+            lo,
+            hi,
+            snapshot,
+            keys,
+            page: VecDeque::new(),
+            exhausted: false,
+        }
+    }
+
+    /// The next (key, row); the key is empty when the scan was opened without keys.
+    pub async fn next(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
+        if self.page.is_empty() && !self.exhausted {
+            if let Err(e) = self.fetch().await {
+                self.exhausted = true;
+                return Some(Err(e));
+            }
+        }
+        self.page.pop_front().map(Ok)
+    }
+
+    async fn fetch(&mut self) -> PgResult<()> {
+        let call = TxnCall::ScanPage {
+            rel: self.rel,
+            lo: self.lo.clone(),
+            hi: self.hi.clone(),
+            snapshot: self.snapshot,
+            max_rows: SCAN_PAGE_ROWS,
+            keys: self.keys,
+        };
+        match self.datanode.txn_call(self.txn, call).await? {
+            Response::Page { rows, last_key } => {
+                self.page = rows.into();
+                match last_key {
+                    Some(k) => self.lo = Bound::Excluded(k),
+                    None => self.exhausted = true,
+                }
+                Ok(())
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+/// A bulk load into a relation the transaction owns on a remote datanode.
+pub struct RemoteBulkLoad {
+    datanode: Arc<RemoteDatanode>,
+    /// The `BulkStart` request (with the transaction's queued writes), until sent.
+    request: Request,
+    txn: TxnId,
+    started: bool,
+}
+
+impl RemoteBulkLoad {
+    pub async fn write(&mut self, rows: Vec<(Vec<u8>, RowBytes)>) -> PgResult<()> {
+        self.start().await?;
+        self.send(TxnCall::BulkRows { rows }).await.map(|_| ())
+    }
+
+    pub async fn finish(mut self) -> PgResult<u64> {
+        self.start().await?;
+        match self.send(TxnCall::BulkFinish).await? {
+            Response::Count(n) => Ok(n),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn start(&mut self) -> PgResult<()> {
+        if !self.started {
+            let request = std::mem::replace(&mut self.request, Request::CreateRel);
+            self.datanode.call(request).await?;
+            self.started = true;
+        }
+        Ok(())
+    }
+
+    async fn send(&self, call: TxnCall) -> PgResult<Response> {
+        self.datanode
+            .call(Request::Txn(TxnRequest {
+                txn: self.txn,
+                begin: None,
+                queued: Vec::new(),
+                call,
+            }))
+            .await
+    }
+}
+
+fn wire_increment(i: datanode::ColumnIncrement) -> PgResult<proto::Increment> {
+    use types::Value;
+    Ok(proto::Increment {
+        column: i.column as u32,
+        op: match i.op {
+            datanode::IncrementOp::Add => proto::IncrementOp::Add,
+            datanode::IncrementOp::Sub => proto::IncrementOp::Sub,
+        },
+        amount: match i.amount {
+            Value::Int2(v) => proto::IntAmount::Int2(v),
+            Value::Int4(v) => proto::IntAmount::Int4(v),
+            Value::Int8(v) => proto::IntAmount::Int8(v),
+            other => {
+                return Err(PgError::internal(format!(
+                    "an increment's amount is an integer, not {other:?}"
+                )))
+            }
+        },
+    })
+}
+
+pub(crate) fn unexpected(r: &Response) -> PgError {
+    PgError::new(
+        codes::PROTOCOL_VIOLATION,
+        format!("datanode answered {r:?}"),
+    )
+}

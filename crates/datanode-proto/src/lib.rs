@@ -1,0 +1,234 @@
+//! The messages a coordinator and a datanode process exchange (decision 0027): one
+//! `Request`, one `Response`. Plain data with serde derives; the transport (`crates/rpc`)
+//! frames and encodes them, and knows nothing of what they mean.
+//!
+//! A transaction lives on the datanode under the `TxnId` its coordinator chose. Its first
+//! request carries `begin`, so starting a transaction costs no round trip of its own, and
+//! every request carries the writes the coordinator queued since the previous one
+//! (`queued`: puts, owned relations, savepoints), applied in order before the call: a
+//! statement's row writes travel with its next read, lock or commit.
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use pgerror::{PgError, PgResult};
+use serde::{Deserialize, Serialize};
+use std::ops::Bound;
+
+/// How a coordinator's requests reach one datanode: over the network, or, in one
+/// process, straight to its `DatanodeService`. A link answers each request or fails it
+/// with a connection-class error; `client` names the link's connection to the datanode,
+/// which aborts that connection's transactions when it ends.
+pub trait Link: Send + Sync {
+    fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>>;
+    fn client(&self) -> u64;
+}
+
+pub type RelId = u64;
+pub type Timestamp = u64;
+
+/// A transaction, named by its coordinator: `client` is unique to one coordinator
+/// connection's lifetime (the datanode aborts what is left of it when the connection
+/// ends), `seq` to the transaction within it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxnId {
+    pub client: u64,
+    pub seq: u64,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadCommitted,
+    RepeatableRead,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Request {
+    /// Writes (`Some`) or deletes (`None`) one catalog record, durably.
+    MetaPut {
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    },
+    /// The catalog records under a prefix.
+    MetaScan {
+        prefix: Vec<u8>,
+    },
+    CreateRel,
+    DropRel {
+        rel: RelId,
+    },
+    AllocateRowIds {
+        rel: RelId,
+        n: u64,
+    },
+    Vacuum {
+        rel: RelId,
+    },
+    Txn(TxnRequest),
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct TxnRequest {
+    pub txn: TxnId,
+    /// Present on the transaction's first request.
+    pub begin: Option<Begin>,
+    /// Writes queued since the previous request, applied in order before `call`.
+    pub queued: Vec<Queued>,
+    pub call: TxnCall,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Begin {
+    pub start_ts: Timestamp,
+    pub isolation: Isolation,
+}
+
+/// A write that answers nothing, sent with the transaction's next request.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Queued {
+    Put {
+        rel: RelId,
+        key: Vec<u8>,
+        row: Option<Bytes>,
+    },
+    OwnRelation {
+        rel: RelId,
+    },
+    /// Marks savepoint `id` (numbered by the coordinator) at this point of the
+    /// transaction.
+    Savepoint {
+        id: u32,
+    },
+    /// Undoes what followed savepoint `id`.
+    RollbackTo {
+        id: u32,
+    },
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum TxnCall {
+    /// Only the queued writes.
+    Flush,
+    Get {
+        rel: RelId,
+        key: Vec<u8>,
+        snapshot: Timestamp,
+        presence_only: bool,
+    },
+    /// Up to `max_rows` rows of `[lo, hi)` in key order; the next page starts after the
+    /// page's last key (`Response::Page::last_key`).
+    ScanPage {
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        max_rows: u32,
+        /// Whether the page carries each row's key (the last key comes either way).
+        keys: bool,
+    },
+    LockRow {
+        rel: RelId,
+        key: Vec<u8>,
+    },
+    Increment {
+        rel: RelId,
+        key: Vec<u8>,
+        increments: Vec<Increment>,
+    },
+    ApplyIncrements,
+    PutNewKey {
+        rel: RelId,
+        key: Vec<u8>,
+        row: Bytes,
+    },
+    /// Fails with 23505 (message left to the coordinator) if a row holds the key.
+    Insert {
+        rel: RelId,
+        key: Vec<u8>,
+        row: Bytes,
+    },
+    /// Starts a bulk load into an owned relation.
+    BulkStart {
+        rel: RelId,
+    },
+    /// Rows of the bulk load, keys ascending across chunks.
+    BulkRows {
+        rows: Vec<(Vec<u8>, Bytes)>,
+    },
+    /// Ends the bulk load; answers its row count.
+    BulkFinish,
+    Commit,
+    Abort,
+}
+
+/// `SET column = column op amount` (see `datanode::ColumnIncrement`).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Increment {
+    pub column: u32,
+    pub op: IncrementOp,
+    pub amount: IntAmount,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrementOp {
+    Add,
+    Sub,
+}
+
+/// An increment's amount, in its column's integer type (its overflow is that type's).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntAmount {
+    Int2(i16),
+    Int4(i32),
+    Int8(i64),
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub enum Response {
+    Done,
+    Row(Option<Bytes>),
+    Page {
+        /// With their keys if the request asked for them, else with empty keys.
+        rows: Vec<(Vec<u8>, Bytes)>,
+        /// The key of the page's last row; None when the range is exhausted.
+        last_key: Option<Vec<u8>>,
+    },
+    /// `Increment`: Some(whether the row exists), or None for the ordinary path.
+    Incremented(Option<bool>),
+    Id(u64),
+    Count(u64),
+    Vacuumed(Option<u64>),
+    Meta(Vec<(Vec<u8>, Vec<u8>)>),
+    Committed(Timestamp),
+    Error(WireError),
+}
+
+/// A `PgError` on the wire: its SQLSTATE as text, mapped back to Meridian's constant on
+/// arrival.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct WireError {
+    pub code: String,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+}
+
+impl From<&PgError> for WireError {
+    fn from(e: &PgError) -> WireError {
+        WireError {
+            code: e.code.to_string(),
+            message: e.message.clone(),
+            detail: e.detail.clone(),
+            hint: e.hint.clone(),
+        }
+    }
+}
+
+impl From<WireError> for PgError {
+    fn from(w: WireError) -> PgError {
+        let code = pgerror::codes::known(&w.code).unwrap_or(pgerror::codes::INTERNAL_ERROR);
+        let mut e = PgError::new(code, w.message);
+        e.detail = w.detail;
+        e.hint = w.hint;
+        e
+    }
+}

@@ -1,0 +1,283 @@
+//! Runs `datanode-proto` requests against the datanode of this process (decision 0027):
+//! what a `meridian datanode` process does with what its coordinators send. Transport-free:
+//! the network layer hands each request to `DatanodeService::handle` and tells it when a
+//! coordinator's connection ends (`client_gone`).
+
+use datanode::{ColumnIncrement, Datanode, IncrementOp, Isolation, Savepoint, Txn};
+use datanode_proto as proto;
+use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult};
+use std::collections::HashMap;
+use std::sync::Arc;
+use types::Value;
+
+/// A `Link` to a service in the same process: every call goes through the protocol's
+/// messages and the service, exactly as over the network, without a socket. The embedded
+/// server uses it with `--datanode-link messages`, to run anything against the protocol
+/// path; the connection never ends, so no transaction is aborted for its sake.
+pub struct InProcessLink(pub Arc<DatanodeService>);
+
+impl Link for InProcessLink {
+    fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>> {
+        Box::pin(async move { Ok(self.0.handle(request).await) })
+    }
+
+    fn client(&self) -> u64 {
+        0
+    }
+}
+
+/// The datanode's transactions, by the id their coordinators gave them.
+pub struct DatanodeService {
+    datanode: Arc<Datanode>,
+    gtm: gtm::GtmClient,
+    txns: Mutex<HashMap<TxnId, Arc<tokio::sync::Mutex<TxnSlot>>>>,
+}
+
+/// One transaction's state here. A coordinator sends one transaction's requests one at a
+/// time; the mutex only guards against a request that arrives while a cancelled one is
+/// still being dropped.
+#[derive(Default)]
+struct TxnSlot {
+    /// None once committed or aborted.
+    txn: Option<Box<Txn>>,
+    savepoints: HashMap<u32, Savepoint>,
+    bulk: Option<datanode::storage::BulkLoad>,
+}
+
+impl DatanodeService {
+    pub fn new(datanode: Arc<Datanode>, gtm: gtm::GtmClient) -> DatanodeService {
+        DatanodeService {
+            datanode,
+            gtm,
+            txns: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Answers one request; an error is an answer too (`Response::Error`).
+    pub async fn handle(&self, request: Request) -> Response {
+        match self.run(request).await {
+            Ok(r) => r,
+            Err(e) => Response::Error((&e).into()),
+        }
+    }
+
+    /// Aborts what is left of the transactions of `client` (its connection ended: no
+    /// commit can come for them any more).
+    pub async fn client_gone(&self, client: u64) {
+        let gone: Vec<_> = {
+            let mut txns = self.txns.lock();
+            let ids: Vec<TxnId> = txns
+                .keys()
+                .filter(|t| t.client == client)
+                .copied()
+                .collect();
+            ids.into_iter().filter_map(|id| txns.remove(&id)).collect()
+        };
+        for slot in gone {
+            if let Some(txn) = slot.lock().await.txn.take() {
+                self.datanode.abort(txn, &self.gtm).await;
+            }
+        }
+    }
+
+    /// How many transactions are open here.
+    pub fn open_transactions(&self) -> usize {
+        self.txns.lock().len()
+    }
+
+    async fn run(&self, request: Request) -> PgResult<Response> {
+        let dn = &self.datanode;
+        Ok(match request {
+            Request::MetaPut { key, value } => {
+                dn.meta_put(&key, value.as_deref())?;
+                Response::Done
+            }
+            Request::MetaScan { prefix } => Response::Meta(dn.meta_scan(&prefix)?),
+            Request::CreateRel => Response::Id(dn.create_rel()?),
+            Request::DropRel { rel } => {
+                dn.drop_rel(rel)?;
+                Response::Done
+            }
+            Request::AllocateRowIds { rel, n } => Response::Id(dn.allocate_row_ids(rel, n)?),
+            Request::Vacuum { rel } => Response::Vacuumed(dn.vacuum(rel)?),
+            Request::Txn(t) => self.run_txn(t).await?,
+        })
+    }
+
+    async fn run_txn(&self, request: TxnRequest) -> PgResult<Response> {
+        let TxnRequest {
+            txn: id,
+            begin,
+            queued,
+            call,
+        } = request;
+        let slot = {
+            let mut txns = self.txns.lock();
+            match (txns.get(&id), begin) {
+                (Some(slot), _) => slot.clone(),
+                (None, Some(b)) => {
+                    let isolation = match b.isolation {
+                        proto::Isolation::ReadCommitted => Isolation::ReadCommitted,
+                        proto::Isolation::RepeatableRead => Isolation::RepeatableRead,
+                    };
+                    let slot = Arc::new(tokio::sync::Mutex::new(TxnSlot {
+                        txn: Some(self.datanode.begin(b.start_ts, isolation)),
+                        ..TxnSlot::default()
+                    }));
+                    txns.insert(id, slot.clone());
+                    slot
+                }
+                (None, None) => {
+                    return Err(PgError::new(
+                        codes::INVALID_TRANSACTION_STATE,
+                        format!("datanode: no transaction {}/{}", id.client, id.seq),
+                    ))
+                }
+            }
+        };
+        let mut slot = slot.lock().await;
+        let result = self.run_in(&mut slot, queued, call).await;
+        if slot.txn.is_none() {
+            self.txns.lock().remove(&id);
+        }
+        result
+    }
+
+    async fn run_in(
+        &self,
+        slot: &mut TxnSlot,
+        queued: Vec<Queued>,
+        call: TxnCall,
+    ) -> PgResult<Response> {
+        let dn = &self.datanode;
+        let Some(txn) = slot.txn.as_mut() else {
+            return Err(PgError::new(
+                codes::INVALID_TRANSACTION_STATE,
+                "datanode: the transaction has ended",
+            ));
+        };
+        for q in queued {
+            match q {
+                Queued::Put { rel, key, row } => dn.put(txn, rel, &key, row)?,
+                Queued::OwnRelation { rel } => dn.own_relation(txn, rel),
+                Queued::Savepoint { id } => {
+                    slot.savepoints.insert(id, txn.savepoint());
+                }
+                Queued::RollbackTo { id } => {
+                    let sp = slot
+                        .savepoints
+                        .get(&id)
+                        .ok_or_else(|| PgError::internal(format!("datanode: no savepoint {id}")))?;
+                    txn.rollback_to(sp)?;
+                }
+            }
+        }
+        Ok(match call {
+            TxnCall::Flush => Response::Done,
+            TxnCall::Get {
+                rel,
+                key,
+                snapshot,
+                presence_only,
+            } => Response::Row(dn.get_row(txn, rel, &key, snapshot, presence_only).await?),
+            TxnCall::ScanPage {
+                rel,
+                lo,
+                hi,
+                snapshot,
+                max_rows,
+                keys,
+            } => {
+                let max_rows = max_rows.max(1) as usize;
+                let mut rows = Vec::with_capacity(max_rows.min(1024));
+                let scan = dn.scan(txn, rel, lo, hi, snapshot).await?;
+                let mut last_key = None;
+                for item in scan {
+                    let (key, row) = item?;
+                    if rows.len() + 1 == max_rows {
+                        last_key = Some(key.clone());
+                    }
+                    rows.push((if keys { key } else { Vec::new() }, row));
+                    if rows.len() == max_rows {
+                        break;
+                    }
+                }
+                Response::Page { rows, last_key }
+            }
+            TxnCall::LockRow { rel, key } => Response::Row(dn.lock_row(txn, rel, &key).await?),
+            TxnCall::Increment {
+                rel,
+                key,
+                increments,
+            } => {
+                let increments = increments.into_iter().map(column_increment).collect();
+                Response::Incremented(dn.increment(txn, rel, &key, increments).await?)
+            }
+            TxnCall::ApplyIncrements => {
+                dn.apply_increments(txn).await?;
+                Response::Done
+            }
+            TxnCall::PutNewKey { rel, key, row } => {
+                dn.put_new_key(txn, rel, &key, row).await?;
+                Response::Done
+            }
+            TxnCall::Insert { rel, key, row } => {
+                dn.insert(txn, rel, &key, row, || {
+                    PgError::new(codes::UNIQUE_VIOLATION, "duplicate key")
+                })
+                .await?;
+                Response::Done
+            }
+            TxnCall::BulkStart { rel } => {
+                slot.bulk = Some(dn.bulk_load(txn, rel)?);
+                Response::Done
+            }
+            TxnCall::BulkRows { rows } => {
+                let load = slot
+                    .bulk
+                    .as_mut()
+                    .ok_or_else(|| PgError::internal("datanode: no bulk load in progress"))?;
+                let mut chunk = load.empty_chunk();
+                for (key, row) in &rows {
+                    chunk.push(key, row);
+                }
+                load.write(chunk).await?;
+                Response::Done
+            }
+            TxnCall::BulkFinish => {
+                let load = slot
+                    .bulk
+                    .take()
+                    .ok_or_else(|| PgError::internal("datanode: no bulk load in progress"))?;
+                Response::Count(load.finish().await?)
+            }
+            TxnCall::Commit => {
+                let txn = slot.txn.take().expect("checked above");
+                Response::Committed(dn.commit(txn, &self.gtm).await?)
+            }
+            TxnCall::Abort => {
+                let txn = slot.txn.take().expect("checked above");
+                dn.abort(txn, &self.gtm).await;
+                Response::Done
+            }
+        })
+    }
+}
+
+fn column_increment(i: proto::Increment) -> ColumnIncrement {
+    ColumnIncrement {
+        column: i.column as usize,
+        op: match i.op {
+            proto::IncrementOp::Add => IncrementOp::Add,
+            proto::IncrementOp::Sub => IncrementOp::Sub,
+        },
+        amount: match i.amount {
+            proto::IntAmount::Int2(v) => Value::Int2(v),
+            proto::IntAmount::Int4(v) => Value::Int4(v),
+            proto::IntAmount::Int8(v) => Value::Int8(v),
+        },
+    }
+}

@@ -1,0 +1,273 @@
+//! The service side of the coordinator-datanode protocol against a real datanode on disk
+//! and a real in-process GTM: requests as a coordinator would send them, answers checked.
+
+use bytes::Bytes;
+use datanode::{Datanode, DatanodeOptions};
+use datanode_proto::*;
+use datanode_service::DatanodeService;
+use pgerror::codes;
+use std::ops::Bound;
+
+struct Env {
+    _dir: tempfile::TempDir,
+    gtm: gtm::GtmClient,
+    service: DatanodeService,
+    rel: RelId,
+}
+
+async fn env() -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = DatanodeOptions::new(dir.path().join("dn"));
+    opts.cache_size = 32 << 20;
+    let dn = Datanode::open(opts).unwrap();
+    let gtm = gtm::GtmClient::local(&dir.path().join("gtm")).unwrap();
+    let service = DatanodeService::new(dn, gtm.clone());
+    let Response::Id(rel) = service.handle(Request::CreateRel).await else {
+        panic!("CreateRel")
+    };
+    Env {
+        _dir: dir,
+        gtm,
+        service,
+        rel,
+    }
+}
+
+fn row(v: i64) -> Bytes {
+    let mut out = Vec::new();
+    types::codec::encode_row(&[types::Value::Int8(v)], &mut out);
+    Bytes::from(out)
+}
+
+impl Env {
+    async fn call(&self, txn: TxnId, begin: bool, queued: Vec<Queued>, call: TxnCall) -> Response {
+        let begin = if begin {
+            Some(Begin {
+                start_ts: self.gtm.begin().await.unwrap(),
+                isolation: Isolation::ReadCommitted,
+            })
+        } else {
+            None
+        };
+        self.service
+            .handle(Request::Txn(TxnRequest {
+                txn,
+                begin,
+                queued,
+                call,
+            }))
+            .await
+    }
+
+    async fn committed(&self, key: &[u8]) -> Option<Bytes> {
+        let reader = TxnId { client: 99, seq: 1 };
+        let snapshot = self.gtm.timestamp().await.unwrap();
+        let get = TxnCall::Get {
+            rel: self.rel,
+            key: key.to_vec(),
+            snapshot,
+            presence_only: false,
+        };
+        let Response::Row(r) = self.call(reader, true, vec![], get).await else {
+            panic!("Get")
+        };
+        assert_eq!(
+            self.call(reader, false, vec![], TxnCall::Abort).await,
+            Response::Done
+        );
+        r
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_writes_travel_with_the_next_call_and_commit() {
+    let e = env().await;
+    let t = TxnId { client: 1, seq: 1 };
+    let puts = (0..5u8)
+        .map(|i| Queued::Put {
+            rel: e.rel,
+            key: vec![b'k', i],
+            row: Some(row(i as i64)),
+        })
+        .collect();
+    // The transaction begins with its first request, which also carries its writes.
+    let lock = TxnCall::LockRow {
+        rel: e.rel,
+        key: b"k\x09".to_vec(),
+    };
+    assert_eq!(e.call(t, true, puts, lock).await, Response::Row(None));
+    assert!(matches!(
+        e.call(t, false, vec![], TxnCall::Commit).await,
+        Response::Committed(_)
+    ));
+    assert_eq!(e.service.open_transactions(), 0);
+    assert_eq!(e.committed(b"k\x03").await, Some(row(3)));
+    // A call for a transaction that ended is refused.
+    let Response::Error(err) = e.call(t, false, vec![], TxnCall::Flush).await else {
+        panic!("expected an error")
+    };
+    assert_eq!(err.code, codes::INVALID_TRANSACTION_STATE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_pages_resume_after_their_last_key() {
+    let e = env().await;
+    let t = TxnId { client: 1, seq: 1 };
+    let puts = (0..10u8)
+        .map(|i| Queued::Put {
+            rel: e.rel,
+            key: vec![i],
+            row: Some(row(i as i64)),
+        })
+        .collect();
+    e.call(t, true, puts, TxnCall::Flush).await;
+    let snapshot = e.gtm.timestamp().await.unwrap();
+    let mut lo = Bound::Unbounded;
+    let mut seen = Vec::new();
+    loop {
+        let page = TxnCall::ScanPage {
+            rel: e.rel,
+            lo: lo.clone(),
+            hi: Bound::Excluded(vec![8]),
+            snapshot,
+            max_rows: 3,
+            keys: true,
+        };
+        let Response::Page { rows, last_key } = e.call(t, false, vec![], page).await else {
+            panic!("ScanPage")
+        };
+        assert!(rows.len() <= 3);
+        seen.extend(rows);
+        match last_key {
+            Some(k) => lo = Bound::Excluded(k),
+            None => break,
+        }
+    }
+    // Own, uncommitted writes are seen, in key order, up to the bound.
+    let expected: Vec<_> = (0..8u8).map(|i| (vec![i], row(i as i64))).collect();
+    assert_eq!(seen, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_of_a_taken_key_is_23505_and_savepoints_undo() {
+    let e = env().await;
+    let t = TxnId { client: 1, seq: 1 };
+    let insert = |v| TxnCall::Insert {
+        rel: e.rel,
+        key: b"a".to_vec(),
+        row: row(v),
+    };
+    assert_eq!(e.call(t, true, vec![], insert(1)).await, Response::Done);
+    let Response::Error(err) = e.call(t, false, vec![], insert(2)).await else {
+        panic!("expected a unique violation")
+    };
+    assert_eq!(err.code, codes::UNIQUE_VIOLATION);
+    let put_b = Queued::Put {
+        rel: e.rel,
+        key: b"b".to_vec(),
+        row: Some(row(2)),
+    };
+    let queued = vec![
+        Queued::Savepoint { id: 1 },
+        put_b,
+        Queued::RollbackTo { id: 1 },
+    ];
+    assert_eq!(
+        e.call(t, false, queued, TxnCall::Flush).await,
+        Response::Done
+    );
+    assert!(matches!(
+        e.call(t, false, vec![], TxnCall::Commit).await,
+        Response::Committed(_)
+    ));
+    assert_eq!(e.committed(b"a").await, Some(row(1)));
+    assert_eq!(
+        e.committed(b"b").await,
+        None,
+        "rolled back to the savepoint"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn increments_arrive_as_data_and_overflow_at_commit() {
+    let e = std::sync::Arc::new(env().await);
+    let t = TxnId { client: 1, seq: 1 };
+    let put = Queued::Put {
+        rel: e.rel,
+        key: b"a".to_vec(),
+        row: Some(row(40)),
+    };
+    e.call(t, true, vec![put], TxnCall::Commit).await;
+    // A holds the row: B's increment waits for A, then holds an increment lock and is
+    // deferred to B's commit; C's increment, compatible with B's, is deferred at once.
+    let a = TxnId { client: 1, seq: 2 };
+    let lock = TxnCall::LockRow {
+        rel: e.rel,
+        key: b"a".to_vec(),
+    };
+    assert_eq!(
+        e.call(a, true, vec![], lock).await,
+        Response::Row(Some(row(40)))
+    );
+    let inc = move |rel, amount| TxnCall::Increment {
+        rel,
+        key: b"a".to_vec(),
+        increments: vec![Increment {
+            column: 0,
+            op: IncrementOp::Add,
+            amount: IntAmount::Int8(amount),
+        }],
+    };
+    let b = TxnId { client: 2, seq: 1 };
+    let waiting = {
+        let e = e.clone();
+        tokio::spawn(async move { e.call(b, true, vec![], inc(e.rel, 2)).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "B waits for A's exclusive lock");
+    e.call(a, false, vec![], TxnCall::Abort).await;
+    assert_eq!(waiting.await.unwrap(), Response::Incremented(Some(true)));
+    let c = TxnId { client: 2, seq: 2 };
+    let inc_c = inc(e.rel, i64::MAX);
+    assert_eq!(
+        e.call(c, true, vec![], inc_c).await,
+        Response::Incremented(Some(true))
+    );
+    assert!(matches!(
+        e.call(b, false, vec![], TxnCall::Commit).await,
+        Response::Committed(_)
+    ));
+    let Response::Error(err) = e.call(c, false, vec![], TxnCall::Commit).await else {
+        panic!("42 + i64::MAX must overflow")
+    };
+    assert_eq!(err.code, codes::NUMERIC_VALUE_OUT_OF_RANGE);
+    assert_eq!(e.committed(b"a").await, Some(row(42)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gone_client_s_transactions_are_aborted_and_release_their_locks() {
+    let e = env().await;
+    let t = TxnId { client: 7, seq: 1 };
+    let put = Queued::Put {
+        rel: e.rel,
+        key: b"a".to_vec(),
+        row: Some(row(1)),
+    };
+    let lock = TxnCall::LockRow {
+        rel: e.rel,
+        key: b"a".to_vec(),
+    };
+    e.call(t, true, vec![put], lock.clone()).await;
+    assert_eq!(e.service.open_transactions(), 1);
+    e.service.client_gone(7).await;
+    assert_eq!(e.service.open_transactions(), 0);
+    // Another transaction takes the lock at once and sees nothing of the gone one.
+    let other = TxnId { client: 8, seq: 1 };
+    let taken = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        e.call(other, true, vec![], lock),
+    )
+    .await
+    .expect("the lock was released");
+    assert_eq!(taken, Response::Row(None));
+}
