@@ -1,0 +1,94 @@
+//! COPY … FROM STDIN: the CopyIn sub-protocol inside the session's transaction.
+
+use super::statement::Outcome;
+use super::{view, Session};
+use crate::copy::CopyParser;
+use crate::session_io::SessionStream;
+use pgerror::{codes, PgError, PgResult};
+use wire::backend;
+use wire::FrontendMessage;
+
+impl<S: SessionStream> Session<S> {
+    /// COPY … FROM STDIN: the CopyIn sub-protocol, rows written as they arrive.
+    pub(super) async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
+        let snapshot = self.ensure_started().await?;
+        backend::copy_in_response(&mut self.out, copy.fields as i16);
+        self.flush()
+            .await
+            .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+        let mut parser = CopyParser::new(
+            copy.delimiter,
+            copy.null_string.clone(),
+            copy.csv,
+            copy.header,
+        );
+        let mut loader = crate::dml::CopyLoader::new(copy);
+        // In bulk only where no savepoint could roll part of the transaction back.
+        let mut failure: Option<PgError> = None;
+        if let Some(t) = self.tx.as_mut().filter(|t| t.savepoints.is_empty()) {
+            let txn = t.dn_txn.as_mut().expect("transaction started");
+            failure = loader
+                .load_in_bulk_if_owned(&self.shared.datanode, txn, &self.shared.spill)
+                .err();
+        }
+        let statement_time = types::datetime::now_timestamp();
+        // After a bad row PostgreSQL still consumes the data up to CopyDone.
+        loop {
+            let msg = self.next_message().await?.ok_or_else(|| {
+                PgError::new(codes::CONNECTION_FAILURE, "connection closed during COPY")
+            })?;
+            let (rows, done) = match msg {
+                FrontendMessage::CopyData(data) => (parser.feed(&data), false),
+                FrontendMessage::CopyDone => (parser.finish(), true),
+                FrontendMessage::CopyFail(m) => {
+                    return Err(PgError::new(
+                        codes::QUERY_CANCELED,
+                        format!("COPY from stdin failed: {m}"),
+                    ));
+                }
+                FrontendMessage::Flush | FrontendMessage::Sync => continue,
+                _ => {
+                    return Err(PgError::new(
+                        codes::PROTOCOL_VIOLATION,
+                        "unexpected message type during COPY from stdin",
+                    ))
+                }
+            };
+            if failure.is_none() {
+                let view = view(&self.shared, &self.state, &self.tx, statement_time);
+                let txn = self
+                    .tx
+                    .as_mut()
+                    .and_then(|t| t.dn_txn.as_mut())
+                    .expect("transaction started");
+                let result = match rows {
+                    Ok(rows) => {
+                        loader
+                            .load(&self.shared.datanode, txn, &view, rows, parser.line)
+                            .await
+                    }
+                    Err(e) => Err(e),
+                };
+                failure = result.err();
+            }
+            if done {
+                break;
+            }
+        }
+        if failure.is_none() {
+            let txn = self
+                .tx
+                .as_mut()
+                .and_then(|t| t.dn_txn.as_mut())
+                .expect("transaction started");
+            failure = loader
+                .finish(&self.shared.datanode, txn, snapshot)
+                .await
+                .err();
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Outcome::tag(format!("COPY {}", loader.count()))),
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! One client connection: the session, its message loop and the protocol state machine
+//! (dispatch of each message, error recovery to Sync). What a message does lives in the
+//! submodules: `simple_query` and `query_cache` (the Query message and its
+//! auto-parameterized plan cache), `extended` and `portals` (Parse, Bind, Describe,
+//! Execute, Close and the prepared-statement cache), `statement` (running one bound
+//! statement), `copy_in` (COPY FROM STDIN) and `transaction` (transaction control).
+
+mod copy_in;
+mod extended;
+mod portals;
+mod query_cache;
+mod simple_query;
+mod statement;
+mod transaction;
+
+pub use transaction::Transaction;
+
+use crate::exec::SessionView;
+use crate::server::Shared;
+use crate::session_io::{self, SessionStream};
+use crate::settings::{Settings, StatementLimits};
+use bytes::BytesMut;
+use extended::Prepared;
+use parking_lot::Mutex;
+use pgerror::{codes, PgError, PgResult, Severity};
+use portals::Portals;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use wire::backend::{self, NoticeSeverity};
+use wire::{decode_message, FrontendMessage};
+
+/// Largest message a client may send (PostgreSQL allows 1 GB; we bound memory per session).
+pub const MAX_MESSAGE_LEN: usize = 64 << 20;
+/// Flush the output buffer once it holds this much.
+const FLUSH_THRESHOLD: usize = 64 << 10;
+
+/// Bound on the number of cached plans of each kind per executor thread.
+const PLAN_CACHE_SIZE: usize = 256;
+
+pub struct SessionState {
+    pub user: String,
+    pub database: String,
+    pub pid: i32,
+    pub settings: Mutex<Settings>,
+    pub reports: Mutex<Vec<(&'static str, String)>>,
+}
+
+pub struct Session<S> {
+    shared: Arc<Shared>,
+    stream: S,
+    inbuf: BytesMut,
+    out: BytesMut,
+    state: SessionState,
+    tx: Option<Transaction>,
+    /// This session's prepared statements by name (the values shared, see `PREPARED_PLANS`).
+    prepared: FxHashMap<String, Arc<Prepared>>,
+    portals: Portals,
+    /// After an error in extended protocol: discard messages until Sync.
+    skip_to_sync: bool,
+    cancel: Arc<tokio::sync::Notify>,
+    /// The running statement's limits (read from the settings as it starts).
+    limits: StatementLimits,
+    /// Set while a statement runs whose query rows go straight to the client, in these
+    /// result formats, as they are produced (not collected into its `Outcome`).
+    stream_rows: Option<Vec<i16>>,
+}
+
+impl<S: SessionStream> Session<S> {
+    pub fn new(
+        shared: Arc<Shared>,
+        stream: S,
+        inbuf: BytesMut,
+        state: SessionState,
+        cancel: Arc<tokio::sync::Notify>,
+    ) -> Self {
+        Session {
+            shared,
+            stream,
+            inbuf,
+            out: BytesMut::new(),
+            state,
+            tx: None,
+            prepared: FxHashMap::default(),
+            portals: Portals::default(),
+            skip_to_sync: false,
+            cancel,
+            limits: StatementLimits::default(),
+            stream_rows: None,
+        }
+    }
+
+    /// Send the post-authentication greeting.
+    pub async fn greet(&mut self, secret: i32) -> std::io::Result<()> {
+        backend::authentication_ok(&mut self.out);
+        for (name, value) in self.state.settings.lock().reported() {
+            backend::parameter_status(&mut self.out, name, &value);
+        }
+        backend::backend_key_data(&mut self.out, self.state.pid, secret);
+        self.ready_for_query();
+        self.flush().await
+    }
+
+    /// Sends what is written and gives the output buffer back to the thread.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        write_out(&mut self.stream, &mut self.out).await?;
+        session_io::give_back(&mut self.out);
+        Ok(())
+    }
+
+    fn ready_for_query(&mut self) {
+        let status = self.status();
+        backend::ready_for_query(&mut self.out, status);
+    }
+
+    fn send_error(&mut self, err: &PgError) {
+        backend::error_response(&mut self.out, err);
+    }
+
+    fn notice(&mut self, severity: NoticeSeverity, code: &'static str, message: &str) {
+        backend::notice_response_with(&mut self.out, severity, &PgError::new(code, message));
+    }
+
+    /// Read the next message, or None at end of stream. Output is flushed only before
+    /// waiting for input, so a pipelined batch (Bind/Execute/Sync…) costs one write.
+    async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
+        loop {
+            if let Some(m) =
+                decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())?
+            {
+                if self.out.capacity() == 0 {
+                    self.out = session_io::take();
+                }
+                return Ok(Some(m));
+            }
+            if self.inbuf.is_empty() {
+                // Back to the start of its allocation, so the next read writes to the
+                // lines this one used rather than walking all of it. (False, and no
+                // allocation, when the buffer is already at its start or is shared.)
+                // Given back before the pass end: a session waiting there then holds one
+                // buffer, not two, and a pass fits the thread's pool (`MAX_FREE_BUFFERS`)
+                // instead of allocating half its buffers afresh.
+                let _ = self.inbuf.try_reclaim(self.inbuf.capacity() + 1);
+                session_io::give_back(&mut self.inbuf);
+            }
+            if !self.out.is_empty() {
+                crate::executors::end_of_pass().await;
+            }
+            self.flush()
+                .await
+                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            let idle_limit = self.idle_in_transaction_limit_ms();
+            let read = session_io::read(&mut self.stream, &mut self.inbuf);
+            let n = if idle_limit > 0 {
+                tokio::time::timeout(std::time::Duration::from_millis(idle_limit), read)
+                    .await
+                    .map_err(|_| {
+                        PgError::new(
+                            codes::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                            "terminating connection due to idle-in-transaction timeout",
+                        )
+                    })?
+            } else {
+                read.await
+            }
+            .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+            if n == 0 {
+                return Ok(None);
+            }
+            crate::executors::note_request();
+        }
+    }
+
+    /// The message loop. Returns when the client terminates or the connection fails.
+    pub async fn run(&mut self) {
+        loop {
+            let msg = match self.next_message().await {
+                Ok(Some(m)) => m,
+                Ok(None) => break,
+                Err(e) => {
+                    // Malformed or oversized message: report and end only this connection.
+                    let e = PgError {
+                        severity: Severity::Fatal,
+                        ..e
+                    };
+                    self.send_error(&e);
+                    let _ = self.flush().await;
+                    break;
+                }
+            };
+            if matches!(msg, FrontendMessage::Terminate) {
+                break;
+            }
+            if !crate::hot_future::in_hot_block(|| self.dispatch(msg)).await {
+                break;
+            }
+        }
+        let _ = self.flush().await;
+        self.end_session().await;
+    }
+
+    /// Handle one message; false ends the connection.
+    async fn dispatch(&mut self, msg: FrontendMessage) -> bool {
+        if self.skip_to_sync && !matches!(msg, FrontendMessage::Sync) {
+            return true;
+        }
+        let result = match msg {
+            FrontendMessage::Query(sql) => {
+                self.simple_query(&sql).await;
+                self.ready_for_query();
+                return true;
+            }
+            FrontendMessage::Parse {
+                name,
+                query,
+                param_types,
+            } => self.parse_message(name, &query, param_types),
+            FrontendMessage::Bind {
+                portal,
+                statement,
+                param_formats,
+                params,
+                result_formats,
+            } => self.bind_message(portal, &statement, &param_formats, params, result_formats),
+            FrontendMessage::Describe { kind, name } => self.describe(kind, &name),
+            FrontendMessage::Execute { portal, max_rows } => {
+                self.execute_message(&portal, max_rows).await
+            }
+            FrontendMessage::Close { kind, name } => {
+                match kind {
+                    wire::frontend::DescribeKind::Statement => drop(self.prepared.remove(&name)),
+                    wire::frontend::DescribeKind::Portal => drop(self.portals.remove(&name)),
+                }
+                backend::close_complete(&mut self.out);
+                Ok(())
+            }
+            FrontendMessage::Sync => {
+                self.skip_to_sync = false;
+                self.end_implicit_transaction().await;
+                self.portals.remove("");
+                self.ready_for_query();
+                return true;
+            }
+            FrontendMessage::Flush => return true,
+            // Stray COPY messages outside COPY are ignored, as PostgreSQL does.
+            FrontendMessage::CopyData(_)
+            | FrontendMessage::CopyDone
+            | FrontendMessage::CopyFail(_) => return true,
+            FrontendMessage::Password(_) => Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                "unexpected password message",
+            )),
+            FrontendMessage::Terminate => return false,
+        };
+        if let Err(e) = result {
+            let fatal = e.severity == Severity::Fatal;
+            self.send_error(&e);
+            self.statement_failed().await;
+            self.skip_to_sync = true;
+            return !fatal;
+        }
+        true
+    }
+}
+
+/// Write and clear the output buffer; a large one is not kept for an idle session.
+async fn write_out<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &mut BytesMut,
+) -> std::io::Result<()> {
+    if !out.is_empty() {
+        stream.write_all(out).await?;
+        out.clear();
+        if out.capacity() > 1 << 20 {
+            *out = BytesMut::with_capacity(8 << 10);
+        }
+    }
+    Ok(())
+}
+
+/// The session as statements see it (built from disjoint fields so output can be
+/// written while it is borrowed).
+fn view<'a>(
+    shared: &'a Shared,
+    state: &'a SessionState,
+    tx: &Option<Transaction>,
+    statement_time: i64,
+) -> SessionView<'a> {
+    SessionView {
+        catalog: &shared.catalog,
+        settings: &state.settings,
+        reports: &state.reports,
+        txn_time: tx.as_ref().map_or(statement_time, |t| t.txn_time),
+        statement_time,
+        backend_pid: state.pid,
+        user: &state.user,
+        database: &state.database,
+    }
+}

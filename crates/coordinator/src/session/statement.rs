@@ -1,0 +1,262 @@
+//! Running one bound statement: cancel, statement_timeout and a vanished client race
+//! it; queries and DML run in the session's transaction, their rows streamed to the
+//! client or collected.
+
+use super::{view, write_out, Session, FLUSH_THRESHOLD};
+use crate::exec::{Row, StatementState};
+use crate::output;
+use crate::session_io::{self, SessionStream};
+use datanode_client::Isolation;
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::Statement;
+use types::Value;
+use wire::backend;
+
+/// Result of running one statement.
+pub(super) struct Outcome {
+    pub(super) rows: Vec<Row>,
+    pub(super) tag: String,
+}
+
+impl Outcome {
+    pub(super) fn tag(tag: impl Into<String>) -> Self {
+        Outcome {
+            rows: Vec::new(),
+            tag: tag.into(),
+        }
+    }
+}
+
+impl<S: SessionStream> Session<S> {
+    /// Run one bound statement, honouring cancel requests, statement_timeout and a
+    /// client that went away. `biased`: the statement is polled first, and the other
+    /// branches only while it waits (a lock, the GTM, the journal, or a yield of a long
+    /// operator), so the many statements that finish in their first poll never register
+    /// with the session's `Notify` (its lock, twice) nor start a timer. No cancel is
+    /// missed: a `Notified` sees every `notify_waiters` from its creation on, polled or
+    /// not.
+    pub(super) async fn run_statement(
+        &mut self,
+        stmt: &Statement,
+        params: &[Value],
+    ) -> PgResult<Outcome> {
+        self.limits = self.state.settings.lock().limits();
+        let timeout = self.limits.statement_timeout_ms;
+        let deadline = (timeout > 0)
+            .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout));
+        let client = self.stream.raw_fd();
+        let cancel = self.cancel.clone();
+        let notified = cancel.notified();
+        tokio::pin!(notified);
+        tokio::select! {
+            biased;
+            r = self.execute(stmt, params) => r,
+            _ = &mut notified => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")),
+            _ = until(deadline) => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to statement timeout")),
+            _ = session_io::client_gone(client) => Err(PgError::new(codes::CONNECTION_FAILURE, "connection to client lost")),
+        }
+    }
+
+    async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        if let Some(dn) = self
+            .tx
+            .as_mut()
+            .and_then(|t| t.dn_txn.as_mut())
+            .filter(|dn| dn.has_increments())
+        {
+            if crate::dml::needs_applied_increments(stmt) {
+                self.shared.datanode.apply_increments(dn).await?;
+            }
+        }
+        match stmt {
+            Statement::Begin { .. }
+            | Statement::Commit
+            | Statement::Rollback
+            | Statement::Savepoint(_)
+            | Statement::Release(_)
+            | Statement::RollbackTo(_)
+            | Statement::SetTransaction { .. } => self.transaction_control(stmt).await,
+            Statement::Set { name, value, local } => {
+                let report = self
+                    .state
+                    .settings
+                    .lock()
+                    .set(name, value.as_deref(), *local)?;
+                if let Some((n, v)) = report {
+                    backend::parameter_status(&mut self.out, n, &v);
+                }
+                Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }))
+            }
+            Statement::Show { name } => {
+                let value = match name.as_str() {
+                    "transaction isolation level" | "transaction_isolation" => {
+                        match self.tx.as_ref().map(|t| t.isolation) {
+                            Some(Isolation::RepeatableRead) => "repeatable read".to_string(),
+                            Some(Isolation::ReadCommitted) => "read committed".to_string(),
+                            None => self
+                                .state
+                                .settings
+                                .lock()
+                                .get("default_transaction_isolation")?,
+                        }
+                    }
+                    "transaction_read_only" => {
+                        let read_only = match &self.tx {
+                            Some(t) => t.read_only,
+                            None => self.state.settings.lock().txn_defaults().read_only,
+                        };
+                        (if read_only { "on" } else { "off" }).to_string()
+                    }
+                    "all" => return Err(PgError::unsupported("SHOW ALL")),
+                    other => self.state.settings.lock().get(other)?,
+                };
+                Ok(Outcome {
+                    rows: vec![vec![Value::Text(value)]],
+                    tag: "SHOW".into(),
+                })
+            }
+            Statement::Discard => {
+                self.prepared.clear();
+                self.portals.clear();
+                Ok(Outcome::tag("DISCARD ALL"))
+            }
+            Statement::Deallocate(None) => {
+                self.prepared.clear();
+                Ok(Outcome::tag("DEALLOCATE ALL"))
+            }
+            Statement::Deallocate(Some(name)) => {
+                self.prepared.remove(name).ok_or_else(|| {
+                    PgError::new(
+                        codes::INVALID_SQL_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    )
+                })?;
+                Ok(Outcome::tag("DEALLOCATE"))
+            }
+            Statement::Empty => Ok(Outcome::tag("")),
+            Statement::CreateTable(_)
+            | Statement::DropTable { .. }
+            | Statement::Truncate { .. }
+            | Statement::AddPrimaryKey { .. }
+            | Statement::Vacuum { .. } => {
+                // Inside a transaction block, the tables TRUNCATE empties are the
+                // transaction's until it ends (`Datanode::own_relation`).
+                let in_block = self.tx.as_ref().is_some_and(|t| t.explicit);
+                if in_block && matches!(stmt, Statement::Truncate { .. }) {
+                    self.ensure_started().await?;
+                }
+                let owner = self
+                    .tx
+                    .as_mut()
+                    .filter(|_| in_block)
+                    .and_then(|t| t.dn_txn.as_mut());
+                let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
+                Ok(Outcome::tag(tag))
+            }
+            Statement::CopyFrom(copy) => self.copy_from(copy).await,
+            Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_) => self.dml(stmt, params).await,
+        }
+    }
+
+    /// SELECT / INSERT / UPDATE / DELETE inside the session's transaction.
+    async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        let snapshot = self.ensure_started().await?;
+        if self.tx.as_ref().is_some_and(|t| t.read_only) && !matches!(stmt, Statement::Query(_)) {
+            return Err(PgError::new(
+                codes::READ_ONLY_SQL_TRANSACTION,
+                "cannot execute this statement in a read-only transaction",
+            ));
+        }
+        let shared = self.shared.clone();
+        let view = view(
+            &shared,
+            &self.state,
+            &self.tx,
+            types::datetime::now_timestamp(),
+        );
+        let txn = self
+            .tx
+            .as_mut()
+            .and_then(|t| t.dn_txn.as_mut())
+            .expect("transaction started");
+        let state = StatementState::new(&self.limits, &shared.spill);
+        let dml = crate::dml::Dml {
+            dn: &shared.datanode,
+            snapshot,
+            params,
+            view: &view,
+            state: &state,
+        };
+        let outcome = match stmt {
+            Statement::Query(q) => match self.stream_rows.take() {
+                Some(formats) => {
+                    let reader = dml.reader(txn);
+                    let mut rows = reader.rows(q);
+                    let mut count = 0u64;
+                    while let Some(batch) = rows.next_batch().await? {
+                        for r in &batch {
+                            output::data_row(&mut self.out, r, &q.columns, &formats, &view);
+                        }
+                        count += batch.len() as u64;
+                        if self.out.len() > FLUSH_THRESHOLD {
+                            write_out(&mut self.stream, &mut self.out)
+                                .await
+                                .map_err(|e| {
+                                    PgError::new(codes::CONNECTION_FAILURE, e.to_string())
+                                })?;
+                        }
+                    }
+                    Outcome {
+                        tag: format!("SELECT {count}"),
+                        rows: Vec::new(),
+                    }
+                }
+                None => {
+                    let rows = dml.reader(txn).query(q).await?;
+                    Outcome {
+                        tag: format!("SELECT {}", rows.len()),
+                        rows,
+                    }
+                }
+            },
+            Statement::Insert(ins) => {
+                let (rows, n) = dml.insert(txn, ins).await?;
+                Outcome {
+                    rows,
+                    tag: format!("INSERT 0 {n}"),
+                }
+            }
+            Statement::Update(upd) => {
+                let (rows, n) = dml.update(txn, upd).await?;
+                Outcome {
+                    rows,
+                    tag: format!("UPDATE {n}"),
+                }
+            }
+            Statement::Delete(del) => {
+                let (rows, n) = dml.delete(txn, del).await?;
+                Outcome {
+                    rows,
+                    tag: format!("DELETE {n}"),
+                }
+            }
+            _ => unreachable!("dml() handles queries and DML only"),
+        };
+        let reports: Vec<_> = std::mem::take(&mut *self.state.reports.lock());
+        for (n, v) in reports {
+            backend::parameter_status(&mut self.out, n, &v);
+        }
+        Ok(outcome)
+    }
+}
+
+/// Never completes without a deadline.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,296 @@
+//! Transaction control: the transaction a session is in (its datanode transaction,
+//! isolation, savepoints), BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET TRANSACTION, implicit
+//! transactions, failure until the block ends, and the idle-in-transaction timeout.
+
+use super::statement::Outcome;
+use super::Session;
+use crate::session_io::SessionStream;
+use datanode_client::{DatanodeTxn, Isolation, Savepoint, Timestamp};
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::{IsolationLevel, Statement};
+use wire::backend::{self, NoticeSeverity, TransactionStatus};
+
+/// The transaction the session is in.
+pub struct Transaction {
+    pub(super) dn_txn: Option<DatanodeTxn>,
+    pub(super) explicit: bool,
+    pub(super) failed: bool,
+    pub(super) isolation: Isolation,
+    pub(super) read_only: bool,
+    pub(super) txn_time: i64,
+    pub(super) savepoints: Vec<(String, Savepoint)>,
+}
+
+fn isolation_of(level: IsolationLevel) -> Isolation {
+    match level {
+        IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+        IsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+    }
+}
+
+pub(super) fn in_failed_transaction() -> PgError {
+    PgError::new(
+        codes::IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
+}
+
+impl<S: SessionStream> Session<S> {
+    /// The transaction status ReadyForQuery reports.
+    pub(super) fn status(&self) -> TransactionStatus {
+        match &self.tx {
+            Some(t) if t.failed => TransactionStatus::Failed,
+            Some(t) if t.explicit => TransactionStatus::InBlock,
+            _ => TransactionStatus::Idle,
+        }
+    }
+
+    /// How long the session may wait for its next message (0: no limit): bounded only
+    /// inside a transaction block, by idle_in_transaction_session_timeout.
+    pub(super) fn idle_in_transaction_limit_ms(&self) -> u64 {
+        match self.status() {
+            TransactionStatus::Idle => 0,
+            _ => {
+                self.state
+                    .settings
+                    .lock()
+                    .limits()
+                    .idle_in_transaction_timeout_ms
+            }
+        }
+    }
+
+    /// The connection ended: abort whatever transaction it left open.
+    pub(super) async fn end_session(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            self.abort(tx).await;
+        }
+    }
+
+    /// End of a query string or Sync: commit the implicit transaction, if any.
+    pub(super) async fn end_implicit_transaction(&mut self) {
+        if self.tx.as_ref().is_some_and(|t| !t.explicit) {
+            let tx = self.tx.take().unwrap();
+            if let Err(e) = self.commit(tx).await {
+                self.send_error(&e);
+            }
+        }
+    }
+
+    /// An error ended the current statement: fail the block, or abort the implicit transaction.
+    pub(super) async fn statement_failed(&mut self) {
+        match self.tx.take() {
+            Some(mut t) if t.explicit => {
+                t.failed = true;
+                self.tx = Some(t);
+            }
+            Some(t) => self.abort(t).await,
+            None => {}
+        }
+    }
+
+    /// BEGIN, COMMIT, ROLLBACK, the savepoint statements and SET TRANSACTION.
+    pub(super) async fn transaction_control(&mut self, stmt: &Statement) -> PgResult<Outcome> {
+        match stmt {
+            Statement::Begin {
+                isolation,
+                read_only,
+            } => {
+                match &mut self.tx {
+                    Some(t) if t.explicit => {
+                        self.notice(
+                            NoticeSeverity::Warning,
+                            codes::ACTIVE_SQL_TRANSACTION,
+                            "there is already a transaction in progress",
+                        );
+                    }
+                    Some(t) => {
+                        t.explicit = true;
+                        if let Some(i) = isolation {
+                            t.isolation = isolation_of(*i);
+                        }
+                    }
+                    None => {
+                        let mut t = self.new_transaction(true);
+                        t.isolation = isolation.map(isolation_of).unwrap_or(t.isolation);
+                        t.read_only = read_only.unwrap_or(t.read_only);
+                        self.tx = Some(t);
+                    }
+                }
+                Ok(Outcome::tag("BEGIN"))
+            }
+            Statement::Commit => match self.tx.take() {
+                Some(t) if t.explicit => {
+                    let failed = t.failed;
+                    if failed {
+                        self.abort(t).await;
+                        Ok(Outcome::tag("ROLLBACK"))
+                    } else {
+                        self.commit(t).await?;
+                        Ok(Outcome::tag("COMMIT"))
+                    }
+                }
+                other => {
+                    self.tx = other;
+                    self.notice(
+                        NoticeSeverity::Warning,
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "there is no transaction in progress",
+                    );
+                    Ok(Outcome::tag("COMMIT"))
+                }
+            },
+            Statement::Rollback => {
+                match self.tx.take() {
+                    Some(t) if t.explicit => self.abort(t).await,
+                    other => {
+                        self.tx = other;
+                        self.notice(
+                            NoticeSeverity::Warning,
+                            codes::NO_ACTIVE_SQL_TRANSACTION,
+                            "there is no transaction in progress",
+                        );
+                    }
+                }
+                Ok(Outcome::tag("ROLLBACK"))
+            }
+            Statement::Savepoint(name) => {
+                self.require_block("SAVEPOINT")?;
+                self.ensure_started().await?;
+                let t = self.tx.as_mut().unwrap();
+                let sp = t.dn_txn.as_ref().unwrap().savepoint();
+                t.savepoints.push((name.clone(), sp));
+                Ok(Outcome::tag("SAVEPOINT"))
+            }
+            Statement::Release(name) => {
+                self.require_block("RELEASE SAVEPOINT")?;
+                let t = self.tx.as_mut().unwrap();
+                let pos = t
+                    .savepoints
+                    .iter()
+                    .rposition(|(n, _)| n == name)
+                    .ok_or_else(|| no_savepoint(name))?;
+                t.savepoints.truncate(pos);
+                Ok(Outcome::tag("RELEASE"))
+            }
+            Statement::RollbackTo(name) => {
+                self.require_block("ROLLBACK TO SAVEPOINT")?;
+                let t = self.tx.as_mut().unwrap();
+                let pos = t
+                    .savepoints
+                    .iter()
+                    .rposition(|(n, _)| n == name)
+                    .ok_or_else(|| no_savepoint(name))?;
+                t.savepoints.truncate(pos + 1);
+                if let Some(dn) = t.dn_txn.as_mut() {
+                    dn.rollback_to(&t.savepoints[pos].1)?;
+                }
+                t.failed = false;
+                Ok(Outcome::tag("ROLLBACK"))
+            }
+            Statement::SetTransaction {
+                isolation,
+                read_only,
+            } => {
+                match &mut self.tx {
+                    Some(t) if t.dn_txn.is_none() => {
+                        if let Some(i) = isolation {
+                            t.isolation = isolation_of(*i);
+                        }
+                        if let Some(r) = read_only {
+                            t.read_only = *r;
+                        }
+                    }
+                    Some(_) => {
+                        return Err(PgError::new(
+                            codes::ACTIVE_SQL_TRANSACTION,
+                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                        ))
+                    }
+                    None => self.notice(
+                        NoticeSeverity::Warning,
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    ),
+                }
+                Ok(Outcome::tag("SET"))
+            }
+            _ => unreachable!("transaction_control() handles transaction control only"),
+        }
+    }
+
+    fn require_block(&self, what: &str) -> PgResult<()> {
+        if self.tx.as_ref().is_some_and(|t| t.explicit) {
+            Ok(())
+        } else {
+            Err(PgError::new(
+                codes::NO_ACTIVE_SQL_TRANSACTION,
+                format!("{what} can only be used in transaction blocks"),
+            ))
+        }
+    }
+
+    fn new_transaction(&self, explicit: bool) -> Transaction {
+        let defaults = self.state.settings.lock().txn_defaults();
+        Transaction {
+            dn_txn: None,
+            explicit,
+            failed: false,
+            isolation: if defaults.repeatable_read {
+                Isolation::RepeatableRead
+            } else {
+                Isolation::ReadCommitted
+            },
+            read_only: defaults.read_only,
+            txn_time: types::datetime::now_timestamp(),
+            savepoints: Vec::new(),
+        }
+    }
+
+    /// Make sure a transaction with a datanode transaction exists; returns the snapshot
+    /// for the next statement (a fresh one per statement under READ COMMITTED).
+    pub(super) async fn ensure_started(&mut self) -> PgResult<Timestamp> {
+        if self.tx.is_none() {
+            self.tx = Some(self.new_transaction(false));
+        }
+        let t = self.tx.as_mut().unwrap();
+        match &t.dn_txn {
+            None => {
+                let start = self.shared.gtm.begin().await?;
+                t.dn_txn = Some(self.shared.datanode.begin(start, t.isolation));
+                Ok(start)
+            }
+            Some(dn) if t.isolation == Isolation::RepeatableRead => Ok(dn.start_ts()),
+            Some(_) => self.shared.gtm.timestamp().await,
+        }
+    }
+
+    async fn commit(&mut self, t: Transaction) -> PgResult<()> {
+        self.end_local_settings();
+        if let Some(dn) = t.dn_txn {
+            self.shared.datanode.commit(dn, &self.shared.gtm).await?;
+        }
+        Ok(())
+    }
+
+    async fn abort(&mut self, t: Transaction) {
+        self.end_local_settings();
+        if let Some(dn) = t.dn_txn {
+            self.shared.datanode.abort(dn, &self.shared.gtm).await;
+        }
+    }
+
+    fn end_local_settings(&mut self) {
+        let changed = self.state.settings.lock().end_transaction();
+        for (n, v) in changed {
+            backend::parameter_status(&mut self.out, n, &v);
+        }
+    }
+}
+
+fn no_savepoint(name: &str) -> PgError {
+    PgError::new(
+        codes::INVALID_SAVEPOINT_SPECIFICATION,
+        format!("savepoint \"{name}\" does not exist"),
+    )
+}
