@@ -1,6 +1,7 @@
 //! The server: accepts connections and runs the user's handler once per request, each in
 //! its own task, so many requests of one connection are in flight at once.
 
+use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
@@ -86,7 +87,11 @@ where
     while let Ok(Some((id, kind, payload))) = frames.next().await {
         match kind {
             frame::REQUEST => match frame::decode::<Req>(payload) {
-                Ok(req) => start(&conn, &handler, id, req),
+                Ok(req) => {
+                    if !start(&conn, &handler, id, req) {
+                        break; // an id reused while running: not our client
+                    }
+                }
                 Err(e) => conn
                     .outbox
                     .with(|buf| frame::push_raw(buf, id, frame::FAILED, e.as_bytes())),
@@ -114,7 +119,8 @@ where
     let _ = writer.await;
 }
 
-fn start<Req, Resp, H, F>(conn: &Arc<ServerConn>, handler: &Arc<H>, id: u64, req: Req)
+/// Spawns the handler for request `id`; false if `id` is already running.
+fn start<Req, Resp, H, F>(conn: &Arc<ServerConn>, handler: &Arc<H>, id: u64, req: Req) -> bool
 where
     Req: Send + 'static,
     Resp: Serialize + Send + 'static,
@@ -122,13 +128,13 @@ where
     F: Future<Output = Resp> + Send + 'static,
 {
     let credits = Arc::new(Semaphore::new(frame::STREAM_WINDOW as usize));
-    conn.running.lock().insert(
-        id,
-        Running {
+    match conn.running.lock().entry(id) {
+        Entry::Occupied(_) => return false,
+        Entry::Vacant(e) => e.insert(Running {
             credits: credits.clone(),
             task: None,
-        },
-    );
+        }),
+    };
     let responder = Responder {
         conn: conn.clone(),
         id,
@@ -148,6 +154,7 @@ where
     if let Some(r) = conn.running.lock().get_mut(&id) {
         r.task = Some(task.abort_handle());
     }
+    true
 }
 
 /// Sends the final frame of a request, or FAILED if the handler never returned (it
