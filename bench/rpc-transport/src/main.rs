@@ -10,15 +10,19 @@
 //! Candidates:
 //!   tarpc  tarpc 0.34, serde transport with bincode over TCP
 //!   rpc    crates/rpc: length-prefixed bincode frames, multiplexed and coalesced
+//!   tonic  tonic 0.12 gRPC with prost messages (build with `--features tonic`)
 //!
 //! Usage: rpc-transport-bench [--duration-ms MS] [--runs R] [--callers 1,16,128]
-//!                            [--candidates tarpc,rpc]
+//!                            [--candidates tarpc,rpc,tonic]
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[cfg(feature = "tonic")]
+mod tonic_candidate;
 
 use futures::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -248,7 +252,11 @@ fn parse_args() -> Args {
         duration: Duration::from_millis(3000),
         runs: 3,
         callers: vec![1, 16, 128],
-        candidates: vec!["tarpc".into(), "rpc".into()],
+        candidates: ["tarpc", "rpc"]
+            .into_iter()
+            .chain(cfg!(feature = "tonic").then_some("tonic"))
+            .map(str::to_string)
+            .collect(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -276,48 +284,81 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Calls for `duration` after a warm-up; returns (RPCs/s, CPU µs per RPC).
+fn measure(
+    candidate: &dyn Candidate,
+    rt: &tokio::runtime::Runtime,
+    callers: u64,
+    duration: Duration,
+) -> (f64, f64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    candidate.spawn_callers(rt, callers, stop.clone(), done.clone());
+    std::thread::sleep(Duration::from_millis(300)); // warm-up
+    let (n0, cpu0, t0) = (done.load(Ordering::Relaxed), cpu_seconds(), Instant::now());
+    std::thread::sleep(duration);
+    let (n1, cpu1, t1) = (done.load(Ordering::Relaxed), cpu_seconds(), Instant::now());
+    stop.store(true, Ordering::Relaxed);
+    std::thread::sleep(Duration::from_millis(200)); // callers drain
+    let n = (n1 - n0) as f64;
+    (n / (t1 - t0).as_secs_f64(), (cpu1 - cpu0) * 1e6 / n)
+}
+
+/// A candidate with its own server and client runtimes (idle while others are measured).
+struct Started {
+    name: String,
+    candidate: Box<dyn Candidate>,
+    client_rt: tokio::runtime::Runtime,
+    _server_rt: tokio::runtime::Runtime,
+}
+
 fn main() {
     let args = parse_args();
-    println!("| candidate | callers | RPCs/s | CPU µs/RPC | runs (RPCs/s; CPU µs/RPC) |");
-    println!("|---|---:|---:|---:|---|");
-    for name in &args.candidates {
-        let server_rt = runtime("server");
-        let client_rt = runtime("client");
-        let candidate: Box<dyn Candidate> = match name.as_str() {
-            "tarpc" => Box::new(Tarpc::start(&server_rt, &client_rt)),
-            "rpc" => Box::new(Rpc::start(&server_rt, &client_rt)),
-            other => panic!("unknown candidate {other}"),
-        };
-        for &callers in &args.callers {
-            let (mut rates, mut cpus) = (Vec::new(), Vec::new());
-            for _ in 0..args.runs {
-                let stop = Arc::new(AtomicBool::new(false));
-                let done = Arc::new(AtomicU64::new(0));
-                candidate.spawn_callers(&client_rt, callers, stop.clone(), done.clone());
-                std::thread::sleep(Duration::from_millis(300)); // warm-up
-                let (n0, cpu0, t0) = (done.load(Ordering::Relaxed), cpu_seconds(), Instant::now());
-                std::thread::sleep(args.duration);
-                let (n1, cpu1, t1) = (done.load(Ordering::Relaxed), cpu_seconds(), Instant::now());
-                stop.store(true, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(200)); // callers drain
-                let n = (n1 - n0) as f64;
-                rates.push(n / (t1 - t0).as_secs_f64());
-                cpus.push((cpu1 - cpu0) * 1e6 / n);
+    let started: Vec<Started> = args
+        .candidates
+        .iter()
+        .map(|name| {
+            let server_rt = runtime("server");
+            let client_rt = runtime("client");
+            let candidate: Box<dyn Candidate> = match name.as_str() {
+                "tarpc" => Box::new(Tarpc::start(&server_rt, &client_rt)),
+                "rpc" => Box::new(Rpc::start(&server_rt, &client_rt)),
+                #[cfg(feature = "tonic")]
+                "tonic" => Box::new(tonic_candidate::Tonic::start(&server_rt, &client_rt)),
+                other => panic!("unknown candidate {other}"),
+            };
+            Started {
+                name: name.clone(),
+                candidate,
+                client_rt,
+                _server_rt: server_rt,
             }
-            let runs: Vec<String> = rates
+        })
+        .collect();
+    println!("| callers | candidate | RPCs/s | CPU µs/RPC | runs (RPCs/s; CPU µs/RPC) |");
+    println!("|---:|---|---:|---:|---|");
+    for &callers in &args.callers {
+        // Runs interleave the candidates, so load from elsewhere on the machine falls on
+        // all of them alike.
+        let mut results = vec![Vec::new(); started.len()];
+        for _ in 0..args.runs {
+            for (s, r) in started.iter().zip(&mut results) {
+                r.push(measure(&*s.candidate, &s.client_rt, callers, args.duration));
+            }
+        }
+        for (s, r) in started.iter().zip(results) {
+            let runs: Vec<String> = r
                 .iter()
-                .zip(&cpus)
-                .map(|(r, c)| format!("{r:.0}; {c:.2}"))
+                .map(|(rate, cpu)| format!("{rate:.0}; {cpu:.2}"))
                 .collect();
             println!(
-                "| {name} | {callers} | {:.0} | {:.2} | {} |",
-                median(rates),
-                median(cpus),
+                "| {callers} | {} | {:.0} | {:.2} | {} |",
+                s.name,
+                median(r.iter().map(|x| x.0).collect()),
+                median(r.iter().map(|x| x.1).collect()),
                 runs.join(" / ")
             );
         }
-        drop(candidate);
-        client_rt.shutdown_timeout(Duration::from_secs(1));
-        server_rt.shutdown_timeout(Duration::from_secs(1));
     }
+    // Runtimes are dropped (and their tasks with them) on the way out.
 }
