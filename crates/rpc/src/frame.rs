@@ -160,6 +160,9 @@ impl Outbox {
                     return w.shutdown().await;
                 }
                 self.notify.notified().await;
+                // The waker put this task first in line (tokio's LIFO slot): step back
+                // behind the tasks already runnable so that their frames join this write.
+                tokio::task::yield_now().await;
                 continue;
             }
             w.write_all(&batch).await?;
