@@ -110,6 +110,7 @@ where
         let id = conn.start(req, Slot::Unary(tx))?;
         let cancel = CancelOnDrop { conn: &conn, id };
         let result = rx.await;
+        // Answered (or failed): the slot is gone, nothing to cancel. The guard owns nothing.
         std::mem::forget(cancel);
         match result {
             Ok(r) => r,
