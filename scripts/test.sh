@@ -121,5 +121,12 @@ step "pytest tests/"
 .venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
   ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
 
+step "pytest through the coordinator-datanode messages (target meridian-messages)"
+# The cluster's path in one process: pgbench's invariant, isolation, increments, drivers
+# and cancellation with every datanode call sent as a protocol message.
+MERIDIAN_TEST_TARGETS=meridian-messages .venv/bin/python -m pytest -v -p no:cacheprovider \
+  --timeout=900 tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py \
+  tests/test_drivers.py tests/test_cancel.py || { status=1; echo "pytest (meridian-messages) FAILED"; }
+
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
 exit $status
