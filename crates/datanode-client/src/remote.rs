@@ -65,10 +65,7 @@ impl RemoteDatanode {
 
     pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> RemoteTxn {
         RemoteTxn {
-            id: TxnId {
-                client: self.link.client(),
-                seq: self.next_txn.fetch_add(1, Ordering::Relaxed),
-            },
+            id: self.next_txn.fetch_add(1, Ordering::Relaxed),
             start_ts,
             isolation,
             pending: Mutex::new(Pending::default()),

@@ -16,24 +16,18 @@ use std::ops::Bound;
 
 /// How a coordinator's requests reach one datanode: over the network, or, in one
 /// process, straight to its `DatanodeService`. A link answers each request or fails it
-/// with a connection-class error; `client` names the link's connection to the datanode,
-/// which aborts that connection's transactions when it ends.
+/// with a connection-class error. The datanode keeps a coordinator's transactions per
+/// connection and aborts what is left of them when the connection ends.
 pub trait Link: Send + Sync {
     fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>>;
-    fn client(&self) -> u64;
 }
 
 pub type RelId = u64;
 pub type Timestamp = u64;
 
-/// A transaction, named by its coordinator: `client` is unique to one coordinator
-/// connection's lifetime (the datanode aborts what is left of it when the connection
-/// ends), `seq` to the transaction within it.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TxnId {
-    pub client: u64,
-    pub seq: u64,
-}
+/// A transaction, numbered by its coordinator, unique among those it sends over one
+/// connection.
+pub type TxnId = u64;
 
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {

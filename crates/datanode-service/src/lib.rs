@@ -16,16 +16,12 @@ use types::Value;
 /// A `Link` to a service in the same process: every call goes through the protocol's
 /// messages and the service, exactly as over the network, without a socket. The embedded
 /// server uses it with `--datanode-link messages`, to run anything against the protocol
-/// path; the connection never ends, so no transaction is aborted for its sake.
+/// path. It is connection 0, which never ends.
 pub struct InProcessLink(pub Arc<DatanodeService>);
 
 impl Link for InProcessLink {
     fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>> {
-        Box::pin(async move { Ok(self.0.handle(request).await) })
-    }
-
-    fn client(&self) -> u64 {
-        0
+        Box::pin(async move { Ok(self.0.handle(0, request).await) })
     }
 }
 
@@ -33,8 +29,11 @@ impl Link for InProcessLink {
 pub struct DatanodeService {
     datanode: Arc<Datanode>,
     gtm: gtm::GtmClient,
-    txns: Mutex<HashMap<TxnId, Arc<tokio::sync::Mutex<TxnSlot>>>>,
+    /// By (connection, the coordinator's number for it).
+    txns: Mutex<HashMap<(u64, TxnId), SharedSlot>>,
 }
+
+type SharedSlot = Arc<tokio::sync::Mutex<TxnSlot>>;
 
 /// One transaction's state here. A coordinator sends one transaction's requests one at a
 /// time; the mutex only guards against a request that arrives while a cancelled one is
@@ -56,22 +55,40 @@ impl DatanodeService {
         }
     }
 
-    /// Answers one request; an error is an answer too (`Response::Error`).
-    pub async fn handle(&self, request: Request) -> Response {
-        match self.run(request).await {
+    /// Serves coordinators on `listener` until accepting fails (`crates/rpc`).
+    pub async fn serve(self: Arc<Self>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        let closing = self.clone();
+        rpc::serve_with_close(
+            listener,
+            move |request: Request, out: rpc::Responder<Response>| {
+                let service = self.clone();
+                async move { service.handle(out.connection(), request).await }
+            },
+            move |connection| {
+                let service = closing.clone();
+                tokio::spawn(async move { service.connection_closed(connection).await });
+            },
+        )
+        .await
+    }
+
+    /// Answers one request that came on `connection`; an error is an answer too
+    /// (`Response::Error`).
+    pub async fn handle(&self, connection: u64, request: Request) -> Response {
+        match self.run(connection, request).await {
             Ok(r) => r,
             Err(e) => Response::Error((&e).into()),
         }
     }
 
-    /// Aborts what is left of the transactions of `client` (its connection ended: no
-    /// commit can come for them any more).
-    pub async fn client_gone(&self, client: u64) {
+    /// Aborts what is left of the transactions opened on `connection`, which ended: no
+    /// commit can come for them any more.
+    pub async fn connection_closed(&self, connection: u64) {
         let gone: Vec<_> = {
             let mut txns = self.txns.lock();
-            let ids: Vec<TxnId> = txns
+            let ids: Vec<_> = txns
                 .keys()
-                .filter(|t| t.client == client)
+                .filter(|(c, _)| *c == connection)
                 .copied()
                 .collect();
             ids.into_iter().filter_map(|id| txns.remove(&id)).collect()
@@ -88,7 +105,7 @@ impl DatanodeService {
         self.txns.lock().len()
     }
 
-    async fn run(&self, request: Request) -> PgResult<Response> {
+    async fn run(&self, connection: u64, request: Request) -> PgResult<Response> {
         let dn = &self.datanode;
         Ok(match request {
             Request::MetaPut { key, value } => {
@@ -103,17 +120,18 @@ impl DatanodeService {
             }
             Request::AllocateRowIds { rel, n } => Response::Id(dn.allocate_row_ids(rel, n)?),
             Request::Vacuum { rel } => Response::Vacuumed(dn.vacuum(rel)?),
-            Request::Txn(t) => self.run_txn(t).await?,
+            Request::Txn(t) => self.run_txn(connection, t).await?,
         })
     }
 
-    async fn run_txn(&self, request: TxnRequest) -> PgResult<Response> {
+    async fn run_txn(&self, connection: u64, request: TxnRequest) -> PgResult<Response> {
         let TxnRequest {
-            txn: id,
+            txn,
             begin,
             queued,
             call,
         } = request;
+        let id = (connection, txn);
         let slot = {
             let mut txns = self.txns.lock();
             match (txns.get(&id), begin) {
@@ -130,10 +148,12 @@ impl DatanodeService {
                     txns.insert(id, slot.clone());
                     slot
                 }
+                // It began on a connection that has ended and was aborted with it (a
+                // coordinator sends nothing for a transaction it ended itself).
                 (None, None) => {
                     return Err(PgError::new(
-                        codes::INVALID_TRANSACTION_STATE,
-                        format!("datanode: no transaction {}/{}", id.client, id.seq),
+                        codes::CONNECTION_FAILURE,
+                        "the datanode lost the transaction with its connection",
                     ))
                 }
             }

@@ -22,7 +22,7 @@ async fn env() -> Env {
     let dn = Datanode::open(opts).unwrap();
     let gtm = gtm::GtmClient::local(&dir.path().join("gtm")).unwrap();
     let service = DatanodeService::new(dn, gtm.clone());
-    let Response::Id(rel) = service.handle(Request::CreateRel).await else {
+    let Response::Id(rel) = service.handle(0, Request::CreateRel).await else {
         panic!("CreateRel")
     };
     Env {
@@ -40,7 +40,13 @@ fn row(v: i64) -> Bytes {
 }
 
 impl Env {
-    async fn call(&self, txn: TxnId, begin: bool, queued: Vec<Queued>, call: TxnCall) -> Response {
+    async fn call(
+        &self,
+        (connection, txn): (u64, TxnId),
+        begin: bool,
+        queued: Vec<Queued>,
+        call: TxnCall,
+    ) -> Response {
         let begin = if begin {
             Some(Begin {
                 start_ts: self.gtm.begin().await.unwrap(),
@@ -50,17 +56,20 @@ impl Env {
             None
         };
         self.service
-            .handle(Request::Txn(TxnRequest {
-                txn,
-                begin,
-                queued,
-                call,
-            }))
+            .handle(
+                connection,
+                Request::Txn(TxnRequest {
+                    txn,
+                    begin,
+                    queued,
+                    call,
+                }),
+            )
             .await
     }
 
     async fn committed(&self, key: &[u8]) -> Option<Bytes> {
-        let reader = TxnId { client: 99, seq: 1 };
+        let reader = (99, 1);
         let snapshot = self.gtm.timestamp().await.unwrap();
         let get = TxnCall::Get {
             rel: self.rel,
@@ -82,7 +91,7 @@ impl Env {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queued_writes_travel_with_the_next_call_and_commit() {
     let e = env().await;
-    let t = TxnId { client: 1, seq: 1 };
+    let t = (1, 1);
     let puts = (0..5u8)
         .map(|i| Queued::Put {
             rel: e.rel,
@@ -102,17 +111,18 @@ async fn queued_writes_travel_with_the_next_call_and_commit() {
     ));
     assert_eq!(e.service.open_transactions(), 0);
     assert_eq!(e.committed(b"k\x03").await, Some(row(3)));
-    // A call for a transaction that ended is refused.
+    // A call for a transaction the datanode does not have (it ended, or its connection
+    // was lost) is refused as a lost connection.
     let Response::Error(err) = e.call(t, false, vec![], TxnCall::Flush).await else {
         panic!("expected an error")
     };
-    assert_eq!(err.code, codes::INVALID_TRANSACTION_STATE);
+    assert_eq!(err.code, codes::CONNECTION_FAILURE);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scan_pages_resume_after_their_last_key() {
     let e = env().await;
-    let t = TxnId { client: 1, seq: 1 };
+    let t = (1, 1);
     let puts = (0..10u8)
         .map(|i| Queued::Put {
             rel: e.rel,
@@ -151,7 +161,7 @@ async fn scan_pages_resume_after_their_last_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_of_a_taken_key_is_23505_and_savepoints_undo() {
     let e = env().await;
-    let t = TxnId { client: 1, seq: 1 };
+    let t = (1, 1);
     let insert = |v| TxnCall::Insert {
         rel: e.rel,
         key: b"a".to_vec(),
@@ -191,7 +201,7 @@ async fn insert_of_a_taken_key_is_23505_and_savepoints_undo() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn increments_arrive_as_data_and_overflow_at_commit() {
     let e = std::sync::Arc::new(env().await);
-    let t = TxnId { client: 1, seq: 1 };
+    let t = (1, 1);
     let put = Queued::Put {
         rel: e.rel,
         key: b"a".to_vec(),
@@ -200,7 +210,7 @@ async fn increments_arrive_as_data_and_overflow_at_commit() {
     e.call(t, true, vec![put], TxnCall::Commit).await;
     // A holds the row: B's increment waits for A, then holds an increment lock and is
     // deferred to B's commit; C's increment, compatible with B's, is deferred at once.
-    let a = TxnId { client: 1, seq: 2 };
+    let a = (1, 2);
     let lock = TxnCall::LockRow {
         rel: e.rel,
         key: b"a".to_vec(),
@@ -218,7 +228,7 @@ async fn increments_arrive_as_data_and_overflow_at_commit() {
             amount: IntAmount::Int8(amount),
         }],
     };
-    let b = TxnId { client: 2, seq: 1 };
+    let b = (2, 1);
     let waiting = {
         let e = e.clone();
         tokio::spawn(async move { e.call(b, true, vec![], inc(e.rel, 2)).await })
@@ -227,7 +237,7 @@ async fn increments_arrive_as_data_and_overflow_at_commit() {
     assert!(!waiting.is_finished(), "B waits for A's exclusive lock");
     e.call(a, false, vec![], TxnCall::Abort).await;
     assert_eq!(waiting.await.unwrap(), Response::Incremented(Some(true)));
-    let c = TxnId { client: 2, seq: 2 };
+    let c = (2, 2);
     let inc_c = inc(e.rel, i64::MAX);
     assert_eq!(
         e.call(c, true, vec![], inc_c).await,
@@ -245,9 +255,9 @@ async fn increments_arrive_as_data_and_overflow_at_commit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gone_client_s_transactions_are_aborted_and_release_their_locks() {
+async fn a_closed_connection_s_transactions_are_aborted_and_release_their_locks() {
     let e = env().await;
-    let t = TxnId { client: 7, seq: 1 };
+    let t = (7, 1);
     let put = Queued::Put {
         rel: e.rel,
         key: b"a".to_vec(),
@@ -259,10 +269,10 @@ async fn a_gone_client_s_transactions_are_aborted_and_release_their_locks() {
     };
     e.call(t, true, vec![put], lock.clone()).await;
     assert_eq!(e.service.open_transactions(), 1);
-    e.service.client_gone(7).await;
+    e.service.connection_closed(7).await;
     assert_eq!(e.service.open_transactions(), 0);
     // Another transaction takes the lock at once and sees nothing of the gone one.
-    let other = TxnId { client: 8, seq: 1 };
+    let other = (8, 1);
     let taken = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         e.call(other, true, vec![], lock),

@@ -27,10 +27,36 @@ where
     H: Fn(Req, Responder<Resp>) -> F + Send + Sync + 'static,
     F: Future<Output = Resp> + Send + 'static,
 {
+    serve_with_close(listener, handler, |_| {}).await
+}
+
+/// `serve`, calling `on_close(connection)` once a connection has ended and its running
+/// handlers have been cancelled (`Responder::connection` names the connection a request
+/// came on): a server that keeps state per client connection drops it there.
+pub async fn serve_with_close<Req, Resp, H, F, C>(
+    listener: TcpListener,
+    handler: H,
+    on_close: C,
+) -> io::Result<()>
+where
+    Req: DeserializeOwned + Send + 'static,
+    Resp: Serialize + Send + 'static,
+    H: Fn(Req, Responder<Resp>) -> F + Send + Sync + 'static,
+    F: Future<Output = Resp> + Send + 'static,
+    C: Fn(u64) + Send + Sync + 'static,
+{
     let handler = Arc::new(handler);
+    let on_close = Arc::new(on_close);
+    let mut next_connection = 1u64;
     loop {
         let (stream, _) = listener.accept().await?;
-        tokio::spawn(serve_connection(stream, handler.clone()));
+        let (handler, on_close) = (handler.clone(), on_close.clone());
+        let connection = next_connection;
+        next_connection += 1;
+        tokio::spawn(async move {
+            serve_connection(stream, handler, connection).await;
+            on_close(connection);
+        });
     }
 }
 
@@ -43,6 +69,8 @@ struct Running {
 }
 
 struct ServerConn {
+    /// Numbers the server's connections (`Responder::connection`).
+    connection: u64,
     outbox: Outbox,
     running: Mutex<FxHashMap<u64, Running>>,
 }
@@ -63,7 +91,7 @@ impl ServerConn {
 /// Serves one connection: reads requests, spawns their handlers, writes their responses.
 /// Returns when the client closes the connection or it fails; running handlers are
 /// then cancelled.
-async fn serve_connection<Req, Resp, H, F>(stream: TcpStream, handler: Arc<H>)
+async fn serve_connection<Req, Resp, H, F>(stream: TcpStream, handler: Arc<H>, connection: u64)
 where
     Req: DeserializeOwned + Send + 'static,
     Resp: Serialize + Send + 'static,
@@ -75,6 +103,7 @@ where
     }
     let (r, w) = stream.into_split();
     let conn = Arc::new(ServerConn {
+        connection,
         outbox: Outbox::new(),
         running: Mutex::new(FxHashMap::default()),
     });
@@ -199,6 +228,11 @@ pub struct Responder<Resp> {
 }
 
 impl<Resp: Serialize> Responder<Resp> {
+    /// The connection this request came on (see `serve_with_close`).
+    pub fn connection(&self) -> u64 {
+        self.conn.connection
+    }
+
     /// Sends one streamed message. Waits while the client holds a full window of
     /// unconsumed messages (back-pressure); fails with 57014 once the request is cancelled.
     pub async fn send(&self, msg: &Resp) -> PgResult<()> {
