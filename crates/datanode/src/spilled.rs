@@ -23,7 +23,8 @@
 //!   intents before the write; rolling back past a spill restores those states.
 
 use crate::locks::{FxHashMap, TxnShared};
-use crate::{Increments, Inner, RelId, RowBytes, Timestamp, Txn};
+use crate::txn::{Increments, Txn};
+use crate::{Inner, RelId, RowBytes, Timestamp};
 use parking_lot::Mutex;
 use pgerror::{PgError, PgResult};
 use std::collections::BTreeMap;
@@ -333,7 +334,7 @@ impl Iterator for IntentsIn {
 /// Own writes of a spilled transaction in a scan: its write set over its intents (the
 /// write set is newer); keys only locked are skipped.
 pub(crate) struct SpilledOwnIter<'a> {
-    pub memory: std::iter::Peekable<crate::MemoryOwnIter<'a>>,
+    pub memory: std::iter::Peekable<crate::merge::MemoryOwnIter<'a>>,
     pub intents: std::iter::Peekable<IntentsIn>,
 }
 
@@ -378,7 +379,7 @@ impl Inner {
         gtm: &gtm::GtmClient,
     ) -> PgResult<Timestamp> {
         if let Err(e) = self.spill(&mut txn) {
-            let _ = crate::end_unapplied(txn, gtm).await;
+            let _ = crate::commit::end_unapplied(txn, gtm).await;
             return Err(e);
         }
         let mut rels: Vec<RelId> = txn
@@ -448,7 +449,7 @@ impl Inner {
         let loads_kept = txn
             .loaded
             .iter()
-            .map(|&rel| crate::loading_key(rel))
+            .map(|&rel| crate::owned::loading_key(rel))
             .collect();
         // Durable whatever synchronous_commit says: the record goes next, and a crash
         // after that must not lose what it applied.
