@@ -45,6 +45,9 @@ pub struct CoordinatorConfig {
     /// Whether calls to the datanode go through the protocol's messages and its service
     /// side instead of straight to it (`DatanodeClient::open_local`).
     pub datanode_messages: bool,
+    /// Address of a `meridian datanode` to use instead of a datanode in this process
+    /// (which then is not opened); it must share the GTM (`gtm`).
+    pub datanode: Option<String>,
 }
 
 /// State shared by every session of this coordinator.
@@ -150,12 +153,15 @@ impl Coordinator {
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
-        let datanode = DatanodeClient::open_local(
-            dn_opts,
-            gtm.clone(),
-            Duration::from_secs(5),
-            config.datanode_messages,
-        )?;
+        let datanode = match &config.datanode {
+            Some(addr) => DatanodeClient::connect(addr),
+            None => DatanodeClient::open_local(
+                dn_opts,
+                gtm.clone(),
+                Duration::from_secs(5),
+                config.datanode_messages,
+            )?,
+        };
         let catalog = LiveCatalog::load(datanode.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)

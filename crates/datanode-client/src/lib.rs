@@ -117,6 +117,12 @@ impl DatanodeClient {
         )))
     }
 
+    /// The datanode process at `addr` (`meridian datanode`), over TCP. Connects on first
+    /// use.
+    pub fn connect(addr: &str) -> DatanodeClient {
+        DatanodeClient::remote(Arc::new(remote::NetworkLink::new(addr)))
+    }
+
     /// A datanode reached through `link`.
     pub fn remote(link: Arc<dyn Link>) -> DatanodeClient {
         DatanodeClient::Remote(Arc::new(RemoteDatanode::new(link)))

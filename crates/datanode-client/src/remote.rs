@@ -19,6 +19,22 @@ use std::sync::Arc;
 /// Rows a remote scan asks for at a time.
 const SCAN_PAGE_ROWS: u32 = 1024;
 
+/// A `Link` over TCP to a `meridian datanode` (`crates/rpc`): one connection shared by
+/// the coordinator's sessions, reopened on the next call after it fails.
+pub struct NetworkLink(rpc::Client<Request, Response>);
+
+impl NetworkLink {
+    pub fn new(addr: &str) -> NetworkLink {
+        NetworkLink(rpc::Client::new(addr, rpc::ClientOptions::default()))
+    }
+}
+
+impl Link for NetworkLink {
+    fn call(&self, request: Request) -> futures::future::BoxFuture<'_, PgResult<Response>> {
+        Box::pin(async move { self.0.call(&request).await })
+    }
+}
+
 /// A datanode in another process (or behind a test link).
 pub struct RemoteDatanode {
     link: Arc<dyn Link>,

@@ -35,6 +35,10 @@ pub struct StartArgs {
     /// Use a remote GTM (`meridian gtm`) at HOST:PORT instead of the in-process one.
     #[arg(long)]
     gtm: Option<String>,
+    /// Use the datanode process (`meridian datanode`) at HOST:PORT instead of one in this
+    /// process; needs --gtm, the GTM that datanode uses.
+    #[arg(long)]
+    datanode: Option<String>,
     /// Threads that run sessions. Default: one per CPU.
     #[arg(long)]
     session_threads: Option<usize>,
@@ -89,6 +93,7 @@ pub struct Settings {
     pub session_threads: usize,
     pub busy_poll_us: u64,
     pub datanode_link: DatanodeLink,
+    pub datanode: Option<String>,
 }
 
 impl StartArgs {
@@ -101,6 +106,12 @@ impl StartArgs {
             }
             None => FileSettings::default(),
         };
+        if self.datanode.is_some() && self.gtm.is_none() && file.gtm.is_none() {
+            return Err(
+                "--datanode needs --gtm: the coordinator and the datanode must share one GTM"
+                    .into(),
+            );
+        }
         let synchronous_commit = match &self.synchronous_commit {
             Some(v) => parse_bool(v)?,
             None => file.synchronous_commit.unwrap_or(true),
@@ -146,6 +157,7 @@ impl StartArgs {
                 .max(1),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
             datanode_link: self.datanode_link,
+            datanode: self.datanode.clone(),
         })
     }
 }
@@ -191,5 +203,34 @@ mod tests {
         assert_eq!(parse_size("512kB").unwrap(), 512 << 10);
         assert_eq!(parse_size("4096").unwrap(), 4096);
         assert!(parse_size("12 parsecs").is_err());
+    }
+}
+
+/// `meridian datanode` settings.
+#[derive(Args, Debug)]
+pub struct DatanodeArgs {
+    /// Data directory (created if missing).
+    #[arg(long, default_value = "./meridian-datanode")]
+    pub data_dir: PathBuf,
+    /// Address to accept coordinators on.
+    #[arg(long, default_value = "127.0.0.1:6544")]
+    pub listen: SocketAddr,
+    /// The GTM (`meridian gtm`) at HOST:PORT, shared with the coordinators.
+    #[arg(long)]
+    pub gtm: String,
+    /// Memory for cached data (e.g. 128MB, 1GB).
+    #[arg(long, default_value = "128MB")]
+    pub cache_size: String,
+    /// Memory one transaction's uncommitted writes may take before they move to storage.
+    #[arg(long, default_value = "16MB")]
+    pub txn_memory: String,
+    /// on: a commit returns once durable; off: asynchronous commit.
+    #[arg(long, default_value = "on")]
+    pub synchronous_commit: String,
+}
+
+impl DatanodeArgs {
+    pub fn synchronous_commit(&self) -> Result<bool, String> {
+        parse_bool(&self.synchronous_commit)
     }
 }

@@ -3,11 +3,14 @@
 //! - `meridian start` runs the embedded server: GTM, coordinator and datanode in one
 //!   process, talking through their in-process interfaces.
 //! - `meridian gtm` runs the GTM alone; `meridian start --gtm HOST:PORT` uses it.
+//! - `meridian datanode --gtm HOST:PORT` runs a datanode alone, serving coordinators over
+//!   the coordinator-datanode protocol; `meridian start --gtm G --datanode D` is then a
+//!   coordinator that uses it.
 
 mod config;
 
 use clap::{Parser, Subcommand};
-use config::{parse_size, StartArgs};
+use config::{parse_size, DatanodeArgs, StartArgs};
 use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,6 +35,9 @@ struct Cli {
 enum Command {
     /// Start the embedded server (GTM, coordinator and datanode in one process).
     Start(Box<StartArgs>),
+    /// Run a datanode alone: MVCC storage and transactions for coordinators
+    /// (`meridian start --gtm G --datanode D`).
+    Datanode(Box<DatanodeArgs>),
     /// Run the global transaction manager (timestamp oracle) alone.
     Gtm {
         #[arg(long, default_value = "./meridian-gtm")]
@@ -58,6 +64,7 @@ fn main() {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Start(args) => start(*args).await,
+            Command::Datanode(args) => datanode(*args).await,
             Command::Gtm { data_dir, listen } => {
                 let shutdown = ShutdownSignal::install();
                 tokio::select! {
@@ -88,6 +95,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         session_threads: settings.session_threads,
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
         datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
+        datanode: settings.datanode.clone(),
     };
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;
@@ -102,6 +110,30 @@ async fn start(args: StartArgs) -> Result<(), String> {
         _ = shutdown.recv() => tracing::info!("shutting down"),
     }
     Ok(())
+}
+
+async fn datanode(args: DatanodeArgs) -> Result<(), String> {
+    let shutdown = ShutdownSignal::install();
+    let mut options = datanode::DatanodeOptions::new(&args.data_dir);
+    options.cache_size = parse_size(&args.cache_size)?;
+    options.txn_memory = parse_size(&args.txn_memory)?;
+    options.synchronous_commit = args.synchronous_commit()?;
+    let gtm = gtm::GtmClient::connect(&args.gtm, gtm::ClientOptions::default())
+        .await
+        .map_err(|e| e.message)?;
+    let datanode = datanode::Datanode::open(options).map_err(|e| e.message)?;
+    datanode.start_gc(gtm.clone(), std::time::Duration::from_secs(5));
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("could not listen on {}: {e}", args.listen))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let service = std::sync::Arc::new(datanode_service::DatanodeService::new(datanode, gtm));
+    tracing::info!(data_dir = %args.data_dir.display(), "datanode listening on {addr}");
+    println!("meridian datanode: listening on {addr}; ready to accept connections");
+    tokio::select! {
+        r = service.serve(listener) => r.map_err(|e| e.to_string()),
+        _ = shutdown.recv() => Ok(()),
+    }
 }
 
 /// Each connection is a socket: lift the soft open-file limit to the hard limit so that
