@@ -125,10 +125,7 @@ impl RemoteDatanode {
             snapshot,
             presence_only,
         };
-        match self.txn_call(txn, call).await? {
-            Response::Row(r) => Ok(r),
-            other => Err(unexpected(&other)),
-        }
+        self.expect_row(txn, call).await
     }
 
     pub async fn lock_row(
@@ -141,10 +138,7 @@ impl RemoteDatanode {
             rel,
             key: key.to_vec(),
         };
-        match self.txn_call(txn, call).await? {
-            Response::Row(r) => Ok(r),
-            other => Err(unexpected(&other)),
-        }
+        self.expect_row(txn, call).await
     }
 
     pub async fn increment(
@@ -254,6 +248,13 @@ impl RemoteDatanode {
             request: txn.bulk_start_request(rel),
             txn: txn.id,
             started: false,
+        }
+    }
+
+    async fn expect_row(&self, txn: &RemoteTxn, call: TxnCall) -> PgResult<Option<RowBytes>> {
+        match self.txn_call(txn, call).await? {
+            Response::Row(r) => Ok(r),
+            other => Err(unexpected(&other)),
         }
     }
 
