@@ -141,8 +141,12 @@ impl DatanodeService {
                         proto::Isolation::ReadCommitted => Isolation::ReadCommitted,
                         proto::Isolation::RepeatableRead => Isolation::RepeatableRead,
                     };
+                    // The coordinator registered the start timestamp at the GTM and
+                    // finishes it there itself.
+                    let mut txn = self.datanode.begin(b.start_ts, isolation);
+                    txn.registered_by_caller();
                     let slot = Arc::new(tokio::sync::Mutex::new(TxnSlot {
-                        txn: Some(self.datanode.begin(b.start_ts, isolation)),
+                        txn: Some(txn),
                         ..TxnSlot::default()
                     }));
                     txns.insert(id, slot.clone());

@@ -24,7 +24,9 @@ pub(crate) async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> Pg
         }
     }
     txn.release_and_await_reads_durable().await;
-    gtm.finish(start).await?;
+    if txn.finishes_at_gtm {
+        gtm.finish(start).await?;
+    }
     Ok(start)
 }
 
@@ -251,7 +253,9 @@ impl Inner {
             Err(e) => {
                 txn.release_and_await_reads_durable().await;
                 self.unregister_committing(rels, txn.shared.id);
-                let _ = gtm.finish(start).await; // best effort
+                if txn.finishes_at_gtm {
+                    let _ = gtm.finish(start).await; // best effort
+                }
                 Err(e)
             }
         }

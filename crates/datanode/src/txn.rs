@@ -54,10 +54,21 @@ pub struct Txn {
     /// (nothing can roll back to a position inside it).
     pub(crate) savepoint_taken: AtomicBool,
     pub(crate) inner: Arc<Inner>,
+    /// Whether the GTM registration of the start timestamp is this datanode's to end
+    /// (`gtm.finish`). It is not when a coordinator in another process registered it
+    /// through its own GTM connection and ends it itself (`registered_by_caller`).
+    pub(crate) finishes_at_gtm: bool,
     finished: bool,
 }
 
 impl Txn {
+    /// The caller registered the start timestamp with the GTM and ends that registration
+    /// itself: commit and abort do not `finish` it at the GTM (a round trip that, from
+    /// another connection, would unregister nothing).
+    pub fn registered_by_caller(&mut self) {
+        self.finishes_at_gtm = false;
+    }
+
     pub fn start_ts(&self) -> Timestamp {
         self.shared.start_ts
     }
@@ -296,6 +307,7 @@ impl Datanode {
             spilled: None,
             savepoint_taken: AtomicBool::new(false),
             inner: self.inner.clone(),
+            finishes_at_gtm: true,
             finished: false,
         })
     }

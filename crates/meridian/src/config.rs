@@ -43,7 +43,8 @@ pub struct StartArgs {
     #[arg(long)]
     session_threads: Option<usize>,
     /// Microseconds a session thread keeps polling for the next request before it sleeps
-    /// (0: never poll). Default 200.
+    /// (0: never poll). Default 200; 0 with --datanode, where a session thread mostly waits
+    /// for the datanode's answers and polling burns the CPU the other processes need.
     #[arg(long)]
     busy_poll_us: Option<u64>,
     /// How the coordinator calls the datanode in this process: `direct` (default), or
@@ -155,7 +156,10 @@ impl StartArgs {
                 .or(file.session_threads)
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
                 .max(1),
-            busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
+            busy_poll_us: self
+                .busy_poll_us
+                .or(file.busy_poll_us)
+                .unwrap_or(if self.datanode.is_some() { 0 } else { 200 }),
             datanode_link: self.datanode_link,
             datanode: self.datanode.clone(),
         })
