@@ -245,9 +245,8 @@ impl RemoteDatanode {
         txn.loaded.insert(rel);
         RemoteBulkLoad {
             datanode: self.clone(),
-            request: txn.bulk_start_request(rel),
+            start: Some(txn.bulk_start_request(rel)),
             txn: txn.id,
-            started: false,
         }
     }
 
@@ -327,13 +326,7 @@ impl RemoteTxn {
     /// another request sends it too: a begin for a transaction the datanode has is
     /// ignored.
     fn bulk_start_request(&self, rel: RelId) -> Request {
-        let mut pending = self.pending.lock();
-        Request::Txn(TxnRequest {
-            txn: self.id,
-            begin: Some(self.begin_message()),
-            queued: std::mem::take(&mut pending.queued),
-            call: TxnCall::BulkStart { rel },
-        })
+        self.take_request(TxnCall::BulkStart { rel }, true)
     }
 
     fn begin_message(&self) -> proto::Begin {
@@ -348,9 +341,15 @@ impl RemoteTxn {
 
     /// The request for `call`, taking the queued writes (and the begin, the first time).
     fn request(&self, call: TxnCall) -> Request {
+        self.take_request(call, false)
+    }
+
+    /// A request for `call` with the queued writes; with the begin if it was not sent
+    /// yet, or always with `always_begin` (which leaves it counted as unsent).
+    fn take_request(&self, call: TxnCall, always_begin: bool) -> Request {
         let mut pending = self.pending.lock();
-        let begin = (!pending.begun).then(|| self.begin_message());
-        pending.begun = true;
+        let begin = (always_begin || !pending.begun).then(|| self.begin_message());
+        pending.begun |= !always_begin;
         Request::Txn(TxnRequest {
             txn: self.id,
             begin,
@@ -434,9 +433,8 @@ impl<'a> RemoteScan<'a> {
 pub struct RemoteBulkLoad {
     datanode: Arc<RemoteDatanode>,
     /// The `BulkStart` request (with the transaction's queued writes), until sent.
-    request: Request,
+    start: Option<Request>,
     txn: TxnId,
-    started: bool,
 }
 
 impl RemoteBulkLoad {
@@ -454,10 +452,8 @@ impl RemoteBulkLoad {
     }
 
     async fn start(&mut self) -> PgResult<()> {
-        if !self.started {
-            let request = std::mem::replace(&mut self.request, Request::CreateRel);
+        if let Some(request) = self.start.take() {
             self.datanode.call(request).await?;
-            self.started = true;
         }
         Ok(())
     }
