@@ -148,6 +148,7 @@ async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
             pk_index_oid: has_pk.then_some(oid + 1),
             rel,
             fillfactor: ct.fillfactor,
+            distribution: ct.distribution,
         })
         .await?;
     Ok(())

@@ -69,6 +69,46 @@ pub struct TableDef {
     /// Storage relation holding the rows; changes on TRUNCATE and primary-key rebuilds.
     pub rel: u64,
     pub fillfactor: Option<u32>,
+    /// Where the rows live in a cluster (decision 0028).
+    #[serde(default)]
+    pub distribution: Distribution,
+}
+
+/// How a table's rows are placed on datanodes (Postgres-XL's `DISTRIBUTE BY`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Distribution {
+    /// By the hash of one column's value (`DISTRIBUTE BY HASH (col)`): the row's bucket is
+    /// the hash of the value's key encoding, so equal values of any integer width, or
+    /// numerics equal in SQL, land together. With a primary key, the column is one of
+    /// its columns (the key alone then names the row's datanode).
+    Hash { column: usize },
+    /// A full copy on every datanode (`DISTRIBUTE BY REPLICATION`).
+    Replication,
+    /// Spread by row id (`DISTRIBUTE BY ROUNDROBIN`; the default for a table with no
+    /// column of a hashable type).
+    #[default]
+    RoundRobin,
+}
+
+impl Distribution {
+    /// The distribution of a table created without `DISTRIBUTE BY`, as Postgres-XL
+    /// chooses it: the primary key's first column, else the first column of a hashable
+    /// type, else round-robin.
+    pub fn default_for(columns: &[ColumnDef], primary_key: Option<&[usize]>) -> Distribution {
+        let column = match primary_key {
+            Some(pk) => pk.first().copied(),
+            None => columns.iter().position(|c| is_hashable(&c.ty.to_type())),
+        };
+        column.map_or(Distribution::RoundRobin, |column| Distribution::Hash {
+            column,
+        })
+    }
+}
+
+/// Whether rows can be placed by a value of this type: its key encoding is the same for
+/// values equal in SQL (`types::codec::encode_key`).
+pub fn is_hashable(ty: &DataType) -> bool {
+    !matches!(ty, DataType::Array(_) | DataType::Unknown)
 }
 
 impl TableDef {

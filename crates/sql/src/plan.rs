@@ -439,6 +439,7 @@ pub struct CreateTable {
     pub columns: Vec<crate::catalog::ColumnDef>,
     pub primary_key: Option<Vec<usize>>,
     pub fillfactor: Option<u32>,
+    pub distribution: crate::catalog::Distribution,
 }
 
 #[derive(Debug, Clone)]

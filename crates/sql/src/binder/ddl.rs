@@ -96,12 +96,15 @@ impl<'a> Binder<'a> {
             }
         }
         let fillfactor = table_fillfactor(ct)?;
+        let distribution =
+            crate::catalog::Distribution::default_for(&columns, primary_key.as_deref());
         Ok(Statement::CreateTable(CreateTable {
             name,
             if_not_exists: ct.if_not_exists,
             columns,
             primary_key,
             fillfactor,
+            distribution,
         }))
     }
 
