@@ -21,6 +21,11 @@ Which server is "under test" is chosen by the environment variable
 * ``meridian-messages``  -- the same binary with ``--datanode-link messages``: every call
                             from coordinator to datanode goes through the protocol's
                             messages, as between processes;
+* ``meridian-cluster``   -- a cluster of separate processes on loopback: ``meridian gtm``,
+                            three ``meridian datanode`` and a coordinator
+                            (``meridian start --gtm G --datanode D1,D2,D3``) over which
+                            every table is distributed; ``kill9()`` kills them all and
+                            ``restart()`` starts them all again;
 * ``postgres``           -- a real PostgreSQL 15 started exactly like Meridian would be,
                             which validates the tests themselves;
 * ``meridian,postgres``  -- every test runs against both.
@@ -56,7 +61,7 @@ READY_PATTERN = "ready to accept connections"
 START_TIMEOUT = float(os.environ.get("MERIDIAN_START_TIMEOUT", "120"))
 STOP_TIMEOUT = float(os.environ.get("MERIDIAN_STOP_TIMEOUT", "60"))
 PG_BINDIR = Path(os.environ.get("MERIDIAN_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
-VALID_TARGETS = ("meridian", "meridian-messages", "postgres")
+VALID_TARGETS = ("meridian", "meridian-messages", "meridian-cluster", "postgres")
 
 
 def test_targets() -> list[str]:
@@ -456,8 +461,115 @@ class MeridianMessagesServer(MeridianServer):
         return super()._command() + ["--datanode-link", "messages"]
 
 
+class GtmServer(ServerHandle):
+    """`meridian gtm`: the timestamp oracle as its own process."""
+
+    kind = "gtm"
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.bin = meridian_bin()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _command(self):
+        return [str(self.bin), "gtm", "--data-dir", str(self.data_dir),
+                "--listen", self.addr]
+
+
+class DatanodeServer(ServerHandle):
+    """`meridian datanode`: row storage as its own process, on the GTM at ``gtm_addr``."""
+
+    kind = "datanode"
+
+    def __init__(self, *a, gtm_addr: str, **kw):
+        super().__init__(*a, **kw)
+        self.bin = meridian_bin()
+        self.gtm_addr = gtm_addr
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def _command(self):
+        cmd = [str(self.bin), "datanode", "--data-dir", str(self.data_dir),
+               "--listen", self.addr, "--gtm", self.gtm_addr]
+        if self.cache_size:
+            cmd += ["--cache-size", self.cache_size]
+        if self.synchronous_commit:
+            cmd += ["--synchronous-commit", self.synchronous_commit]
+        return cmd
+
+    def peak_rss_bytes(self) -> int:
+        return vm_hwm_bytes(self.pid)
+
+
+class MeridianClusterServer(MeridianServer):
+    """A GTM, ``DATANODES`` datanodes and a coordinator, each its own process. The
+    handle's address, ``kill9()``, ``stop()`` and ``restart()`` are the coordinator's, and
+    take the other processes with them; ``members`` are the GTM and the datanodes."""
+
+    kind = "meridian-cluster"
+    DATANODES = 3
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.gtm = GtmServer(self.base_dir / "gtm")
+        self.datanodes = [
+            DatanodeServer(self.base_dir / f"datanode{i}", gtm_addr=self.gtm.addr,
+                           cache_size=self.cache_size,
+                           synchronous_commit=self.synchronous_commit)
+            for i in range(self.DATANODES)]
+        self.members = [self.gtm, *self.datanodes]
+
+    def _command(self):
+        return super()._command() + [
+            "--gtm", self.gtm.addr, "--datanode", ",".join(d.addr for d in self.datanodes)]
+
+    def start(self):
+        for m in self.members:
+            if not m.is_alive():
+                m.start()
+        return super().start()
+
+    def kill9(self):
+        super().kill9()
+        for m in reversed(self.members):
+            if m.is_alive():
+                m.kill9()
+
+    def stop(self):
+        try:
+            super().stop()
+        finally:
+            for m in reversed(self.members):
+                m.stop()
+
+    def crashed(self) -> bool:
+        return super().crashed() or any(m.crashed() for m in self.members)
+
+    def peak_rss_bytes(self) -> int:
+        # Separate processes with memory of their own: the cluster's peak is at most the
+        # sum of theirs.
+        return super().peak_rss_bytes() + sum(vm_hwm_bytes(m.pid) for m in self.members)
+
+    def cleanup(self):
+        try:
+            super().cleanup()
+        finally:
+            for m in self.members:
+                m.cleanup()
+
+    def describe(self) -> str:
+        return "; ".join([super().describe(), *(m.describe() for m in self.members)])
+
+
 SERVER_CLASSES = {"meridian": MeridianServer, "meridian-messages": MeridianMessagesServer,
-                  "postgres": PostgresServer}
+                  "meridian-cluster": MeridianClusterServer, "postgres": PostgresServer}
 
 
 def _new_base_dir(kind: str) -> Path:

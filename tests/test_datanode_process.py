@@ -21,24 +21,11 @@ import time
 import psycopg
 import pytest
 
-from conftest import MeridianServer, ServerHandle, _new_base_dir, finish_server, meridian_bin
-from test_gtm_service import GtmServer, assert_invariant, transfer
+from conftest import DatanodeServer, GtmServer, MeridianServer, _new_base_dir, finish_server
+from test_gtm_service import assert_invariant, transfer
 from test_pgbench import parse_run, pgbench
 
 SECONDS = int(__import__("os").environ.get("MERIDIAN_PGBENCH_SECONDS", "10"))
-
-
-class DatanodeServer(ServerHandle):
-    kind = "datanode"
-
-    def __init__(self, *a, gtm_addr: str, **kw):
-        super().__init__(*a, **kw)
-        self.bin = meridian_bin()
-        self.gtm_addr = gtm_addr
-
-    def _command(self):
-        return [str(self.bin), "datanode", "--data-dir", str(self.data_dir),
-                "--listen", f"{self.host}:{self.port}", "--gtm", self.gtm_addr]
 
 
 class CoordinatorServer(MeridianServer):

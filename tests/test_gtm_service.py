@@ -18,22 +18,10 @@ import time
 import psycopg
 import pytest
 
-from conftest import MeridianServer, ServerHandle, _new_base_dir, finish_server, meridian_bin
+from conftest import GtmServer, MeridianServer, _new_base_dir, finish_server
 from test_pgbench import parse_run, pgbench, sums
 
 SECONDS = int(__import__("os").environ.get("MERIDIAN_PGBENCH_SECONDS", "10"))
-
-
-class GtmServer(ServerHandle):
-    kind = "gtm"
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.bin = meridian_bin()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-
-    def _command(self):
-        return [str(self.bin), "gtm", "--data-dir", str(self.data_dir), "--listen", f"{self.host}:{self.port}"]
 
 
 class MeridianWithRemoteGtm(MeridianServer):

@@ -10,8 +10,9 @@
 //! the load with 23505, as a unique index build does.
 
 use crate::exec::{decode, row_id_key, row_key};
-use datanode_client::{Chunk, DatanodeBulkLoad};
-use datanode_client::{DatanodeClient, DatanodeTxn, Timestamp};
+use datanode_client::Chunk;
+use datanode_client::Timestamp;
+use distribution::{ClusterBulkLoad, ClusterTxn, Datanodes};
 use pgerror::{PgError, PgResult};
 use sql::TableDef;
 use std::cmp::Ordering;
@@ -52,14 +53,14 @@ pub enum Pushed {
 
 /// Rows passed on to the storage loader in chunks, keys strictly ascending.
 struct Stream {
-    load: DatanodeBulkLoad,
+    load: ClusterBulkLoad,
     chunk: Chunk,
     /// The last key of the chunks already passed on.
     last_passed: Option<Vec<u8>>,
 }
 
 impl Stream {
-    fn new(load: DatanodeBulkLoad) -> Self {
+    fn new(load: ClusterBulkLoad) -> Self {
         Stream {
             load,
             chunk: Chunk::default(),
@@ -103,8 +104,8 @@ impl BulkSink {
     /// Starts a load into `table` (whose relation the transaction owns and may load,
     /// `Datanode::can_bulk_load`): in order under row ids, sorted under a primary key.
     pub fn start(
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         table: Arc<TableDef>,
         spill: &spill::SpillDir,
     ) -> PgResult<BulkSink> {
@@ -128,8 +129,8 @@ impl BulkSink {
 
     /// Starts a load of rows expected in key order (see `Pushed::NotAscending`).
     pub fn start_in_order(
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         table: Arc<TableDef>,
     ) -> PgResult<BulkSink> {
         let load = dn.bulk_load(txn, table.rel)?;
@@ -168,8 +169,8 @@ impl BulkSink {
     /// Returns the number of rows.
     pub async fn finish(
         self,
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         snapshot: Timestamp,
         duplicate: &(dyn Fn(&[Value]) -> PgError + Sync),
     ) -> PgResult<u64> {

@@ -5,7 +5,7 @@
 //! to bind again. DDL is applied immediately (not transactional yet; see
 //! docs/architecture.md).
 
-use datanode_client::DatanodeClient;
+use distribution::{Datanodes, RelPlacement};
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
@@ -26,30 +26,32 @@ struct State {
 pub struct LiveCatalog {
     state: RwLock<State>,
     version: AtomicU64,
-    datanode: DatanodeClient,
+    datanodes: Arc<Datanodes>,
     /// Held across each durable write and its in-memory update, so catalog writes apply
     /// in the order they are stored (`state`'s lock cannot be held across the await).
     writes: tokio::sync::Mutex<()>,
 }
 
 impl LiveCatalog {
-    pub async fn load(datanode: DatanodeClient) -> PgResult<LiveCatalog> {
+    /// Loads the catalog, and tells `datanodes` where each table's rows live.
+    pub async fn load(datanodes: Arc<Datanodes>) -> PgResult<LiveCatalog> {
         let mut state = State {
             next_oid: FIRST_USER_OID,
             ..Default::default()
         };
-        for (_, value) in datanode.meta_scan(TABLE_PREFIX).await? {
+        for (_, value) in datanodes.meta_scan(TABLE_PREFIX).await? {
             let table: TableDef = serde_json::from_slice(&value).map_err(|e| {
                 PgError::new(
                     codes::DATA_CORRUPTED,
                     format!("catalog entry unreadable: {e}"),
                 )
             })?;
+            datanodes.place(table.rel, RelPlacement::of(&table));
             let table = Arc::new(table);
             state.by_name.insert(table.name.clone(), table.clone());
             state.by_oid.insert(table.oid, table);
         }
-        if let Some((_, v)) = datanode.meta_scan(NEXT_OID_KEY).await?.into_iter().next() {
+        if let Some((_, v)) = datanodes.meta_scan(NEXT_OID_KEY).await?.into_iter().next() {
             state.next_oid = String::from_utf8_lossy(&v)
                 .parse()
                 .unwrap_or(FIRST_USER_OID);
@@ -57,7 +59,7 @@ impl LiveCatalog {
         Ok(LiveCatalog {
             state: RwLock::new(state),
             version: AtomicU64::new(1),
-            datanode,
+            datanodes,
             writes: tokio::sync::Mutex::new(()),
         })
     }
@@ -77,7 +79,7 @@ impl LiveCatalog {
         let _writing = self.writes.lock().await;
         let first = self.state.read().next_oid;
         let next = first + n;
-        self.datanode
+        self.datanodes
             .meta_put(NEXT_OID_KEY, Some(next.to_string().as_bytes()))
             .await?;
         self.state.write().next_oid = next;
@@ -88,7 +90,7 @@ impl LiveCatalog {
     pub async fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
-        self.datanode
+        self.datanodes
             .meta_put(&table_key(table.oid), Some(&bytes))
             .await?;
         let mut st = self.state.write();
@@ -103,7 +105,7 @@ impl LiveCatalog {
 
     pub async fn remove(&self, oid: u32) -> PgResult<()> {
         let _writing = self.writes.lock().await;
-        self.datanode.meta_put(&table_key(oid), None).await?;
+        self.datanodes.meta_put(&table_key(oid), None).await?;
         let mut st = self.state.write();
         if let Some(old) = st.by_oid.remove(&oid) {
             st.by_name.remove(&old.name);

@@ -7,7 +7,8 @@
 use crate::bulk::{BulkSink, Pushed};
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode_client::{DatanodeTxn, Isolation};
+use datanode_client::Isolation;
+use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
@@ -28,7 +29,7 @@ fn notice(out: &mut BytesMut, code: &'static str, message: String) {
 pub async fn execute(
     shared: &Shared,
     stmt: &Statement,
-    mut txn: Option<&mut DatanodeTxn>,
+    mut txn: Option<&mut ClusterTxn>,
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
@@ -71,17 +72,20 @@ pub async fn execute(
             }
             for t in tables {
                 shared.catalog.remove(t.oid).await?;
-                shared.datanode.drop_rel(t.rel).await?;
+                shared.datanodes.drop_rel(t.rel).await?;
             }
             Ok("DROP TABLE".into())
         }
         Statement::Truncate { tables } => {
             for t in tables {
                 let current = current(shared, t)?;
-                let rel = shared.datanode.create_rel().await?;
+                let rel = shared
+                    .datanodes
+                    .create_rel(RelPlacement::of(&current))
+                    .await?;
                 if let Some(txn) = txn.as_deref_mut() {
                     // Before anyone can see the relation.
-                    shared.datanode.own_relation(txn, rel);
+                    shared.datanodes.own_relation(txn, rel);
                 }
                 shared
                     .catalog
@@ -90,7 +94,7 @@ pub async fn execute(
                         ..(*current).clone()
                     })
                     .await?;
-                shared.datanode.drop_rel(current.rel).await?;
+                shared.datanodes.drop_rel(current.rel).await?;
             }
             Ok("TRUNCATE TABLE".into())
         }
@@ -110,7 +114,7 @@ pub async fn execute(
                 tables.clone()
             };
             for t in targets {
-                shared.datanode.vacuum(current(shared, &t)?.rel).await?;
+                shared.datanodes.vacuum(current(shared, &t)?.rel).await?;
             }
             Ok(if *analyze {
                 "ANALYZE".into()
@@ -135,22 +139,23 @@ fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
 
 async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
     let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE).await?;
-    let rel = shared.datanode.create_rel().await?;
     let has_pk = ct.primary_key.is_some();
-    shared
-        .catalog
-        .put(TableDef {
-            oid,
-            name: ct.name.clone(),
-            columns: ct.columns.clone(),
-            primary_key: ct.primary_key.clone(),
-            pk_name: has_pk.then(|| format!("{}_pkey", ct.name)),
-            pk_index_oid: has_pk.then_some(oid + 1),
-            rel,
-            fillfactor: ct.fillfactor,
-            distribution: ct.distribution,
-        })
+    let mut table = TableDef {
+        oid,
+        name: ct.name.clone(),
+        columns: ct.columns.clone(),
+        primary_key: ct.primary_key.clone(),
+        pk_name: has_pk.then(|| format!("{}_pkey", ct.name)),
+        pk_index_oid: has_pk.then_some(oid + 1),
+        rel: 0,
+        fillfactor: ct.fillfactor,
+        distribution: ct.distribution,
+    };
+    table.rel = shared
+        .datanodes
+        .create_rel(RelPlacement::of(&table))
         .await?;
+    shared.catalog.put(table).await?;
     Ok(())
 }
 
@@ -178,10 +183,13 @@ async fn add_primary_key(
     for &c in columns {
         new_def.columns[c].not_null = true;
     }
-    let new_rel = shared.datanode.create_rel().await?;
+    let new_rel = shared
+        .datanodes
+        .create_rel(RelPlacement::of(&new_def))
+        .await?;
     new_def.rel = new_rel;
 
-    let dn = &shared.datanode;
+    let dn = &shared.datanodes;
     let new_def = Arc::new(new_def);
     // Rows stored in the new key's order (a table loaded in that order) go straight to
     // the new relation; otherwise the first pass stops at the first row out of order and
@@ -217,10 +225,10 @@ async fn load_under_key(
     shared: &Shared,
     table: &TableDef,
     new_def: &Arc<TableDef>,
-    txn: &mut DatanodeTxn,
+    txn: &mut ClusterTxn,
     sorted: bool,
 ) -> PgResult<Pushed> {
-    let dn = &shared.datanode;
+    let dn = &shared.datanodes;
     let (Some(columns), Some(index_name)) =
         (new_def.primary_key.as_deref(), new_def.pk_name.as_deref())
     else {

@@ -19,7 +19,8 @@ use crate::exec::{
     KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
-use datanode_client::{ColumnIncrement, DatanodeClient, DatanodeTxn, IncrementOp, Timestamp};
+use datanode_client::{ColumnIncrement, IncrementOp, Timestamp};
+use distribution::{ClusterTxn, Datanodes};
 use pgerror::{codes, PgError, PgResult};
 use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
@@ -54,22 +55,24 @@ impl RowIds {
         }
     }
 
-    async fn next(&mut self, dn: &DatanodeClient, rel: u64) -> PgResult<u64> {
+    /// The row id of `table`'s next new `row` (its bucket in the low bits,
+    /// `distribution::new_row_id`).
+    async fn next(&mut self, dn: &Datanodes, table: &TableDef, row: &[Value]) -> PgResult<u64> {
         if self.left == 0 {
-            self.next = dn.allocate_row_ids(rel, self.block).await?;
+            self.next = dn.allocate_row_ids(table.rel, self.block).await?;
             self.left = self.block;
             self.block = (self.block * 2).min(ROW_ID_BLOCK_MAX);
         }
         self.left -= 1;
         self.next += 1;
-        Ok(self.next - 1)
+        Ok(distribution::new_row_id(table, self.next - 1, row))
     }
 }
 
 /// Write one new row: by primary key (checking uniqueness) or under a fresh row id.
 async fn write_new_row(
-    dn: &DatanodeClient,
-    txn: &mut DatanodeTxn,
+    dn: &Datanodes,
+    txn: &mut ClusterTxn,
     table: &TableDef,
     row: &[Value],
     ids: &mut RowIds,
@@ -82,7 +85,7 @@ async fn write_new_row(
             .await
         }
         None => {
-            let id = ids.next(dn, table.rel).await?;
+            let id = ids.next(dn, table, row).await?;
             dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
                 .await
         }
@@ -323,7 +326,7 @@ impl<'p> TargetRows<'p> {
     async fn next(
         &mut self,
         dml: &Dml<'_>,
-        txn: &DatanodeTxn,
+        txn: &ClusterTxn,
         held: &mut Held<'_>,
     ) -> PgResult<Option<Vec<KeyedRow>>> {
         let after = match &self.position {
@@ -422,7 +425,7 @@ impl<'s> Affected<'s> {
 /// parameters and the session. The transaction is passed separately because reads
 /// borrow it shared and writes borrow it exclusively, in turns.
 pub struct Dml<'a> {
-    pub dn: &'a DatanodeClient,
+    pub dn: &'a Datanodes,
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub view: &'a SessionView<'a>,
@@ -447,7 +450,7 @@ impl<'a> Dml<'a> {
     }
 
     /// A read-only executor over `txn` at the statement snapshot.
-    pub fn reader<'t>(&'t self, txn: &'t DatanodeTxn) -> Executor<'t> {
+    pub fn reader<'t>(&'t self, txn: &'t ClusterTxn) -> Executor<'t> {
         Executor {
             dn: self.dn,
             txn,
@@ -462,7 +465,7 @@ impl<'a> Dml<'a> {
     /// the transaction that writes borrow exclusively, and a source that reads the table
     /// written (`INSERT INTO t SELECT … FROM t`) must not see the statement's rows. Its
     /// rows wait in a spool: in memory up to work_mem, past it in a temporary file.
-    pub async fn insert(&self, txn: &mut DatanodeTxn, ins: &Insert) -> PgResult<DmlResult> {
+    pub async fn insert(&self, txn: &mut ClusterTxn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
         let mut spool = Spool::new(self.state);
         self.reader(txn)
@@ -512,7 +515,7 @@ impl<'a> Dml<'a> {
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
     async fn lock_candidates(
         &self,
-        txn: &mut DatanodeTxn,
+        txn: &mut ClusterTxn,
         table: &TableDef,
         candidates: Vec<KeyedRow>,
         filter: Option<&Expr>,
@@ -542,7 +545,7 @@ impl<'a> Dml<'a> {
     /// the ordinary way instead.
     async fn increment(
         &self,
-        txn: &mut DatanodeTxn,
+        txn: &mut ClusterTxn,
         table: &Arc<TableDef>,
         key: &[u8],
         increments: Vec<(usize, BinaryOp, &Expr)>,
@@ -567,7 +570,7 @@ impl<'a> Dml<'a> {
         Ok(done.map(|exists| (Vec::new(), exists as u64)))
     }
 
-    pub async fn update(&self, txn: &mut DatanodeTxn, upd: &Update) -> PgResult<DmlResult> {
+    pub async fn update(&self, txn: &mut ClusterTxn, upd: &Update) -> PgResult<DmlResult> {
         let table = &upd.table;
         let mut affected = Affected::new(self.state, &upd.returning);
         if let Some(increments) = increments_of(upd) {
@@ -606,7 +609,7 @@ impl<'a> Dml<'a> {
     /// Locks, computes and writes one batch of an UPDATE's rows.
     async fn update_batch(
         &self,
-        txn: &mut DatanodeTxn,
+        txn: &mut ClusterTxn,
         upd: &Update,
         candidates: Vec<KeyedRow>,
         affected: &mut Affected<'_>,
@@ -644,7 +647,7 @@ impl<'a> Dml<'a> {
         affected.batch_written(&self.reader(txn)).await
     }
 
-    pub async fn delete(&self, txn: &mut DatanodeTxn, del: &Delete) -> PgResult<DmlResult> {
+    pub async fn delete(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
         let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
@@ -703,8 +706,8 @@ impl CopyLoader {
     /// undo part of the transaction after this: rows loaded in bulk go only with it.
     pub fn load_in_bulk_if_owned(
         &mut self,
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         spill: &spill::SpillDir,
     ) -> PgResult<()> {
         if dn.can_bulk_load(txn, self.table.rel) {
@@ -722,8 +725,8 @@ impl CopyLoader {
     /// visible to the transaction.
     pub async fn finish(
         &mut self,
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         snapshot: Timestamp,
     ) -> PgResult<()> {
         if let Some(bulk) = self.bulk.take() {
@@ -739,8 +742,8 @@ impl CopyLoader {
 
     pub async fn load(
         &mut self,
-        dn: &DatanodeClient,
-        txn: &mut DatanodeTxn,
+        dn: &Datanodes,
+        txn: &mut ClusterTxn,
         view: &SessionView<'_>,
         rows: Vec<CopyRow>,
         line: u64,
@@ -784,7 +787,7 @@ impl CopyLoader {
             match &mut self.bulk {
                 Some(bulk) => {
                     let row_id = match table.primary_key {
-                        None => Some(self.ids.next(dn, table.rel).await?),
+                        None => Some(self.ids.next(dn, &table, &row).await?),
                         Some(_) => None,
                     };
                     if bulk.push(&row, &encode(&row), row_id).await? != crate::bulk::Pushed::Taken {

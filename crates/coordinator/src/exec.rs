@@ -23,7 +23,8 @@ mod spilling;
 use crate::catalog::LiveCatalog;
 use crate::settings::Settings;
 use crate::system;
-use datanode_client::{DatanodeClient, DatanodeTxn, RowBytes, Timestamp};
+use datanode_client::{RowBytes, Timestamp};
+use distribution::{ClusterTxn, Datanodes};
 use memory::MemoryAccount;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -117,8 +118,8 @@ impl<'a> StatementState<'a> {
 
 /// Runs read-only parts of a statement at one snapshot.
 pub struct Executor<'a> {
-    pub dn: &'a DatanodeClient,
-    pub txn: &'a DatanodeTxn,
+    pub dn: &'a Datanodes,
+    pub txn: &'a ClusterTxn,
     pub snapshot: Timestamp,
     pub params: &'a [Value],
     pub session: &'a SessionView<'a>,

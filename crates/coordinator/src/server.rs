@@ -8,6 +8,7 @@ use crate::session_io::SessionStream;
 use crate::settings::Settings;
 use bytes::BytesMut;
 use datanode_client::{DatanodeClient, DatanodeOptions};
+use distribution::Datanodes;
 use gtm::GtmClient;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
@@ -45,14 +46,15 @@ pub struct CoordinatorConfig {
     /// Whether calls to the datanode go through the protocol's messages and its service
     /// side instead of straight to it (`DatanodeClient::open_local`).
     pub datanode_messages: bool,
-    /// Address of a `meridian datanode` to use instead of a datanode in this process
-    /// (which then is not opened); it must share the GTM (`gtm`).
-    pub datanode: Option<String>,
+    /// Addresses of `meridian datanode` processes to use instead of a datanode in this
+    /// process (which then is not opened); they must share the GTM (`gtm`). Their order
+    /// numbers them for the bucket map: it must stay the same across restarts.
+    pub datanodes: Vec<String>,
 }
 
 /// State shared by every session of this coordinator.
 pub struct Shared {
-    pub datanode: DatanodeClient,
+    pub datanodes: Arc<Datanodes>,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
@@ -153,16 +155,22 @@ impl Coordinator {
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
-        let datanode = match &config.datanode {
-            Some(addr) => DatanodeClient::connect(addr),
-            None => DatanodeClient::open_local(
+        let nodes = if config.datanodes.is_empty() {
+            vec![DatanodeClient::open_local(
                 dn_opts,
                 gtm.clone(),
                 Duration::from_secs(5),
                 config.datanode_messages,
-            )?,
+            )?]
+        } else {
+            config
+                .datanodes
+                .iter()
+                .map(|addr| DatanodeClient::connect(addr))
+                .collect()
         };
-        let catalog = LiveCatalog::load(datanode.clone()).await?;
+        let datanodes = Arc::new(Datanodes::new(nodes));
+        let catalog = LiveCatalog::load(datanodes.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)
             .await
@@ -183,7 +191,7 @@ impl Coordinator {
             None => None,
         };
         let shared = Arc::new(Shared {
-            datanode,
+            datanodes,
             gtm,
             catalog,
             spill,

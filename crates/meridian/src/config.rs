@@ -35,10 +35,11 @@ pub struct StartArgs {
     /// Use a remote GTM (`meridian gtm`) at HOST:PORT instead of the in-process one.
     #[arg(long)]
     gtm: Option<String>,
-    /// Use the datanode process (`meridian datanode`) at HOST:PORT instead of one in this
-    /// process; needs --gtm, the GTM that datanode uses.
-    #[arg(long)]
-    datanode: Option<String>,
+    /// Use the datanode processes (`meridian datanode`) at HOST:PORT[,HOST:PORT…] instead
+    /// of one in this process, tables spread over them; needs --gtm, the GTM they use.
+    /// List them in the same order every time: the order numbers them for data placement.
+    #[arg(long, value_delimiter = ',')]
+    datanode: Vec<String>,
     /// Threads that run sessions. Default: one per CPU.
     #[arg(long)]
     session_threads: Option<usize>,
@@ -94,7 +95,7 @@ pub struct Settings {
     pub session_threads: usize,
     pub busy_poll_us: u64,
     pub datanode_link: DatanodeLink,
-    pub datanode: Option<String>,
+    pub datanodes: Vec<String>,
 }
 
 impl StartArgs {
@@ -107,7 +108,7 @@ impl StartArgs {
             }
             None => FileSettings::default(),
         };
-        if self.datanode.is_some() && self.gtm.is_none() && file.gtm.is_none() {
+        if !self.datanode.is_empty() && self.gtm.is_none() && file.gtm.is_none() {
             return Err(
                 "--datanode needs --gtm: the coordinator and the datanode must share one GTM"
                     .into(),
@@ -159,9 +160,9 @@ impl StartArgs {
             busy_poll_us: self
                 .busy_poll_us
                 .or(file.busy_poll_us)
-                .unwrap_or(if self.datanode.is_some() { 0 } else { 200 }),
+                .unwrap_or(if self.datanode.is_empty() { 200 } else { 0 }),
             datanode_link: self.datanode_link,
-            datanode: self.datanode.clone(),
+            datanodes: self.datanode.clone(),
         })
     }
 }

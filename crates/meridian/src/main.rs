@@ -95,7 +95,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         session_threads: settings.session_threads,
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
         datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
-        datanode: settings.datanode.clone(),
+        datanodes: settings.datanodes.clone(),
     };
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;

@@ -605,6 +605,51 @@ pub fn encode_key(values: &[Value], out: &mut Vec<u8>) {
     }
 }
 
+/// The length of the first value's encoding in a key made by `encode_key`: each value's
+/// encoding is self-delimiting, so the values of a composite key can be told apart (to
+/// place a row by one of its key columns). None if `key` is not such an encoding.
+pub fn key_value_len(key: &[u8]) -> Option<usize> {
+    let body = key.get(1..)?;
+    let body_len = match key[0] {
+        ktag::NULL => 0,
+        ktag::BOOL => 1,
+        ktag::INT | ktag::FLOAT | ktag::TIMESTAMP | ktag::TIME => 8,
+        ktag::DATE | ktag::OID => 4,
+        ktag::INTERVAL => 16,
+        ktag::TEXT | ktag::BYTEA => escaped_bytes_len(body)?,
+        ktag::NUMERIC => match *body.first()? {
+            0x01 => 5 + body.get(5..)?.iter().position(|&b| b == 0xFF)? + 1,
+            0x03 => 5 + body.get(5..)?.iter().position(|&b| b == 0x00)? + 1,
+            _ => 1,
+        },
+        ktag::ARRAY => {
+            let mut at = 0;
+            loop {
+                match *body.get(at)? {
+                    0x00 => break at + 1,
+                    0x01 => at += 1 + key_value_len(&body[at + 1..])?,
+                    _ => return None,
+                }
+            }
+        }
+        _ => return None,
+    };
+    (body_len <= body.len()).then_some(1 + body_len)
+}
+
+/// The length of `key_bytes`'s encoding at the start of `b`, terminator included.
+fn escaped_bytes_len(b: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        match (*b.get(at)?, b.get(at + 1)) {
+            (0x00, Some(0x01)) => return Some(at + 2),
+            (0x00, Some(0xFF)) => at += 2,
+            (0x00, _) => return None,
+            _ => at += 1,
+        }
+    }
+}
+
 /// Descending-order variant of one key column: the bitwise complement of its ASC encoding
 /// (ASC encodings are prefix-free, so complementing reverses the order) — NULLS FIRST, as
 /// PG's DESC default.
@@ -627,6 +672,46 @@ mod tests {
         let mut out = Vec::new();
         encode_key(std::slice::from_ref(v), &mut out);
         out
+    }
+
+    #[test]
+    fn key_values_split_where_they_were_joined() {
+        let values = [
+            Value::Null,
+            Value::Bool(true),
+            Value::Int2(-3),
+            Value::Int8(i64::MIN),
+            Value::Float8(-0.25),
+            Value::Numeric(crate::numeric::parse("-123.4500").unwrap().unwrap()),
+            Value::Numeric(crate::numeric::parse("98.7").unwrap().unwrap()),
+            Value::Numeric(crate::numeric::parse("0").unwrap().unwrap()),
+            Value::Numeric(Numeric::NAN),
+            Value::Text("a\0b".into()),
+            Value::Text(String::new()),
+            Value::Bytea(vec![0, 0xFF, 1, 0]),
+            Value::Date(-5),
+            Value::Time(1234),
+            Value::TimestampTz(-99),
+            Value::Interval {
+                months: 1,
+                days: 2,
+                micros: 3,
+            },
+            Value::Oid(42),
+            Value::Array(vec![Value::Int4(1), Value::Null, Value::Text("x".into())]),
+        ];
+        let mut joined = Vec::new();
+        encode_key(&values, &mut joined);
+        let mut rest = joined.as_slice();
+        for v in &values {
+            let n = key_value_len(rest).expect("a value");
+            assert_eq!(&rest[..n], key(v).as_slice(), "{v:?}");
+            rest = &rest[n..];
+        }
+        assert!(rest.is_empty());
+        assert_eq!(key_value_len(&[ktag::INT, 1, 2]), None);
+        assert_eq!(key_value_len(&[ktag::TEXT, b'a', 0]), None);
+        assert_eq!(key_value_len(&[]), None);
     }
 
     #[test]

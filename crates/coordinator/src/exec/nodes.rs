@@ -9,7 +9,8 @@ use super::memory::Held;
 use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
 use crate::system;
-use datanode_client::{DatanodeScan, RowBytes};
+use datanode_client::RowBytes;
+use distribution::ClusterScan;
 use futures::future::BoxFuture;
 use pgerror::{codes, PgError, PgResult};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -324,7 +325,7 @@ impl Target {
 /// A table's rows with their storage keys, by primary key, key range or in full.
 pub(super) enum KeyedScan<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
-    Range(DatanodeScan<'e, (Vec<u8>, RowBytes)>),
+    Range(ClusterScan<'e, (Vec<u8>, RowBytes)>),
 }
 
 impl<'e> KeyedScan<'e> {
@@ -373,7 +374,7 @@ impl<'e> KeyedScan<'e> {
 /// A table's rows without their keys (`Scan`).
 enum RowScan<'e> {
     One(Option<RowBytes>),
-    Range(DatanodeScan<'e, RowBytes>),
+    Range(ClusterScan<'e, RowBytes>),
 }
 
 impl<'e> RowScan<'e> {

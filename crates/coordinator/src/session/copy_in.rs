@@ -28,7 +28,7 @@ impl<S: SessionStream> Session<S> {
         if let Some(t) = self.tx.as_mut().filter(|t| t.savepoints.is_empty()) {
             let txn = t.dn_txn.as_mut().expect("transaction started");
             failure = loader
-                .load_in_bulk_if_owned(&self.shared.datanode, txn, &self.shared.spill)
+                .load_in_bulk_if_owned(&self.shared.datanodes, txn, &self.shared.spill)
                 .err();
         }
         let statement_time = types::datetime::now_timestamp();
@@ -64,7 +64,7 @@ impl<S: SessionStream> Session<S> {
                 let result = match rows {
                     Ok(rows) => {
                         loader
-                            .load(&self.shared.datanode, txn, &view, rows, parser.line)
+                            .load(&self.shared.datanodes, txn, &view, rows, parser.line)
                             .await
                     }
                     Err(e) => Err(e),
@@ -82,7 +82,7 @@ impl<S: SessionStream> Session<S> {
                 .and_then(|t| t.dn_txn.as_mut())
                 .expect("transaction started");
             failure = loader
-                .finish(&self.shared.datanode, txn, snapshot)
+                .finish(&self.shared.datanodes, txn, snapshot)
                 .await
                 .err();
         }

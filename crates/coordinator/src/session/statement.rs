@@ -65,7 +65,7 @@ impl<S: SessionStream> Session<S> {
             .filter(|dn| dn.has_increments())
         {
             if crate::dml::needs_applied_increments(stmt) {
-                self.shared.datanode.apply_increments(dn).await?;
+                self.shared.datanodes.apply_increments(dn).await?;
             }
         }
         match stmt {
@@ -184,7 +184,7 @@ impl<S: SessionStream> Session<S> {
             .expect("transaction started");
         let state = StatementState::new(&self.limits, &shared.spill);
         let dml = crate::dml::Dml {
-            dn: &shared.datanode,
+            dn: &shared.datanodes,
             snapshot,
             params,
             view: &view,

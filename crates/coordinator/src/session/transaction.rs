@@ -5,20 +5,21 @@
 use super::statement::Outcome;
 use super::Session;
 use crate::session_io::SessionStream;
-use datanode_client::{DatanodeTxn, Isolation, Savepoint, Timestamp};
+use datanode_client::{Isolation, Timestamp};
+use distribution::{ClusterSavepoint, ClusterTxn};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{IsolationLevel, Statement};
 use wire::backend::{self, NoticeSeverity, TransactionStatus};
 
 /// The transaction the session is in.
 pub struct Transaction {
-    pub(super) dn_txn: Option<DatanodeTxn>,
+    pub(super) dn_txn: Option<ClusterTxn>,
     pub(super) explicit: bool,
     pub(super) failed: bool,
     pub(super) isolation: Isolation,
     pub(super) read_only: bool,
     pub(super) txn_time: i64,
-    pub(super) savepoints: Vec<(String, Savepoint)>,
+    pub(super) savepoints: Vec<(String, ClusterSavepoint)>,
 }
 
 fn isolation_of(level: IsolationLevel) -> Isolation {
@@ -257,7 +258,7 @@ impl<S: SessionStream> Session<S> {
         match &t.dn_txn {
             None => {
                 let start = self.shared.gtm.begin().await?;
-                t.dn_txn = Some(self.shared.datanode.begin(start, t.isolation));
+                t.dn_txn = Some(self.shared.datanodes.begin(start, t.isolation));
                 Ok(start)
             }
             Some(dn) if t.isolation == Isolation::RepeatableRead => Ok(dn.start_ts()),
@@ -268,7 +269,7 @@ impl<S: SessionStream> Session<S> {
     async fn commit(&mut self, t: Transaction) -> PgResult<()> {
         self.end_local_settings();
         if let Some(dn) = t.dn_txn {
-            self.shared.datanode.commit(dn, &self.shared.gtm).await?;
+            self.shared.datanodes.commit(dn, &self.shared.gtm).await?;
         }
         Ok(())
     }
@@ -276,7 +277,7 @@ impl<S: SessionStream> Session<S> {
     async fn abort(&mut self, t: Transaction) {
         self.end_local_settings();
         if let Some(dn) = t.dn_txn {
-            self.shared.datanode.abort(dn, &self.shared.gtm).await;
+            self.shared.datanodes.abort(dn, &self.shared.gtm).await;
         }
     }
 
