@@ -265,7 +265,10 @@ impl RemoteDatanode {
         if !prepared.on_datanode {
             return Ok(());
         }
-        match self.call(prepared.request(TxnCall::CommitPrepared { ts })).await? {
+        match self
+            .call(prepared.request(TxnCall::CommitPrepared { ts }))
+            .await?
+        {
             Response::Committed(_) => Ok(()),
             other => Err(unexpected(&other)),
         }

@@ -191,17 +191,16 @@ impl DatanodeService {
         queued: Vec<Queued>,
         call: TxnCall,
     ) -> PgResult<Response> {
-        let prepared = match call {
-            TxnCall::CommitPrepared { .. } | TxnCall::Abort if queued.is_empty() => {
-                slot.prepared.take().expect("checked by the caller")
-            }
-            _ => {
-                return Err(PgError::new(
+        let prepared =
+            match call {
+                TxnCall::CommitPrepared { .. } | TxnCall::Abort if queued.is_empty() => {
+                    slot.prepared.take().expect("checked by the caller")
+                }
+                _ => return Err(PgError::new(
                     codes::INVALID_TRANSACTION_STATE,
                     "datanode: the transaction is prepared: only its commit or abort may follow",
-                ))
-            }
-        };
+                )),
+            };
         Ok(match call {
             TxnCall::CommitPrepared { ts } => Response::Committed(prepared.commit(ts).await?),
             _ => {

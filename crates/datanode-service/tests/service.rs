@@ -357,9 +357,13 @@ async fn prepared_transaction_commits_at_the_coordinator_s_timestamp() {
         tokio::spawn(async move { e.committed(b"a").await })
     };
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(!reading.is_finished(), "the reader waits for the prepared one");
+    assert!(
+        !reading.is_finished(),
+        "the reader waits for the prepared one"
+    );
     assert_eq!(
-        e.call(t, false, vec![], TxnCall::CommitPrepared { ts }).await,
+        e.call(t, false, vec![], TxnCall::CommitPrepared { ts })
+            .await,
         Response::Committed(ts)
     );
     e.gtm.finish(start).await.unwrap();
@@ -381,7 +385,12 @@ async fn aborted_prepared_transaction_leaves_nothing() {
     assert!(e.lock_a_soon((2, 1)).await, "its lock was released");
     // Commit of a transaction that was not prepared is refused.
     let Response::Error(err) = e
-        .call((2, 1), false, vec![], TxnCall::CommitPrepared { ts: start + 1 })
+        .call(
+            (2, 1),
+            false,
+            vec![],
+            TxnCall::CommitPrepared { ts: start + 1 },
+        )
         .await
     else {
         panic!("not prepared")
