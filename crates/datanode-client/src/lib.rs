@@ -29,7 +29,7 @@ pub use datanode::{
     ColumnIncrement, DatanodeOptions, IncrementOp, Isolation, RelId, RowBytes, Timestamp,
 };
 pub use datanode_proto::Link;
-pub use remote::{RemoteDatanode, RemoteTxn};
+pub use remote::{RemoteDatanode, RemotePrepared, RemoteTxn};
 
 /// A datanode, as the coordinator reaches it.
 #[derive(Clone)]
@@ -42,6 +42,14 @@ pub enum DatanodeClient {
 pub enum DatanodeTxn {
     Local(Box<Txn>),
     Remote(Box<RemoteTxn>),
+}
+
+/// A transaction's part on one datanode, prepared (`DatanodeClient::prepare`): it waits
+/// for `commit_prepared` or `abort_prepared`. Dropping a `Local` one aborts it; a `Remote`
+/// one is aborted when its connection ends.
+pub enum PreparedTxn {
+    Local(datanode::PreparedTxn),
+    Remote(RemotePrepared),
 }
 
 /// A point of a transaction that `DatanodeTxn::rollback_to` can go back to.
@@ -163,6 +171,19 @@ impl DatanodeClient {
         match self {
             DatanodeClient::Local(dn) => dn.create_rel(),
             DatanodeClient::Remote(r) => r.id(datanode_proto::Request::CreateRel).await,
+        }
+    }
+
+    /// Makes relation id `rel`, which another datanode handed out (`create_rel`), usable
+    /// on this one; `create_rel` here never returns it or a lower id afterwards.
+    /// Idempotent.
+    pub async fn create_rel_at(&self, rel: RelId) -> PgResult<()> {
+        match self {
+            DatanodeClient::Local(dn) => dn.create_rel_at(rel),
+            DatanodeClient::Remote(r) => r
+                .call(datanode_proto::Request::CreateRelAt { rel })
+                .await
+                .map(|_| ()),
         }
     }
 
@@ -429,6 +450,41 @@ impl DatanodeClient {
         }
     }
 
+    /// First phase of a commit across datanodes (decision 0029): the transaction's part
+    /// here keeps its locks and waits, prepared, for `commit_prepared` or
+    /// `abort_prepared`. Calls no GTM: the caller takes the commit timestamp and finishes
+    /// the start timestamp there. A remote transaction that sent nothing sends nothing.
+    pub async fn prepare(&self, txn: DatanodeTxn) -> PgResult<PreparedTxn> {
+        match (self, txn) {
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
+                Ok(PreparedTxn::Local(dn.prepare(t).await?))
+            }
+            (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => {
+                Ok(PreparedTxn::Remote(r.prepare(*t).await?))
+            }
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Commits a prepared transaction at `ts`, the commit timestamp the caller took from
+    /// the GTM for the whole transaction.
+    pub async fn commit_prepared(&self, prepared: PreparedTxn, ts: Timestamp) -> PgResult<()> {
+        match (self, prepared) {
+            (DatanodeClient::Local(_), PreparedTxn::Local(p)) => p.commit(ts).await.map(|_| ()),
+            (DatanodeClient::Remote(r), PreparedTxn::Remote(p)) => r.commit_prepared(p, ts).await,
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Aborts a prepared transaction and releases its locks.
+    pub async fn abort_prepared(&self, prepared: PreparedTxn) {
+        match (self, prepared) {
+            (DatanodeClient::Local(_), PreparedTxn::Local(p)) => p.abort().await,
+            (DatanodeClient::Remote(r), PreparedTxn::Remote(p)) => r.abort_prepared(p).await,
+            _ => tracing::error!("{}", mismatch()),
+        }
+    }
+
     /// Gives the transaction `rel` (a relation it created or truncated) until it ends:
     /// others wait for it, and it may bulk-load into it.
     pub fn own_relation(&self, txn: &mut DatanodeTxn, rel: RelId) {
@@ -492,6 +548,16 @@ impl DatanodeTxn {
                 Ok(())
             }
             _ => Err(mismatch()),
+        }
+    }
+
+    /// Whether it wrote, queued a write, incremented, owned or bulk-loaded anything here:
+    /// a participant of a commit across datanodes that must be prepared (one that only
+    /// read, even under row locks, need not).
+    pub fn has_writes(&self) -> bool {
+        match self {
+            DatanodeTxn::Local(t) => t.changes_anything(),
+            DatanodeTxn::Remote(t) => t.has_writes(),
         }
     }
 

@@ -41,6 +41,13 @@ pub struct RemoteDatanode {
     next_txn: AtomicU64,
 }
 
+/// A transaction prepared on a remote datanode (`RemoteDatanode::prepare`).
+pub struct RemotePrepared {
+    id: TxnId,
+    /// False for a transaction that never sent anything: nothing of it is there.
+    on_datanode: bool,
+}
+
 /// A transaction's part on a remote datanode.
 pub struct RemoteTxn {
     id: TxnId,
@@ -241,6 +248,41 @@ impl RemoteDatanode {
         }
     }
 
+    /// Prepares the transaction there (with its begin and queued writes, if not sent yet).
+    /// No GTM call: the coordinator decides and finishes.
+    pub async fn prepare(&self, txn: RemoteTxn) -> PgResult<RemotePrepared> {
+        let on_datanode = !txn.sent_nothing();
+        if on_datanode {
+            self.expect_done(&txn, TxnCall::Prepare).await?;
+        }
+        Ok(RemotePrepared {
+            id: txn.id,
+            on_datanode,
+        })
+    }
+
+    pub async fn commit_prepared(&self, prepared: RemotePrepared, ts: Timestamp) -> PgResult<()> {
+        if !prepared.on_datanode {
+            return Ok(());
+        }
+        match self
+            .call(prepared.request(TxnCall::CommitPrepared { ts }))
+            .await?
+        {
+            Response::Committed(_) => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    pub async fn abort_prepared(&self, prepared: RemotePrepared) {
+        if prepared.on_datanode {
+            if let Err(e) = self.call(prepared.request(TxnCall::Abort)).await {
+                // The datanode aborts it anyway when this connection ends.
+                tracing::warn!("abort of a prepared transaction on a remote datanode: {e}");
+            }
+        }
+    }
+
     pub fn bulk_load(self: &Arc<Self>, txn: &mut RemoteTxn, rel: RelId) -> RemoteBulkLoad {
         txn.loaded.insert(rel);
         RemoteBulkLoad {
@@ -305,6 +347,11 @@ impl RemoteTxn {
         self.increments
     }
 
+    /// Whether it wrote, queued a write, incremented, owned or bulk-loaded anything.
+    pub fn has_writes(&self) -> bool {
+        !self.written.is_empty() || !self.owned.is_empty() || !self.loaded.is_empty()
+    }
+
     pub fn can_bulk_load(&self, rel: RelId) -> bool {
         self.owned.contains(&rel) && !self.written.contains(&rel)
     }
@@ -354,6 +401,18 @@ impl RemoteTxn {
             txn: self.id,
             begin,
             queued: std::mem::take(&mut pending.queued),
+            call,
+        })
+    }
+}
+
+impl RemotePrepared {
+    /// A request that ends the prepared transaction (it has begun and queues nothing).
+    fn request(&self, call: TxnCall) -> Request {
+        Request::Txn(TxnRequest {
+            txn: self.id,
+            begin: None,
+            queued: Vec::new(),
             call,
         })
     }

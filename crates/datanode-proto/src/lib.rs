@@ -47,6 +47,11 @@ pub enum Request {
         prefix: Vec<u8>,
     },
     CreateRel,
+    /// Makes relation id `rel`, chosen on another datanode, usable on this one
+    /// (idempotent); answers `Done`.
+    CreateRelAt {
+        rel: RelId,
+    },
     DropRel {
         rel: RelId,
     },
@@ -151,6 +156,15 @@ pub enum TxnCall {
     /// Ends the bulk load; answers its row count.
     BulkFinish,
     Commit,
+    /// First phase of a commit across datanodes (decision 0029): answers `Done` once the
+    /// transaction is prepared. From then on it takes only `CommitPrepared` or `Abort`.
+    Prepare,
+    /// Commits a prepared transaction at `ts`, which the coordinator took from the GTM;
+    /// answers `Committed(ts)`.
+    CommitPrepared {
+        ts: Timestamp,
+    },
+    /// Aborts the transaction, prepared or not.
     Abort,
 }
 

@@ -3,7 +3,7 @@
 //! the network layer hands each request to `DatanodeService::handle` and tells it when a
 //! coordinator's connection ends (`client_gone`).
 
-use datanode::{ColumnIncrement, Datanode, IncrementOp, Isolation, Savepoint, Txn};
+use datanode::{ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, Savepoint, Txn};
 use datanode_proto as proto;
 use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
 use futures::future::BoxFuture;
@@ -40,8 +40,10 @@ type SharedSlot = Arc<tokio::sync::Mutex<TxnSlot>>;
 /// still being dropped.
 #[derive(Default)]
 struct TxnSlot {
-    /// None once committed or aborted.
+    /// None once prepared, committed or aborted.
     txn: Option<Box<Txn>>,
+    /// Once prepared (`TxnCall::Prepare`), until `CommitPrepared` or `Abort`.
+    prepared: Option<PreparedTxn>,
     savepoints: HashMap<u32, Savepoint>,
     bulk: Option<datanode::storage::BulkLoad>,
 }
@@ -82,7 +84,7 @@ impl DatanodeService {
     }
 
     /// Aborts what is left of the transactions opened on `connection`, which ended: no
-    /// commit can come for them any more.
+    /// commit can come for them any more, prepared ones included.
     pub async fn connection_closed(&self, connection: u64) {
         let gone: Vec<_> = {
             let mut txns = self.txns.lock();
@@ -94,8 +96,16 @@ impl DatanodeService {
             ids.into_iter().filter_map(|id| txns.remove(&id)).collect()
         };
         for slot in gone {
-            if let Some(txn) = slot.lock().await.txn.take() {
+            let mut slot = slot.lock().await;
+            if let Some(txn) = slot.txn.take() {
                 self.datanode.abort(txn, &self.gtm).await;
+            }
+            // Safe only while nothing records the commit decision at the GTM: the
+            // coordinator cannot have answered its client's commit without this
+            // participant's CommitPrepared. Once decisions are recorded, a prepared
+            // transaction must instead wait for the resolver (decision 0029).
+            if let Some(prepared) = slot.prepared.take() {
+                prepared.abort().await;
             }
         }
     }
@@ -114,6 +124,10 @@ impl DatanodeService {
             }
             Request::MetaScan { prefix } => Response::Meta(dn.meta_scan(&prefix)?),
             Request::CreateRel => Response::Id(dn.create_rel()?),
+            Request::CreateRelAt { rel } => {
+                dn.create_rel_at(rel)?;
+                Response::Done
+            }
             Request::DropRel { rel } => {
                 dn.drop_rel(rel)?;
                 Response::Done
@@ -164,10 +178,36 @@ impl DatanodeService {
         };
         let mut slot = slot.lock().await;
         let result = self.run_in(&mut slot, queued, call).await;
-        if slot.txn.is_none() {
+        if slot.txn.is_none() && slot.prepared.is_none() {
             self.txns.lock().remove(&id);
         }
         result
+    }
+
+    /// A prepared transaction takes nothing but its outcome: `CommitPrepared` or `Abort`;
+    /// anything else fails with 25000 and leaves it prepared.
+    async fn end_prepared(
+        slot: &mut TxnSlot,
+        queued: Vec<Queued>,
+        call: TxnCall,
+    ) -> PgResult<Response> {
+        let prepared =
+            match call {
+                TxnCall::CommitPrepared { .. } | TxnCall::Abort if queued.is_empty() => {
+                    slot.prepared.take().expect("checked by the caller")
+                }
+                _ => return Err(PgError::new(
+                    codes::INVALID_TRANSACTION_STATE,
+                    "datanode: the transaction is prepared: only its commit or abort may follow",
+                )),
+            };
+        Ok(match call {
+            TxnCall::CommitPrepared { ts } => Response::Committed(prepared.commit(ts).await?),
+            _ => {
+                prepared.abort().await;
+                Response::Done
+            }
+        })
     }
 
     async fn run_in(
@@ -177,6 +217,9 @@ impl DatanodeService {
         call: TxnCall,
     ) -> PgResult<Response> {
         let dn = &self.datanode;
+        if slot.prepared.is_some() {
+            return Self::end_prepared(slot, queued, call).await;
+        }
         let Some(txn) = slot.txn.as_mut() else {
             return Err(PgError::new(
                 codes::INVALID_TRANSACTION_STATE,
@@ -281,6 +324,17 @@ impl DatanodeService {
             TxnCall::Commit => {
                 let txn = slot.txn.take().expect("checked above");
                 Response::Committed(dn.commit(txn, &self.gtm).await?)
+            }
+            TxnCall::Prepare => {
+                let txn = slot.txn.take().expect("checked above");
+                slot.prepared = Some(dn.prepare(txn).await?);
+                Response::Done
+            }
+            TxnCall::CommitPrepared { .. } => {
+                return Err(PgError::new(
+                    codes::INVALID_TRANSACTION_STATE,
+                    "datanode: the transaction is not prepared",
+                ))
             }
             TxnCall::Abort => {
                 let txn = slot.txn.take().expect("checked above");

@@ -68,6 +68,64 @@ impl Env {
             .await
     }
 
+    /// The first request of transaction `t`, begun at `start_ts`.
+    async fn call_at(
+        &self,
+        (connection, txn): (u64, TxnId),
+        start_ts: Timestamp,
+        queued: Vec<Queued>,
+        call: TxnCall,
+    ) -> Response {
+        let begin = Some(Begin {
+            start_ts,
+            isolation: Isolation::ReadCommitted,
+        });
+        let request = Request::Txn(TxnRequest {
+            txn,
+            begin,
+            queued,
+            call,
+        });
+        self.service.handle(connection, request).await
+    }
+
+    /// Transaction `t` writes `a` = `v` and is prepared; returns its start timestamp.
+    async fn prepared(&self, t: (u64, TxnId), v: i64) -> Timestamp {
+        let start = self.gtm.begin().await.unwrap();
+        let put = Queued::Put {
+            rel: self.rel,
+            key: b"a".to_vec(),
+            row: Some(row(v)),
+        };
+        let lock = TxnCall::LockRow {
+            rel: self.rel,
+            key: b"a".to_vec(),
+        };
+        assert_eq!(
+            self.call_at(t, start, vec![], lock).await,
+            Response::Row(None)
+        );
+        assert_eq!(
+            self.call(t, false, vec![put], TxnCall::Prepare).await,
+            Response::Done
+        );
+        start
+    }
+
+    /// Whether transaction `t` (a new one) takes the lock on `a` within 5 s.
+    async fn lock_a_soon(&self, t: (u64, TxnId)) -> bool {
+        let lock = TxnCall::LockRow {
+            rel: self.rel,
+            key: b"a".to_vec(),
+        };
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            self.call(t, true, vec![], lock),
+        )
+        .await
+        .is_ok()
+    }
+
     async fn committed(&self, key: &[u8]) -> Option<Bytes> {
         let reader = (99, 1);
         let snapshot = self.gtm.timestamp().await.unwrap();
@@ -280,4 +338,88 @@ async fn a_closed_connection_s_transactions_are_aborted_and_release_their_locks(
     .await
     .expect("the lock was released");
     assert_eq!(taken, Response::Row(None));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_transaction_commits_at_the_coordinator_s_timestamp() {
+    let e = std::sync::Arc::new(env().await);
+    let t = (1, 1);
+    let start = e.prepared(t, 1).await;
+    // Only its outcome may follow.
+    let Response::Error(err) = e.call(t, false, vec![], TxnCall::Flush).await else {
+        panic!("a prepared transaction takes no other call")
+    };
+    assert_eq!(err.code, codes::INVALID_TRANSACTION_STATE);
+    // The commit point; a reader whose snapshot includes it waits for the outcome.
+    let ts = e.gtm.commit(start).await.unwrap();
+    let reading = {
+        let e = e.clone();
+        tokio::spawn(async move { e.committed(b"a").await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !reading.is_finished(),
+        "the reader waits for the prepared one"
+    );
+    assert_eq!(
+        e.call(t, false, vec![], TxnCall::CommitPrepared { ts })
+            .await,
+        Response::Committed(ts)
+    );
+    e.gtm.finish(start).await.unwrap();
+    assert_eq!(reading.await.unwrap(), Some(row(1)));
+    assert_eq!(e.service.open_transactions(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aborted_prepared_transaction_leaves_nothing() {
+    let e = env().await;
+    let t = (1, 1);
+    let start = e.prepared(t, 1).await;
+    assert_eq!(
+        e.call(t, false, vec![], TxnCall::Abort).await,
+        Response::Done
+    );
+    e.gtm.finish(start).await.unwrap();
+    assert_eq!(e.committed(b"a").await, None);
+    assert!(e.lock_a_soon((2, 1)).await, "its lock was released");
+    // Commit of a transaction that was not prepared is refused.
+    let Response::Error(err) = e
+        .call(
+            (2, 1),
+            false,
+            vec![],
+            TxnCall::CommitPrepared { ts: start + 1 },
+        )
+        .await
+    else {
+        panic!("not prepared")
+    };
+    assert_eq!(err.code, codes::INVALID_TRANSACTION_STATE);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_connection_s_prepared_transactions_are_aborted() {
+    let e = env().await;
+    let start = e.prepared((7, 1), 1).await;
+    assert_eq!(e.service.open_transactions(), 1);
+    e.service.connection_closed(7).await;
+    e.gtm.finish(start).await.unwrap();
+    assert_eq!(e.service.open_transactions(), 0);
+    assert!(e.lock_a_soon((8, 1)).await, "its lock was released");
+    assert_eq!(e.committed(b"a").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_rel_at_reserves_the_id() {
+    let e = env().await;
+    let at = e.rel + 10;
+    assert_eq!(
+        e.service.handle(0, Request::CreateRelAt { rel: at }).await,
+        Response::Done
+    );
+    assert_eq!(
+        e.service.handle(0, Request::CreateRel).await,
+        Response::Id(at + 1)
+    );
 }

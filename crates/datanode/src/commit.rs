@@ -1,19 +1,102 @@
 //! Commit and abort: the commit registry (what scans wait for), taking the commit
-//! timestamp, the commit batch with early lock release, and ending without writes.
+//! timestamp (from the GTM, or from the coordinator for a prepared transaction), the
+//! commit batch with early lock release, and ending without writes.
 
 use crate::locks::{LockMode, TxnShared, TxnState};
 use crate::owned::loading_key;
 use crate::txn::{Increments, Txn};
 use crate::{Datanode, Inner, RelId, RowBytes, Timestamp};
 use parking_lot::Mutex;
-use pgerror::{PgError, PgResult};
+use pgerror::{codes, PgError, PgResult};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Where a commit's timestamp comes from: the only difference between a one-phase commit
+/// and a prepared one (decision 0029).
+pub(crate) enum CommitTs {
+    /// One phase: the datanode asks the GTM once the transaction is `CommittingPending`.
+    Gtm(gtm::GtmClient),
+    /// Two phases: the transaction is parked `Prepared` (and `prepared` told so) until the
+    /// coordinator, which took the timestamp from the GTM itself, sends it on `decision`;
+    /// a dropped sender aborts it.
+    Decided {
+        prepared: oneshot::Sender<()>,
+        decision: oneshot::Receiver<Timestamp>,
+    },
+}
+
+impl CommitTs {
+    /// The GTM to tell when the transaction ends: none for a prepared one, whose
+    /// coordinator does (as it does the commit).
+    pub(crate) fn gtm(&self) -> Option<&gtm::GtmClient> {
+        match self {
+            CommitTs::Gtm(gtm) => Some(gtm),
+            CommitTs::Decided { .. } => None,
+        }
+    }
+}
+
+/// A transaction prepared on this datanode (`Datanode::prepare`): its writes are
+/// registered and its rows locked, waiting for the coordinator's decision. In memory only:
+/// a restart of the datanode loses it (aborted). Dropping it aborts it.
+pub struct PreparedTxn(Prepared);
+
+enum Prepared {
+    /// Wrote nothing: ends as a read-only commit does (releasing its locks).
+    ReadOnly(Box<Txn>),
+    /// Parked in its commit task, which waits for the timestamp on `decision`.
+    Writes {
+        decision: oneshot::Sender<Timestamp>,
+        task: JoinHandle<PgResult<Timestamp>>,
+    },
+}
+
+impl PreparedTxn {
+    /// Commits at `ts` (issued by the GTM for the whole transaction, above its start),
+    /// exactly as a commit that took `ts` from the GTM; returns `ts`.
+    pub async fn commit(self, ts: Timestamp) -> PgResult<Timestamp> {
+        match self.0 {
+            Prepared::ReadOnly(txn) => end_unapplied(txn, None).await.map(|_| ts),
+            Prepared::Writes { decision, task } => {
+                // A send fails only if the task ended already; its outcome says why.
+                let _ = decision.send(ts);
+                joined(task).await
+            }
+        }
+    }
+
+    /// Undoes it as an abort does and releases its locks; returns once they are released.
+    pub async fn abort(self) {
+        match self.0 {
+            Prepared::ReadOnly(txn) => {
+                let _ = end_unapplied(txn, None).await; // no GTM call: cannot fail
+            }
+            Prepared::Writes { decision, task } => {
+                drop(decision);
+                let _ = joined(task).await;
+            }
+        }
+    }
+}
+
+/// The outcome of a spawned commit task.
+async fn joined(task: JoinHandle<PgResult<Timestamp>>) -> PgResult<Timestamp> {
+    match task.await {
+        Ok(r) => r,
+        Err(e) => Err(PgError::internal(format!("commit task failed: {e}"))),
+    }
+}
 
 /// Ends a transaction without applying anything (a commit that wrote nothing, or an
 /// abort): releases its row locks, waits until the versions it read under them are
-/// durable, and tells the GTM it ended.
-pub(crate) async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+/// durable, and tells the GTM it ended (`gtm`, unless its registration is not this
+/// datanode's to end).
+pub(crate) async fn end_unapplied(
+    mut txn: Box<Txn>,
+    gtm: Option<&gtm::GtmClient>,
+) -> PgResult<Timestamp> {
     let start = txn.shared.start_ts;
     if !txn.loaded.is_empty() {
         // Emptying a loaded relation reads and deletes all of it: not on a runtime worker.
@@ -24,7 +107,7 @@ pub(crate) async fn end_unapplied(mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> Pg
         }
     }
     txn.release_and_await_reads_durable().await;
-    if txn.finishes_at_gtm {
+    if let Some(gtm) = gtm.filter(|_| txn.finishes_at_gtm) {
         gtm.finish(start).await?;
     }
     Ok(start)
@@ -92,29 +175,66 @@ impl CommitRegistry {
 
 impl Datanode {
     pub async fn commit(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
-        if !txn.has_writes() && txn.increments.is_empty() && txn.loaded.is_empty() {
+        if txn.applies_nothing() {
             // Every select ends here, and this future is part of each session's state
             // (one per connection): the read-only path stays small and the write path's
             // kilobytes go to the heap, only for transactions that wrote.
-            return end_unapplied(txn, gtm).await;
+            return end_unapplied(txn, Some(gtm)).await;
         }
-        Box::pin(self.commit_writes(txn, gtm)).await
+        Box::pin(async {
+            let task = self.start_commit(txn, CommitTs::Gtm(gtm.clone())).await?;
+            joined(task).await
+        })
+        .await
     }
 
-    async fn commit_writes(&self, mut txn: Box<Txn>, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    /// First phase of a commit across datanodes (decision 0029): everything a commit does
+    /// before it takes its commit timestamp (merges started, registered on the relations
+    /// it wrote, rows kept locked), then the transaction waits `Prepared` for
+    /// `PreparedTxn::commit` or `abort`. Readers whose snapshot is above its start wait
+    /// for the outcome. It never calls the GTM: its coordinator takes the commit timestamp
+    /// and ends the start timestamp's registration.
+    pub async fn prepare(&self, mut txn: Box<Txn>) -> PgResult<PreparedTxn> {
+        txn.finishes_at_gtm = false;
+        if txn.applies_nothing() {
+            return Ok(PreparedTxn(Prepared::ReadOnly(txn)));
+        }
+        let (prepared_tx, prepared_rx) = oneshot::channel();
+        let (decision, decision_rx) = oneshot::channel();
+        let source = CommitTs::Decided {
+            prepared: prepared_tx,
+            decision: decision_rx,
+        };
+        let task = self.start_commit(txn, source).await?;
+        match prepared_rx.await {
+            Ok(()) => Ok(PreparedTxn(Prepared::Writes { decision, task })),
+            // It failed before it was prepared (a merge, a spill): its task says why.
+            Err(_) => {
+                drop(decision);
+                Err(joined(task).await.err().unwrap_or_else(|| {
+                    PgError::internal("prepare: the transaction ended unprepared")
+                }))
+            }
+        }
+    }
+
+    /// Starts the merges of the transaction's deferred increments, then spawns the rest
+    /// of its commit (`Inner::commit`), which runs to completion even if the caller's
+    /// future is dropped: a half-done commit would leave rows CommittingPending forever.
+    async fn start_commit(
+        &self,
+        mut txn: Box<Txn>,
+        source: CommitTs,
+    ) -> PgResult<JoinHandle<PgResult<Timestamp>>> {
         let merges = txn.take_increments_by_row();
         if let Err(e) = self.start_merges(&mut txn, merges.keys()).await {
-            self.abort(txn, gtm).await;
+            abort_unapplied(txn, source.gtm()).await;
             return Err(e);
         }
-        // Run to completion even if the caller's future is dropped: a half-done commit
-        // would leave rows CommittingPending forever.
         let inner = self.inner.clone();
-        let gtm = gtm.clone();
-        match tokio::spawn(async move { inner.commit(txn, merges, &gtm).await }).await {
-            Ok(r) => r,
-            Err(e) => Err(PgError::internal(format!("commit task failed: {e}"))),
-        }
+        Ok(tokio::spawn(async move {
+            inner.commit(txn, merges, source).await
+        }))
     }
 
     /// Turns each incremented row's Increment lock into a Merge (in key order), waiting
@@ -133,9 +253,14 @@ impl Datanode {
     }
 
     pub async fn abort(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) {
-        if let Err(e) = end_unapplied(txn, gtm).await {
-            tracing::warn!("gtm finish on abort failed: {e}");
-        }
+        abort_unapplied(txn, Some(gtm)).await
+    }
+}
+
+/// `end_unapplied` for an abort, whose failure to tell the GTM is only logged.
+async fn abort_unapplied(txn: Box<Txn>, gtm: Option<&gtm::GtmClient>) {
+    if let Err(e) = end_unapplied(txn, gtm).await {
+        tracing::warn!("gtm finish on abort failed: {e}");
     }
 }
 
@@ -146,10 +271,10 @@ impl Inner {
         self: &Arc<Self>,
         mut txn: Box<Txn>,
         merges: Increments,
-        gtm: &gtm::GtmClient,
+        source: CommitTs,
     ) -> PgResult<Timestamp> {
         if txn.spilled.is_some() {
-            return self.commit_spilled(txn, merges, gtm).await;
+            return self.commit_spilled(txn, merges, source).await;
         }
         let mut rels: Vec<RelId> = txn
             .writes
@@ -160,7 +285,7 @@ impl Inner {
             .collect();
         rels.sort_unstable();
         rels.dedup();
-        let ts = self.take_commit_ts(&mut txn, &rels, gtm).await?;
+        let ts = self.take_commit_ts(&mut txn, &rels, source).await?;
         let mut writes = Vec::with_capacity(txn.n_writes + merges.len());
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
@@ -230,22 +355,46 @@ impl Inner {
     }
 
     /// Steps 1 and 2 of a commit: registers the transaction on `rels` (scans wait for it),
-    /// marks it `CommittingPending`, takes its commit timestamp and marks it `Committing`.
-    /// If the GTM fails nothing was written: the transaction ends aborted.
+    /// takes its commit timestamp from `source` and marks it `Committing`: from the GTM
+    /// once marked `CommittingPending`, or from its coordinator once marked `Prepared`.
+    /// If no timestamp comes (the GTM fails, the prepared transaction is aborted) nothing
+    /// was written: the transaction ends aborted.
     pub(crate) async fn take_commit_ts(
         &self,
         txn: &mut Txn,
         rels: &[RelId],
-        gtm: &gtm::GtmClient,
+        source: CommitTs,
     ) -> PgResult<Timestamp> {
         // Before any of its versions is stored: VACUUM must not skip them from here on.
         self.single_version.remove(rels);
         for &rel in rels {
             self.committing.register(rel, &txn.shared);
         }
-        txn.shared.set_state(TxnState::CommittingPending);
         let start = txn.shared.start_ts;
-        match gtm.commit(start).await {
+        let gtm = source.gtm().cloned();
+        let ts = match source {
+            CommitTs::Gtm(gtm) => {
+                txn.shared.set_state(TxnState::CommittingPending);
+                gtm.commit(start).await
+            }
+            CommitTs::Decided { prepared, decision } => {
+                txn.shared.set_state(TxnState::Prepared);
+                // The preparer may be gone (its future dropped): the decision channel
+                // then reports the abort.
+                let _ = prepared.send(());
+                match decision.await {
+                    Ok(ts) if ts > start => Ok(ts),
+                    Ok(ts) => Err(PgError::internal(format!(
+                        "commit timestamp {ts} of a prepared transaction is not above its start {start}"
+                    ))),
+                    Err(_) => Err(PgError::new(
+                        codes::INVALID_TRANSACTION_STATE,
+                        "the prepared transaction was aborted",
+                    )),
+                }
+            }
+        };
+        match ts {
             Ok(ts) => {
                 txn.shared.set_state(TxnState::Committing(ts));
                 Ok(ts)
@@ -253,7 +402,7 @@ impl Inner {
             Err(e) => {
                 txn.release_and_await_reads_durable().await;
                 self.unregister_committing(rels, txn.shared.id);
-                if txn.finishes_at_gtm {
+                if let Some(gtm) = gtm.filter(|_| txn.finishes_at_gtm) {
                     let _ = gtm.finish(start).await; // best effort
                 }
                 Err(e)

@@ -57,6 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use commit::PreparedTxn;
 pub use gtm::Timestamp;
 pub use increment::{ColumnIncrement, IncrementOp};
 pub use merge::ScanRows;
@@ -260,19 +261,35 @@ impl Datanode {
 
     pub fn create_rel(&self) -> PgResult<RelId> {
         let _g = self.inner.rel_alloc.lock();
-        let store = &self.inner.store;
-        let next = match store.meta_get(storage::Space::Sys, NEXT_REL_KEY)? {
-            Some(v) if v.len() == 8 => u64::from_be_bytes(v[..8].try_into().unwrap()),
-            Some(_) => return Err(PgError::internal("corrupt next_rel counter")),
-            None => FIRST_REL_ID,
-        };
-        store.meta_put(
-            storage::Space::Sys,
-            NEXT_REL_KEY,
-            Some(&(next + 1).to_be_bytes()),
-        )?;
-        self.inner.single_version.insert(next);
+        let next = self.next_rel_id()?;
+        self.inner.claim_rel_ids(next)?;
         Ok(next)
+    }
+
+    /// Makes relation id `rel`, chosen on another datanode (a cluster gives a relation the
+    /// same id everywhere), usable here: `create_rel` never returns it or a lower id
+    /// afterwards. Idempotent. Only a call that raises the counter notes the relation as
+    /// new (`single_version`); for one below it (created already, or out of order) VACUUM
+    /// just does not skip it.
+    pub fn create_rel_at(&self, rel: RelId) -> PgResult<()> {
+        let _g = self.inner.rel_alloc.lock();
+        if rel >= self.next_rel_id()? {
+            self.inner.claim_rel_ids(rel)?;
+        }
+        Ok(())
+    }
+
+    /// The id `create_rel` hands out next. Call under `rel_alloc`.
+    fn next_rel_id(&self) -> PgResult<RelId> {
+        match self
+            .inner
+            .store
+            .meta_get(storage::Space::Sys, NEXT_REL_KEY)?
+        {
+            Some(v) if v.len() == 8 => Ok(u64::from_be_bytes(v[..8].try_into().unwrap())),
+            Some(_) => Err(PgError::internal("corrupt next_rel counter")),
+            None => Ok(FIRST_REL_ID),
+        }
     }
 
     /// Durably records the drop, then removes the data in a background thread (resumed
@@ -353,6 +370,20 @@ impl Drop for Datanode {
             t.thread().unpark();
             let _ = t.join();
         }
+    }
+}
+
+impl Inner {
+    /// Durably moves the relation id counter past `rel`, a new, empty relation. Call under
+    /// `rel_alloc`.
+    fn claim_rel_ids(&self, rel: RelId) -> PgResult<()> {
+        let next = rel
+            .checked_add(1)
+            .ok_or_else(|| PgError::internal("relation ids exhausted"))?;
+        self.store
+            .meta_put(storage::Space::Sys, NEXT_REL_KEY, Some(&next.to_be_bytes()))?;
+        self.single_version.insert(rel);
+        Ok(())
     }
 }
 

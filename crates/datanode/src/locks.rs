@@ -72,6 +72,9 @@ pub(crate) enum TxnState {
     Active,
     /// Asked the GTM for a commit timestamp; not yet known.
     CommittingPending,
+    /// Prepared (decision 0029): its coordinator will send a commit timestamp, above its
+    /// start, or abort it.
+    Prepared,
     /// Has a commit timestamp; its writes are being applied / made durable.
     Committing(Timestamp),
     /// Committed or aborted; all locks released.
@@ -138,10 +141,12 @@ impl TxnShared {
     }
 
     /// Whether a reader at `snapshot` must wait for this transaction to finish before it
-    /// reads rows it locked: its commit timestamp is unknown or `<= snapshot`.
+    /// reads rows it locked: its commit timestamp is unknown or `<= snapshot` (for a
+    /// prepared one, unknown but above its start).
     pub fn blocks_snapshot(&self, snapshot: Timestamp) -> bool {
         match *self.state.lock() {
             TxnState::CommittingPending => true,
+            TxnState::Prepared => snapshot > self.start_ts,
             TxnState::Committing(ts) => ts <= snapshot,
             TxnState::Active | TxnState::Finished => false,
         }

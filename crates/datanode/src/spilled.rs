@@ -22,6 +22,7 @@
 //! * Savepoints: each spilled undo entry is an `UndoRecord` of the key's state among the
 //!   intents before the write; rolling back past a spill restores those states.
 
+use crate::commit::CommitTs;
 use crate::locks::{FxHashMap, TxnShared};
 use crate::txn::{Increments, Txn};
 use crate::{Inner, RelId, RowBytes, Timestamp};
@@ -376,10 +377,10 @@ impl Inner {
         self: &Arc<Self>,
         mut txn: Box<Txn>,
         merges: Increments,
-        gtm: &gtm::GtmClient,
+        source: CommitTs,
     ) -> PgResult<Timestamp> {
         if let Err(e) = self.spill(&mut txn) {
-            let _ = crate::commit::end_unapplied(txn, gtm).await;
+            let _ = crate::commit::end_unapplied(txn, source.gtm()).await;
             return Err(e);
         }
         let mut rels: Vec<RelId> = txn
@@ -390,7 +391,7 @@ impl Inner {
         rels.extend(merges.keys().map(|(r, _)| *r));
         rels.sort_unstable();
         rels.dedup();
-        let ts = self.take_commit_ts(&mut txn, &rels, gtm).await?;
+        let ts = self.take_commit_ts(&mut txn, &rels, source).await?;
         let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks)
             .into_iter()
             .collect();

@@ -81,6 +81,15 @@ impl Txn {
     pub fn has_writes(&self) -> bool {
         self.n_writes > 0 || self.spilled.is_some()
     }
+    /// Whether it wrote, incremented, owned or bulk-loaded anything: what makes it a
+    /// participant of a commit across datanodes that must be prepared.
+    pub fn changes_anything(&self) -> bool {
+        !self.applies_nothing() || !self.owned.is_empty()
+    }
+    /// Whether its commit has nothing to apply (it ends as an abort does).
+    pub(crate) fn applies_nothing(&self) -> bool {
+        !self.has_writes() && self.increments.is_empty() && self.loaded.is_empty()
+    }
     /// Local transaction id (as used in deadlock reports).
     pub fn id(&self) -> u64 {
         self.shared.id
