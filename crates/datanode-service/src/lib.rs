@@ -1,7 +1,7 @@
 //! Runs `datanode-proto` requests against the datanode of this process (decision 0027):
 //! what a `meridian datanode` process does with what its coordinators send. Transport-free:
 //! the network layer hands each request to `DatanodeService::handle` and tells it when a
-//! coordinator's connection ends (`client_gone`).
+//! coordinator's connection ends (`connection_closed`).
 
 use datanode::{ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, Savepoint, Txn};
 use datanode_proto as proto;

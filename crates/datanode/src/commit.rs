@@ -371,18 +371,18 @@ impl Inner {
             self.committing.register(rel, &txn.shared);
         }
         let start = txn.shared.start_ts;
-        let gtm = source.gtm().cloned();
-        let ts = match source {
+        // `gtm`: the GTM to tell if no timestamp comes (none for a prepared transaction).
+        let (ts, gtm) = match source {
             CommitTs::Gtm(gtm) => {
                 txn.shared.set_state(TxnState::CommittingPending);
-                gtm.commit(start).await
+                (gtm.commit(start).await, Some(gtm))
             }
             CommitTs::Decided { prepared, decision } => {
                 txn.shared.set_state(TxnState::Prepared);
                 // The preparer may be gone (its future dropped): the decision channel
                 // then reports the abort.
                 let _ = prepared.send(());
-                match decision.await {
+                let ts = match decision.await {
                     Ok(ts) if ts > start => Ok(ts),
                     Ok(ts) => Err(PgError::internal(format!(
                         "commit timestamp {ts} of a prepared transaction is not above its start {start}"
@@ -391,7 +391,8 @@ impl Inner {
                         codes::INVALID_TRANSACTION_STATE,
                         "the prepared transaction was aborted",
                     )),
-                }
+                };
+                (ts, None)
             }
         };
         match ts {

@@ -24,7 +24,7 @@
 //! This file holds `Datanode` (`open`, metadata, relation and row ids); the transaction
 //! paths are in `txn.rs` (a transaction's state), `read.rs` (`get`, `scan`), `write.rs`
 //! (`lock_row`, `put`, `insert`, increments; `increment.rs` applies them), `wait.rs` (lock waits, deadlocks),
-//! `commit.rs` (commit, abort), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
+//! `commit.rs` (commit, prepare, abort), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
 //! VACUUM) and `merge.rs` (scans over the transaction's own writes).
 //!
 //! See README.md for the invariants.

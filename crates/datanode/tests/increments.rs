@@ -363,3 +363,36 @@ async fn many_concurrent_increments_sum_exactly() {
     assert_eq!(e.committed("a").await, expected);
     assert_eq!(e.dn.lock_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn prepared_increments_merge_at_the_coordinator_s_timestamp() {
+    let e = Arc::new(env().await);
+    let t1 = e.increment_holder("a", 1).await;
+    let start = t1.start_ts();
+    let mut t2 = e.begin().await;
+    assert_eq!(
+        e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(),
+        Some(true)
+    );
+    let p1 = e.dn.prepare(t1).await.unwrap();
+    // Another incrementer commits without waiting for the prepared one.
+    tokio::time::timeout(Duration::from_secs(30), e.dn.commit(t2, &e.gtm))
+        .await
+        .expect("a commit waited for a prepared incrementer")
+        .unwrap();
+    // The commit point; a reader whose snapshot includes it waits for the merge.
+    let ts = e.gtm.commit(start).await.unwrap();
+    let reader = {
+        let e = e.clone();
+        tokio::spawn(async move { e.committed("a").await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        !reader.is_finished(),
+        "the reader waits for the prepared merge"
+    );
+    p1.commit(ts).await.unwrap();
+    e.gtm.finish(start).await.unwrap();
+    assert_eq!(reader.await.unwrap(), 11);
+    assert_eq!(e.dn.lock_count(), 0);
+}
