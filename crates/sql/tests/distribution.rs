@@ -142,6 +142,9 @@ fn add_primary_key_keeps_the_rule() {
         bind_with(&catalog, "alter table t add primary key (a, b)").unwrap(),
         Statement::AddPrimaryKey { .. }
     ));
+    // A second key is left for execution to refuse with PostgreSQL's 42P16.
+    let catalog = Tables(vec![table("create table t (a int primary key, b int)")]);
+    assert!(bind_with(&catalog, "alter table t add primary key (b)").is_ok());
     // pgbench -i: tables without a key, the key added later on the default's column.
     let catalog = Tables(vec![table(
         "create table pgbench_accounts(aid int not null, bid int, abalance int, filler char(84)) with (fillfactor=100)",

@@ -149,7 +149,10 @@ impl<'a> Binder<'a> {
                             })
                         })
                         .collect::<PgResult<Vec<_>>>()?;
-                    check_key_placement(table.distribution, &columns)?;
+                    // A second key is refused as PostgreSQL does (42P16) when it runs.
+                    if table.primary_key.is_none() {
+                        check_key_placement(table.distribution, &columns)?;
+                    }
                     let constraint_name = pk.name.as_ref().map(ident_name);
                     Ok(Statement::AddPrimaryKey {
                         table,
