@@ -1,7 +1,8 @@
 //! Postgres-XL's `DISTRIBUTE BY` clause of CREATE TABLE, which sqlparser does not know:
 //! it is read from the statement's tokens (sqlparser's own tokenizer, so quotes, comments
 //! and dollar quotes are what PostgreSQL's lexer makes of them) and blanked out of the
-//! text before the rest is parsed.
+//! text before the rest is parsed. (A sqlparser `Dialect` could only add it by parsing
+//! all of CREATE TABLE itself: its statement hook takes over the whole statement.)
 //!
 //! The grammar is XL's: the clause ends the statement, after `WITH (…)` and
 //! `TABLESPACE`, and may only be followed by XL's `TO NODE (…)` / `TO GROUP …`, which is
