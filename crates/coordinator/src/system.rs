@@ -7,7 +7,9 @@
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
 use pgerror::{codes, PgError, PgResult};
-use sql::catalog::{PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID};
+use sql::catalog::{
+    Distribution, BUCKETS, PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID,
+};
 use sql::functions::ScalarFunc;
 use sql::plan::SystemTable;
 use sql::system_tables::{system_columns, system_table_oid};
@@ -404,6 +406,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             Value::Int4(0),
             text("standard public schema"),
         ]],
+        MeridianDistribution => tables.iter().map(|t| distribution_row(t)).collect(),
         PgAuthMembers
         | PgDbRoleSetting
         | PgEventTrigger
@@ -427,6 +430,28 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         r.resize(width, Value::Null);
     }
     Ok(rows)
+}
+
+/// A meridian_distribution row: how the table's rows are placed (user tables all live
+/// in schema public).
+fn distribution_row(t: &TableDef) -> Vec<Value> {
+    let (kind, column) = match t.distribution {
+        Distribution::Hash { column } => ("hash", t.columns.get(column)),
+        Distribution::Replication => ("replication", None),
+        Distribution::RoundRobin => ("roundrobin", None),
+    };
+    let hashed = matches!(t.distribution, Distribution::Hash { .. });
+    vec![
+        text("public"),
+        text(&t.name),
+        text(kind),
+        column.map_or(Value::Null, |c| text(&c.name)),
+        if hashed {
+            Value::Int4(BUCKETS as i32)
+        } else {
+            Value::Null
+        },
+    ]
 }
 
 fn pg_class_row(

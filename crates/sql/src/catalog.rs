@@ -74,6 +74,11 @@ pub struct TableDef {
     pub distribution: Distribution,
 }
 
+/// How many buckets hash-distributed rows are spread over (decision 0028): a row's
+/// bucket is its distribution value's hash modulo this, and the bucket map names each
+/// bucket's datanode.
+pub const BUCKETS: u32 = 4096;
+
 /// How a table's rows are placed on datanodes (Postgres-XL's `DISTRIBUTE BY`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Distribution {
@@ -92,12 +97,13 @@ pub enum Distribution {
 
 impl Distribution {
     /// The distribution of a table created without `DISTRIBUTE BY`, as Postgres-XL
-    /// chooses it: the primary key's first column, else the first column of a hashable
-    /// type, else round-robin.
+    /// chooses it: the first primary-key column of a hashable type, else (no primary
+    /// key) the first column of a hashable type, else round-robin.
     pub fn default_for(columns: &[ColumnDef], primary_key: Option<&[usize]>) -> Distribution {
+        let hashable = |i: &usize| is_hashable(&columns[*i].ty.to_type());
         let column = match primary_key {
-            Some(pk) => pk.first().copied(),
-            None => columns.iter().position(|c| is_hashable(&c.ty.to_type())),
+            Some(pk) => pk.iter().copied().find(hashable),
+            None => (0..columns.len()).find(hashable),
         };
         column.map_or(Distribution::RoundRobin, |column| Distribution::Hash {
             column,

@@ -4,6 +4,7 @@
 
 pub mod binder;
 pub mod catalog;
+pub mod distribute_by;
 pub mod eval;
 pub mod functions;
 pub mod normalize;

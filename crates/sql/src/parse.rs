@@ -3,11 +3,13 @@
 //! (transaction control, SET/SHOW, VACUUM) with a hand-written fast path, and hands the
 //! rest to `sqlparser`.
 
+use crate::distribute_by::{char_position, take_distribute_by, DistributeBy};
 use crate::plan::{IsolationLevel, Statement};
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Location;
 
 #[derive(Debug, Clone)]
 pub enum Parsed {
@@ -17,6 +19,12 @@ pub enum Parsed {
     Vacuum {
         tables: Vec<String>,
         analyze: bool,
+    },
+    /// A CREATE TABLE with Postgres-XL's `DISTRIBUTE BY`, which sqlparser does not know:
+    /// the clause is read by hand and the rest parsed without it.
+    CreateTable {
+        table: Box<ast::CreateTable>,
+        distribute_by: DistributeBy,
     },
     /// `COPY table [(columns)] FROM STDIN [[WITH] (options)]`, parsed by hand because
     /// PostgreSQL's option syntax (`freeze on`) is wider than sqlparser's.
@@ -170,10 +178,24 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
     if let Some(p) = fast_path(text)? {
         return Ok(p);
     }
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, text)
+    let distribute_by = take_distribute_by(text)?;
+    let sql = distribute_by
+        .as_ref()
+        .map_or(text, |(rest, _)| rest.as_str());
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .map_err(|e| syntax_error(text, &e.to_string()))?;
     match stmts.len() {
-        1 => Ok(Parsed::Sql(Box::new(stmts.remove(0)))),
+        1 => match (stmts.remove(0), distribute_by) {
+            (ast::Statement::CreateTable(table), Some((_, distribute_by))) => {
+                Ok(Parsed::CreateTable {
+                    table: Box::new(table),
+                    distribute_by,
+                })
+            }
+            // take_distribute_by finds the clause only after CREATE TABLE's column list.
+            (_, Some(_)) => Err(syntax_error_at("DISTRIBUTE")),
+            (statement, None) => Ok(Parsed::Sql(Box::new(statement))),
+        },
         0 => Ok(Parsed::Ready(Statement::Empty)),
         _ => Err(PgError::new(
             codes::SYNTAX_ERROR,
@@ -599,20 +621,15 @@ fn syntax_error(text: &str, message: &str) -> PgError {
         .map(|r| r.split(" at Line:").next().unwrap_or(r).trim());
     let position = message.split("Line: ").nth(1).and_then(|r| {
         let mut it = r.split(", Column: ");
-        let line: usize = it.next()?.trim().parse().ok()?;
-        let col: usize = it
+        let line = it.next()?.trim().parse().ok()?;
+        let column = it
             .next()?
             .trim()
             .split(|c: char| !c.is_ascii_digit())
             .next()?
             .parse()
             .ok()?;
-        let offset: usize = text
-            .split('\n')
-            .take(line.saturating_sub(1))
-            .map(|l| l.chars().count() + 1)
-            .sum();
-        Some((offset + col) as u32)
+        Some(char_position(text, Location { line, column }))
     });
     let err = match found {
         Some("EOF") | None => PgError::new(codes::SYNTAX_ERROR, "syntax error at end of input"),

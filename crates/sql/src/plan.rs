@@ -251,6 +251,8 @@ pub enum SystemTable {
     PgAuthMembers,
     PgDbRoleSetting,
     PgEventTrigger,
+    /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
+    MeridianDistribution,
 }
 
 #[derive(Debug, Clone)]

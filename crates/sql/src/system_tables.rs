@@ -41,6 +41,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_auth_members" => PgAuthMembers,
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
+        "meridian_distribution" => MeridianDistribution,
         _ => return None,
     })
 }
@@ -82,6 +83,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgAuthMembers => 1261,
         PgDbRoleSetting => 2964,
         PgEventTrigger => 3466,
+        MeridianDistribution => 12005,
     }
 }
 
@@ -414,6 +416,13 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("evtfoid", Oid),
             ("evtenabled", Char),
             ("evttags", arr(Text)),
+        ],
+        MeridianDistribution => vec![
+            ("table_schema", Text),
+            ("table_name", Text),
+            ("distribution", Text),
+            ("distribution_column", Text),
+            ("buckets", Int4),
         ],
         PgDbRoleSetting => vec![
             ("setdatabase", Oid),

@@ -1,9 +1,15 @@
 //! CREATE TABLE, ALTER TABLE and COPY.
 
 use super::*;
+use crate::catalog::{is_hashable, Distribution};
+use crate::distribute_by::DistributeBy;
 
 impl<'a> Binder<'a> {
-    pub(super) fn create_table(&mut self, ct: &ast::CreateTable) -> PgResult<Statement> {
+    pub(super) fn create_table(
+        &mut self,
+        ct: &ast::CreateTable,
+        distribute_by: Option<&DistributeBy>,
+    ) -> PgResult<Statement> {
         crate::unsupported_syntax::create_table(ct)?;
         let name = object_name_parts(&ct.name).pop().unwrap_or_default();
         let mut columns = Vec::new();
@@ -96,8 +102,13 @@ impl<'a> Binder<'a> {
             }
         }
         let fillfactor = table_fillfactor(ct)?;
-        let distribution =
-            crate::catalog::Distribution::default_for(&columns, primary_key.as_deref());
+        let distribution = match distribute_by {
+            Some(clause) => distribution(clause, &columns)?,
+            None => Distribution::default_for(&columns, primary_key.as_deref()),
+        };
+        if let Some(key) = &primary_key {
+            check_key_placement(distribution, key)?;
+        }
         Ok(Statement::CreateTable(CreateTable {
             name,
             if_not_exists: ct.if_not_exists,
@@ -138,6 +149,10 @@ impl<'a> Binder<'a> {
                             })
                         })
                         .collect::<PgResult<Vec<_>>>()?;
+                    // A second key is refused as PostgreSQL does (42P16) when it runs.
+                    if table.primary_key.is_none() {
+                        check_key_placement(table.distribution, &columns)?;
+                    }
                     let constraint_name = pk.name.as_ref().map(ident_name);
                     Ok(Statement::AddPrimaryKey {
                         table,
@@ -232,6 +247,54 @@ impl<'a> Binder<'a> {
             copy.null_string = n;
         }
         Ok(Statement::CopyFrom(copy))
+    }
+}
+
+/// The distribution a `DISTRIBUTE BY` clause names, its column resolved and checked.
+fn distribution(clause: &DistributeBy, columns: &[ColumnDef]) -> PgResult<Distribution> {
+    Ok(match clause {
+        DistributeBy::Replication => Distribution::Replication,
+        DistributeBy::RoundRobin => Distribution::RoundRobin,
+        DistributeBy::Hash { column, position } => {
+            let index = columns
+                .iter()
+                .position(|c| c.name == *column)
+                .ok_or_else(|| {
+                    PgError::new(
+                        codes::UNDEFINED_COLUMN,
+                        format!("column \"{column}\" named in DISTRIBUTE BY does not exist"),
+                    )
+                    .with_position(*position)
+                })?;
+            let ty = columns[index].ty.to_type();
+            if !is_hashable(&ty) {
+                return Err(PgError::new(
+                    codes::FEATURE_NOT_SUPPORTED,
+                    format!("column \"{column}\" is not of a hash-distributable type"),
+                )
+                .with_detail(format!(
+                    "Values of type {ty} cannot be hashed for placement."
+                ))
+                .with_position(*position));
+            }
+            Distribution::Hash { column: index }
+        }
+    })
+}
+
+/// Each datanode enforces a primary key on its own rows only, so all rows that could
+/// share a key must live on one datanode: a hash-distributed table's key contains the
+/// hash column, and a round-robin table has none (Postgres-XL's rule and messages).
+fn check_key_placement(distribution: Distribution, key: &[usize]) -> PgResult<()> {
+    let refuse = |message: &str| Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, message));
+    match distribution {
+        Distribution::Hash { column } if !key.contains(&column) => {
+            refuse("Unique index of partitioned table must contain the hash distribution column.")
+        }
+        Distribution::RoundRobin => {
+            refuse("Cannot locally enforce a unique index on round robin distributed table.")
+        }
+        Distribution::Hash { .. } | Distribution::Replication => Ok(()),
     }
 }
 

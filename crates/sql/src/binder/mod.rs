@@ -115,6 +115,10 @@ pub fn bind(
             }
         }
         Parsed::Sql(ast) => binder.statement(ast)?,
+        Parsed::CreateTable {
+            table,
+            distribute_by,
+        } => binder.create_table(table, Some(distribute_by))?,
         Parsed::CopyFrom {
             table,
             columns,
@@ -203,7 +207,7 @@ impl<'a> Binder<'a> {
             S::Insert(ins) => self.insert(ins),
             S::Update(upd) => self.update(upd),
             S::Delete(del) => self.delete(del),
-            S::CreateTable(ct) => self.create_table(ct),
+            S::CreateTable(ct) => self.create_table(ct, None),
             S::Drop {
                 object_type,
                 if_exists,
