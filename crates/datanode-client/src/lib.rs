@@ -561,6 +561,16 @@ impl DatanodeTxn {
         }
     }
 
+    /// Whether the transaction exists on its datanode only as a start timestamp: a remote
+    /// part of a transaction across datanodes that nothing was sent to (ending it is
+    /// telling the GTM, once for all parts).
+    pub fn is_untouched(&self) -> bool {
+        match self {
+            DatanodeTxn::Local(_) => false,
+            DatanodeTxn::Remote(t) => t.sent_nothing(),
+        }
+    }
+
     /// Whether increments wait to be applied (`DatanodeClient::apply_increments`).
     pub fn has_increments(&self) -> bool {
         match self {

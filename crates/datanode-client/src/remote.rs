@@ -362,7 +362,7 @@ impl RemoteTxn {
 
     /// Whether no request was ever sent for this transaction, nor is waiting to be (nothing
     /// of it exists on the datanode).
-    fn sent_nothing(&self) -> bool {
+    pub(crate) fn sent_nothing(&self) -> bool {
         let pending = self.pending.lock();
         !pending.begun && pending.queued.is_empty() && self.loaded.is_empty()
     }

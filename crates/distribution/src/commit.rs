@@ -32,24 +32,47 @@ impl Datanodes {
             return Either::Left(dn.abort(part, gtm));
         }
         Either::Right(Box::pin(async move {
-            join_all(
-                self.nodes
-                    .iter()
-                    .zip(txn.parts)
-                    .map(|(dn, part)| dn.abort(part, gtm)),
-            )
-            .await;
+            let start = txn.start_ts();
+            let touched: Vec<_> = self
+                .nodes
+                .iter()
+                .zip(txn.parts)
+                .filter(|(_, part)| !part.is_untouched())
+                .collect();
+            if touched.is_empty() {
+                finish_at_gtm(gtm, start).await;
+            }
+            join_all(touched.into_iter().map(|(dn, part)| dn.abort(part, gtm))).await;
         }) as BoxFuture<'f, ()>)
     }
 
-    async fn commit_parts(&self, txn: ClusterTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit_parts(
+        &self,
+        mut txn: ClusterTxn,
+        gtm: &gtm::GtmClient,
+    ) -> PgResult<Timestamp> {
         let start = txn.start_ts();
+        // A prepared participant must be able to commit, but merging a deferred increment
+        // can fail (22003 on overflow): with several writers, the increments are applied
+        // before anything is prepared.
+        let writers = txn.parts.iter().filter(|part| part.has_writes()).count();
+        if writers > 1 && txn.has_increments() {
+            if let Err(e) = self.apply_increments(&mut txn).await {
+                self.abort(txn, gtm).await;
+                return Err(e);
+            }
+        }
         let (writers, readers): (Vec<_>, Vec<_>) = self
             .nodes
             .iter()
             .zip(txn.parts)
+            .filter(|(_, part)| !part.is_untouched())
             .partition(|(_, part)| part.has_writes());
         let committed = match writers.len() {
+            0 if readers.is_empty() => {
+                finish_at_gtm(gtm, start).await;
+                Ok(start)
+            }
             0 => Ok(start),
             1 => {
                 let (dn, part) = writers.into_iter().next().expect("one writer");
@@ -97,9 +120,7 @@ async fn two_phase(
         Ok(ts) => ts,
         Err(e) => {
             join_all(ready.into_iter().map(|(dn, p)| dn.abort_prepared(p))).await;
-            if let Err(finish) = gtm.finish(start).await {
-                tracing::warn!("finishing an aborted transaction at the GTM: {finish}");
-            }
+            finish_at_gtm(gtm, start).await;
             return Err(e);
         }
     };
@@ -109,4 +130,12 @@ async fn two_phase(
     let applied = join_all(ready.into_iter().map(|(dn, p)| dn.commit_prepared(p, ts))).await;
     applied.into_iter().collect::<PgResult<Vec<_>>>()?;
     Ok(ts)
+}
+
+/// Tells the GTM a transaction that took no commit timestamp ended (its start no longer
+/// holds back the GC horizon).
+async fn finish_at_gtm(gtm: &gtm::GtmClient, start: Timestamp) {
+    if let Err(e) = gtm.finish(start).await {
+        tracing::warn!("finishing a transaction at the GTM: {e}");
+    }
 }
