@@ -121,12 +121,14 @@ step "pytest tests/"
 .venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
   ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
 
-step "pytest through the coordinator-datanode messages (target meridian-messages)"
-# The cluster's path in one process: pgbench's invariant, isolation, increments, drivers
-# and cancellation with every datanode call sent as a protocol message.
-MERIDIAN_TEST_TARGETS=meridian-messages .venv/bin/python -m pytest -v -p no:cacheprovider \
+step "pytest against a cluster of processes (target meridian-cluster)"
+# A GTM, three datanodes and a coordinator as processes, every table spread over the
+# datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
+# cancellation and bad input, each through the coordinator-datanode protocol and sockets.
+MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
   --timeout=900 tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py \
-  tests/test_drivers.py tests/test_cancel.py || { status=1; echo "pytest (meridian-messages) FAILED"; }
+  tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py \
+  || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
 exit $status

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""pgbench through a datanode process: PostgreSQL 15, `meridian start` (embedded) and
-Meridian as three processes (`meridian gtm`, `meridian datanode`, and a coordinator
-`meridian start --gtm G --datanode D`), side by side on this machine.
+"""pgbench on a Meridian cluster: PostgreSQL 15, `meridian start` (embedded) and Meridian as
+separate processes (`meridian gtm`, `--datanodes N` × `meridian datanode`, and a
+coordinator `meridian start --gtm G --datanode D1,…`, tables spread over the datanodes),
+side by side on this machine.
 
-    bench/cluster/bench.py [--scale 10] [--clients 8,32] [--seconds 10] [--runs 2]
+    bench/cluster/bench.py [--scale 10] [--clients 8,32] [--seconds 10] [--runs 2] [--datanodes 2]
 
 Each system gets the same `pgbench -i -s SCALE`; then every workload (select-only and
 tpcb-like, `-M prepared`) at every client count runs `--runs` times, the three systems in
@@ -110,19 +111,26 @@ class Embedded(System):
                                 self.base / "log"))
 
 
-class ThreeProcesses(System):
-    name = "meridian gtm + datanode + coordinator"
+class Cluster(System):
+    datanodes = 2
+
+    @property
+    def name(self):
+        return f"meridian cluster (gtm + {self.datanodes} datanodes + coordinator)"
 
     def start(self):
-        gtm, dn = free_port(), free_port()
+        gtm = free_port()
         self.procs.append(start([str(MERIDIAN), "gtm", "--data-dir", str(self.base / "gtm"),
                                  "--listen", f"{self.host}:{gtm}"], self.base / "gtm.log"))
-        self.procs.append(start([str(MERIDIAN), "datanode", "--data-dir", str(self.base / "dn"),
-                                 "--listen", f"{self.host}:{dn}", "--gtm", f"{self.host}:{gtm}"],
-                                self.base / "dn.log"))
+        addrs = []
+        for i in range(self.datanodes):
+            addrs.append(f"{self.host}:{free_port()}")
+            self.procs.append(start([str(MERIDIAN), "datanode", "--data-dir", str(self.base / f"dn{i}"),
+                                     "--listen", addrs[-1], "--gtm", f"{self.host}:{gtm}"],
+                                    self.base / f"dn{i}.log"))
         self.procs.append(start([str(MERIDIAN), "start", "--data-dir", str(self.base / "co"),
                                  "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.base),
-                                 "--gtm", f"{self.host}:{gtm}", "--datanode", f"{self.host}:{dn}"],
+                                 "--gtm", f"{self.host}:{gtm}", "--datanode", ",".join(addrs)],
                                 self.base / "co.log"))
 
 
@@ -190,11 +198,13 @@ def main():
     ap.add_argument("--clients", default="8,32")
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--datanodes", type=int, default=2)
     args = ap.parse_args()
     clients = [int(c) for c in args.clients.split(",")]
     base = Path(tempfile.mkdtemp(prefix="meridian-bench-cluster-"))
     base.chmod(0o755)  # PostgreSQL runs as another user and must reach its directory
-    systems = [Postgres(base / "pg"), Embedded(base / "embedded"), ThreeProcesses(base / "three")]
+    Cluster.datanodes = args.datanodes
+    systems = [Postgres(base / "pg"), Embedded(base / "embedded"), Cluster(base / "cluster")]
     results: dict[tuple[str, str, int], list[tuple[float, float]]] = {}
     try:
         for s in systems:
@@ -220,10 +230,10 @@ def write_report(args, clients, systems, results):
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu)
     lines = [
-        "# pgbench through a datanode process",
+        "# pgbench on a Meridian cluster",
         "",
         f"`bench/cluster/bench.py --scale {args.scale} --clients {args.clients} --seconds {args.seconds} "
-        f"--runs {args.runs}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        f"--runs {args.runs} --datanodes {args.datanodes}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
         f"{os.cpu_count()} CPUs ({model.group(1) if model else platform.processor()}), "
         f"{platform.system()} {platform.release()}. `-M prepared`, `-j 2`, medians of {args.runs} runs; "
         "CPU is every server process of the system, user + system, per 1,000 transactions.",

@@ -6,8 +6,11 @@
 //! - `meridian datanode --gtm HOST:PORT` runs a datanode alone, serving coordinators over
 //!   the coordinator-datanode protocol; `meridian start --gtm G --datanode D` is then a
 //!   coordinator that uses it.
+//! - `meridian playground` starts a GTM, datanodes and a coordinator as processes of this
+//!   binary: a local cluster in one command.
 
 mod config;
+mod playground;
 
 use clap::{Parser, Subcommand};
 use config::{parse_size, DatanodeArgs, StartArgs};
@@ -38,6 +41,9 @@ enum Command {
     /// Run a datanode alone: MVCC storage and transactions for coordinators
     /// (`meridian start --gtm G --datanode D`).
     Datanode(Box<DatanodeArgs>),
+    /// Start a local cluster: a GTM, datanodes and a coordinator as separate processes
+    /// on free local ports, until Ctrl-C.
+    Playground(playground::PlaygroundArgs),
     /// Run the global transaction manager (timestamp oracle) alone.
     Gtm {
         #[arg(long, default_value = "./meridian-gtm")]
@@ -65,6 +71,7 @@ fn main() {
         match cli.command {
             Command::Start(args) => start(*args).await,
             Command::Datanode(args) => datanode(*args).await,
+            Command::Playground(args) => playground::run(args).await,
             Command::Gtm { data_dir, listen } => {
                 let shutdown = ShutdownSignal::install();
                 tokio::select! {

@@ -1,0 +1,229 @@
+//! `meridian playground`: a local cluster in one command. A GTM, N datanodes and a
+//! coordinator, each a process of this binary on a free local port, their data and logs
+//! under one directory; Ctrl-C (or SIGTERM) stops them all.
+
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+const READY: &str = "ready to accept connections";
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Args)]
+pub struct PlaygroundArgs {
+    /// Number of datanodes.
+    #[arg(long, default_value_t = 3)]
+    datanodes: usize,
+    /// Number of coordinators (one until coordinators share the catalog, issue 30).
+    #[arg(long, default_value_t = 1)]
+    coordinators: usize,
+    /// Where every process keeps its data (`gtm`, `datanode1`…, `coordinator1`) and log
+    /// (`*.log`); a later playground on the same directory finds the same data.
+    #[arg(long, default_value = "./meridian-playground")]
+    data_dir: PathBuf,
+    /// The coordinator's port (on 127.0.0.1); the other processes take free ports.
+    #[arg(long, default_value_t = 5433)]
+    port: u16,
+}
+
+/// One process of the playground.
+struct Member {
+    name: String,
+    child: Child,
+}
+
+pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
+    if args.datanodes == 0 {
+        return Err("--datanodes must be at least 1".into());
+    }
+    if args.coordinators != 1 {
+        return Err("--coordinators: one coordinator for now (several need the catalog \
+                    shared through the GTM, issue 30)"
+            .into());
+    }
+    check_datanode_count(&args.data_dir, args.datanodes)?;
+    std::fs::create_dir_all(&args.data_dir)
+        .map_err(|e| format!("cannot create {}: {e}", args.data_dir.display()))?;
+    let shutdown = crate::ShutdownSignal::install();
+    let mut members = Vec::new();
+    let started = start_all(&args, &mut members).await;
+    let outcome = match started {
+        Ok(addresses) => {
+            println!("{addresses}");
+            println!("Ctrl-C stops every process.");
+            wait(&mut members, shutdown).await
+        }
+        Err(e) => Err(e),
+    };
+    stop_all(&mut members).await;
+    outcome
+}
+
+/// Starts the GTM, the datanodes and the coordinator, each once the one before is ready;
+/// returns how to reach them.
+async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<String, String> {
+    let dir = &args.data_dir;
+    let gtm = format!("127.0.0.1:{}", free_port()?);
+    members.push(spawn(dir, "gtm", &["gtm", "--listen", &gtm]).await?);
+    let mut datanodes = Vec::new();
+    for i in 1..=args.datanodes {
+        let addr = format!("127.0.0.1:{}", free_port()?);
+        let name = format!("datanode{i}");
+        members.push(spawn(dir, &name, &["datanode", "--listen", &addr, "--gtm", &gtm]).await?);
+        datanodes.push(addr);
+    }
+    let listen = format!("127.0.0.1:{}", args.port);
+    let socket_dir = dir.join("coordinator1");
+    let socket_dir = socket_dir.to_string_lossy().into_owned();
+    let coordinator_args = [
+        "start",
+        "--listen",
+        &listen,
+        "--unix-socket-dir",
+        &socket_dir,
+        "--gtm",
+        &gtm,
+        "--datanode",
+        &datanodes.join(","),
+    ];
+    members.push(spawn(dir, "coordinator1", &coordinator_args).await?);
+    Ok(format!(
+        "meridian playground: GTM {gtm}, datanodes {}; data and logs in {}\n\
+         coordinator1: psql \"host=127.0.0.1 port={} user=postgres dbname=postgres\"",
+        datanodes.join(", "),
+        dir.display(),
+        args.port
+    ))
+}
+
+/// A data directory made for another number of datanodes would place rows on the wrong
+/// ones.
+fn check_datanode_count(dir: &Path, datanodes: usize) -> Result<(), String> {
+    let existing = (1..)
+        .take_while(|i| dir.join(format!("datanode{i}")).exists())
+        .count();
+    if existing != 0 && existing != datanodes {
+        return Err(format!(
+            "{} holds a playground of {existing} datanodes; use --datanodes {existing} or \
+             another --data-dir",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `meridian ARGS --data-dir DIR/NAME`, its output in `DIR/NAME.log`, and waits
+/// until it says it is ready.
+async fn spawn(dir: &Path, name: &str, args: &[&str]) -> Result<Member, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
+    let log_path = dir.join(format!("{name}.log"));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let stderr = log
+        .try_clone()
+        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let mut child = Command::new(exe)
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir.join(name))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        // Its own process group: a terminal's Ctrl-C reaches the playground, which stops
+        // the members itself.
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(copy_output(stdout, tokio::fs::File::from_std(log), ready_tx));
+    match tokio::time::timeout(START_TIMEOUT, ready_rx).await {
+        Ok(Ok(())) => Ok(Member {
+            name: name.to_string(),
+            child,
+        }),
+        Ok(Err(_)) => Err(format!(
+            "{name} exited before it was ready; see {}",
+            log_path.display()
+        )),
+        Err(_) => Err(format!(
+            "{name} was not ready within {START_TIMEOUT:?}; see {}",
+            log_path.display()
+        )),
+    }
+}
+
+/// Copies a member's output into its log, and says when it printed the ready line.
+async fn copy_output(
+    stdout: tokio::process::ChildStdout,
+    mut log: tokio::fs::File,
+    ready: tokio::sync::oneshot::Sender<()>,
+) {
+    let mut ready = Some(ready);
+    let mut lines = BufReader::new(stdout).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.contains(READY) {
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(());
+            }
+        }
+        let _ = log.write_all(format!("{line}\n").as_bytes()).await;
+    }
+}
+
+/// Until a shutdown signal, or until a member exits on its own (then the playground ends
+/// with an error naming it).
+async fn wait(members: &mut [Member], shutdown: crate::ShutdownSignal) -> Result<(), String> {
+    let exited = first_exit(members);
+    tokio::select! {
+        _ = shutdown.recv() => Ok(()),
+        (name, status) = exited => Err(format!("{name} exited ({status}); stopping the others")),
+    }
+}
+
+/// The name and exit status of the first member to exit.
+async fn first_exit(members: &mut [Member]) -> (String, String) {
+    loop {
+        for m in members.iter_mut() {
+            if let Ok(Some(status)) = m.child.try_wait() {
+                return (m.name.clone(), status.to_string());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// SIGTERM to each member, coordinator first; SIGKILL to any still running after
+/// `STOP_TIMEOUT`.
+async fn stop_all(members: &mut [Member]) {
+    for m in members.iter().rev() {
+        if let Some(pid) = m.child.id() {
+            // SAFETY: kill(2) with a pid of our own child and a valid signal number.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        }
+    }
+    for m in members.iter_mut().rev() {
+        match tokio::time::timeout(STOP_TIMEOUT, m.child.wait()).await {
+            Ok(_) => {}
+            Err(_) => {
+                tracing::warn!("{} did not stop within {STOP_TIMEOUT:?}; killing it", m.name);
+                let _ = m.child.kill().await;
+            }
+        }
+    }
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free local port: {e}"))
+}
