@@ -92,16 +92,17 @@ def break_cycle(server, ids):
         assert isinstance(err, psycopg.errors.DeadlockDetected), err
         assert waits[victim].ended - closed < BOUND_S
         conns[victim].rollback()
-        for i, (conn, w) in enumerate(zip(conns, waits)):
-            if i != victim:
-                w.join()
-                assert w.error is None, w.error
-                conn.commit()
+        # session i waits for session i + 1: the victim's predecessor goes on first
+        n = len(ids)
+        for step in range(1, n):
+            i = (victim - step) % n
+            waits[i].join()
+            assert waits[i].error is None, waits[i].error
+            conns[i].commit()
         with server.connect() as conn:
             rows = dict(conn.execute("SELECT id, v FROM t WHERE id = ANY(%s)",
                                      (list(ids),)).fetchall())
         # each survivor added 1 to its own row and 100 to the next; the victim nothing
-        n = len(ids)
         expect = {row: 0 for row in ids}
         for i, row in enumerate(ids):
             if i != victim:
