@@ -73,11 +73,12 @@ impl Waits {
             .filter(|(_, w)| w.txn.start_ts == start_ts)
             .map(|(id, _)| *id)
             .collect();
-        ids.into_iter()
-            .filter_map(|id| waits.remove(&id))
-            .fold(false, |any, w| {
-                w.cancel.send(detail.to_string()).is_ok() || any
-            })
+        let mut ended = false;
+        for w in ids.into_iter().filter_map(|id| waits.remove(&id)) {
+            // A send fails only if the wait is ending anyway (its future is gone).
+            ended |= w.cancel.send(detail.to_string()).is_ok();
+        }
+        ended
     }
 
     /// The edges of waits for owned relations (waiter start ts, owner start ts).
