@@ -170,6 +170,7 @@ impl Coordinator {
                 .collect()
         };
         let datanodes = Arc::new(Datanodes::new(nodes));
+        datanodes.start_deadlock_detector();
         let catalog = LiveCatalog::load(datanodes.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)

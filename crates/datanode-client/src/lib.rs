@@ -222,6 +222,35 @@ impl DatanodeClient {
         }
     }
 
+    /// The datanode's wait-for edges (waiter start ts, blocker start ts), for distributed
+    /// deadlock detection.
+    pub async fn wait_for_edges(&self) -> PgResult<Vec<(Timestamp, Timestamp)>> {
+        match self {
+            DatanodeClient::Local(dn) => Ok(dn.wait_for_edges()),
+            DatanodeClient::Remote(r) => {
+                match r.call(datanode_proto::Request::WaitForEdges).await? {
+                    datanode_proto::Response::Edges(edges) => Ok(edges),
+                    other => Err(remote::unexpected(&other)),
+                }
+            }
+        }
+    }
+
+    /// Ends the lock waits of the transaction that started at `start_ts` with 40P01
+    /// (`Datanode::cancel_waits_of`); whether it was waiting there.
+    pub async fn cancel_waits_of(&self, start_ts: Timestamp, detail: String) -> PgResult<bool> {
+        match self {
+            DatanodeClient::Local(dn) => Ok(dn.cancel_waits_of(start_ts, detail)),
+            DatanodeClient::Remote(r) => {
+                let request = datanode_proto::Request::CancelWaits { start_ts, detail };
+                match r.call(request).await? {
+                    datanode_proto::Response::Cancelled(ended) => Ok(ended),
+                    other => Err(remote::unexpected(&other)),
+                }
+            }
+        }
+    }
+
     pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> DatanodeTxn {
         match self {
             DatanodeClient::Local(dn) => DatanodeTxn::Local(dn.begin(start_ts, isolation)),

@@ -62,6 +62,15 @@ pub enum Request {
     Vacuum {
         rel: RelId,
     },
+    /// The datanode's wait-for graph, for distributed deadlock detection: answers `Edges`.
+    WaitForEdges,
+    /// Ends the lock waits of the transaction that started at `start_ts` with 40P01
+    /// (`detail` describes the cycle): the distributed deadlock detector's victim.
+    /// Answers `Cancelled`.
+    CancelWaits {
+        start_ts: Timestamp,
+        detail: String,
+    },
     Txn(TxnRequest),
 }
 
@@ -207,6 +216,10 @@ pub enum Response {
     Vacuumed(Option<u64>),
     Meta(Vec<(Vec<u8>, Vec<u8>)>),
     Committed(Timestamp),
+    /// (waiting transaction's start timestamp, blocking transaction's start timestamp).
+    Edges(Vec<(Timestamp, Timestamp)>),
+    /// Whether a wait was ended.
+    Cancelled(bool),
     Error(WireError),
 }
 

@@ -134,6 +134,10 @@ impl DatanodeService {
             }
             Request::AllocateRowIds { rel, n } => Response::Id(dn.allocate_row_ids(rel, n)?),
             Request::Vacuum { rel } => Response::Vacuumed(dn.vacuum(rel)?),
+            Request::WaitForEdges => Response::Edges(dn.wait_for_edges()),
+            Request::CancelWaits { start_ts, detail } => {
+                Response::Cancelled(dn.cancel_waits_of(start_ts, detail))
+            }
             Request::Txn(t) => self.run_txn(connection, t).await?,
         })
     }

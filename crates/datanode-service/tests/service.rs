@@ -423,3 +423,50 @@ async fn create_rel_at_reserves_the_id() {
         Response::Id(at + 1)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_wait_is_an_edge_and_cancel_waits_ends_it_with_40p01() {
+    let e = env().await;
+    let lock = || TxnCall::LockRow {
+        rel: e.rel,
+        key: b"a".to_vec(),
+    };
+    let holder = e.gtm.begin().await.unwrap();
+    assert_eq!(
+        e.call_at((1, 1), holder, vec![], lock()).await,
+        Response::Row(None)
+    );
+    let waiter = e.gtm.begin().await.unwrap();
+    let cancel = async {
+        loop {
+            match e.service.handle(0, Request::WaitForEdges).await {
+                Response::Edges(edges) if edges.is_empty() => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await
+                }
+                Response::Edges(edges) => {
+                    assert_eq!(edges, vec![(waiter, holder)]);
+                    break;
+                }
+                other => panic!("WaitForEdges answered {other:?}"),
+            }
+        }
+        let detail = "the cycle".to_string();
+        let request = Request::CancelWaits {
+            start_ts: waiter,
+            detail,
+        };
+        e.service.handle(0, request).await
+    };
+    let (waited, cancelled) = tokio::join!(e.call_at((2, 1), waiter, vec![], lock()), cancel);
+    assert_eq!(cancelled, Response::Cancelled(true));
+    let Response::Error(err) = waited else {
+        panic!("the wait ended with {waited:?}")
+    };
+    assert_eq!(err.code, codes::DEADLOCK_DETECTED);
+    assert_eq!(err.detail.as_deref(), Some("the cycle"));
+    let again = Request::CancelWaits {
+        start_ts: waiter,
+        detail: String::new(),
+    };
+    assert_eq!(e.service.handle(0, again).await, Response::Cancelled(false));
+}

@@ -117,6 +117,8 @@ struct Inner {
     /// Relations VACUUM has nothing to collect in.
     single_version: SingleVersionRelations,
     spillers: Spillers,
+    /// Lock waits, for ending one from outside (`cancel_waits_of`).
+    waits: wait::Waits,
     next_txn: AtomicU64,
     rel_alloc: Mutex<()>,
     row_ids: parking_lot::RwLock<HashMap<RelId, Arc<RowIdCounter>>>,
@@ -196,6 +198,7 @@ impl Datanode {
             owned: OwnedRelations::default(),
             single_version: SingleVersionRelations::default(),
             spillers: Spillers::default(),
+            waits: wait::Waits::default(),
             next_txn: AtomicU64::new(1),
             rel_alloc: Mutex::new(()),
             row_ids: parking_lot::RwLock::new(HashMap::new()),

@@ -152,6 +152,17 @@ impl TxnShared {
         }
     }
 
+    /// The start timestamp of the owner of the relation it waits for, if it waits for one
+    /// that has not finished.
+    pub fn relation_blocker(&self) -> Option<Timestamp> {
+        match &*self.waiting_for.lock() {
+            Some(WaitingFor::Relation(_, owner)) if owner.state() != TxnState::Finished => {
+                Some(owner.start_ts)
+            }
+            _ => None,
+        }
+    }
+
     /// Resolves once the transaction is Finished.
     pub async fn wait_finished(&self) {
         loop {

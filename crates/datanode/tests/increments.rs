@@ -396,3 +396,32 @@ async fn prepared_increments_merge_at_the_coordinator_s_timestamp() {
     assert_eq!(reader.await.unwrap(), 11);
     assert_eq!(e.dn.lock_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_waiting_to_merge_can_be_cancelled_and_aborts() {
+    let e = env().await;
+    let mut t1 = e.increment_holder("a", 1).await;
+    let mut t2 = e.begin().await;
+    assert_eq!(
+        e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(),
+        Some(true)
+    );
+    // t1 holds the row (Apply): t2's commit waits to merge (start_merges)
+    e.dn.lock_row(&mut t1, e.rel, b"a").await.unwrap();
+    let t2_start = t2.start_ts();
+    let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
+    let committing = tokio::spawn(async move { dn.commit(t2, &gtm).await });
+    e.queued("a", 1).await;
+    assert!(e.dn.cancel_waits_of(t2_start, "a cycle".into()));
+    let err = committing.await.unwrap().unwrap_err();
+    assert_eq!(err.code, codes::DEADLOCK_DETECTED);
+    assert_eq!(err.detail.as_deref(), Some("a cycle"));
+    assert_eq!(e.dn.lock_queue_len(e.rel, b"a"), 0);
+    assert!(
+        !e.dn.cancel_waits_of(t2_start, "again".into()),
+        "no wait is left"
+    );
+    e.dn.commit(t1, &e.gtm).await.unwrap();
+    assert_eq!(e.committed("a").await, 1, "t2's increment is gone");
+    assert_eq!(e.dn.lock_count(), 0, "t2's locks are released");
+}

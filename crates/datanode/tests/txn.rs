@@ -417,6 +417,49 @@ async fn two_transaction_deadlock_has_exactly_one_victim() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_waits_of_ends_a_lock_wait_with_40p01() {
+    let e = env_with(|o| o.deadlock_timeout = Duration::from_secs(60));
+    let rel = e.dn.create_rel().unwrap();
+    e.write(rel, &[("k", Some("0"))]).await;
+    let mut holder = e.begin(Isolation::ReadCommitted).await;
+    e.dn.lock_row(&mut holder, rel, b"k").await.unwrap();
+    let waiter = e.begin(Isolation::ReadCommitted).await;
+    let (waiter_ts, holder_ts) = (waiter.start_ts(), holder.start_ts());
+    assert!(
+        !e.dn.cancel_waits_of(waiter_ts, "not waiting".into()),
+        "a transaction that is not waiting is left alone"
+    );
+    let (dn, gtm) = (e.dn.clone(), e.gtm.clone());
+    let waiting = tokio::spawn(async move {
+        let mut t = waiter;
+        let r = dn.lock_row(&mut t, rel, b"k").await.map(|_| ());
+        dn.abort(t, &gtm).await;
+        r
+    });
+    for _ in 0..500 {
+        if e.dn.lock_queue_len(rel, b"k") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(e.dn.wait_for_edges(), vec![(waiter_ts, holder_ts)]);
+    assert!(!e
+        .dn
+        .cancel_waits_of(holder_ts, "holds, waits for nothing".into()));
+    assert!(e.dn.cancel_waits_of(waiter_ts, "the cycle".into()));
+    let err = waiting.await.unwrap().unwrap_err();
+    assert_eq!(err.code, codes::DEADLOCK_DETECTED);
+    assert_eq!(err.detail.as_deref(), Some("the cycle"));
+    assert_eq!(e.dn.lock_queue_len(rel, b"k"), 0, "its queue entry is gone");
+    assert!(e.dn.wait_for_edges().is_empty());
+    // the holder is unaffected
+    e.dn.put(&mut holder, rel, b"k", Some(b("1"))).unwrap();
+    e.dn.commit(holder, &e.gtm).await.unwrap();
+    assert_eq!(e.read(rel, "k", e.snap().await).await.as_deref(), Some("1"));
+    assert_eq!(e.dn.lock_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_transaction_deadlock_has_exactly_one_victim() {
     let e = env();
     let rel = e.dn.create_rel().unwrap();

@@ -13,6 +13,7 @@
 mod bulk;
 mod commit;
 mod datanodes;
+mod deadlock;
 pub mod placement;
 mod scan;
 
