@@ -46,11 +46,7 @@ impl Datanodes {
         }) as BoxFuture<'f, ()>)
     }
 
-    async fn commit_parts(
-        &self,
-        mut txn: ClusterTxn,
-        gtm: &gtm::GtmClient,
-    ) -> PgResult<Timestamp> {
+    async fn commit_parts(&self, mut txn: ClusterTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.start_ts();
         // A prepared participant must be able to commit, but merging a deferred increment
         // can fail (22003 on overflow): with several writers, the increments are applied

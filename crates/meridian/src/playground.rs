@@ -41,9 +41,11 @@ pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
         return Err("--datanodes must be at least 1".into());
     }
     if args.coordinators != 1 {
-        return Err("--coordinators: one coordinator for now (several need the catalog \
+        return Err(
+            "--coordinators: one coordinator for now (several need the catalog \
                     shared through the GTM, issue 30)"
-            .into());
+                .into(),
+        );
     }
     check_datanode_count(&args.data_dir, args.datanodes)?;
     std::fs::create_dir_all(&args.data_dir)
@@ -144,7 +146,11 @@ async fn spawn(dir: &Path, name: &str, args: &[&str]) -> Result<Member, String> 
         .map_err(|e| format!("cannot start {name}: {e}"))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(copy_output(stdout, tokio::fs::File::from_std(log), ready_tx));
+    tokio::spawn(copy_output(
+        stdout,
+        tokio::fs::File::from_std(log),
+        ready_tx,
+    ));
     match tokio::time::timeout(START_TIMEOUT, ready_rx).await {
         Ok(Ok(())) => Ok(Member {
             name: name.to_string(),
@@ -214,7 +220,10 @@ async fn stop_all(members: &mut [Member]) {
         match tokio::time::timeout(STOP_TIMEOUT, m.child.wait()).await {
             Ok(_) => {}
             Err(_) => {
-                tracing::warn!("{} did not stop within {STOP_TIMEOUT:?}; killing it", m.name);
+                tracing::warn!(
+                    "{} did not stop within {STOP_TIMEOUT:?}; killing it",
+                    m.name
+                );
                 let _ = m.child.kill().await;
             }
         }
