@@ -5,6 +5,7 @@
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -123,34 +124,34 @@ fn check_datanode_count(dir: &Path, datanodes: usize) -> Result<(), String> {
 async fn spawn(dir: &Path, name: &str, args: &[&str]) -> Result<Member, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     let log_path = dir.join(format!("{name}.log"));
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
-    let stderr = log
-        .try_clone()
-        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let open_log = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map(tokio::fs::File::from_std)
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))
+    };
     let mut child = Command::new(exe)
         .args(args)
         .arg("--data-dir")
         .arg(dir.join(name))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(stderr)
+        .stderr(Stdio::piped())
         // Its own process group: a terminal's Ctrl-C reaches the playground, which stops
         // the members itself.
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("cannot start {name}: {e}"))?;
-    let stdout = child.stdout.take().expect("piped stdout");
+    // Roles print their ready line on stdout or, through the log, on stderr.
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
-    tokio::spawn(copy_output(
-        stdout,
-        tokio::fs::File::from_std(log),
-        ready_tx,
-    ));
+    let ready = Arc::new(Mutex::new(Some(ready_tx)));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr = child.stderr.take().expect("piped stderr");
+    tokio::spawn(copy_output(stdout, open_log()?, ready.clone()));
+    tokio::spawn(copy_output(stderr, open_log()?, ready));
     match tokio::time::timeout(START_TIMEOUT, ready_rx).await {
         Ok(Ok(())) => Ok(Member {
             name: name.to_string(),
@@ -169,15 +170,14 @@ async fn spawn(dir: &Path, name: &str, args: &[&str]) -> Result<Member, String> 
 
 /// Copies a member's output into its log, and says when it printed the ready line.
 async fn copy_output(
-    stdout: tokio::process::ChildStdout,
+    output: impl tokio::io::AsyncRead + Unpin,
     mut log: tokio::fs::File,
-    ready: tokio::sync::oneshot::Sender<()>,
+    ready: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
 ) {
-    let mut ready = Some(ready);
-    let mut lines = BufReader::new(stdout).lines();
+    let mut lines = BufReader::new(output).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         if line.contains(READY) {
-            if let Some(ready) = ready.take() {
+            if let Some(ready) = ready.lock().expect("ready sender").take() {
                 let _ = ready.send(());
             }
         }
