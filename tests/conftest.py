@@ -10,6 +10,8 @@ Servers
 * ``meridian_factory`` (function scope): ``meridian_factory(cache_size="32MB", ...)``
   starts a server under test with extra options; all are stopped at teardown.
 * ``target`` (module scope): one shared server under test for a whole test module.
+* ``meridian_cluster`` (function scope): a fresh cluster of processes (GTM, three
+  datanodes, a coordinator) whatever the targets, for tests of the cluster itself.
 * ``postgres`` (session scope): a real PostgreSQL 15 (fsync on, trust auth) started as a
   non-root user; used as the reference the server under test is compared with.
 
@@ -650,6 +652,20 @@ def meridian(meridian_factory) -> ServerHandle:
 def target(server_kind) -> ServerHandle:
     """One server under test shared by the tests of a module."""
     h = start_server(server_kind)
+    yield h
+    finish_server(h)
+
+
+@pytest.fixture
+def meridian_cluster() -> MeridianClusterServer:
+    """A fresh cluster of processes (GTM, three datanodes, a coordinator), whatever the
+    targets: for tests of the cluster itself."""
+    h = MeridianClusterServer(_new_base_dir("cluster"))
+    try:
+        h.start()
+    except Exception:
+        h.cleanup()
+        raise
     yield h
     finish_server(h)
 

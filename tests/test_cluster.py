@@ -21,7 +21,6 @@ import time
 import psycopg
 import pytest
 
-from conftest import MeridianClusterServer, _new_base_dir, finish_server
 from test_gtm_service import assert_invariant
 from test_pgbench import parse_run, pgbench
 
@@ -29,15 +28,8 @@ SECONDS = int(__import__("os").environ.get("MERIDIAN_PGBENCH_SECONDS", "10"))
 
 
 @pytest.fixture
-def cluster():
-    server = MeridianClusterServer(_new_base_dir("cluster"))
-    try:
-        server.start()
-    except Exception:
-        server.cleanup()
-        raise
-    yield server
-    finish_server(server)
+def cluster(meridian_cluster):
+    return meridian_cluster
 
 
 def run_tpcb(server, clients, seconds, *extra):

@@ -16,7 +16,6 @@ import time
 import psycopg
 import pytest
 
-from conftest import MeridianClusterServer, _new_base_dir, finish_server
 
 # "Never hangs", with margin for a slow machine: not a performance claim (the detector
 # polls every 200 ms and acts on edges seen twice).
@@ -25,19 +24,12 @@ ACROSS = "across datanodes"
 
 
 @pytest.fixture
-def cluster():
-    server = MeridianClusterServer(_new_base_dir("cluster-deadlock"))
-    try:
-        server.start()
-    except Exception:
-        server.cleanup()
-        raise
-    with server.connect() as conn:
+def cluster(meridian_cluster):
+    with meridian_cluster.connect() as conn:
         conn.autocommit = True
         conn.execute("CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL)")
         conn.execute("INSERT INTO t SELECT g, 0 FROM generate_series(1, 60) g")
-    yield server
-    finish_server(server)
+    return meridian_cluster
 
 
 class Waiting:
