@@ -194,8 +194,16 @@ impl Datanode {
     /// `PreparedTxn::commit` or `abort`. Readers whose snapshot is above its start wait
     /// for the outcome. It never calls the GTM: its coordinator takes the commit timestamp
     /// and ends the start timestamp's registration.
+    ///
+    /// A prepared transaction must be able to commit, but merging a deferred increment can
+    /// fail (22003 on overflow), so its increments are applied here, under the row's
+    /// exclusive lock, and a failure ends the transaction before it is prepared.
     pub async fn prepare(&self, mut txn: Box<Txn>) -> PgResult<PreparedTxn> {
         txn.finishes_at_gtm = false;
+        if let Err(e) = self.apply_increments(&mut txn).await {
+            abort_unapplied(txn, None).await;
+            return Err(e);
+        }
         if txn.applies_nothing() {
             return Ok(PreparedTxn(Prepared::ReadOnly(txn)));
         }

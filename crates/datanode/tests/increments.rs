@@ -365,22 +365,20 @@ async fn many_concurrent_increments_sum_exactly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn prepared_increments_merge_at_the_coordinator_s_timestamp() {
+async fn prepare_applies_increments_and_readers_wait_for_the_outcome() {
     let e = Arc::new(env().await);
     let t1 = e.increment_holder("a", 1).await;
     let start = t1.start_ts();
-    let mut t2 = e.begin().await;
-    assert_eq!(
-        e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap(),
-        Some(true)
-    );
     let p1 = e.dn.prepare(t1).await.unwrap();
-    // Another incrementer commits without waiting for the prepared one.
-    tokio::time::timeout(Duration::from_secs(30), e.dn.commit(t2, &e.gtm))
-        .await
-        .expect("a commit waited for a prepared incrementer")
-        .unwrap();
-    // The commit point; a reader whose snapshot includes it waits for the merge.
+    // Prepared, t1 owns the row: another incrementer's commit waits for its outcome.
+    let incrementer = {
+        let e = e.clone();
+        tokio::spawn(async move {
+            let mut t2 = e.begin().await;
+            e.dn.increment(&mut t2, e.rel, b"a", add(10)).await.unwrap();
+            e.dn.commit(t2, &e.gtm).await.unwrap();
+        })
+    };
     let ts = e.gtm.commit(start).await.unwrap();
     let reader = {
         let e = e.clone();
@@ -389,12 +387,31 @@ async fn prepared_increments_merge_at_the_coordinator_s_timestamp() {
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert!(
         !reader.is_finished(),
-        "the reader waits for the prepared merge"
+        "the reader waits for the prepared one"
     );
+    assert!(!incrementer.is_finished(), "so does the incrementer");
     p1.commit(ts).await.unwrap();
     e.gtm.finish(start).await.unwrap();
-    assert_eq!(reader.await.unwrap(), 11);
+    assert_eq!(reader.await.unwrap(), 1);
+    incrementer.await.unwrap();
+    assert_eq!(e.committed("a").await, 11);
     assert_eq!(e.dn.lock_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_increment_that_would_overflow_fails_the_prepare() {
+    let e = env().await;
+    let mut t = e.increment_holder("a", 1).await;
+    assert_eq!(
+        e.dn.increment(&mut t, e.rel, b"a", add(i64::MAX))
+            .await
+            .unwrap(),
+        Some(true)
+    );
+    let err = e.dn.prepare(t).await.err().expect("prepare fails");
+    assert_eq!(err.code, codes::NUMERIC_VALUE_OUT_OF_RANGE);
+    assert_eq!(e.committed("a").await, 0, "nothing of it committed");
+    assert_eq!(e.dn.lock_count(), 0, "its locks are released");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -46,18 +46,8 @@ impl Datanodes {
         }) as BoxFuture<'f, ()>)
     }
 
-    async fn commit_parts(&self, mut txn: ClusterTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit_parts(&self, txn: ClusterTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
         let start = txn.start_ts();
-        // A prepared participant must be able to commit, but merging a deferred increment
-        // can fail (22003 on overflow): with several writers, the increments are applied
-        // before anything is prepared.
-        let writers = txn.parts.iter().filter(|part| part.has_writes()).count();
-        if writers > 1 && txn.has_increments() {
-            if let Err(e) = self.apply_increments(&mut txn).await {
-                self.abort(txn, gtm).await;
-                return Err(e);
-            }
-        }
         let (writers, readers): (Vec<_>, Vec<_>) = self
             .nodes
             .iter()
