@@ -24,8 +24,8 @@ Which server is "under test" is chosen by the environment variable
                             from coordinator to datanode goes through the protocol's
                             messages, as between processes;
 * ``meridian-cluster``   -- a cluster of separate processes on loopback: ``meridian gtm``,
-                            three ``meridian datanode`` and a coordinator
-                            (``meridian start --gtm G --datanode D1,D2,D3``) over which
+                            three ``meridian datanode`` and two ``meridian coordinator``
+                            (``--gtm G --datanodes 3``; tests use the first) over which
                             every table is distributed; ``kill9()`` kills them all and
                             ``restart()`` starts them all again;
 * ``postgres``           -- a real PostgreSQL 15 started exactly like Meridian would be,
@@ -510,27 +510,51 @@ class DatanodeServer(ServerHandle):
         return vm_hwm_bytes(self.pid)
 
 
+class CoordinatorServer(ServerHandle):
+    """`meridian coordinator`: sessions over the datanodes registered at the GTM."""
+
+    kind = "coordinator"
+
+    def __init__(self, *a, gtm_addr: str, datanodes: int, **kw):
+        super().__init__(*a, **kw)
+        self.bin = meridian_bin()
+        self.gtm_addr = gtm_addr
+        self.datanode_count = datanodes
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+    def _command(self):
+        return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
+                "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
+                "--gtm", self.gtm_addr, "--datanodes", str(self.datanode_count)]
+
+
 class MeridianClusterServer(MeridianServer):
-    """A GTM, ``DATANODES`` datanodes and a coordinator, each its own process. The
-    handle's address, ``kill9()``, ``stop()`` and ``restart()`` are the coordinator's, and
-    take the other processes with them; ``members`` are the GTM and the datanodes."""
+    """A GTM, ``DATANODES`` datanodes and two coordinators, each its own process. The
+    handle's address, ``kill9()``, ``stop()`` and ``restart()`` are the first
+    coordinator's, and take the other processes with them; ``second`` is the other
+    coordinator; ``members`` are the GTM, the datanodes and the second coordinator."""
 
     kind = "meridian-cluster"
     DATANODES = 3
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
+        if self.config:
+            raise NotImplementedError("a settings file applies to `meridian start` only")
         self.gtm = GtmServer(self.base_dir / "gtm")
         self.datanodes = [
             DatanodeServer(self.base_dir / f"datanode{i}", gtm_addr=self.gtm.addr,
                            cache_size=self.cache_size,
                            synchronous_commit=self.synchronous_commit)
             for i in range(self.DATANODES)]
-        self.members = [self.gtm, *self.datanodes]
+        self.second = CoordinatorServer(self.base_dir / "coordinator2", gtm_addr=self.gtm.addr,
+                                        datanodes=self.DATANODES)
+        self.members = [self.gtm, *self.datanodes, self.second]
 
     def _command(self):
-        return super()._command() + [
-            "--gtm", self.gtm.addr, "--datanode", ",".join(d.addr for d in self.datanodes)]
+        return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
+                "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
+                "--gtm", self.gtm.addr, "--datanodes", str(self.DATANODES)]
 
     def start(self):
         for m in self.members:
@@ -557,7 +581,7 @@ class MeridianClusterServer(MeridianServer):
     def peak_rss_bytes(self) -> int:
         # The bounds the tests check are each process's (its cache plus overhead): the
         # largest peak of the cluster's processes.
-        return max([super().peak_rss_bytes(), *(vm_hwm_bytes(m.pid) for m in self.members)])
+        return max([vm_hwm_bytes(self.pid), *(vm_hwm_bytes(m.pid) for m in self.members)])
 
     def cleanup(self):
         try:
@@ -658,8 +682,8 @@ def target(server_kind) -> ServerHandle:
 
 @pytest.fixture
 def meridian_cluster() -> MeridianClusterServer:
-    """A fresh cluster of processes (GTM, three datanodes, a coordinator), whatever the
-    targets: for tests of the cluster itself."""
+    """A fresh cluster of processes (GTM, three datanodes, two coordinators), whatever
+    the targets: for tests of the cluster itself."""
     h = MeridianClusterServer(_new_base_dir("cluster"))
     try:
         h.start()

@@ -1,5 +1,5 @@
 """A datanode as its own process: `meridian gtm`, `meridian datanode --gtm G` and a
-coordinator `meridian start --gtm G --datanode D`, three processes on loopback, with the
+`meridian coordinator --gtm G`, three processes on loopback, with the
 coordinator reaching the datanode only over the coordinator-datanode protocol
 (crates/rpc, crates/datanode-proto).
 
@@ -21,21 +21,11 @@ import time
 import psycopg
 import pytest
 
-from conftest import DatanodeServer, GtmServer, MeridianServer, _new_base_dir, finish_server
+from conftest import CoordinatorServer, DatanodeServer, GtmServer, _new_base_dir, finish_server
 from test_gtm_service import assert_invariant, transfer
 from test_pgbench import parse_run, pgbench
 
 SECONDS = int(__import__("os").environ.get("MERIDIAN_PGBENCH_SECONDS", "10"))
-
-
-class CoordinatorServer(MeridianServer):
-    def __init__(self, *a, gtm_addr: str, datanode_addr: str, **kw):
-        super().__init__(*a, **kw)
-        self.gtm_addr = gtm_addr
-        self.datanode_addr = datanode_addr
-
-    def _command(self):
-        return super()._command() + ["--gtm", self.gtm_addr, "--datanode", self.datanode_addr]
 
 
 @pytest.fixture
@@ -44,7 +34,7 @@ def processes():
     gtm_addr = f"{gtm.host}:{gtm.port}"
     datanode = DatanodeServer(_new_base_dir("datanode"), gtm_addr=gtm_addr).start()
     coordinator = CoordinatorServer(_new_base_dir("coordinator"), gtm_addr=gtm_addr,
-                                    datanode_addr=f"{datanode.host}:{datanode.port}").start()
+                                    datanodes=1).start()
     yield gtm, datanode, coordinator
     for h in (coordinator, datanode, gtm):
         finish_server(h)

@@ -128,9 +128,9 @@ class Cluster(System):
             self.procs.append(start([str(MERIDIAN), "datanode", "--data-dir", str(self.base / f"dn{i}"),
                                      "--listen", addrs[-1], "--gtm", f"{self.host}:{gtm}"],
                                     self.base / f"dn{i}.log"))
-        self.procs.append(start([str(MERIDIAN), "start", "--data-dir", str(self.base / "co"),
+        self.procs.append(start([str(MERIDIAN), "coordinator", "--data-dir", str(self.base / "co"),
                                  "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.base),
-                                 "--gtm", f"{self.host}:{gtm}", "--datanode", ",".join(addrs)],
+                                 "--gtm", f"{self.host}:{gtm}", "--datanodes", str(self.datanodes)],
                                 self.base / "co.log"))
 
 

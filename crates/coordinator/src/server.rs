@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use datanode_client::{DatanodeClient, DatanodeOptions};
 use distribution::Datanodes;
 use gtm::GtmClient;
+use meta::{MetaClient, MetaService};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use std::collections::HashMap;
@@ -46,15 +47,16 @@ pub struct CoordinatorConfig {
     /// Whether calls to the datanode go through the protocol's messages and its service
     /// side instead of straight to it (`DatanodeClient::open_local`).
     pub datanode_messages: bool,
-    /// Addresses of `meridian datanode` processes to use instead of a datanode in this
-    /// process (which then is not opened); they must share the GTM (`gtm`). Their order
-    /// numbers them for the bucket map: it must stay the same across restarts.
-    pub datanodes: Vec<String>,
+    /// Some(n): use the `meridian datanode` processes registered at the GTM (`gtm`) instead
+    /// of a datanode in this process (which then is not opened). The first coordinator
+    /// forms the cluster once `n` have registered; later ones use the datanodes it chose.
+    pub cluster_datanodes: Option<usize>,
 }
 
 /// State shared by every session of this coordinator.
 pub struct Shared {
     pub datanodes: Arc<Datanodes>,
+    pub meta: MetaClient,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
@@ -135,6 +137,20 @@ impl Transport for UnixStream {
     }
 }
 
+/// The GTM in this process, and the metadata service beside it (its versions published
+/// to the oracle, as `meridian gtm` does).
+fn embedded_gtm(dir: &Path) -> PgResult<(GtmClient, MetaClient)> {
+    let oracle = Arc::new(gtm::Oracle::open(dir)?);
+    let published = oracle.clone();
+    let service = MetaService::new(meta::MetaStore::open(dir)?, move |v| {
+        published.publish_metadata_version(v)
+    });
+    Ok((
+        GtmClient::from_oracle(oracle),
+        MetaClient::local(Arc::new(service)),
+    ))
+}
+
 /// A per-connection secret for CancelRequest: unpredictable enough for a key that only
 /// guards against accidental cancels from other clients.
 fn cancel_secret(pid: i32) -> i32 {
@@ -146,32 +162,34 @@ fn cancel_secret(pid: i32) -> i32 {
 
 impl Coordinator {
     pub async fn start(config: CoordinatorConfig) -> PgResult<Coordinator> {
-        let gtm = match &config.gtm {
-            Some(addr) => GtmClient::connect(addr, gtm::ClientOptions::default()).await?,
-            None => GtmClient::local(&config.data_dir.join("gtm"))?,
+        let (gtm, meta) = match &config.gtm {
+            Some(addr) => (
+                GtmClient::connect(addr, gtm::ClientOptions::default()).await?,
+                MetaClient::remote(addr),
+            ),
+            None => embedded_gtm(&config.data_dir.join("gtm"))?,
         };
         let mut dn_opts = DatanodeOptions::new(config.data_dir.join("datanode"));
         dn_opts.cache_size = config.cache_size;
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
-        let nodes = if config.datanodes.is_empty() {
-            vec![DatanodeClient::open_local(
+        let nodes = match config.cluster_datanodes {
+            None => vec![DatanodeClient::open_local(
                 dn_opts,
                 gtm.clone(),
                 Duration::from_secs(5),
                 config.datanode_messages,
-            )?]
-        } else {
-            config
-                .datanodes
+            )?],
+            Some(min) => meta::nodes::cluster_datanodes(&meta, min)
+                .await?
                 .iter()
-                .map(|addr| DatanodeClient::connect(addr))
-                .collect()
+                .map(|node| DatanodeClient::connect(&node.address))
+                .collect(),
         };
         let datanodes = Arc::new(Datanodes::new(nodes));
         datanodes.start_deadlock_detector();
-        let catalog = LiveCatalog::load(datanodes.clone()).await?;
+        let catalog = LiveCatalog::load(meta.clone(), datanodes.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)
             .await
@@ -191,8 +209,15 @@ impl Coordinator {
             }
             None => None,
         };
+        if config.cluster_datanodes.is_some() {
+            let addr = listener
+                .local_addr()
+                .map_err(|e| PgError::io("could not read the listening address", e))?;
+            meta::nodes::register_coordinator(&meta, &addr.to_string()).await?;
+        }
         let shared = Arc::new(Shared {
             datanodes,
+            meta,
             gtm,
             catalog,
             spill,

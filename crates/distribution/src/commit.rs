@@ -79,19 +79,42 @@ impl Datanodes {
 
 /// Prepares every writer, takes the commit timestamp, and commits them at it; aborts
 /// them all if any fails to prepare.
+///
+/// A prepare applies the part's deferred increments under exclusive row locks, held
+/// until the commit. Taken on every datanode at once, two transactions incrementing the
+/// same rows on two datanodes could each hold one and wait for the other: parts with
+/// increments are therefore prepared one after another in datanode order (the same for
+/// everyone), the rest at once.
 async fn two_phase(
     writers: Vec<(&DatanodeClient, DatanodeTxn)>,
     start: Timestamp,
     gtm: &gtm::GtmClient,
 ) -> PgResult<Timestamp> {
-    let prepared = join_all(
-        writers
-            .into_iter()
-            .map(|(dn, part)| async move { (dn, dn.prepare(part).await) }),
-    )
-    .await;
+    let (ordered, free): (Vec<_>, Vec<_>) = writers
+        .into_iter()
+        .partition(|(_, part)| part.has_increments());
     let mut failure = None;
-    let mut ready = Vec::with_capacity(prepared.len());
+    let mut ready = Vec::with_capacity(ordered.len() + free.len());
+    for (dn, part) in ordered {
+        if failure.is_some() {
+            dn.abort(part, gtm).await;
+            continue;
+        }
+        match dn.prepare(part).await {
+            Ok(p) => ready.push((dn, p)),
+            Err(e) => failure = Some(e),
+        }
+    }
+    let prepared = if failure.is_some() {
+        join_all(free.into_iter().map(|(dn, part)| dn.abort(part, gtm))).await;
+        Vec::new()
+    } else {
+        join_all(
+            free.into_iter()
+                .map(|(dn, part)| async move { (dn, dn.prepare(part).await) }),
+        )
+        .await
+    };
     for (dn, p) in prepared {
         match p {
             Ok(p) => ready.push((dn, p)),

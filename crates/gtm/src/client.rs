@@ -61,6 +61,8 @@ struct Shared {
     queue: Mutex<Vec<Pending>>,
     notify: Notify,
     horizon: AtomicU64,
+    /// The largest metadata version any answer carried.
+    metadata_version: AtomicU64,
     closed: AtomicBool,
     /// Set (under the queue lock) when the driver task is gone (its runtime shut down or
     /// it panicked): requests then fail at once instead of waiting for nobody.
@@ -98,10 +100,11 @@ impl RemoteClient {
     /// Connects (bounded by `opts.request_timeout`) and starts the driver task on the
     /// current tokio runtime.
     pub async fn connect(addr: &str, opts: ClientOptions) -> PgResult<RemoteClient> {
-        let conn = Conn::open(addr, &opts, &[]).await?;
+        let (conn, horizon, metadata_version) = Conn::open(addr, &opts, &[]).await?;
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
-            horizon: AtomicU64::new(conn.1),
+            horizon: AtomicU64::new(horizon),
+            metadata_version: AtomicU64::new(metadata_version),
             opts,
             queue: Mutex::new(Vec::with_capacity(1024)),
             notify: Notify::new(),
@@ -110,7 +113,7 @@ impl RemoteClient {
         });
         let driver = Driver {
             shared: shared.clone(),
-            conn: Some(conn.0),
+            conn: Some(conn),
             last_failure: None,
             live: HorizonSet::new(),
             orphans: Vec::new(),
@@ -164,6 +167,9 @@ impl RemoteClient {
     pub fn horizon(&self) -> Timestamp {
         self.shared.horizon.load(Ordering::Acquire)
     }
+    pub fn metadata_version(&self) -> u64 {
+        self.shared.metadata_version.load(Ordering::Acquire)
+    }
 }
 
 struct Conn {
@@ -172,9 +178,13 @@ struct Conn {
 }
 
 impl Conn {
-    /// Connects and handshakes, re-registering `live`. Returns the connection and the
-    /// server's horizon. Bounded by the request timeout.
-    async fn open(addr: &str, opts: &ClientOptions, live: &[Timestamp]) -> PgResult<(Conn, u64)> {
+    /// Connects and handshakes, re-registering `live`. Returns the connection, the
+    /// server's horizon and its metadata version. Bounded by the request timeout.
+    async fn open(
+        addr: &str,
+        opts: &ClientOptions,
+        live: &[Timestamp],
+    ) -> PgResult<(Conn, u64, u64)> {
         match tokio::time::timeout(opts.request_timeout, Conn::open_inner(addr, live)).await {
             Ok(r) => r,
             Err(_) => Err(conn_failure(format!(
@@ -184,7 +194,7 @@ impl Conn {
         }
     }
 
-    async fn open_inner(addr: &str, live: &[Timestamp]) -> PgResult<(Conn, u64)> {
+    async fn open_inner(addr: &str, live: &[Timestamp]) -> PgResult<(Conn, u64, u64)> {
         let fail =
             |e: std::io::Error| conn_failure(format!("could not connect to GTM at {addr}: {e}"));
         let sock = TcpStream::connect(addr).await.map_err(fail)?;
@@ -212,6 +222,7 @@ impl Conn {
         let status = r.u16()?;
         let horizon = r.u64()?;
         let _next = r.u64()?;
+        let metadata_version = r.u64()?;
         if status != STATUS_OK {
             let mut len = [0u8; 4];
             let mut msg = String::from("GTM refused the connection");
@@ -227,7 +238,7 @@ impl Conn {
                 format!("GTM at {addr} (protocol version {version}): {msg}"),
             ));
         }
-        Ok((Conn { rd, wr }, horizon))
+        Ok((Conn { rd, wr }, horizon, metadata_version))
     }
 }
 
@@ -405,11 +416,14 @@ impl Driver {
             ))),
         };
         match opened {
-            Ok((c, h)) => {
+            Ok((c, h, metadata_version)) => {
                 tracing::info!(addr = %self.shared.addr, live = live.len(), "reconnected to GTM");
                 self.conn = Some(c);
                 self.last_failure = None;
                 self.shared.horizon.store(h, Ordering::Release);
+                self.shared
+                    .metadata_version
+                    .fetch_max(metadata_version, Ordering::AcqRel);
                 Ok(())
             }
             Err(e) => {
@@ -494,8 +508,8 @@ impl Driver {
     }
 
     /// Decodes the reply in `rbuf`: the first timestamps of the begin, timestamp and
-    /// commit ranges, and the horizon.
-    fn decode(&self, seq: u64) -> PgResult<[u64; 4]> {
+    /// commit ranges, the horizon and the metadata version.
+    fn decode(&self, seq: u64) -> PgResult<[u64; 5]> {
         let mut r = Reader::new(&self.rbuf);
         let parsed = (|| {
             let kind = r.u8()?;
@@ -506,7 +520,7 @@ impl Driver {
                 )));
             }
             match kind {
-                KIND_BATCH => Ok(Ok([r.u64()?, r.u64()?, r.u64()?, r.u64()?])),
+                KIND_BATCH => Ok(Ok([r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?])),
                 KIND_ERROR => {
                     let code = static_code(r.bytes(5)?);
                     let n = r.u32()? as usize;
@@ -520,8 +534,11 @@ impl Driver {
     }
 
     /// Answers the batch's waiters from a successful reply.
-    fn answer(&mut self, b: Batch, [bf, tf, cf, horizon]: [u64; 4]) {
+    fn answer(&mut self, b: Batch, [bf, tf, cf, horizon, metadata_version]: [u64; 5]) {
         self.shared.horizon.store(horizon, Ordering::Release);
+        self.shared
+            .metadata_version
+            .fetch_max(metadata_version, Ordering::AcqRel);
         for (i, tx) in b.begins.into_iter().enumerate() {
             let ts = bf + i as u64;
             if tx.send(Ok(ts)).is_ok() {

@@ -111,6 +111,15 @@ impl GtmClient {
         }
     }
 
+    /// The newest cluster metadata version this client has seen on an answer (locally:
+    /// the current one). No round trip.
+    pub fn metadata_version(&self) -> u64 {
+        match &*self.inner {
+            Inner::Local(o) => o.metadata_version(),
+            Inner::Remote(c) => c.metadata_version(),
+        }
+    }
+
     /// Latest known GC horizon: the minimum registered start timestamp, or the next
     /// timestamp if none. O(1), no round trip (remote: piggy-backed on every reply).
     pub fn horizon(&self) -> Timestamp {

@@ -69,6 +69,9 @@ pub struct Oracle {
     registered: Mutex<HorizonSet>,
     /// Minimum of `registered`, or [`EMPTY`]. Only written under `registered`'s lock.
     horizon_cache: AtomicU64,
+    /// The cluster metadata's version, published by the process that hosts the metadata
+    /// beside this oracle and carried on every answer (the GTM does not read metadata).
+    metadata_version: AtomicU64,
     /// Held for the life of the oracle: an exclusive lock on `DIR/gtm.lock`.
     _lock: Option<File>,
 }
@@ -141,6 +144,7 @@ impl Oracle {
             }),
             registered: Mutex::new(HorizonSet::new()),
             horizon_cache: AtomicU64::new(EMPTY),
+            metadata_version: AtomicU64::new(0),
             _lock: Some(lock),
         })
     }
@@ -295,6 +299,15 @@ impl Oracle {
     fn update_cache(&self, set: &HorizonSet) {
         let v = set.min().unwrap_or(EMPTY);
         self.horizon_cache.store(v, Ordering::Release);
+    }
+
+    /// Raises the metadata version carried on answers to `version` (never lowers it).
+    pub fn publish_metadata_version(&self, version: u64) {
+        self.metadata_version.fetch_max(version, Ordering::AcqRel);
+    }
+
+    pub fn metadata_version(&self) -> u64 {
+        self.metadata_version.load(Ordering::Acquire)
     }
 
     /// The GC horizon: the minimum registered start timestamp, or the next timestamp to

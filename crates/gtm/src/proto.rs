@@ -1,21 +1,23 @@
-//! The GTM wire format, version 1. Documented in `crates/gtm/README.md`; keep the two in
+//! The GTM wire format, version 2. Documented in `crates/gtm/README.md`; keep the two in
 //! step. All integers are little-endian.
 //!
 //! Handshake (client first):
 //!   client: magic "MGTM", u16 version, u16 flags (0), u32 n_live, n_live × u64 start ts
 //!   server: magic "MGTM", u16 version, u16 status (0 ok, 1 unsupported version),
-//!           u64 horizon, u64 next; if status != 0: u32 len + UTF-8 message, then close.
+//!           u64 horizon, u64 next, u64 metadata version;
+//!           if status != 0: u32 len + UTF-8 message, then close.
 //! Frames after it: u32 body length, then the body.
 //!   request body:  u8 kind (1 = batch), u64 seq, u32 n_begin, u32 n_timestamp,
 //!                  u32 n_commit, u32 n_finish, n_commit × u64 start ts, n_finish × u64 start ts
 //!   response body: u8 kind, u64 seq, then
-//!                  kind 1 (ok):    u64 begin_first, u64 ts_first, u64 commit_first, u64 horizon
+//!                  kind 1 (ok):    u64 begin_first, u64 ts_first, u64 commit_first, u64 horizon,
+//!                                  u64 metadata version
 //!                  kind 2 (error): 5 bytes SQLSTATE, u32 len + UTF-8 message
 
 use pgerror::{codes, PgError};
 
 pub const MAGIC: &[u8; 4] = b"MGTM";
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 pub const STATUS_OK: u16 = 0;
 pub const STATUS_UNSUPPORTED_VERSION: u16 = 1;
@@ -28,9 +30,9 @@ pub const MAX_FRAME: usize = 16 << 20;
 /// Largest number of requests of one kind in a batch, and of live timestamps in a handshake.
 pub const MAX_COUNT: u32 = 1 << 20;
 
-pub const HANDSHAKE_REPLY_LEN: usize = 4 + 2 + 2 + 8 + 8;
+pub const HANDSHAKE_REPLY_LEN: usize = 4 + 2 + 2 + 8 + 8 + 8;
 pub const BATCH_HEADER_LEN: usize = 1 + 8 + 4 * 4;
-pub const BATCH_OK_LEN: usize = 1 + 8 + 8 * 4;
+pub const BATCH_OK_LEN: usize = 1 + 8 + 8 * 5;
 
 #[inline]
 pub fn put_u16(b: &mut Vec<u8>, v: u16) {

@@ -74,6 +74,20 @@ impl Server {
 
     /// Accepts connections until the process ends.
     pub async fn serve(self) -> PgResult<()> {
+        self.serve_inner(None).await
+    }
+
+    /// [`Server::serve`], handing every connection that does not open with the GTM's
+    /// magic to `other`: another service of the GTM's process shares its address (the
+    /// metadata service, decision 0028), so clients need one address for both.
+    pub async fn serve_sharing(
+        self,
+        other: impl Fn(TcpStream) + Send + Sync + 'static,
+    ) -> PgResult<()> {
+        self.serve_inner(Some(Arc::new(other))).await
+    }
+
+    async fn serve_inner(self, other: Option<OtherService>) -> PgResult<()> {
         tracing::info!(
             addr = %self.local_addr,
             next = self.oracle.peek_next(),
@@ -91,7 +105,15 @@ impl Server {
                 }
             };
             let oracle = self.oracle.clone();
+            let other = other.clone();
             tokio::spawn(async move {
+                if let Some(other) = other {
+                    match opens_with_magic(&sock).await {
+                        Ok(true) => {}
+                        Ok(false) => return other(sock),
+                        Err(e) => return tracing::debug!(%peer, "GTM connection closed: {e}"),
+                    }
+                }
                 let mut conn = Connection {
                     oracle,
                     registered: HorizonSet::new(),
@@ -103,6 +125,30 @@ impl Server {
                 conn.cleanup();
             });
         }
+    }
+}
+
+type OtherService = Arc<dyn Fn(TcpStream) + Send + Sync>;
+
+/// Whether the connection's first bytes are the GTM handshake's magic (peeked, so they
+/// stay for whichever service reads them). A peer that sends fewer bytes than the magic
+/// is not waited for past the handshake timeout.
+async fn opens_with_magic(sock: &TcpStream) -> PgResult<bool> {
+    let mut first = [0u8; MAGIC.len()];
+    let peek = async {
+        loop {
+            let n = sock.peek(&mut first).await?;
+            if n == 0 || n == first.len() || first[..n] != MAGIC[..n] {
+                return Ok::<_, std::io::Error>(n == first.len() && first == *MAGIC);
+            }
+            // Part of the magic arrived: wait for the rest.
+            sock.readable().await?;
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, peek).await {
+        Ok(r) => r.map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string())),
+        Err(_) => Err(violation("no handshake within 10 s")),
     }
 }
 
@@ -173,6 +219,7 @@ impl Connection {
             put_u16(&mut out, STATUS_UNSUPPORTED_VERSION);
             put_u64(&mut out, 0);
             put_u64(&mut out, 0);
+            put_u64(&mut out, 0);
             put_u32(&mut out, msg.len() as u32);
             out.extend_from_slice(msg.as_bytes());
             wr.write_all(&out).await.map_err(io)?;
@@ -196,6 +243,7 @@ impl Connection {
         put_u16(&mut out, STATUS_OK);
         put_u64(&mut out, self.oracle.horizon());
         put_u64(&mut out, self.oracle.peek_next());
+        put_u64(&mut out, self.oracle.metadata_version());
         wr.write_all(&out).await.map_err(io)?;
 
         let mut body = Vec::with_capacity(4096);
@@ -243,6 +291,7 @@ impl Connection {
                     put_u64(&mut out, t);
                     put_u64(&mut out, c);
                     put_u64(&mut out, self.oracle.horizon());
+                    put_u64(&mut out, self.oracle.metadata_version());
                 }
                 Err(e) => {
                     tracing::warn!("GTM batch failed: {e}");

@@ -64,8 +64,9 @@ async fn server_stops_answering_mid_session() {
             reply.extend_from_slice(gtm::proto::MAGIC);
             reply.extend_from_slice(&gtm::proto::VERSION.to_le_bytes());
             reply.extend_from_slice(&0u16.to_le_bytes());
-            reply.extend_from_slice(&1u64.to_le_bytes());
-            reply.extend_from_slice(&1u64.to_le_bytes());
+            reply.extend_from_slice(&1u64.to_le_bytes()); // horizon
+            reply.extend_from_slice(&1u64.to_le_bytes()); // next
+            reply.extend_from_slice(&0u64.to_le_bytes()); // metadata version
             s.write_all(&reply).await.unwrap();
             socks.push(s);
         }

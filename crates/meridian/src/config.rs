@@ -35,17 +35,11 @@ pub struct StartArgs {
     /// Use a remote GTM (`meridian gtm`) at HOST:PORT instead of the in-process one.
     #[arg(long)]
     gtm: Option<String>,
-    /// Use the datanode processes (`meridian datanode`) at HOST:PORT[,HOST:PORT…] instead
-    /// of one in this process, tables spread over them; needs --gtm, the GTM they use.
-    /// List them in the same order every time: the order numbers them for data placement.
-    #[arg(long, value_delimiter = ',')]
-    datanode: Vec<String>,
     /// Threads that run sessions. Default: one per CPU.
     #[arg(long)]
     session_threads: Option<usize>,
     /// Microseconds a session thread keeps polling for the next request before it sleeps
-    /// (0: never poll). Default 200; 0 with --datanode, where a session thread mostly waits
-    /// for the datanode's answers and polling burns the CPU the other processes need.
+    /// (0: never poll). Default 200.
     #[arg(long)]
     busy_poll_us: Option<u64>,
     /// How the coordinator calls the datanode in this process: `direct` (default), or
@@ -95,7 +89,6 @@ pub struct Settings {
     pub session_threads: usize,
     pub busy_poll_us: u64,
     pub datanode_link: DatanodeLink,
-    pub datanodes: Vec<String>,
 }
 
 impl StartArgs {
@@ -108,12 +101,6 @@ impl StartArgs {
             }
             None => FileSettings::default(),
         };
-        if !self.datanode.is_empty() && self.gtm.is_none() && file.gtm.is_none() {
-            return Err(
-                "--datanode needs --gtm: the coordinator and the datanode must share one GTM"
-                    .into(),
-            );
-        }
         let synchronous_commit = match &self.synchronous_commit {
             Some(v) => parse_bool(v)?,
             None => file.synchronous_commit.unwrap_or(true),
@@ -157,12 +144,8 @@ impl StartArgs {
                 .or(file.session_threads)
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
                 .max(1),
-            busy_poll_us: self
-                .busy_poll_us
-                .or(file.busy_poll_us)
-                .unwrap_or(if self.datanode.is_empty() { 200 } else { 0 }),
+            busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
             datanode_link: self.datanode_link,
-            datanodes: self.datanode.clone(),
         })
     }
 }
@@ -211,6 +194,40 @@ mod tests {
     }
 }
 
+/// `meridian coordinator` settings.
+#[derive(Args, Debug)]
+pub struct CoordinatorArgs {
+    /// Directory for temporary files of large sorts and joins (created if missing).
+    #[arg(long, default_value = "./meridian-coordinator")]
+    pub data_dir: PathBuf,
+    /// Address to accept PostgreSQL connections on.
+    #[arg(long, default_value = "127.0.0.1:5433")]
+    pub listen: SocketAddr,
+    /// Directory for the Unix-domain socket `.s.PGSQL.<port>`; empty: TCP only.
+    #[arg(long, default_value = "/tmp")]
+    pub unix_socket_dir: PathBuf,
+    /// The GTM (`meridian gtm`) at HOST:PORT: timestamps, and the cluster's metadata
+    /// (its datanodes, the catalog).
+    #[arg(long)]
+    pub gtm: String,
+    /// When this is the cluster's first coordinator: how many datanodes must have
+    /// registered at the GTM before it spreads data over them. Later coordinators use the
+    /// datanodes the first chose.
+    #[arg(long, default_value_t = 1)]
+    pub datanodes: usize,
+    /// Memory all running statements together may hold (as for `meridian start`).
+    #[arg(long, default_value = "512MB")]
+    pub query_memory: String,
+    /// Threads that run sessions. Default: one per CPU.
+    #[arg(long)]
+    pub session_threads: Option<usize>,
+    /// Microseconds a session thread polls for the next request before it sleeps.
+    /// Default 0: a coordinator mostly waits for datanodes, and polling burns the CPU
+    /// they need when they share its machine.
+    #[arg(long, default_value_t = 0)]
+    pub busy_poll_us: u64,
+}
+
 /// `meridian datanode` settings.
 #[derive(Args, Debug)]
 pub struct DatanodeArgs {
@@ -220,9 +237,14 @@ pub struct DatanodeArgs {
     /// Address to accept coordinators on.
     #[arg(long, default_value = "127.0.0.1:6544")]
     pub listen: SocketAddr,
-    /// The GTM (`meridian gtm`) at HOST:PORT, shared with the coordinators.
+    /// The GTM (`meridian gtm`) at HOST:PORT, shared with the coordinators; the datanode
+    /// registers there.
     #[arg(long)]
     pub gtm: String,
+    /// The address coordinators reach this datanode at, registered at the GTM.
+    /// Default: the address it listens on.
+    #[arg(long)]
+    pub advertise: Option<String>,
     /// Memory for cached data (e.g. 128MB, 1GB).
     #[arg(long, default_value = "128MB")]
     pub cache_size: String,

@@ -2,18 +2,20 @@
 //!
 //! - `meridian start` runs the embedded server: GTM, coordinator and datanode in one
 //!   process, talking through their in-process interfaces.
-//! - `meridian gtm` runs the GTM alone; `meridian start --gtm HOST:PORT` uses it.
-//! - `meridian datanode --gtm HOST:PORT` runs a datanode alone, serving coordinators over
-//!   the coordinator-datanode protocol; `meridian start --gtm G --datanode D` is then a
-//!   coordinator that uses it.
-//! - `meridian playground` starts a GTM, datanodes and a coordinator as processes of this
+//! - `meridian gtm` runs the GTM alone, with the cluster's metadata service on the same
+//!   address; `meridian start --gtm HOST:PORT` uses it.
+//! - `meridian datanode --gtm HOST:PORT` runs a datanode alone, registered at the GTM,
+//!   serving coordinators over the coordinator-datanode protocol.
+//! - `meridian coordinator --gtm HOST:PORT` runs a coordinator over the datanodes
+//!   registered at the GTM; any number of them share the cluster.
+//! - `meridian playground` starts a GTM, datanodes and coordinators as processes of this
 //!   binary: a local cluster in one command.
 
 mod config;
 mod playground;
 
 use clap::{Parser, Subcommand};
-use config::{parse_size, DatanodeArgs, StartArgs};
+use config::{parse_size, CoordinatorArgs, DatanodeArgs, StartArgs};
 use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,13 +40,16 @@ struct Cli {
 enum Command {
     /// Start the embedded server (GTM, coordinator and datanode in one process).
     Start(Box<StartArgs>),
-    /// Run a datanode alone: MVCC storage and transactions for coordinators
-    /// (`meridian start --gtm G --datanode D`).
+    /// Run a datanode alone: MVCC storage and transactions for coordinators.
     Datanode(Box<DatanodeArgs>),
-    /// Start a local cluster: a GTM, datanodes and a coordinator as separate processes
+    /// Run a coordinator alone: PostgreSQL sessions over the datanodes registered at the
+    /// GTM.
+    Coordinator(Box<CoordinatorArgs>),
+    /// Start a local cluster: a GTM, datanodes and coordinators as separate processes
     /// on free local ports, until Ctrl-C.
     Playground(playground::PlaygroundArgs),
-    /// Run the global transaction manager (timestamp oracle) alone.
+    /// Run the global transaction manager (timestamp oracle) and the cluster's metadata
+    /// service alone.
     Gtm {
         #[arg(long, default_value = "./meridian-gtm")]
         data_dir: PathBuf,
@@ -71,14 +76,9 @@ fn main() {
         match cli.command {
             Command::Start(args) => start(*args).await,
             Command::Datanode(args) => datanode(*args).await,
+            Command::Coordinator(args) => coordinator(*args).await,
             Command::Playground(args) => playground::run(args).await,
-            Command::Gtm { data_dir, listen } => {
-                let shutdown = ShutdownSignal::install();
-                tokio::select! {
-                    r = gtm::server::run(data_dir, listen) => r.map_err(|e| e.to_string()),
-                    _ = shutdown.recv() => Ok(()),
-                }
-            }
+            Command::Gtm { data_dir, listen } => gtm_service(data_dir, listen).await,
         }
     });
     if let Err(e) = result {
@@ -102,15 +102,44 @@ async fn start(args: StartArgs) -> Result<(), String> {
         session_threads: settings.session_threads,
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
         datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
-        datanodes: settings.datanodes.clone(),
+        cluster_datanodes: None,
     };
+    serve(config, shutdown).await
+}
+
+async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
+    let shutdown = ShutdownSignal::install();
+    let config = CoordinatorConfig {
+        listen: args.listen,
+        unix_socket_dir: Some(args.unix_socket_dir).filter(|d| !d.as_os_str().is_empty()),
+        data_dir: args.data_dir,
+        // Storage settings belong to the datanodes.
+        cache_size: 0,
+        query_memory: parse_size(&args.query_memory)? as usize,
+        txn_memory: 0,
+        synchronous_commit: true,
+        gtm: Some(args.gtm),
+        session_threads: args
+            .session_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        busy_poll: std::time::Duration::from_micros(args.busy_poll_us),
+        datanode_messages: false,
+        cluster_datanodes: Some(args.datanodes),
+    };
+    serve(config, shutdown).await
+}
+
+/// Starts a coordinator, says where it listens, and serves until a shutdown signal.
+async fn serve(config: CoordinatorConfig, shutdown: ShutdownSignal) -> Result<(), String> {
+    let data_dir = config.data_dir.clone();
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;
     let listening = match coordinator.unix_socket_path() {
         Some(path) => format!("{addr} and {}", path.display()),
         None => addr.to_string(),
     };
-    tracing::info!(data_dir = %settings.data_dir.display(), "listening on {listening}");
+    tracing::info!(data_dir = %data_dir.display(), "listening on {listening}");
     println!("meridian: listening on {listening}; ready to accept connections");
     tokio::select! {
         _ = coordinator.serve() => {}
@@ -134,11 +163,59 @@ async fn datanode(args: DatanodeArgs) -> Result<(), String> {
         .await
         .map_err(|e| format!("could not listen on {}: {e}", args.listen))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let advertised = args.advertise.clone().unwrap_or_else(|| addr.to_string());
+    let id = register_datanode(&args, &advertised).await?;
+    tracing::info!(id, "datanode registered at the GTM as {advertised}");
     let service = std::sync::Arc::new(datanode_service::DatanodeService::new(datanode, gtm));
     tracing::info!(data_dir = %args.data_dir.display(), "datanode listening on {addr}");
     println!("meridian datanode: listening on {addr}; ready to accept connections");
     tokio::select! {
         r = service.serve(listener) => r.map_err(|e| e.to_string()),
+        _ = shutdown.recv() => Ok(()),
+    }
+}
+
+/// Registers the datanode at the GTM's metadata service under the id kept in its data
+/// directory (`node_id`), or under a new one that it keeps from then on.
+async fn register_datanode(args: &DatanodeArgs, advertised: &str) -> Result<u32, String> {
+    let id_file = args.data_dir.join("node_id");
+    let known = match std::fs::read_to_string(&id_file) {
+        Ok(s) => Some(
+            s.trim()
+                .parse::<u32>()
+                .map_err(|e| format!("{} is unreadable: {e}", id_file.display()))?,
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("cannot read {}: {e}", id_file.display())),
+    };
+    let meta = meta::MetaClient::remote(&args.gtm);
+    let id = meta::nodes::register_datanode(&meta, known, advertised)
+        .await
+        .map_err(|e| e.message)?;
+    if known.is_none() {
+        let temp = args.data_dir.join("node_id.tmp");
+        std::fs::write(&temp, format!("{id}\n"))
+            .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &id_file))
+            .map_err(|e| format!("cannot write {}: {e}", id_file.display()))?;
+    }
+    Ok(id)
+}
+
+/// `meridian gtm`: the timestamp oracle, with the metadata service on the same address
+/// (decision 0028); the service's versions ride on the oracle's answers.
+async fn gtm_service(data_dir: PathBuf, listen: SocketAddr) -> Result<(), String> {
+    let shutdown = ShutdownSignal::install();
+    let server = gtm::server::Server::bind(data_dir.clone(), listen, Default::default())
+        .await
+        .map_err(|e| e.message)?;
+    let oracle = server.oracle().clone();
+    let store = meta::MetaStore::open(&data_dir).map_err(|e| e.message)?;
+    let service = std::sync::Arc::new(meta::MetaService::new(store, move |v| {
+        oracle.publish_metadata_version(v)
+    }));
+    tokio::select! {
+        r = server.serve_sharing(move |stream| service.serve(stream)) => r.map_err(|e| e.message),
         _ = shutdown.recv() => Ok(()),
     }
 }

@@ -1,5 +1,5 @@
-//! `meridian playground`: a local cluster in one command. A GTM, N datanodes and a
-//! coordinator, each a process of this binary on a free local port, their data and logs
+//! `meridian playground`: a local cluster in one command. A GTM, N datanodes and M
+//! coordinators, each a process of this binary on a local port, their data and logs
 //! under one directory; Ctrl-C (or SIGTERM) stops them all.
 
 use clap::Args;
@@ -19,14 +19,15 @@ pub struct PlaygroundArgs {
     /// Number of datanodes.
     #[arg(long, default_value_t = 3)]
     datanodes: usize,
-    /// Number of coordinators (one until coordinators share the catalog, issue 30).
+    /// Number of coordinators.
     #[arg(long, default_value_t = 1)]
     coordinators: usize,
     /// Where every process keeps its data (`gtm`, `datanode1`…, `coordinator1`) and log
     /// (`*.log`); a later playground on the same directory finds the same data.
     #[arg(long, default_value = "./meridian-playground")]
     data_dir: PathBuf,
-    /// The coordinator's port (on 127.0.0.1); the other processes take free ports.
+    /// The first coordinator's port (on 127.0.0.1); the next coordinators take the ports
+    /// after it, the other processes free ports.
     #[arg(long, default_value_t = 5433)]
     port: u16,
 }
@@ -41,12 +42,8 @@ pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
     if args.datanodes == 0 {
         return Err("--datanodes must be at least 1".into());
     }
-    if args.coordinators != 1 {
-        return Err(
-            "--coordinators: one coordinator for now (several need the catalog \
-                    shared through the GTM, issue 30)"
-                .into(),
-        );
+    if args.coordinators == 0 {
+        return Err("--coordinators must be at least 1".into());
     }
     check_datanode_count(&args.data_dir, args.datanodes)?;
     std::fs::create_dir_all(&args.data_dir)
@@ -66,8 +63,9 @@ pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
     outcome
 }
 
-/// Starts the GTM, the datanodes and the coordinator, each once the one before is ready;
-/// returns how to reach them.
+/// Starts the GTM, the datanodes and the coordinators, each once the one before is ready
+/// (the datanodes register at the GTM, where the coordinators find them); returns how to
+/// reach them.
 async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<String, String> {
     let dir = &args.data_dir;
     let gtm = format!("127.0.0.1:{}", free_port()?);
@@ -79,27 +77,35 @@ async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<S
         members.push(spawn(dir, &name, &["datanode", "--listen", &addr, "--gtm", &gtm]).await?);
         datanodes.push(addr);
     }
-    let listen = format!("127.0.0.1:{}", args.port);
-    let socket_dir = dir.join("coordinator1");
-    let socket_dir = socket_dir.to_string_lossy().into_owned();
-    let coordinator_args = [
-        "start",
-        "--listen",
-        &listen,
-        "--unix-socket-dir",
-        &socket_dir,
-        "--gtm",
-        &gtm,
-        "--datanode",
-        &datanodes.join(","),
-    ];
-    members.push(spawn(dir, "coordinator1", &coordinator_args).await?);
+    let mut connect = Vec::new();
+    for i in 1..=args.coordinators {
+        let port = args.port as usize + i - 1;
+        let port = u16::try_from(port).map_err(|_| format!("--port: {port} is not a port"))?;
+        let name = format!("coordinator{i}");
+        let listen = format!("127.0.0.1:{port}");
+        let socket_dir = dir.join(&name).to_string_lossy().into_owned();
+        let count = args.datanodes.to_string();
+        let coordinator_args = [
+            "coordinator",
+            "--listen",
+            &listen,
+            "--unix-socket-dir",
+            &socket_dir,
+            "--gtm",
+            &gtm,
+            "--datanodes",
+            &count,
+        ];
+        members.push(spawn(dir, &name, &coordinator_args).await?);
+        connect.push(format!(
+            "{name}: psql \"host=127.0.0.1 port={port} user=postgres dbname=postgres\""
+        ));
+    }
     Ok(format!(
-        "meridian playground: GTM {gtm}, datanodes {}; data and logs in {}\n\
-         coordinator1: psql \"host=127.0.0.1 port={} user=postgres dbname=postgres\"",
+        "meridian playground: GTM {gtm}, datanodes {}; data and logs in {}\n{}",
         datanodes.join(", "),
         dir.display(),
-        args.port
+        connect.join("\n")
     ))
 }
 

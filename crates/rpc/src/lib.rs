@@ -15,4 +15,4 @@ mod frame;
 mod server;
 
 pub use client::{Client, ClientOptions, ResponseStream};
-pub use server::{serve, serve_with_close, Responder};
+pub use server::{serve, serve_stream, serve_with_close, Responder};

@@ -60,6 +60,20 @@ where
     }
 }
 
+/// Serves one connection accepted elsewhere (a listener shared with another protocol)
+/// with `handler`, until the client closes it or it fails.
+pub async fn serve_stream<Req, Resp, H, F>(stream: TcpStream, handler: Arc<H>)
+where
+    Req: DeserializeOwned + Send + 'static,
+    Resp: Serialize + Send + 'static,
+    H: Fn(Req, Responder<Resp>) -> F + Send + Sync + 'static,
+    F: Future<Output = Resp> + Send + 'static,
+{
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let connection = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    serve_connection(stream, handler, connection).await
+}
+
 /// A request being handled.
 struct Running {
     /// Streamed messages the handler may still send before the client's next credit.

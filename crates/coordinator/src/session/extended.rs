@@ -78,7 +78,7 @@ fn prepared_cache_key(query: &str, param_types: &[u32]) -> String {
 }
 
 impl<S: SessionStream> Session<S> {
-    pub(super) fn parse_message(
+    pub(super) async fn parse_message(
         &mut self,
         name: String,
         query: &str,
@@ -106,7 +106,7 @@ impl<S: SessionStream> Session<S> {
                 p
             }
             _ => {
-                let prepared = self.prepare(query, param_types, version, in_failed)?;
+                let prepared = self.prepare(query, param_types, version, in_failed).await?;
                 PREPARED_PLANS.with(|c| c.borrow_mut().insert(key, prepared))
             }
         };
@@ -117,7 +117,7 @@ impl<S: SessionStream> Session<S> {
 
     /// Parse and bind a statement for Parse. As in PostgreSQL, a failed transaction refuses
     /// all but an empty statement or one that ends the block, before binding.
-    fn prepare(
+    async fn prepare(
         &self,
         query: &str,
         param_types: Vec<u32>,
@@ -137,7 +137,7 @@ impl<S: SessionStream> Session<S> {
                 if in_failed && !parsed.ends_failed_transaction() {
                     return Err(in_failed_transaction());
                 }
-                let (bound, types) = bind(&parsed, &self.shared.catalog, &param_types)?;
+                let (bound, types) = self.bind_fresh(&parsed, &param_types).await?;
                 Prepared::new(Some(parsed), param_types, bound, types, version)
             }
         })

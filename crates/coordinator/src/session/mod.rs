@@ -108,6 +108,22 @@ impl<S: SessionStream> Session<S> {
         Ok(())
     }
 
+    /// Binds `parsed`. A table this coordinator does not know may have been created by
+    /// another since its last GTM answer: then it asks the metadata service and, if its
+    /// catalog was behind, binds again.
+    async fn bind_fresh(
+        &self,
+        parsed: &sql::parse::ParsedStatement,
+        declared: &[u32],
+    ) -> PgResult<(sql::plan::Statement, Vec<types::DataType>)> {
+        match sql::binder::bind(parsed, &self.shared.catalog, declared) {
+            Err(e) if e.code == codes::UNDEFINED_TABLE && self.shared.catalog.refresh().await? => {
+                sql::binder::bind(parsed, &self.shared.catalog, declared)
+            }
+            bound => bound,
+        }
+    }
+
     fn ready_for_query(&mut self) {
         let status = self.status();
         backend::ready_for_query(&mut self.out, status);
@@ -204,17 +220,36 @@ impl<S: SessionStream> Session<S> {
         if self.skip_to_sync && !matches!(msg, FrontendMessage::Sync) {
             return true;
         }
+        // Another coordinator's DDL, seen on a GTM answer: bind against it.
+        let catalog = if matches!(
+            msg,
+            FrontendMessage::Query(_)
+                | FrontendMessage::Parse { .. }
+                | FrontendMessage::Bind { .. }
+        ) {
+            let seen = self.shared.gtm.metadata_version();
+            self.shared.catalog.catch_up(seen).await
+        } else {
+            Ok(())
+        };
         let result = match msg {
             FrontendMessage::Query(sql) => {
-                self.simple_query(&sql).await;
+                match catalog {
+                    Ok(()) => self.simple_query(&sql).await,
+                    Err(e) => {
+                        self.send_error(&e);
+                        self.statement_failed().await;
+                    }
+                }
                 self.ready_for_query();
                 return true;
             }
+            _ if catalog.is_err() => catalog,
             FrontendMessage::Parse {
                 name,
                 query,
                 param_types,
-            } => self.parse_message(name, &query, param_types),
+            } => self.parse_message(name, &query, param_types).await,
             FrontendMessage::Bind {
                 portal,
                 statement,

@@ -8,7 +8,6 @@ use crate::exec::Row;
 use crate::output;
 use crate::session_io::SessionStream;
 use pgerror::{codes, PgError, PgResult};
-use sql::binder::bind;
 use sql::parse::{split_statements, ParsedStatement};
 use sql::plan::{OutputColumn, Statement};
 use types::Value;
@@ -64,7 +63,7 @@ impl<S: SessionStream> Session<S> {
 
     /// The ordinary simple-query path: bind the statement's own text and run it.
     pub(super) async fn run_simple_parsed(&mut self, parsed: &ParsedStatement) -> PgResult<()> {
-        let (bound, _) = bind(parsed, &self.shared.catalog, &[])?;
+        let (bound, _) = self.bind_fresh(parsed, &[]).await?;
         self.run_simple(&bound, &[]).await
     }
 
