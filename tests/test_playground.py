@@ -1,14 +1,15 @@
 """`meridian playground`: a local cluster in one command (issue 30).
 
-It starts a GTM, three datanodes and a coordinator as separate processes, prints how to
-connect; pgbench -i and a run work against the printed address, every table spread over
-the datanodes; Ctrl-C (SIGINT) stops every process, and a second playground on the same
-directory finds the data.
+It starts a GTM, three datanodes and two coordinators as separate processes, prints how
+to connect to each coordinator; pgbench -i through one and a run through each work
+against the printed addresses, every table spread over the datanodes; Ctrl-C (SIGINT)
+stops every process, and a second playground on the same directory finds the data.
 """
 
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -20,26 +21,45 @@ from conftest import free_port, meridian_bin, process_tree
 from test_pgbench import parse_run, pgbench
 
 
-class Playground:
-    """The printed coordinator address, as a handle pgbench() can use."""
+class Coordinator:
+    """A printed coordinator address, as a handle pgbench() can use."""
 
-    def __init__(self, data_dir: Path, port: int):
-        self.data_dir = data_dir
-        self.port = port
+    def __init__(self, port: int):
         self.host = "127.0.0.1"
-        self.socket_dir = data_dir / "coordinator1"
-        self.log_path = data_dir / "coordinator1.log"
-        self.proc = None
-        self.banner = ""
+        self.port = port
 
     @property
     def dsn(self):
         return f"host={self.host} port={self.port} user=postgres dbname=postgres"
 
+
+def two_free_ports() -> int:
+    """A port such that it and the next one are free (the playground's coordinators)."""
+    for _ in range(50):
+        port = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", port + 1))
+            return port
+        except OSError:
+            continue
+    raise AssertionError("no two consecutive free ports")
+
+
+class Playground:
+    """`meridian playground --coordinators 2`; `coordinators` are the printed addresses."""
+
+    def __init__(self, data_dir: Path, port: int):
+        self.data_dir = data_dir
+        self.port = port
+        self.proc = None
+        self.banner = ""
+        self.coordinators = []
+
     def start(self):
         self.proc = subprocess.Popen(
-            [str(meridian_bin()), "playground", "--datanodes", "3", "--data-dir", str(self.data_dir),
-             "--port", str(self.port)],
+            [str(meridian_bin()), "playground", "--datanodes", "3", "--coordinators", "2",
+             "--data-dir", str(self.data_dir), "--port", str(self.port)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -48,12 +68,14 @@ class Playground:
                 raise AssertionError(f"playground exited: {self.proc.wait()}\n{self.banner}")
             self.banner += line
             if "Ctrl-C stops every process" in line:
+                ports = re.findall(r'coordinator\d: psql "host=127\.0\.0\.1 port=(\d+) ', self.banner)
+                self.coordinators = [Coordinator(int(p)) for p in ports]
                 return self
         raise AssertionError(f"playground not ready:\n{self.banner}")
 
     def interrupt(self):
         members = process_tree(self.proc.pid)
-        assert len(members) >= 6, members  # itself, the GTM, 3 datanodes, a coordinator
+        assert len(members) >= 7, members  # itself, the GTM, 3 datanodes, 2 coordinators
         self.proc.send_signal(signal.SIGINT)
         assert self.proc.wait(60) == 0, self.proc.stdout.read()
         for pid in members:
@@ -69,26 +91,30 @@ def _zombie(pid):
 
 def test_playground_runs_pgbench_and_stops_on_ctrl_c():
     data_dir = Path(tempfile.mkdtemp(prefix="meridian-test-playground-"))
-    pg = Playground(data_dir, free_port()).start()
+    pg = Playground(data_dir, two_free_ports()).start()
     try:
-        m = re.search(r'coordinator1: psql "host=127\.0\.0\.1 port=(\d+) ', pg.banner)
-        assert m and int(m.group(1)) == pg.port, pg.banner
+        assert [c.port for c in pg.coordinators] == [pg.port, pg.port + 1], pg.banner
         assert len(re.search(r"datanodes ([^;]+);", pg.banner).group(1).split(", ")) == 3, pg.banner
-        rc, out, log = pgbench(pg, "-i", "-s", "1", "-q", timeout=600)
+        first, second = pg.coordinators
+        rc, out, log = pgbench(first, "-i", "-s", "1", "-q", timeout=600)
         assert rc == 0, log
-        rc, out, log = pgbench(pg, "-n", "-c", "4", "-j", "2", "-T", "5", "-M", "prepared", timeout=120)
-        assert rc == 0, log
-        processed, failed = parse_run(out, log)
-        assert processed > 0 and failed == 0, log
-        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        processed = 0
+        for coordinator in pg.coordinators:
+            rc, out, log = pgbench(coordinator, "-n", "-c", "4", "-j", "2", "-T", "5", "-M", "prepared",
+                                   timeout=120)
+            assert rc == 0, log
+            done, failed = parse_run(out, log)
+            assert done > 0 and failed == 0, log
+            processed += done
+        with psycopg.connect(second.dsn, autocommit=True) as conn:
             placed = dict(conn.execute(
                 "SELECT table_name, distribution FROM meridian_distribution").fetchall())
         assert placed == {t: "hash" for t in ("pgbench_accounts", "pgbench_branches",
                                               "pgbench_tellers", "pgbench_history")}, placed
         pg.interrupt()
         # A second playground on the same directory finds the data.
-        pg = Playground(data_dir, free_port()).start()
-        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+        pg = Playground(data_dir, two_free_ports()).start()
+        with psycopg.connect(pg.coordinators[1].dsn, autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM pgbench_accounts").fetchone() == (100000,)
             h = conn.execute("SELECT count(*) FROM pgbench_history").fetchone()[0]
             assert h == processed

@@ -9,6 +9,7 @@
 //! immediately (not transactional yet; see docs/architecture.md).
 
 use distribution::{Datanodes, RelPlacement};
+use meta::nodes::Node;
 use meta::{MetaClient, WriteBatch, WriteOutcome};
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
@@ -26,6 +27,8 @@ const NEXT_OID_KEY: &[u8] = b"catalog/next_oid";
 struct State {
     by_name: HashMap<String, Arc<TableDef>>,
     by_oid: HashMap<u32, Arc<TableDef>>,
+    /// The cluster's registered nodes (for `meridian_nodes`).
+    nodes: Vec<Node>,
 }
 
 pub struct LiveCatalog {
@@ -89,7 +92,10 @@ impl LiveCatalog {
 
     async fn reload_locked(&self) -> PgResult<()> {
         let snapshot = self.meta.scan(TABLE_PREFIX).await?;
-        let mut state = State::default();
+        let mut state = State {
+            nodes: meta::nodes::nodes(&self.meta).await?,
+            ..Default::default()
+        };
         for (_, value) in snapshot.entries {
             let table: TableDef = serde_json::from_slice(&value).map_err(|e| {
                 PgError::new(
@@ -106,6 +112,10 @@ impl LiveCatalog {
         self.loaded.fetch_max(snapshot.version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    pub fn registered_nodes(&self) -> Vec<Node> {
+        self.state.read().nodes.clone()
     }
 
     pub fn tables(&self) -> Vec<Arc<TableDef>> {

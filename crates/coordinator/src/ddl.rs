@@ -33,6 +33,9 @@ pub async fn execute(
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
+    // DDL reads the catalog as it executes: with every other coordinator's changes (one
+    // round trip to the metadata service; DDL is rare).
+    shared.catalog.refresh().await?;
     match stmt {
         Statement::CreateTable(ct) => {
             if shared.catalog.table(None, &ct.name).is_some() {

@@ -65,6 +65,7 @@ const BATCH: usize = 256;
 /// What a statement sees of its session.
 pub struct SessionView<'a> {
     pub catalog: &'a LiveCatalog,
+    pub cluster: &'a crate::nodes::ClusterView,
     pub settings: &'a Mutex<Settings>,
     /// ParameterStatus updates caused by set_config(), sent after the statement.
     pub reports: &'a Mutex<Vec<(&'static str, String)>>,

@@ -9,6 +9,7 @@ pub mod dml;
 pub mod exec;
 pub mod executors;
 pub mod hot_future;
+pub mod nodes;
 pub mod output;
 pub mod plan_cache;
 pub mod server;

@@ -3,6 +3,7 @@
 
 use crate::catalog::LiveCatalog;
 use crate::executors::SessionExecutors;
+use crate::nodes::ClusterView;
 use crate::session::{Session, SessionState};
 use crate::session_io::SessionStream;
 use crate::settings::Settings;
@@ -57,6 +58,7 @@ pub struct CoordinatorConfig {
 pub struct Shared {
     pub datanodes: Arc<Datanodes>,
     pub meta: MetaClient,
+    pub cluster: ClusterView,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
@@ -174,6 +176,10 @@ impl Coordinator {
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
+        let members = match config.cluster_datanodes {
+            None => Vec::new(),
+            Some(min) => meta::nodes::cluster_datanodes(&meta, min).await?,
+        };
         let nodes = match config.cluster_datanodes {
             None => vec![DatanodeClient::open_local(
                 dn_opts,
@@ -181,8 +187,7 @@ impl Coordinator {
                 Duration::from_secs(5),
                 config.datanode_messages,
             )?],
-            Some(min) => meta::nodes::cluster_datanodes(&meta, min)
-                .await?
+            Some(_) => members
                 .iter()
                 .map(|node| DatanodeClient::connect(&node.address))
                 .collect(),
@@ -209,15 +214,24 @@ impl Coordinator {
             }
             None => None,
         };
+        let own_address = listener
+            .local_addr()
+            .map_err(|e| PgError::io("could not read the listening address", e))?
+            .to_string();
         if config.cluster_datanodes.is_some() {
-            let addr = listener
-                .local_addr()
-                .map_err(|e| PgError::io("could not read the listening address", e))?;
-            meta::nodes::register_coordinator(&meta, &addr.to_string()).await?;
+            meta::nodes::register_coordinator(&meta, &own_address).await?;
         }
+        let cluster = ClusterView {
+            gtm_address: config.gtm.clone(),
+            gtm: gtm.clone(),
+            datanodes: datanodes.clone(),
+            members,
+            own_address,
+        };
         let shared = Arc::new(Shared {
             datanodes,
             meta,
+            cluster,
             gtm,
             catalog,
             spill,

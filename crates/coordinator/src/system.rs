@@ -407,6 +407,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             text("standard public schema"),
         ]],
         MeridianDistribution => tables.iter().map(|t| distribution_row(t)).collect(),
+        MeridianNodes => session
+            .cluster
+            .rows(&session.catalog.registered_nodes())
+            .into_iter()
+            .map(|r| r.into_iter().map(|v| text(&v)).collect())
+            .collect(),
         PgAuthMembers
         | PgDbRoleSetting
         | PgEventTrigger

@@ -131,6 +131,15 @@ impl DatanodeClient {
         DatanodeClient::remote(Arc::new(remote::NetworkLink::new(addr)))
     }
 
+    /// Whether the datanode is reachable as far as this client knows (its connection is
+    /// up; always, in process).
+    pub fn is_connected(&self) -> bool {
+        match self {
+            DatanodeClient::Local(_) => true,
+            DatanodeClient::Remote(r) => r.is_connected(),
+        }
+    }
+
     /// A datanode reached through `link`.
     pub fn remote(link: Arc<dyn Link>) -> DatanodeClient {
         DatanodeClient::Remote(Arc::new(RemoteDatanode::new(link)))

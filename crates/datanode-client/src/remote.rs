@@ -33,6 +33,10 @@ impl Link for NetworkLink {
     fn call(&self, request: Request) -> futures::future::BoxFuture<'_, PgResult<Response>> {
         Box::pin(async move { self.0.call(&request).await })
     }
+
+    fn is_connected(&self) -> bool {
+        self.0.is_connected()
+    }
 }
 
 /// A datanode in another process (or behind a test link).
@@ -71,6 +75,10 @@ struct Pending {
 }
 
 impl RemoteDatanode {
+    pub fn is_connected(&self) -> bool {
+        self.link.is_connected()
+    }
+
     pub fn new(link: Arc<dyn Link>) -> RemoteDatanode {
         RemoteDatanode {
             link,

@@ -20,6 +20,11 @@ use std::ops::Bound;
 /// connection and aborts what is left of them when the connection ends.
 pub trait Link: Send + Sync {
     fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>>;
+
+    /// Whether the link holds a connection that has not failed (for the nodes view).
+    fn is_connected(&self) -> bool {
+        true
+    }
 }
 
 pub type RelId = u64;

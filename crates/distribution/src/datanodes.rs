@@ -31,6 +31,15 @@ pub struct ClusterSavepoint(Vec<Savepoint>);
 impl Datanodes {
     /// `nodes` in the order the bucket map numbers them; the first holds the catalog and
     /// hands out relation and row ids.
+    /// Whether each datanode, in bucket-map order, is reachable as far as this
+    /// coordinator knows.
+    pub fn connected(&self) -> Vec<bool> {
+        self.nodes
+            .iter()
+            .map(DatanodeClient::is_connected)
+            .collect()
+    }
+
     pub fn new(nodes: Vec<DatanodeClient>) -> Datanodes {
         let map = BucketMap::round_robin(nodes.len());
         Datanodes {

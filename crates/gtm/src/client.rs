@@ -63,6 +63,8 @@ struct Shared {
     horizon: AtomicU64,
     /// The largest metadata version any answer carried.
     metadata_version: AtomicU64,
+    /// Whether the driver holds a working connection (for the nodes view).
+    connected: AtomicBool,
     closed: AtomicBool,
     /// Set (under the queue lock) when the driver task is gone (its runtime shut down or
     /// it panicked): requests then fail at once instead of waiting for nobody.
@@ -105,6 +107,7 @@ impl RemoteClient {
             addr: addr.to_string(),
             horizon: AtomicU64::new(horizon),
             metadata_version: AtomicU64::new(metadata_version),
+            connected: AtomicBool::new(true),
             opts,
             queue: Mutex::new(Vec::with_capacity(1024)),
             notify: Notify::new(),
@@ -169,6 +172,9 @@ impl RemoteClient {
     }
     pub fn metadata_version(&self) -> u64 {
         self.shared.metadata_version.load(Ordering::Acquire)
+    }
+    pub fn is_connected(&self) -> bool {
+        self.shared.connected.load(Ordering::Acquire)
     }
 }
 
@@ -377,6 +383,7 @@ impl Driver {
         if let Some(why) = ended {
             tracing::info!(addr = %self.shared.addr, "GTM connection ended while idle: {why}");
             self.conn = None;
+            self.shared.connected.store(false, Ordering::Release);
             self.last_failure = None;
         }
     }
@@ -419,6 +426,7 @@ impl Driver {
             Ok((c, h, metadata_version)) => {
                 tracing::info!(addr = %self.shared.addr, live = live.len(), "reconnected to GTM");
                 self.conn = Some(c);
+                self.shared.connected.store(true, Ordering::Release);
                 self.last_failure = None;
                 self.shared.horizon.store(h, Ordering::Release);
                 self.shared
@@ -500,6 +508,7 @@ impl Driver {
                 if e.code == codes::CONNECTION_FAILURE || e.code == codes::PROTOCOL_VIOLATION {
                     tracing::warn!("{e}");
                     self.conn = None;
+                    self.shared.connected.store(false, Ordering::Release);
                     self.last_failure = None; // try again at once on the next batch
                 }
                 b.fail(&e);

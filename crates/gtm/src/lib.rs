@@ -111,6 +111,15 @@ impl GtmClient {
         }
     }
 
+    /// Whether the GTM is reachable as far as this client knows: its connection is up
+    /// (always, in process).
+    pub fn is_connected(&self) -> bool {
+        match &*self.inner {
+            Inner::Local(_) => true,
+            Inner::Remote(c) => c.is_connected(),
+        }
+    }
+
     /// The newest cluster metadata version this client has seen on an answer (locally:
     /// the current one). No round trip.
     pub fn metadata_version(&self) -> u64 {

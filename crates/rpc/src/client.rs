@@ -147,6 +147,11 @@ where
         Ok(conn)
     }
 
+    /// Whether the client holds a connection that has not failed.
+    pub fn is_connected(&self) -> bool {
+        self.live().is_some()
+    }
+
     fn live(&self) -> Option<Arc<Conn<Resp>>> {
         let current = self.current.lock();
         current.as_ref().filter(|c| !c.slots.lock().failed).cloned()

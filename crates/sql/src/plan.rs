@@ -253,6 +253,8 @@ pub enum SystemTable {
     PgEventTrigger,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
+    /// Meridian's own view: the cluster's nodes as this coordinator sees them.
+    MeridianNodes,
 }
 
 #[derive(Debug, Clone)]

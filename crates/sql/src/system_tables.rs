@@ -42,6 +42,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
         "meridian_distribution" => MeridianDistribution,
+        "meridian_nodes" => MeridianNodes,
         _ => return None,
     })
 }
@@ -84,6 +85,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgDbRoleSetting => 2964,
         PgEventTrigger => 3466,
         MeridianDistribution => 12005,
+        MeridianNodes => 12006,
     }
 }
 
@@ -423,6 +425,12 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("distribution", Text),
             ("distribution_column", Text),
             ("buckets", Int4),
+        ],
+        MeridianNodes => vec![
+            ("node_name", Text),
+            ("role", Text),
+            ("address", Text),
+            ("state", Text),
         ],
         PgDbRoleSetting => vec![
             ("setdatabase", Oid),

@@ -12,6 +12,7 @@ impl<S: SessionStream> Session<S> {
     /// COPY … FROM STDIN: the CopyIn sub-protocol, rows written as they arrive.
     pub(super) async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
+        self.check_catalog_current().await?;
         backend::copy_in_response(&mut self.out, copy.fields as i16);
         self.flush()
             .await

@@ -2,7 +2,8 @@
 //! prepared statements, and the prepared-statement plans shared by a thread's sessions.
 
 use super::portals::Portal;
-use super::transaction::in_failed_transaction;
+use super::statement::Outcome;
+use super::transaction::{in_failed_transaction, is_catalog_moved, REBIND_ATTEMPTS};
 use super::{view, write_out, Session, FLUSH_THRESHOLD, PLAN_CACHE_SIZE};
 use crate::output;
 use crate::plan_cache::PlanCache;
@@ -222,11 +223,12 @@ impl<S: SessionStream> Session<S> {
         output::validate_formats(&result_formats, bound.output_columns().len())?;
         let described_by = (Arc::ptr_eq(&bound, &prepared.bound)
             && result_formats.iter().all(|f| *f == 0))
-        .then_some(prepared);
+        .then(|| prepared.clone());
         self.portals.insert(
             portal,
             Portal {
                 bound,
+                statement: prepared,
                 described_by,
                 params: values,
                 result_formats,
@@ -279,6 +281,38 @@ impl<S: SessionStream> Session<S> {
         Ok(())
     }
 
+    /// Runs the portal's statement; if the catalog moved under it, binds it again (its
+    /// result columns must stay what Describe said) and reruns it.
+    async fn run_portal(&mut self, portal: &mut Portal) -> PgResult<Outcome> {
+        let formats = self.stream_rows.clone();
+        let mut attempt = 1;
+        loop {
+            let produced = self.out.len();
+            match self.run_statement(&portal.bound, &portal.params).await {
+                Err(e) if is_catalog_moved(&e) && attempt < REBIND_ATTEMPTS => {
+                    self.out.truncate(produced);
+                    self.stream_rows = formats.clone();
+                    attempt += 1;
+                    let bound = self.current_plan(&portal.statement)?;
+                    let same_result = |a: &[OutputColumn], b: &[OutputColumn]| {
+                        a.len() == b.len()
+                            && a.iter()
+                                .zip(b)
+                                .all(|(a, b)| a.name == b.name && a.ty == b.ty)
+                    };
+                    if !same_result(&bound.output_columns(), &portal.bound.output_columns()) {
+                        return Err(PgError::new(
+                            codes::FEATURE_NOT_SUPPORTED,
+                            "cached plan must not change result type",
+                        ));
+                    }
+                    portal.bound = bound;
+                }
+                done => return done,
+            }
+        }
+    }
+
     pub(super) async fn execute_message(&mut self, name: &str, max_rows: i32) -> PgResult<()> {
         let mut portal = self.portals.remove(name).ok_or_else(|| {
             PgError::new(
@@ -290,7 +324,6 @@ impl<S: SessionStream> Session<S> {
             backend::empty_query_response(&mut self.out);
             return Ok(());
         }
-        let columns = portal.bound.output_columns();
         let (mut rows, tag) = match portal.pending.take() {
             Some(p) => p,
             None => {
@@ -302,7 +335,7 @@ impl<S: SessionStream> Session<S> {
                 if max_rows <= 0 {
                     self.stream_rows = Some(portal.result_formats.clone());
                 }
-                let outcome = self.run_statement(&portal.bound, &portal.params).await;
+                let outcome = self.run_portal(&mut portal).await;
                 self.stream_rows = None;
                 let outcome = outcome?;
                 (outcome.rows.into(), outcome.tag)
@@ -313,6 +346,7 @@ impl<S: SessionStream> Session<S> {
         } else {
             max_rows as usize
         };
+        let columns = portal.bound.output_columns();
         let view_formats = portal.result_formats.clone();
         let mut sent = 0;
         {

@@ -323,6 +323,7 @@ fn view<'a>(
 ) -> SessionView<'a> {
     SessionView {
         catalog: &shared.catalog,
+        cluster: &shared.cluster,
         settings: &state.settings,
         reports: &state.reports,
         txn_time: tx.as_ref().map_or(statement_time, |t| t.txn_time),

@@ -9,6 +9,8 @@ use types::Value;
 
 pub(super) struct Portal {
     pub(super) bound: Arc<Statement>,
+    /// The prepared statement it was bound from (to bind again if the catalog moves).
+    pub(super) statement: Arc<Prepared>,
     /// Set when the portal runs its prepared statement's own plan with every column in
     /// text format: that statement's `text_description` then describes the portal.
     pub(super) described_by: Option<Arc<Prepared>>,

@@ -157,7 +157,15 @@ impl<S: SessionStream> Session<S> {
             .zip(param_types)
             .map(|((literal, _), ty)| types::io::from_text(literal, ty))
             .collect::<PgResult<Vec<Value>>>()?;
-        self.run_simple(bound, &params).await
+        let produced = self.out.len();
+        match self.run_simple(bound, &params).await {
+            // Bound before another coordinator's DDL: the ordinary path binds it again.
+            Err(e) if super::transaction::is_catalog_moved(&e) => {
+                self.out.truncate(produced);
+                self.run_simple_parsed(&parse_statement(text)?).await
+            }
+            done => done,
+        }
     }
 
     /// Bind a normalized statement and cache the result (a plan, or "uncacheable").

@@ -2,7 +2,7 @@
 //! (or found in the auto-parameterized plan cache, `query_cache`), then run in turn.
 
 use super::query_cache::SimpleStep;
-use super::transaction::in_failed_transaction;
+use super::transaction::{in_failed_transaction, is_catalog_moved, REBIND_ATTEMPTS};
 use super::{view, write_out, Session, FLUSH_THRESHOLD};
 use crate::exec::Row;
 use crate::output;
@@ -61,10 +61,21 @@ impl<S: SessionStream> Session<S> {
         self.end_implicit_transaction().await;
     }
 
-    /// The ordinary simple-query path: bind the statement's own text and run it.
+    /// The ordinary simple-query path: bind the statement's own text and run it (again,
+    /// with what it produced discarded, if the catalog moved under it).
     pub(super) async fn run_simple_parsed(&mut self, parsed: &ParsedStatement) -> PgResult<()> {
-        let (bound, _) = self.bind_fresh(parsed, &[]).await?;
-        self.run_simple(&bound, &[]).await
+        let mut attempt = 1;
+        loop {
+            let (bound, _) = self.bind_fresh(parsed, &[]).await?;
+            let produced = self.out.len();
+            match self.run_simple(&bound, &[]).await {
+                Err(e) if is_catalog_moved(&e) && attempt < REBIND_ATTEMPTS => {
+                    self.out.truncate(produced);
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Run one bound statement of a simple query: RowDescription, DataRows in text

@@ -164,6 +164,7 @@ impl<S: SessionStream> Session<S> {
     /// SELECT / INSERT / UPDATE / DELETE inside the session's transaction.
     async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
+        self.check_catalog_current().await?;
         if self.tx.as_ref().is_some_and(|t| t.read_only) && !matches!(stmt, Statement::Query(_)) {
             return Err(PgError::new(
                 codes::READ_ONLY_SQL_TRANSACTION,

@@ -266,6 +266,22 @@ impl<S: SessionStream> Session<S> {
         }
     }
 
+    /// Called once the statement's GTM answer is in: if that answer carried a metadata
+    /// version this coordinator has not loaded, another coordinator's DDL completed
+    /// before the statement's snapshot, and the statement was bound without it. The
+    /// catalog catches up and the statement fails with `catalog_moved()`, which its
+    /// caller answers by binding it again and rerunning it (nothing has run yet).
+    pub(super) async fn check_catalog_current(&self) -> PgResult<()> {
+        let seen = self.shared.gtm.metadata_version();
+        let before = self.shared.catalog.version();
+        self.shared.catalog.catch_up(seen).await?;
+        if self.shared.catalog.version() == before {
+            Ok(())
+        } else {
+            Err(catalog_moved())
+        }
+    }
+
     async fn commit(&mut self, t: Transaction) -> PgResult<()> {
         self.end_local_settings();
         if let Some(dn) = t.dn_txn {
@@ -288,6 +304,22 @@ impl<S: SessionStream> Session<S> {
         }
     }
 }
+
+const CATALOG_MOVED: &str = "the catalog changed while the statement started; retry it";
+
+/// A statement bound against a catalog older than its snapshot (40001, so that a client
+/// that sees it after the session's own retries retries too).
+pub(super) fn catalog_moved() -> PgError {
+    PgError::new(codes::SERIALIZATION_FAILURE, CATALOG_MOVED)
+}
+
+pub(super) fn is_catalog_moved(e: &PgError) -> bool {
+    e.code == codes::SERIALIZATION_FAILURE && e.message == CATALOG_MOVED
+}
+
+/// How many times a statement is bound again after `catalog_moved()` before the error
+/// reaches the client.
+pub(super) const REBIND_ATTEMPTS: usize = 3;
 
 fn no_savepoint(name: &str) -> PgError {
     PgError::new(

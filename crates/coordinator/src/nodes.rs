@@ -1,0 +1,84 @@
+//! The cluster's nodes as this coordinator sees them: the rows of `meridian_nodes`.
+
+use distribution::Datanodes;
+use gtm::GtmClient;
+use meta::nodes::{Node, Role};
+use std::sync::Arc;
+
+pub struct ClusterView {
+    /// The GTM's address; None: in this process.
+    pub gtm_address: Option<String>,
+    pub gtm: GtmClient,
+    pub datanodes: Arc<Datanodes>,
+    /// The datanodes rows are spread over, in `datanodes`' order; empty: one datanode in
+    /// this process.
+    pub members: Vec<Node>,
+    /// Where this coordinator accepts sessions.
+    pub own_address: String,
+}
+
+/// One node: name, role, address, state.
+pub type NodeRow = [String; 4];
+
+impl ClusterView {
+    /// Every node: the GTM, the datanodes (the bucket map's, then any registered since),
+    /// the coordinators. A datanode's or the GTM's state is whether this coordinator's
+    /// connection to it is up; another coordinator's is only that it registered.
+    pub fn rows(&self, registered: &[Node]) -> Vec<NodeRow> {
+        let up = |connected: bool| if connected { "up" } else { "down" }.to_string();
+        let mut rows = vec![[
+            "gtm".to_string(),
+            "gtm".to_string(),
+            self.gtm_address
+                .clone()
+                .unwrap_or_else(|| "in process".into()),
+            up(self.gtm.is_connected()),
+        ]];
+        if self.members.is_empty() {
+            rows.push(row("datanode", Role::Datanode, "in process", "up"));
+        }
+        for (node, connected) in self.members.iter().zip(self.datanodes.connected()) {
+            rows.push(datanode_row(node, &up(connected)));
+        }
+        for node in registered.iter().filter(|n| n.role == Role::Datanode) {
+            if !self.members.iter().any(|m| m.id == node.id) {
+                rows.push(datanode_row(node, "not in the bucket map"));
+            }
+        }
+        rows.push(coordinator_row(&self.own_address, "up (this node)"));
+        for node in registered.iter().filter(|n| n.role == Role::Coordinator) {
+            if node.address != self.own_address {
+                rows.push(coordinator_row(&node.address, "registered"));
+            }
+        }
+        rows
+    }
+}
+
+fn datanode_row(node: &Node, state: &str) -> NodeRow {
+    row(
+        &format!("datanode{}", node.id),
+        Role::Datanode,
+        &node.address,
+        state,
+    )
+}
+
+/// Coordinators hold no data and have no id: they are named by their address.
+fn coordinator_row(address: &str, state: &str) -> NodeRow {
+    row(
+        &format!("coordinator@{address}"),
+        Role::Coordinator,
+        address,
+        state,
+    )
+}
+
+fn row(name: &str, role: Role, address: &str, state: &str) -> NodeRow {
+    [
+        name.to_string(),
+        role.name().to_string(),
+        address.to_string(),
+        state.to_string(),
+    ]
+}
