@@ -122,7 +122,8 @@ step "pytest tests/"
   ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
 
 step "pytest against a cluster of processes (target meridian-cluster)"
-# A GTM, three datanodes and a coordinator as processes, every table spread over the
+# A GTM, three datanodes and two coordinators as processes (tests use the first; the
+# cluster's own tests use both), every table spread over the
 # datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
 # cancellation and bad input, each through the coordinator-datanode protocol and sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \

@@ -1,5 +1,5 @@
 """Tables spread over several datanode processes (issue 30): `meridian gtm`, three
-`meridian datanode` and a coordinator `meridian start --gtm G --datanode D1,D2,D3`.
+`meridian datanode` and `meridian coordinator` (the `meridian_cluster` fixture).
 
 1. pgbench -i and tpcb-like through the coordinator: every transaction touches rows on
    several datanodes (accounts, tellers and branches are hashed on different columns),

@@ -19,4 +19,4 @@ pub mod settings;
 pub mod spool;
 pub mod system;
 
-pub use server::{Coordinator, CoordinatorConfig};
+pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -48,10 +48,17 @@ pub struct CoordinatorConfig {
     /// Whether calls to the datanode go through the protocol's messages and its service
     /// side instead of straight to it (`DatanodeClient::open_local`).
     pub datanode_messages: bool,
-    /// Some(n): use the `meridian datanode` processes registered at the GTM (`gtm`) instead
-    /// of a datanode in this process (which then is not opened). The first coordinator
-    /// forms the cluster once `n` have registered; later ones use the datanodes it chose.
-    pub cluster_datanodes: Option<usize>,
+    /// Some: use the `meridian datanode` processes registered at the GTM (`gtm`) instead
+    /// of a datanode in this process (which then is not opened).
+    pub cluster: Option<ClusterMembership>,
+}
+
+/// A coordinator of a cluster of processes.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterMembership {
+    /// Form the cluster, if no coordinator has, once this many datanodes registered;
+    /// None: wait for another coordinator to form it.
+    pub form_with: Option<usize>,
 }
 
 /// State shared by every session of this coordinator.
@@ -176,11 +183,13 @@ impl Coordinator {
         crate::exec::memory::set_pool_limit(config.query_memory);
         dn_opts.synchronous_commit = config.synchronous_commit;
         dn_opts.txn_memory = config.txn_memory;
-        let members = match config.cluster_datanodes {
+        let members = match config.cluster {
             None => Vec::new(),
-            Some(min) => meta::nodes::cluster_datanodes(&meta, min).await?,
+            Some(ClusterMembership { form_with }) => {
+                meta::nodes::cluster_datanodes(&meta, form_with).await?
+            }
         };
-        let nodes = match config.cluster_datanodes {
+        let nodes = match config.cluster {
             None => vec![DatanodeClient::open_local(
                 dn_opts,
                 gtm.clone(),
@@ -218,7 +227,7 @@ impl Coordinator {
             .local_addr()
             .map_err(|e| PgError::io("could not read the listening address", e))?
             .to_string();
-        if config.cluster_datanodes.is_some() {
+        if config.cluster.is_some() {
             meta::nodes::register_coordinator(&meta, &own_address).await?;
         }
         let cluster = ClusterView {

@@ -210,11 +210,11 @@ pub struct CoordinatorArgs {
     /// (its datanodes, the catalog).
     #[arg(long)]
     pub gtm: String,
-    /// When this is the cluster's first coordinator: how many datanodes must have
-    /// registered at the GTM before it spreads data over them. Later coordinators use the
-    /// datanodes the first chose.
-    #[arg(long, default_value_t = 1)]
-    pub datanodes: usize,
+    /// Form the cluster, unless a coordinator already has: spread data over the datanodes
+    /// registered at the GTM once N have. Without it, the coordinator waits for the
+    /// cluster to be formed. Later coordinators use the datanodes the first chose.
+    #[arg(long, value_name = "N")]
+    pub datanodes: Option<usize>,
     /// Memory all running statements together may hold (as for `meridian start`).
     #[arg(long, default_value = "512MB")]
     pub query_memory: String,

@@ -102,7 +102,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         session_threads: settings.session_threads,
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
         datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
-        cluster_datanodes: None,
+        cluster: None,
     };
     serve(config, shutdown).await
 }
@@ -125,7 +125,9 @@ async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
             .max(1),
         busy_poll: std::time::Duration::from_micros(args.busy_poll_us),
         datanode_messages: false,
-        cluster_datanodes: Some(args.datanodes),
+        cluster: Some(coordinator::ClusterMembership {
+            form_with: args.datanodes,
+        }),
     };
     serve(config, shutdown).await
 }

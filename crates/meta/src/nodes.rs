@@ -101,18 +101,18 @@ async fn read_nodes(meta: &MetaClient, prefix: &[u8]) -> PgResult<Vec<Node>> {
         .collect()
 }
 
-/// The datanodes the bucket map spreads over, in map order. The first coordinator to ask
-/// forms the cluster from the datanodes registered by then, once there are at least
-/// `min`, waiting for them (and saying so) until then; every later one reads the same
-/// list.
-pub async fn cluster_datanodes(meta: &MetaClient, min: usize) -> PgResult<Vec<Node>> {
+/// The datanodes the bucket map spreads over, in map order. A coordinator given `form`
+/// forms the cluster, if nobody has, from the datanodes registered once there are at
+/// least that many; one without waits for it to be formed. Either says what it waits
+/// for; every one reads the same list.
+pub async fn cluster_datanodes(meta: &MetaClient, form: Option<usize>) -> PgResult<Vec<Node>> {
     let started = Instant::now();
     let mut reported = Instant::now();
     loop {
         let registered = read_nodes(meta, DATANODES).await?;
         let members: Vec<u32> = match meta.scan(MEMBERS).await?.entries.pop() {
             Some((_, v)) => serde_json::from_slice(&v).map_err(corrupt)?,
-            None if registered.len() >= min.max(1) => {
+            None if form.is_some_and(|n| registered.len() >= n.max(1)) => {
                 let ids: Vec<u32> = registered.iter().map(|n| n.id).collect();
                 let value =
                     serde_json::to_vec(&ids).map_err(|e| PgError::internal(e.to_string()))?;
@@ -130,11 +130,18 @@ pub async fn cluster_datanodes(meta: &MetaClient, min: usize) -> PgResult<Vec<No
             None => {
                 if reported.elapsed() >= Duration::from_secs(5) {
                     reported = Instant::now();
-                    tracing::info!(
-                        "waiting for datanodes to register at the GTM: {} of {min} after {} s",
-                        registered.len(),
-                        started.elapsed().as_secs()
-                    );
+                    let waited = started.elapsed().as_secs();
+                    match form {
+                        Some(n) => tracing::info!(
+                            "waiting for datanodes to register at the GTM: {} of {n} after {waited} s",
+                            registered.len()
+                        ),
+                        None => tracing::info!(
+                            "waiting for a coordinator started with --datanodes N to form the \
+                             cluster ({} datanodes registered) after {waited} s",
+                            registered.len()
+                        ),
+                    }
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
