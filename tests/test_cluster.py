@@ -16,6 +16,7 @@
 These exercise Meridian-only commands, so they always run against the Meridian binary.
 """
 
+import signal
 import threading
 import time
 
@@ -143,5 +144,39 @@ def test_a_stopped_datanode_fails_only_the_statements_that_need_it(cluster):
     stopped.restart()
     with psycopg.connect(cluster.dsn, autocommit=True) as conn:
         for aid in failed + ok:
+            assert account_read(conn, aid) == (0,), aid
+    assert_invariant(cluster)
+
+
+def test_a_paused_datanode_holds_up_only_its_statements_and_none_past_the_timeout(cluster):
+    """SIGSTOP of a datanode for 10 s: a read of a row on it ends with 57014 at its
+    statement_timeout (the session stays usable), reads of rows elsewhere go on, and
+    after SIGCONT every read succeeds again."""
+    rc, out, log = pgbench(cluster, "-i", "-s", "1", "-q", timeout=600)
+    assert rc == 0, log
+    paused = cluster.datanodes[2]
+    paused._kill_group(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        timed_out, answered = [], []
+        with psycopg.connect(cluster.second.dsn, autocommit=True) as conn:
+            conn.execute("SET statement_timeout = 1000")
+            for aid in range(1, 31):
+                begun = time.monotonic()
+                try:
+                    assert account_read(conn, aid) == (0,)
+                    answered.append(aid)
+                except psycopg.errors.QueryCanceled:
+                    timed_out.append(aid)
+                assert time.monotonic() - begun < 5, f"aid {aid} waited past its timeout"
+                if time.monotonic() - started > 9:
+                    break
+            # About a third of the rows wait for the paused datanode.
+            assert timed_out and answered, (timed_out, answered)
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        paused._kill_group(signal.SIGCONT)
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        for aid in timed_out + answered:
             assert account_read(conn, aid) == (0,), aid
     assert_invariant(cluster)

@@ -244,14 +244,23 @@ impl RemoteDatanode {
         result
     }
 
-    pub async fn abort(&self, txn: RemoteTxn, gtm: &gtm::GtmClient) {
+    /// Aborts the transaction there without waiting for the answer: a session must not
+    /// hang on a datanode that stopped answering (paused, or behind a partition) past
+    /// its statement's end. The request is sent at once and the datanode applies it
+    /// whenever it runs again (or aborts the transaction when this connection ends); a
+    /// task waits for the answer, since dropping the call would cancel the request.
+    pub async fn abort(self: &Arc<Self>, txn: RemoteTxn, gtm: &gtm::GtmClient) {
+        let start_ts = txn.start_ts;
         if !txn.sent_nothing() {
-            if let Err(e) = self.expect_done(&txn, TxnCall::Abort).await {
-                // The datanode aborts it anyway when this connection ends.
-                tracing::warn!("abort on a remote datanode: {e}");
-            }
+            let datanode = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = datanode.expect_done(&txn, TxnCall::Abort).await {
+                    // The datanode aborts it anyway when this connection ends.
+                    tracing::warn!("abort on a remote datanode: {e}");
+                }
+            });
         }
-        if let Err(e) = gtm.finish(txn.start_ts).await {
+        if let Err(e) = gtm.finish(start_ts).await {
             tracing::warn!("finishing an aborted transaction at the GTM: {e}");
         }
     }
