@@ -54,8 +54,57 @@ impl LiveCatalog {
             datanodes,
             writes: tokio::sync::Mutex::new(()),
         };
+        catalog.import_datanode_catalog().await?;
         catalog.reload().await?;
         Ok(catalog)
+    }
+
+    /// Data directories written before the metadata service kept their catalog on the
+    /// (first) datanode, under the same keys, the next OID as decimal text: moved into
+    /// the service once, when it has no catalog yet, then removed from the datanode.
+    async fn import_datanode_catalog(&self) -> PgResult<()> {
+        if !self.meta.scan(b"catalog/").await?.entries.is_empty() {
+            return Ok(());
+        }
+        let tables = self.datanodes.meta_scan(TABLE_PREFIX).await?;
+        if tables.is_empty() {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        for (key, value) in &tables {
+            let table: TableDef = serde_json::from_slice(value).map_err(|e| {
+                PgError::new(
+                    codes::DATA_CORRUPTED,
+                    format!("catalog entry unreadable: {e}"),
+                )
+            })?;
+            batch.expect.push((name_key(&table.name), None));
+            batch.puts.push((
+                name_key(&table.name),
+                Some(table.oid.to_le_bytes().to_vec()),
+            ));
+            batch.puts.push((key.clone(), Some(value.clone())));
+        }
+        let next_oid = self.datanodes.meta_scan(NEXT_OID_KEY).await?;
+        if let Some(next) = next_oid
+            .first()
+            .and_then(|(_, v)| String::from_utf8_lossy(v).parse::<u64>().ok())
+        {
+            batch
+                .puts
+                .push((NEXT_OID_KEY.to_vec(), Some(next.to_le_bytes().to_vec())));
+        }
+        if let WriteOutcome::Conflict { .. } = self.meta.write(batch).await? {
+            return Ok(()); // another coordinator imported it meanwhile
+        }
+        tracing::info!(
+            tables = tables.len(),
+            "moved the catalog from the datanode to the metadata service"
+        );
+        for (key, _) in tables.iter().chain(&next_oid) {
+            self.datanodes.meta_put(key, None).await?;
+        }
+        Ok(())
     }
 
     pub fn version(&self) -> u64 {
