@@ -41,6 +41,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_auth_members" => PgAuthMembers,
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
+        "pg_prepared_xacts" => PgPreparedXacts,
         "meridian_distribution" => MeridianDistribution,
         _ => return None,
     })
@@ -84,6 +85,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgDbRoleSetting => 2964,
         PgEventTrigger => 3466,
         MeridianDistribution => 12005,
+        PgPreparedXacts => 12006,
     }
 }
 
@@ -416,6 +418,14 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("evtfoid", Oid),
             ("evtenabled", Char),
             ("evttags", arr(Text)),
+        ],
+        // `transaction` is PostgreSQL's xid; here the transaction's start timestamp.
+        PgPreparedXacts => vec![
+            ("transaction", Int8),
+            ("gid", Text),
+            ("prepared", TimestampTz),
+            ("owner", Name),
+            ("database", Name),
         ],
         MeridianDistribution => vec![
             ("table_schema", Text),
