@@ -439,6 +439,8 @@ class PostgresServer(ServerHandle):
                "-c", f"listen_addresses={self.host}",
                "-c", f"unix_socket_directories={self.socket_dir}",
                "-c", "fsync=on", "-c", "max_connections=100",
+               # PREPARE TRANSACTION is refused while this is 0 (its default).
+               "-c", "max_prepared_transactions=20",
                "-c", "logging_collector=off"]
         if self.cache_size:
             cmd += ["-c", f"shared_buffers={_size_to_pg(self.cache_size)}"]

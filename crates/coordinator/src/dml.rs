@@ -173,6 +173,8 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Truncate { .. } => true,
         S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
+        // A prepare applies the increments itself; the others end another transaction.
+        S::PrepareTransaction(_) | S::CommitPrepared(_) | S::RollbackPrepared(_) => false,
         S::SetTransaction { .. }
         | S::Set { .. }
         | S::Show { .. }

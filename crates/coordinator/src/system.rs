@@ -6,6 +6,7 @@
 
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
+use distribution::Datanodes;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{
     Distribution, BUCKETS, PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID,
@@ -109,6 +110,32 @@ fn builtin_types() -> Vec<DataType> {
     .map(|t| Array(Box::new(t)))
     .collect();
     scalars.into_iter().chain(arrays).collect()
+}
+
+/// Rows of a system table, in its column order: those of the datanodes' state
+/// (pg_prepared_xacts) from them, the others from the session and catalog (`rows`).
+pub async fn read(
+    table: SystemTable,
+    session: &SessionView<'_>,
+    datanodes: &Datanodes,
+) -> PgResult<Vec<Vec<Value>>> {
+    match table {
+        SystemTable::PgPreparedXacts => Ok(datanodes
+            .prepared_xacts()
+            .await?
+            .into_iter()
+            .map(|x| {
+                vec![
+                    Value::Int8(x.start_ts as i64),
+                    text(&x.gid),
+                    Value::TimestampTz(x.prepared_at),
+                    text(&x.owner),
+                    text(&x.database),
+                ]
+            })
+            .collect()),
+        _ => rows(table, session),
+    }
 }
 
 /// Rows of a system table, in its column order (see `sql::binder::system_columns`).
@@ -429,7 +456,9 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgPublicationNamespace
         | PgTrigger
         | PgForeignTable
-        | PgExtension => Vec::new(),
+        | PgExtension
+        // Read from the datanodes (`read`).
+        | PgPreparedXacts => Vec::new(),
     };
     for r in &mut rows {
         debug_assert_eq!(r.len(), width, "{table:?} row width");

@@ -26,7 +26,8 @@ use std::time::Duration;
 
 pub use datanode::storage::Chunk;
 pub use datanode::{
-    ColumnIncrement, DatanodeOptions, IncrementOp, Isolation, RelId, RowBytes, Timestamp,
+    unknown_gid, ColumnIncrement, DatanodeOptions, IncrementOp, Isolation, PreparedXact, RelId,
+    RowBytes, Timestamp,
 };
 pub use datanode_proto::Link;
 pub use remote::{RemoteDatanode, RemotePrepared, RemoteTxn};
@@ -520,6 +521,79 @@ impl DatanodeClient {
             (DatanodeClient::Local(_), PreparedTxn::Local(p)) => p.abort().await,
             (DatanodeClient::Remote(r), PreparedTxn::Remote(p)) => r.abort_prepared(p).await,
             _ => tracing::error!("{}", mismatch()),
+        }
+    }
+
+    /// Prepares the transaction's part here under `xact.gid` (SQL's PREPARE TRANSACTION;
+    /// `xact.start_ts` is set from the transaction): from then on it belongs to the
+    /// datanode, not to this session or connection, and ends by `commit_gid` or
+    /// `abort_gid` from anyone. 42710 if the gid is in use here; on any failure the part
+    /// is aborted. Calls no GTM, as `prepare`.
+    pub async fn prepare_as(&self, txn: DatanodeTxn, xact: PreparedXact) -> PgResult<()> {
+        match (self, txn) {
+            (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => dn.prepare_as(t, xact).await,
+            (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => r.prepare_as(*t, xact).await,
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// Makes readers wait for the part prepared here under `gid` before its commit
+    /// timestamp is taken (`Datanode::commit_gid_pending`); 42704 if there is none.
+    pub async fn commit_gid_pending(&self, gid: &str) -> PgResult<()> {
+        match self {
+            DatanodeClient::Local(dn) => dn.commit_gid_pending(gid),
+            DatanodeClient::Remote(r) => {
+                let request = datanode_proto::Request::CommitGidPending {
+                    gid: gid.to_string(),
+                };
+                r.call(request).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Commits the part prepared here under `gid` at `ts`; 42704 if there is none.
+    pub async fn commit_gid(&self, gid: &str, ts: Timestamp) -> PgResult<()> {
+        match self {
+            DatanodeClient::Local(dn) => dn.commit_gid(gid, ts).await.map(|_| ()),
+            DatanodeClient::Remote(r) => {
+                let request = datanode_proto::Request::CommitGid {
+                    gid: gid.to_string(),
+                    ts,
+                };
+                match r.call(request).await? {
+                    datanode_proto::Response::Committed(_) => Ok(()),
+                    other => Err(remote::unexpected(&other)),
+                }
+            }
+        }
+    }
+
+    /// Aborts the part prepared here under `gid`; 42704 if there is none.
+    pub async fn abort_gid(&self, gid: &str) -> PgResult<()> {
+        match self {
+            DatanodeClient::Local(dn) => dn.abort_gid(gid).await,
+            DatanodeClient::Remote(r) => {
+                let request = datanode_proto::Request::AbortGid {
+                    gid: gid.to_string(),
+                };
+                r.call(request).await.map(|_| ())
+            }
+        }
+    }
+
+    /// The parts prepared here under a gid, by gid.
+    pub async fn prepared_xacts(&self) -> PgResult<Vec<PreparedXact>> {
+        match self {
+            DatanodeClient::Local(dn) => Ok(dn.prepared_xacts()),
+            DatanodeClient::Remote(r) => {
+                match r.call(datanode_proto::Request::PreparedXacts).await? {
+                    datanode_proto::Response::PreparedXacts(xacts) => Ok(xacts
+                        .into_iter()
+                        .map(datanode_service::xact_from_proto)
+                        .collect()),
+                    other => Err(remote::unexpected(&other)),
+                }
+            }
         }
     }
 

@@ -278,6 +278,13 @@ impl RemoteDatanode {
         })
     }
 
+    /// Prepares the transaction there under `xact.gid`, with its begin even if it sent
+    /// nothing yet (a prepared transaction that did nothing still has its gid).
+    pub async fn prepare_as(&self, txn: RemoteTxn, xact: datanode::PreparedXact) -> PgResult<()> {
+        let xact = datanode_service::xact_to_proto(xact);
+        self.expect_done(&txn, TxnCall::PrepareAs(xact)).await
+    }
+
     pub async fn commit_prepared(&self, prepared: RemotePrepared, ts: Timestamp) -> PgResult<()> {
         if !prepared.on_datanode {
             return Ok(());

@@ -17,7 +17,8 @@ use std::ops::Bound;
 /// How a coordinator's requests reach one datanode: over the network, or, in one
 /// process, straight to its `DatanodeService`. A link answers each request or fails it
 /// with a connection-class error. The datanode keeps a coordinator's transactions per
-/// connection and aborts what is left of them when the connection ends.
+/// connection and aborts what is left of them when the connection ends, except those
+/// prepared under a gid (`TxnCall::PrepareAs`), which are the datanode's.
 pub trait Link: Send + Sync {
     fn call(&self, request: Request) -> BoxFuture<'_, PgResult<Response>>;
 
@@ -76,6 +77,24 @@ pub enum Request {
         start_ts: Timestamp,
         detail: String,
     },
+    /// The first step of committing the transaction prepared here under `gid`, before
+    /// the coordinator takes its commit timestamp: readers above its start wait for it
+    /// from now on (`datanode::Datanode::commit_gid_pending`). Answers `Done`, or 42704.
+    CommitGidPending {
+        gid: String,
+    },
+    /// Commits the transaction prepared here under `gid` (`TxnCall::PrepareAs`) at `ts`,
+    /// which the coordinator took from the GTM; answers `Committed(ts)`, or 42704.
+    CommitGid {
+        gid: String,
+        ts: Timestamp,
+    },
+    /// Aborts the transaction prepared here under `gid`; answers `Done`, or 42704.
+    AbortGid {
+        gid: String,
+    },
+    /// The transactions prepared here under a gid: answers `PreparedXacts`.
+    PreparedXacts,
     Txn(TxnRequest),
 }
 
@@ -180,6 +199,24 @@ pub enum TxnCall {
     },
     /// Aborts the transaction, prepared or not.
     Abort,
+    /// Prepares the transaction under a gid (SQL's PREPARE TRANSACTION): from then on it
+    /// is the datanode's, not this connection's, and only `CommitGid` or `AbortGid` end
+    /// it. Answers `Done`, or 42710 if the gid is in use here (the transaction is then
+    /// aborted, as on any failure to prepare).
+    PrepareAs(PreparedXact),
+}
+
+/// A transaction prepared under a gid, as `pg_prepared_xacts` shows it
+/// (`datanode::PreparedXact`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct PreparedXact {
+    pub gid: String,
+    /// Its start timestamp (set by the datanode from the transaction's).
+    pub start_ts: Timestamp,
+    /// Microseconds since 2000-01-01 UTC.
+    pub prepared_at: i64,
+    pub owner: String,
+    pub database: String,
 }
 
 /// `SET column = column op amount` (see `datanode::ColumnIncrement`).
@@ -225,6 +262,7 @@ pub enum Response {
     Edges(Vec<(Timestamp, Timestamp)>),
     /// Whether a wait was ended.
     Cancelled(bool),
+    PreparedXacts(Vec<PreparedXact>),
     Error(WireError),
 }
 

@@ -3,7 +3,9 @@
 //! the network layer hands each request to `DatanodeService::handle` and tells it when a
 //! coordinator's connection ends (`connection_closed`).
 
-use datanode::{ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, Savepoint, Txn};
+use datanode::{
+    ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, PreparedXact, Savepoint, Txn,
+};
 use datanode_proto as proto;
 use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
 use futures::future::BoxFuture;
@@ -84,7 +86,8 @@ impl DatanodeService {
     }
 
     /// Aborts what is left of the transactions opened on `connection`, which ended: no
-    /// commit can come for them any more, prepared ones included.
+    /// commit can come for them any more, prepared ones included (not those prepared
+    /// under a gid: they left the connection for the datanode's registry).
     pub async fn connection_closed(&self, connection: u64) {
         let gone: Vec<_> = {
             let mut txns = self.txns.lock();
@@ -138,6 +141,18 @@ impl DatanodeService {
             Request::CancelWaits { start_ts, detail } => {
                 Response::Cancelled(dn.cancel_waits_of(start_ts, detail))
             }
+            Request::CommitGidPending { gid } => {
+                dn.commit_gid_pending(&gid)?;
+                Response::Done
+            }
+            Request::CommitGid { gid, ts } => Response::Committed(dn.commit_gid(&gid, ts).await?),
+            Request::AbortGid { gid } => {
+                dn.abort_gid(&gid).await?;
+                Response::Done
+            }
+            Request::PreparedXacts => Response::PreparedXacts(
+                dn.prepared_xacts().into_iter().map(xact_to_proto).collect(),
+            ),
             Request::Txn(t) => self.run_txn(connection, t).await?,
         })
     }
@@ -334,6 +349,11 @@ impl DatanodeService {
                 slot.prepared = Some(dn.prepare(txn).await?);
                 Response::Done
             }
+            TxnCall::PrepareAs(xact) => {
+                let txn = slot.txn.take().expect("checked above");
+                dn.prepare_as(txn, xact_from_proto(xact)).await?;
+                Response::Done
+            }
             TxnCall::CommitPrepared { .. } => {
                 return Err(PgError::new(
                     codes::INVALID_TRANSACTION_STATE,
@@ -346,6 +366,28 @@ impl DatanodeService {
                 Response::Done
             }
         })
+    }
+}
+
+/// A prepared transaction's description off the wire (also for the coordinator's side).
+pub fn xact_from_proto(x: proto::PreparedXact) -> PreparedXact {
+    PreparedXact {
+        gid: x.gid,
+        start_ts: x.start_ts,
+        prepared_at: x.prepared_at,
+        owner: x.owner,
+        database: x.database,
+    }
+}
+
+/// A prepared transaction's description for the wire (also for the coordinator's side).
+pub fn xact_to_proto(x: PreparedXact) -> proto::PreparedXact {
+    proto::PreparedXact {
+        gid: x.gid,
+        start_ts: x.start_ts,
+        prepared_at: x.prepared_at,
+        owner: x.owner,
+        database: x.database,
     }
 }
 

@@ -411,6 +411,59 @@ async fn a_closed_connection_s_prepared_transactions_are_aborted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_prepared_under_a_gid_outlives_its_connection() {
+    let e = env().await;
+    let start = e.gtm.begin().await.unwrap();
+    let lock = TxnCall::LockRow {
+        rel: e.rel,
+        key: b"a".to_vec(),
+    };
+    assert_eq!(
+        e.call_at((7, 1), start, vec![], lock).await,
+        Response::Row(None)
+    );
+    let put = Queued::Put {
+        rel: e.rel,
+        key: b"a".to_vec(),
+        row: Some(row(1)),
+    };
+    let xact = PreparedXact {
+        gid: "g".into(),
+        start_ts: 0,
+        prepared_at: 1,
+        owner: "alice".into(),
+        database: "db".into(),
+    };
+    let prepare = TxnCall::PrepareAs(xact.clone());
+    assert_eq!(
+        e.call((7, 1), false, vec![put], prepare).await,
+        Response::Done
+    );
+    // It left the connection's transactions: closing the connection keeps it.
+    assert_eq!(e.service.open_transactions(), 0);
+    e.service.connection_closed(7).await;
+    let listed = e.service.handle(8, Request::PreparedXacts).await;
+    let expected = PreparedXact {
+        start_ts: start,
+        ..xact
+    };
+    assert_eq!(listed, Response::PreparedXacts(vec![expected]));
+    assert!(!e.lock_a_soon((8, 1)).await, "it keeps its lock");
+    // Another connection commits it by gid.
+    let gid = || "g".to_string();
+    let pending = Request::CommitGidPending { gid: gid() };
+    assert_eq!(e.service.handle(9, pending).await, Response::Done);
+    let ts = e.gtm.commit(start).await.unwrap();
+    let commit = Request::CommitGid { gid: gid(), ts };
+    assert_eq!(e.service.handle(9, commit).await, Response::Committed(ts));
+    assert_eq!(e.committed(b"a").await, Some(row(1)));
+    let Response::Error(err) = e.service.handle(9, Request::AbortGid { gid: gid() }).await else {
+        panic!("unknown gid")
+    };
+    assert_eq!(err.code, codes::UNDEFINED_OBJECT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_rel_at_reserves_the_id() {
     let e = env().await;
     let at = e.rel + 10;

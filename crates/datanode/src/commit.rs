@@ -50,16 +50,30 @@ enum Prepared {
     Writes {
         decision: oneshot::Sender<Timestamp>,
         task: JoinHandle<PgResult<Timestamp>>,
+        shared: Arc<TxnShared>,
     },
 }
 
 impl PreparedTxn {
+    /// Makes it `Parked` (readers stop waiting for it) or, with `parked` false, `Prepared`
+    /// again (before its commit timestamp is taken): see `TxnState::Parked`. One that
+    /// wrote nothing blocks no reader either way.
+    pub(crate) fn set_parked(&self, parked: bool) {
+        if let Prepared::Writes { shared, .. } = &self.0 {
+            let (from, to) = match parked {
+                true => (TxnState::Prepared, TxnState::Parked),
+                false => (TxnState::Parked, TxnState::Prepared),
+            };
+            shared.replace_state(from, to);
+        }
+    }
+
     /// Commits at `ts` (issued by the GTM for the whole transaction, above its start),
     /// exactly as a commit that took `ts` from the GTM; returns `ts`.
     pub async fn commit(self, ts: Timestamp) -> PgResult<Timestamp> {
         match self.0 {
             Prepared::ReadOnly(txn) => end_unapplied(txn, None).await.map(|_| ts),
-            Prepared::Writes { decision, task } => {
+            Prepared::Writes { decision, task, .. } => {
                 // A send fails only if the task ended already; its outcome says why.
                 let _ = decision.send(ts);
                 joined(task).await
@@ -73,7 +87,7 @@ impl PreparedTxn {
             Prepared::ReadOnly(txn) => {
                 let _ = end_unapplied(txn, None).await; // no GTM call: cannot fail
             }
-            Prepared::Writes { decision, task } => {
+            Prepared::Writes { decision, task, .. } => {
                 drop(decision);
                 let _ = joined(task).await;
             }
@@ -207,6 +221,7 @@ impl Datanode {
         if txn.applies_nothing() {
             return Ok(PreparedTxn(Prepared::ReadOnly(txn)));
         }
+        let shared = txn.shared.clone();
         let (prepared_tx, prepared_rx) = oneshot::channel();
         let (decision, decision_rx) = oneshot::channel();
         let source = CommitTs::Decided {
@@ -215,7 +230,11 @@ impl Datanode {
         };
         let task = self.start_commit(txn, source).await?;
         match prepared_rx.await {
-            Ok(()) => Ok(PreparedTxn(Prepared::Writes { decision, task })),
+            Ok(()) => Ok(PreparedTxn(Prepared::Writes {
+                decision,
+                task,
+                shared,
+            })),
             // It failed before it was prepared (a merge, a spill): its task says why.
             Err(_) => {
                 drop(decision);
@@ -266,7 +285,7 @@ impl Datanode {
 }
 
 /// `end_unapplied` for an abort, whose failure to tell the GTM is only logged.
-async fn abort_unapplied(txn: Box<Txn>, gtm: Option<&gtm::GtmClient>) {
+pub(crate) async fn abort_unapplied(txn: Box<Txn>, gtm: Option<&gtm::GtmClient>) {
     if let Err(e) = end_unapplied(txn, gtm).await {
         tracing::warn!("gtm finish on abort failed: {e}");
     }

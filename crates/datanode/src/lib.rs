@@ -24,7 +24,7 @@
 //! This file holds `Datanode` (`open`, metadata, relation and row ids); the transaction
 //! paths are in `txn.rs` (a transaction's state), `read.rs` (`get`, `scan`), `write.rs`
 //! (`lock_row`, `put`, `insert`, increments; `increment.rs` applies them), `wait.rs` (lock waits, deadlocks),
-//! `commit.rs` (commit, prepare, abort), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
+//! `commit.rs` (commit, prepare, abort), `named.rs` (prepared transactions under a gid), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
 //! VACUUM) and `merge.rs` (scans over the transaction's own writes).
 //!
 //! See README.md for the invariants.
@@ -35,6 +35,7 @@ mod gc;
 mod increment;
 mod locks;
 mod merge;
+mod named;
 mod owned;
 mod read;
 mod single_version;
@@ -61,6 +62,7 @@ pub use commit::PreparedTxn;
 pub use gtm::Timestamp;
 pub use increment::{ColumnIncrement, IncrementOp};
 pub use merge::ScanRows;
+pub use named::{unknown_gid, PreparedXact};
 pub use storage;
 pub use storage::Store;
 pub use txn::{Savepoint, Txn};
@@ -145,6 +147,8 @@ struct Inner {
 /// The datanode. Open with [`Datanode::open`]; share as `Arc<Datanode>`.
 pub struct Datanode {
     inner: Arc<Inner>,
+    /// Prepared transactions under a gid. Not in `Inner`: what they hold refers to it.
+    named: named::NamedPrepared,
 }
 
 /// The `sys` key `prefix` + `rel` (big-endian): a per-relation counter or marker.
@@ -230,7 +234,10 @@ impl Datanode {
             inner.discard_loads(&loading)?;
         }
         inner.recover_spilled_commits()?;
-        Ok(Arc::new(Datanode { inner }))
+        Ok(Arc::new(Datanode {
+            inner,
+            named: named::NamedPrepared::default(),
+        }))
     }
 
     /// The underlying store (tests, tools).

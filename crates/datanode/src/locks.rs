@@ -75,6 +75,10 @@ pub(crate) enum TxnState {
     /// Prepared (decision 0029): its coordinator will send a commit timestamp, above its
     /// start, or abort it.
     Prepared,
+    /// Prepared under a gid, with no commit under way: its commit timestamp, if it ever
+    /// gets one, is taken only after it is `Prepared` again (`Datanode::commit_gid_pending`),
+    /// so above the snapshot of any reader that sees it `Parked`, which need not wait.
+    Parked,
     /// Has a commit timestamp; its writes are being applied / made durable.
     Committing(Timestamp),
     /// Committed or aborted; all locks released.
@@ -136,6 +140,16 @@ impl TxnShared {
         }
     }
 
+    /// Sets `to` if the state is `from`; whether it was.
+    pub fn replace_state(&self, from: TxnState, to: TxnState) -> bool {
+        let mut state = self.state.lock();
+        let was = *state == from;
+        if was {
+            *state = to;
+        }
+        was
+    }
+
     pub fn state(&self) -> TxnState {
         *self.state.lock()
     }
@@ -148,7 +162,7 @@ impl TxnShared {
             TxnState::CommittingPending => true,
             TxnState::Prepared => snapshot > self.start_ts,
             TxnState::Committing(ts) => ts <= snapshot,
-            TxnState::Active | TxnState::Finished => false,
+            TxnState::Active | TxnState::Parked | TxnState::Finished => false,
         }
     }
 

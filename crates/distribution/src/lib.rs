@@ -15,6 +15,7 @@ mod commit;
 mod datanodes;
 mod deadlock;
 pub mod placement;
+mod prepared;
 mod scan;
 
 pub use bulk::ClusterBulkLoad;

@@ -10,6 +10,7 @@ pub mod functions;
 pub mod normalize;
 pub mod parse;
 pub mod plan;
+mod prepared_xact;
 pub mod subquery;
 pub mod system_tables;
 mod unsupported_syntax;

@@ -5,6 +5,7 @@
 
 use crate::distribute_by::{char_position, take_distribute_by, DistributeBy};
 use crate::plan::{IsolationLevel, Statement};
+use crate::prepared_xact::prepared_xact_statement;
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -222,7 +223,16 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         .to_ascii_lowercase();
     let ready = |s| Ok(Some(Parsed::Ready(s)));
     match first.as_str() {
-        "begin" | "start" | "commit" | "end" | "rollback" | "abort" | "savepoint" | "release" => {
+        "prepare" | "commit" | "rollback" => {
+            if let Some(s) = prepared_xact_statement(text)? {
+                return ready(s);
+            }
+            if first == "prepare" {
+                return Ok(None);
+            }
+            transaction_statement(text).map(|s| s.map(Parsed::Ready))
+        }
+        "begin" | "start" | "end" | "abort" | "savepoint" | "release" => {
             transaction_statement(text).map(|s| s.map(Parsed::Ready))
         }
         "set" => set_statement(text).map(|s| s.map(Parsed::Ready)),

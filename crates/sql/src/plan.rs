@@ -251,6 +251,9 @@ pub enum SystemTable {
     PgAuthMembers,
     PgDbRoleSetting,
     PgEventTrigger,
+    /// Transactions prepared for two-phase commit (PREPARE TRANSACTION), read from the
+    /// datanodes.
+    PgPreparedXacts,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -497,6 +500,12 @@ pub enum Statement {
         isolation: Option<IsolationLevel>,
         read_only: Option<bool>,
     },
+    /// PREPARE TRANSACTION 'gid'.
+    PrepareTransaction(String),
+    /// COMMIT PREPARED 'gid'.
+    CommitPrepared(String),
+    /// ROLLBACK PREPARED 'gid'.
+    RollbackPrepared(String),
     /// SET name = value; `None` means DEFAULT (i.e. RESET). `local` for SET LOCAL.
     Set {
         name: String,
@@ -539,11 +548,15 @@ impl Statement {
         }
     }
 
-    /// Statements allowed in a failed transaction block (they end it).
+    /// Statements allowed in a failed transaction block (they end it; PREPARE
+    /// TRANSACTION rolls it back, as in PostgreSQL).
     pub fn ends_failed_transaction(&self) -> bool {
         matches!(
             self,
-            Statement::Commit | Statement::Rollback | Statement::RollbackTo(_)
+            Statement::Commit
+                | Statement::Rollback
+                | Statement::RollbackTo(_)
+                | Statement::PrepareTransaction(_)
         )
     }
 }

@@ -41,6 +41,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_auth_members" => PgAuthMembers,
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
+        "pg_prepared_xacts" => PgPreparedXacts,
         "meridian_distribution" => MeridianDistribution,
         "meridian_nodes" => MeridianNodes,
         _ => return None,
@@ -86,6 +87,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgEventTrigger => 3466,
         MeridianDistribution => 12005,
         MeridianNodes => 12006,
+        PgPreparedXacts => 12007,
     }
 }
 
@@ -418,6 +420,14 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("evtfoid", Oid),
             ("evtenabled", Char),
             ("evttags", arr(Text)),
+        ],
+        // `transaction` is PostgreSQL's xid; here the transaction's start timestamp.
+        PgPreparedXacts => vec![
+            ("transaction", Int8),
+            ("gid", Text),
+            ("prepared", TimestampTz),
+            ("owner", Name),
+            ("database", Name),
         ],
         MeridianDistribution => vec![
             ("table_schema", Text),

@@ -49,7 +49,8 @@ fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used
             state: ScanState::Start,
         }),
         Rel::System { table } => Box::new(Deferred::new(async move {
-            Ok(Box::new(Rows::new(system::rows(*table, ex.session)?, None)) as BoxNode)
+            let rows = system::read(*table, ex.session, ex.dn).await?;
+            Ok(Box::new(Rows::new(rows, None)) as BoxNode)
         })),
         Rel::Values { rows } => Box::new(ValuesNode {
             ex,

@@ -75,7 +75,10 @@ impl<S: SessionStream> Session<S> {
             | Statement::Savepoint(_)
             | Statement::Release(_)
             | Statement::RollbackTo(_)
-            | Statement::SetTransaction { .. } => self.transaction_control(stmt).await,
+            | Statement::SetTransaction { .. }
+            | Statement::PrepareTransaction(_)
+            | Statement::CommitPrepared(_)
+            | Statement::RollbackPrepared(_) => self.transaction_control(stmt).await,
             Statement::Set { name, value, local } => {
                 let report = self
                     .state

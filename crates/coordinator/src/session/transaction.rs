@@ -1,11 +1,12 @@
 //! Transaction control: the transaction a session is in (its datanode transaction,
-//! isolation, savepoints), BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET TRANSACTION, implicit
-//! transactions, failure until the block ends, and the idle-in-transaction timeout.
+//! isolation, savepoints), BEGIN/COMMIT/ROLLBACK/SAVEPOINT/SET TRANSACTION, PREPARE
+//! TRANSACTION/COMMIT PREPARED/ROLLBACK PREPARED, implicit transactions, failure until
+//! the block ends, and the idle-in-transaction timeout.
 
 use super::statement::Outcome;
 use super::Session;
 use crate::session_io::SessionStream;
-use datanode_client::{Isolation, Timestamp};
+use datanode_client::{Isolation, PreparedXact, Timestamp};
 use distribution::{ClusterSavepoint, ClusterTxn};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{IsolationLevel, Statement};
@@ -21,6 +22,9 @@ pub struct Transaction {
     pub(super) txn_time: i64,
     pub(super) savepoints: Vec<(String, ClusterSavepoint)>,
 }
+
+/// PostgreSQL's GIDSIZE: a gid is shorter than this many bytes.
+const MAX_GID_LEN: usize = 200;
 
 fn isolation_of(level: IsolationLevel) -> Isolation {
     match level {
@@ -216,7 +220,83 @@ impl<S: SessionStream> Session<S> {
                 }
                 Ok(Outcome::tag("SET"))
             }
+            Statement::PrepareTransaction(gid) => self.prepare_transaction(gid).await,
+            Statement::CommitPrepared(gid) => {
+                self.refuse_in_block("COMMIT PREPARED")?;
+                let gtm = &self.shared.gtm;
+                self.shared.datanodes.commit_prepared(gid, gtm).await?;
+                Ok(Outcome::tag("COMMIT PREPARED"))
+            }
+            Statement::RollbackPrepared(gid) => {
+                self.refuse_in_block("ROLLBACK PREPARED")?;
+                let gtm = &self.shared.gtm;
+                self.shared.datanodes.rollback_prepared(gid, gtm).await?;
+                Ok(Outcome::tag("ROLLBACK PREPARED"))
+            }
             _ => unreachable!("transaction_control() handles transaction control only"),
+        }
+    }
+
+    /// PREPARE TRANSACTION: ends the session's transaction by preparing it under `gid`,
+    /// after which the session is idle and anyone may finish it. As in PostgreSQL: with
+    /// no transaction it only warns, an implicit one (earlier statements of the query
+    /// string) is prepared after the warning, and a failed block is rolled back.
+    async fn prepare_transaction(&mut self, gid: &str) -> PgResult<Outcome> {
+        let explicit = self.tx.as_ref().map(|t| t.explicit);
+        if explicit != Some(true) {
+            self.notice(
+                NoticeSeverity::Warning,
+                codes::NO_ACTIVE_SQL_TRANSACTION,
+                "there is no transaction in progress",
+            );
+            if explicit.is_none() {
+                return Ok(Outcome::tag("ROLLBACK"));
+            }
+        }
+        if self.tx.as_ref().is_some_and(|t| t.failed) || gid.len() >= MAX_GID_LEN {
+            let t = self.tx.take().expect("checked above");
+            let failed = t.failed;
+            self.abort(t).await;
+            if failed {
+                return Ok(Outcome::tag("ROLLBACK"));
+            }
+            return Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                format!("transaction identifier \"{gid}\" is too long"),
+            ));
+        }
+        // One that did nothing yet still gets a start timestamp and its gid.
+        self.ensure_started().await?;
+        let dn = self
+            .tx
+            .take()
+            .and_then(|t| t.dn_txn)
+            .expect("started above");
+        self.end_local_settings();
+        let xact = PreparedXact {
+            gid: gid.to_string(),
+            start_ts: dn.start_ts(),
+            prepared_at: types::datetime::now_timestamp(),
+            owner: self.state.user.clone(),
+            database: self.state.database.clone(),
+        };
+        let gtm = &self.shared.gtm;
+        self.shared
+            .datanodes
+            .prepare_transaction(dn, xact, gtm)
+            .await?;
+        Ok(Outcome::tag("PREPARE TRANSACTION"))
+    }
+
+    /// COMMIT/ROLLBACK PREPARED end another transaction, never one the session is in
+    /// (explicit or implicit): 25001, as in PostgreSQL.
+    fn refuse_in_block(&self, what: &str) -> PgResult<()> {
+        match self.tx {
+            Some(_) => Err(PgError::new(
+                codes::ACTIVE_SQL_TRANSACTION,
+                format!("{what} cannot run inside a transaction block"),
+            )),
+            None => Ok(()),
         }
     }
 
