@@ -265,8 +265,9 @@ class Generator:
     # queries ----------------------------------------------------------------------
     def query(self) -> Query:
         shape = self.rng.choices(
-            [self.select, self.aggregate, self.subquery, self.set_operation, self.scalar_subquery],
-            weights=[30, 30, 20, 10, 10])[0]
+            [self.select, self.aggregate, self.subquery, self.set_operation, self.scalar_subquery,
+             self.failing],
+            weights=[30, 30, 20, 10, 10, 4])[0]
         return shape()
 
     def order_limit(self, ncols, sql) -> Query:
@@ -376,6 +377,26 @@ class Generator:
         exprs, _ = self.select_list(aliases, rng.randint(1, 3))
         sql = f"SELECT {', '.join(exprs)} FROM {frm} WHERE {outer} {rng.choice(['<', '>=', '='])} {uncorrelated}"
         return self.order_limit(len(exprs), sql)
+
+    def failing(self) -> Query:
+        """Expressions that fail on some rows (division by zero, overflow, a bad cast, a
+        scalar subquery of several rows): without LIMIT every row is evaluated, so
+        whether PostgreSQL fails does not depend on the order of evaluation."""
+        rng = self.rng
+        frm, aliases = rng.choice(FROMS[:9])
+        i = self.column(aliases, INT)[0]
+        failing = rng.choice([
+            f"{self.expr(aliases, INT)} / ({i} - {i})",
+            f"{self.expr(aliases, NUM)} / ({i} - {i})",
+            f"{i} % ({i} - {i})",
+            f"{i} * {rng.choice([2147483647, 100000000, -922337203685477])}",
+            f"({self.expr(aliases, TEXT)} || 'x')::int",
+            f"(SELECT e2.qty FROM qd_events e2 WHERE e2.cust = {i})",
+        ])
+        if rng.random() < 0.5:
+            exprs, _ = self.select_list(aliases, rng.randint(0, 2))
+            return Query(f"SELECT {', '.join(exprs + [failing])} FROM {frm}{self.where(aliases)}", False)
+        return Query(f"SELECT count(*), {rng.choice(['max', 'min'])}({failing}) FROM {frm}{self.where(aliases)}", False)
 
     def set_operation(self) -> Query:
         rng = self.rng
