@@ -129,6 +129,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
   --timeout=900 tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py \
   tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py \
+  tests/test_prepared_xacts.py tests/test_cluster_differential.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

@@ -145,15 +145,15 @@ def test_first_statement_after_gtm_restart_succeeds(cluster):
 
 
 class RawGtmClient:
-    """Speaks the GTM wire format (crates/gtm/README.md, version 1) over a plain socket."""
+    """Speaks the GTM wire format (crates/gtm/README.md, version 2) over a plain socket."""
 
     def __init__(self, host, port):
         import socket
         import struct
         self.struct = struct
         self.sock = socket.create_connection((host, port), timeout=10)
-        self.sock.sendall(b"MGTM" + struct.pack("<HHI", 1, 0, 0))
-        reply = self._read(4 + 2 + 2 + 8 + 8)
+        self.sock.sendall(b"MGTM" + struct.pack("<HHI", 2, 0, 0))
+        reply = self._read(4 + 2 + 2 + 8 + 8 + 8)
         assert reply[:4] == b"MGTM", reply
         assert struct.unpack("<H", reply[6:8])[0] == 0, "handshake refused"
         self.seq = 0
@@ -176,7 +176,8 @@ class RawGtmClient:
         (length,) = s.unpack("<I", self._read(4))
         resp = self._read(length)
         assert resp[0] == 1, f"GTM error: {resp!r}"
-        _, _, ts_first, _, _ = s.unpack("<QQQQQ", resp[1:41])
+        # seq, begin_first, ts_first, commit_first, horizon, metadata version
+        _, _, ts_first, _, _, _ = s.unpack("<QQQQQQ", resp[1:49])
         return list(range(ts_first, ts_first + n))
 
     def close(self):

@@ -59,6 +59,48 @@ pub(super) fn cast_with(e: Expr, to: &DataType, assignment: bool) -> PgResult<Ex
     })
 }
 
+/// The type of a CASE, COALESCE or UNION column whose inputs have `types` (PostgreSQL's
+/// `select_common_type` and `select_common_typmod`): unknown inputs take the others'
+/// type (text if all are unknown); a later input of the same category replaces the
+/// candidate when the candidate is not preferred and converts to it implicitly but not
+/// back (int4 then int8 gives int8); different categories cannot be matched (42804). The
+/// result keeps a type modifier only when every input has exactly that type and
+/// modifier (numeric(5,2) with numeric(8,3) gives numeric).
+pub(super) fn common_type(types: &[DataType], context: &str) -> PgResult<DataType> {
+    let mut known = types.iter().filter(|t| **t != DataType::Unknown);
+    let Some(first) = known.next() else {
+        return Ok(DataType::Text);
+    };
+    let mut candidate = first.without_typmod();
+    for ty in known {
+        let ty = ty.without_typmod();
+        if ty == candidate {
+            continue;
+        }
+        if ty.category() != candidate.category() {
+            return Err(PgError::new(
+                codes::DATATYPE_MISMATCH,
+                format!(
+                    "{context} types {} and {} cannot be matched",
+                    candidate.format_type_be(),
+                    ty.format_type_be()
+                ),
+            ));
+        }
+        if !candidate.is_preferred()
+            && types::cast::can_coerce_implicitly(&candidate, &ty)
+            && !types::cast::can_coerce_implicitly(&ty, &candidate)
+        {
+            candidate = ty;
+        }
+    }
+    Ok(if types.iter().all(|t| t == first) {
+        first.clone()
+    } else {
+        candidate
+    })
+}
+
 pub(super) fn assign_cast(e: Expr, to: &DataType) -> PgResult<Expr> {
     cast_with(e, to, true)
 }

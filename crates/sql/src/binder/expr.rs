@@ -632,12 +632,12 @@ impl<'a> Binder<'a> {
                     whens.push((c, child(self, &cw.result)?));
                 }
                 let otherwise = else_result.as_ref().map(|x| child(self, x)).transpose()?;
-                let ty = whens
+                let results: Vec<DataType> = whens
                     .iter()
                     .map(|(_, r)| r.ty())
                     .chain(otherwise.iter().map(Expr::ty))
-                    .find(|t| *t != DataType::Unknown)
-                    .unwrap_or(DataType::Text);
+                    .collect();
+                let ty = common_type(&results, "CASE")?;
                 let whens = whens
                     .into_iter()
                     .map(|(c, r)| Ok((c, cast_to(r, &ty)?)))
@@ -934,11 +934,7 @@ impl<'a> Binder<'a> {
             .collect::<PgResult<Vec<_>>>()?;
         let call = match name.as_str() {
             "coalesce" => {
-                let ty = bound
-                    .iter()
-                    .map(Expr::ty)
-                    .find(|t| *t != DataType::Unknown)
-                    .unwrap_or(DataType::Text);
+                let ty = common_type(&bound.iter().map(Expr::ty).collect::<Vec<_>>(), "COALESCE")?;
                 let args = bound
                     .into_iter()
                     .map(|a| cast_to(a, &ty))

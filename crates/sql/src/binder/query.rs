@@ -285,22 +285,12 @@ impl<'a> Binder<'a> {
                     ));
                 }
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
-                // Unify column types: an unknown/NULL column takes the other side's type.
                 let mut cols = lcols.clone();
                 let mut rexprs = Vec::new();
                 let mut lexprs = Vec::new();
                 let mut need_cast = false;
                 for (i, (lc, rc)) in lcols.iter().zip(&rcols).enumerate() {
-                    let ty = if lc.ty == DataType::Unknown || lc.ty == rc.ty {
-                        rc.ty.clone()
-                    } else {
-                        lc.ty.clone()
-                    };
-                    let ty = if ty == DataType::Unknown {
-                        DataType::Text
-                    } else {
-                        ty
-                    };
+                    let ty = common_type(&[lc.ty.clone(), rc.ty.clone()], "UNION")?;
                     lexprs.push(cast_to(
                         Expr::Column {
                             depth: 0,
