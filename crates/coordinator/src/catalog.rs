@@ -72,12 +72,7 @@ impl LiveCatalog {
         }
         let mut batch = WriteBatch::default();
         for (key, value) in &tables {
-            let table: TableDef = serde_json::from_slice(value).map_err(|e| {
-                PgError::new(
-                    codes::DATA_CORRUPTED,
-                    format!("catalog entry unreadable: {e}"),
-                )
-            })?;
+            let table = decode_table(value)?;
             batch.expect.push((name_key(&table.name), None));
             batch.puts.push((
                 name_key(&table.name),
@@ -146,12 +141,7 @@ impl LiveCatalog {
             ..Default::default()
         };
         for (_, value) in snapshot.entries {
-            let table: TableDef = serde_json::from_slice(&value).map_err(|e| {
-                PgError::new(
-                    codes::DATA_CORRUPTED,
-                    format!("catalog entry unreadable: {e}"),
-                )
-            })?;
+            let table = decode_table(&value)?;
             self.datanodes.place(table.rel, RelPlacement::of(&table));
             let table = Arc::new(table);
             state.by_name.insert(table.name.clone(), table.clone());
@@ -263,6 +253,15 @@ impl LiveCatalog {
             self.reload_locked().await
         }
     }
+}
+
+fn decode_table(record: &[u8]) -> PgResult<TableDef> {
+    serde_json::from_slice(record).map_err(|e| {
+        PgError::new(
+            codes::DATA_CORRUPTED,
+            format!("catalog entry unreadable: {e}"),
+        )
+    })
 }
 
 fn table_key(oid: u32) -> Vec<u8> {
