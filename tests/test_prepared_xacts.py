@@ -22,6 +22,8 @@ and the transaction status after each step must agree.
 4. Cluster: the coordinator process is killed (kill -9) and restarted between PREPARE
    and COMMIT PREPARED: the transaction is still listed, still holds its locks, and
    COMMIT PREPARED commits it on every datanode.
+5. It is durable: after kill -9 of every process and a restart it is listed, holds its
+   locks and can be finished, and finished ones do not come back.
 """
 
 from __future__ import annotations
@@ -281,3 +283,43 @@ def test_prepared_transaction_outlives_its_coordinator(meridian_cluster):
                         for i in range(1, 32)}
         with pytest.raises(psycopg.errors.UndefinedObject):
             c.execute("commit prepared 'xa-1'")
+
+
+def test_prepared_transactions_survive_kill_9_of_every_process(meridian):
+    """A prepared transaction is durable (PostgreSQL keeps it in a state file): after
+    kill -9 of the server (every process of a cluster) and a restart, it is listed, still
+    holds its row locks, and COMMIT PREPARED / ROLLBACK PREPARED finish it; its writes
+    were invisible until then."""
+    with psycopg.connect(meridian.dsn, autocommit=True) as c:
+        c.execute("create table durable_xa (id int primary key, balance int)")
+        c.execute("insert into durable_xa select g, 100 from generate_series(1, 31) g")
+        c.execute("begin")
+        c.execute("update durable_xa set balance = balance - 1 where id <= 15")
+        c.execute("update durable_xa set balance = balance + 1 where id between 16 and 30")
+        c.execute("prepare transaction 'xa-k1'")
+        c.execute("begin")
+        c.execute("delete from durable_xa where id = 31")
+        c.execute("prepare transaction 'xa-k2'")
+    meridian.kill9()
+    meridian.restart()
+    with psycopg.connect(meridian.dsn, autocommit=True) as c:
+        listed = c.execute("select gid, owner, database from pg_prepared_xacts "
+                           "order by gid").fetchall()
+        assert listed == [("xa-k1", "postgres", "postgres"), ("xa-k2", "postgres", "postgres")]
+        assert c.execute("select sum(balance), count(*) from durable_xa").fetchone() == (3100, 31)
+        th, outcome = blocked_update(meridian.dsn, "update durable_xa set balance = 0 where id = 1")
+        time.sleep(1.0)
+        assert th.is_alive() and not outcome
+        c.execute("commit prepared 'xa-k1'")
+        th.join(30)
+        assert outcome == ["UPDATE 1"]
+        c.execute("rollback prepared 'xa-k2'")
+        assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
+    # Finished ones stay finished across another restart.
+    meridian.kill9()
+    meridian.restart()
+    with psycopg.connect(meridian.dsn, autocommit=True) as c:
+        assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
+        rows = dict(c.execute("select id, balance from durable_xa").fetchall())
+        assert rows == {i: 0 if i == 1 else 99 if i <= 15 else 101 if i <= 30 else 100
+                        for i in range(1, 32)}

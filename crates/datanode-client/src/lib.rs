@@ -117,6 +117,7 @@ impl DatanodeClient {
     ) -> PgResult<DatanodeClient> {
         let datanode = Datanode::open(options)?;
         datanode.start_gc(gtm.clone(), gc_interval);
+        datanode.start_resolver(gtm.clone());
         if !through_messages {
             return Ok(DatanodeClient::Local(datanode));
         }
@@ -520,6 +521,16 @@ impl DatanodeClient {
         match (self, prepared) {
             (DatanodeClient::Local(_), PreparedTxn::Local(p)) => p.abort().await,
             (DatanodeClient::Remote(r), PreparedTxn::Remote(p)) => r.abort_prepared(p).await,
+            _ => tracing::error!("{}", mismatch()),
+        }
+    }
+
+    /// Hands a prepared transaction to the datanode's resolver, which asks the GTM for its
+    /// outcome: for a caller that could not learn it (decision 0029).
+    pub async fn resolve_later(&self, prepared: PreparedTxn) {
+        match (self, prepared) {
+            (DatanodeClient::Local(dn), PreparedTxn::Local(p)) => dn.resolve_later(p).await,
+            (DatanodeClient::Remote(r), PreparedTxn::Remote(p)) => r.resolve_later(p).await,
             _ => tracing::error!("{}", mismatch()),
         }
     }

@@ -301,8 +301,18 @@ impl RemoteDatanode {
     pub async fn abort_prepared(&self, prepared: RemotePrepared) {
         if prepared.on_datanode {
             if let Err(e) = self.call(prepared.request(TxnCall::Abort)).await {
-                // The datanode aborts it anyway when this connection ends.
+                // When this connection ends, the datanode's resolver learns the abort
+                // from the GTM (nothing was decided there).
                 tracing::warn!("abort of a prepared transaction on a remote datanode: {e}");
+            }
+        }
+    }
+
+    pub async fn resolve_later(&self, prepared: RemotePrepared) {
+        if prepared.on_datanode {
+            if let Err(e) = self.call(prepared.request(TxnCall::ResolveLater)).await {
+                // It reaches the resolver anyway when this connection ends.
+                tracing::warn!("handing a prepared transaction to a datanode's resolver: {e}");
             }
         }
     }

@@ -190,7 +190,8 @@ pub enum TxnCall {
     BulkFinish,
     Commit,
     /// First phase of a commit across datanodes (decision 0029): answers `Done` once the
-    /// transaction is prepared. From then on it takes only `CommitPrepared` or `Abort`.
+    /// transaction is prepared (and recorded durably). From then on it takes only
+    /// `CommitPrepared`, `Abort` or `ResolveLater`.
     Prepare,
     /// Commits a prepared transaction at `ts`, which the coordinator took from the GTM;
     /// answers `Committed(ts)`.
@@ -204,6 +205,9 @@ pub enum TxnCall {
     /// it. Answers `Done`, or 42710 if the gid is in use here (the transaction is then
     /// aborted, as on any failure to prepare).
     PrepareAs(PreparedXact),
+    /// The coordinator of a prepared transaction cannot learn its outcome (it lost the
+    /// GTM while deciding): the datanode's resolver asks the GTM for it. Answers `Done`.
+    ResolveLater,
 }
 
 /// A transaction prepared under a gid, as `pg_prepared_xacts` shows it

@@ -85,9 +85,11 @@ impl DatanodeService {
         }
     }
 
-    /// Aborts what is left of the transactions opened on `connection`, which ended: no
-    /// commit can come for them any more, prepared ones included (not those prepared
-    /// under a gid: they left the connection for the datanode's registry).
+    /// Ends what is left of the transactions opened on `connection`, which ended: no
+    /// request can come for them any more. Unprepared ones are aborted; prepared ones go
+    /// to the datanode's resolver, which asks the GTM whether their coordinator decided
+    /// to commit them before it went away (those prepared under a gid left the connection
+    /// for the datanode's registry before).
     pub async fn connection_closed(&self, connection: u64) {
         let gone: Vec<_> = {
             let mut txns = self.txns.lock();
@@ -103,12 +105,8 @@ impl DatanodeService {
             if let Some(txn) = slot.txn.take() {
                 self.datanode.abort(txn, &self.gtm).await;
             }
-            // Safe only while nothing records the commit decision at the GTM: the
-            // coordinator cannot have answered its client's commit without this
-            // participant's CommitPrepared. Once decisions are recorded, a prepared
-            // transaction must instead wait for the resolver (decision 0029).
             if let Some(prepared) = slot.prepared.take() {
-                prepared.abort().await;
+                self.datanode.resolve_later(prepared).await;
             }
         }
     }
@@ -203,16 +201,19 @@ impl DatanodeService {
         result
     }
 
-    /// A prepared transaction takes nothing but its outcome: `CommitPrepared` or `Abort`;
-    /// anything else fails with 25000 and leaves it prepared.
+    /// A prepared transaction takes nothing but its outcome: `CommitPrepared` or `Abort`,
+    /// or `ResolveLater`; anything else fails with 25000 and leaves it prepared.
     async fn end_prepared(
+        &self,
         slot: &mut TxnSlot,
         queued: Vec<Queued>,
         call: TxnCall,
     ) -> PgResult<Response> {
         let prepared =
             match call {
-                TxnCall::CommitPrepared { .. } | TxnCall::Abort if queued.is_empty() => {
+                TxnCall::CommitPrepared { .. } | TxnCall::Abort | TxnCall::ResolveLater
+                    if queued.is_empty() =>
+                {
                     slot.prepared.take().expect("checked by the caller")
                 }
                 _ => return Err(PgError::new(
@@ -222,6 +223,10 @@ impl DatanodeService {
             };
         Ok(match call {
             TxnCall::CommitPrepared { ts } => Response::Committed(prepared.commit(ts).await?),
+            TxnCall::ResolveLater => {
+                self.datanode.resolve_later(prepared).await;
+                Response::Done
+            }
             _ => {
                 prepared.abort().await;
                 Response::Done
@@ -237,7 +242,7 @@ impl DatanodeService {
     ) -> PgResult<Response> {
         let dn = &self.datanode;
         if slot.prepared.is_some() {
-            return Self::end_prepared(slot, queued, call).await;
+            return self.end_prepared(slot, queued, call).await;
         }
         let Some(txn) = slot.txn.as_mut() else {
             return Err(PgError::new(
@@ -354,7 +359,7 @@ impl DatanodeService {
                 dn.prepare_as(txn, xact_from_proto(xact)).await?;
                 Response::Done
             }
-            TxnCall::CommitPrepared { .. } => {
+            TxnCall::CommitPrepared { .. } | TxnCall::ResolveLater => {
                 return Err(PgError::new(
                     codes::INVALID_TRANSACTION_STATE,
                     "datanode: the transaction is not prepared",

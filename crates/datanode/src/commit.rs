@@ -3,6 +3,7 @@
 //! commit batch with early lock release, and ending without writes.
 
 use crate::locks::{LockMode, TxnShared, TxnState};
+use crate::in_doubt;
 use crate::owned::loading_key;
 use crate::txn::{Increments, Txn};
 use crate::{Datanode, Inner, RelId, RowBytes, Timestamp};
@@ -39,8 +40,8 @@ impl CommitTs {
 }
 
 /// A transaction prepared on this datanode (`Datanode::prepare`): its writes are
-/// registered and its rows locked, waiting for the coordinator's decision. In memory only:
-/// a restart of the datanode loses it (aborted). Dropping it aborts it.
+/// registered and its rows locked, waiting for the coordinator's decision. Its durable
+/// record (`in_doubt.rs`) brings it back after a restart. Dropping it aborts it.
 pub struct PreparedTxn(Prepared);
 
 enum Prepared {
@@ -55,6 +56,19 @@ enum Prepared {
 }
 
 impl PreparedTxn {
+    /// The transaction's start timestamp: its identity across datanodes and at the GTM.
+    pub fn start_ts(&self) -> Timestamp {
+        match &self.0 {
+            Prepared::ReadOnly(txn) => txn.start_ts(),
+            Prepared::Writes { shared, .. } => shared.start_ts,
+        }
+    }
+
+    /// Whether it wrote nothing here (its outcome changes nothing on this datanode).
+    pub fn wrote_nothing(&self) -> bool {
+        matches!(self.0, Prepared::ReadOnly(_))
+    }
+
     /// Makes it `Parked` (readers stop waiting for it) or, with `parked` false, `Prepared`
     /// again (before its commit timestamp is taken): see `TxnState::Parked`. One that
     /// wrote nothing blocks no reader either way.
@@ -212,7 +226,19 @@ impl Datanode {
     /// A prepared transaction must be able to commit, but merging a deferred increment can
     /// fail (22003 on overflow), so its increments are applied here, under the row's
     /// exclusive lock, and a failure ends the transaction before it is prepared.
-    pub async fn prepare(&self, mut txn: Box<Txn>) -> PgResult<PreparedTxn> {
+    ///
+    /// Once prepared, its durable record is written (`in_doubt.rs`) before it returns: a
+    /// restart of this datanode brings it back, prepared, for the resolver.
+    pub async fn prepare(&self, txn: Box<Txn>) -> PgResult<PreparedTxn> {
+        self.prepare_recorded(txn, None).await
+    }
+
+    /// `prepare`, recording `xact` (the gid it is prepared under) with it.
+    pub(crate) async fn prepare_recorded(
+        &self,
+        mut txn: Box<Txn>,
+        xact: Option<&crate::PreparedXact>,
+    ) -> PgResult<PreparedTxn> {
         txn.finishes_at_gtm = false;
         if let Err(e) = self.apply_increments(&mut txn).await {
             abort_unapplied(txn, None).await;
@@ -221,6 +247,30 @@ impl Datanode {
         if txn.applies_nothing() {
             return Ok(PreparedTxn(Prepared::ReadOnly(txn)));
         }
+        let start = txn.start_ts();
+        let record = in_doubt::record_of(&txn, xact);
+        txn.prepared_record = record.is_some();
+        let prepared = self.park(txn).await?;
+        if let Some(record) = record {
+            let written = self.inner.store.put_sys(
+                vec![(in_doubt::record_key(start), Some(record))],
+                self.inner.opts.synchronous_commit,
+            );
+            let written = match written.await {
+                Ok(r) => r,
+                Err(_) => Err(PgError::io("prepare", "storage writer stopped")),
+            };
+            if let Err(e) = written {
+                prepared.abort().await;
+                return Err(e);
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// Starts the commit of `txn` and waits until it is `Prepared`, parked in its commit
+    /// task until `PreparedTxn::commit` or `abort`.
+    async fn park(&self, txn: Box<Txn>) -> PgResult<PreparedTxn> {
         let shared = txn.shared.clone();
         let (prepared_tx, prepared_rx) = oneshot::channel();
         let (decision, decision_rx) = oneshot::channel();
@@ -282,6 +332,26 @@ impl Datanode {
     pub async fn abort(&self, txn: Box<Txn>, gtm: &gtm::GtmClient) {
         abort_unapplied(txn, Some(gtm)).await
     }
+}
+
+/// Parks a transaction restored at open (`in_doubt.rs`), already `Prepared` with its rows
+/// locked and nothing to merge, in its commit task. Call inside a tokio runtime.
+pub(crate) fn park_restored(inner: &Arc<Inner>, txn: Box<Txn>) -> PreparedTxn {
+    let shared = txn.shared.clone();
+    let (prepared, _) = oneshot::channel();
+    let (decision, decision_rx) = oneshot::channel();
+    let source = CommitTs::Decided {
+        prepared,
+        decision: decision_rx,
+    };
+    let inner = inner.clone();
+    let task =
+        tokio::spawn(async move { inner.commit(txn, Increments::new(), source).await });
+    PreparedTxn(Prepared::Writes {
+        decision,
+        task,
+        shared,
+    })
 }
 
 /// `end_unapplied` for an abort, whose failure to tell the GTM is only logged.
@@ -351,14 +421,18 @@ impl Inner {
                 }
             })
         };
-        // Rows it loaded in bulk become permanent with this batch (their markers go).
-        let loads_kept = txn.loaded.iter().map(|&rel| loading_key(rel)).collect();
+        // Rows it loaded in bulk become permanent with this batch (their markers go), and
+        // so does a prepared transaction (its record goes).
+        let mut sys_removals: Vec<_> = txn.loaded.iter().map(|&rel| loading_key(rel)).collect();
+        if txn.prepared_record {
+            sys_removals.push(in_doubt::record_key(txn.shared.start_ts));
+        }
         let rx = self.store.apply_removing(
             &writes,
             ts,
             self.opts.synchronous_commit,
             Some(on_applied),
-            loads_kept,
+            sys_removals,
         );
         let res = match rx.await {
             Ok(r) => r,
@@ -428,6 +502,17 @@ impl Inner {
                 Ok(ts)
             }
             Err(e) => {
+                if txn.prepared_record {
+                    // Durably: a transaction prepared under a gid must not come back.
+                    let removed = self
+                        .store
+                        .put_sys(vec![(in_doubt::record_key(start), None)], true);
+                    if let Ok(Err(e)) | Err(e) = removed.await.map_err(|_| {
+                        PgError::io("abort", "storage writer stopped")
+                    }) {
+                        tracing::warn!("removing an aborted prepared transaction's record: {e} (it comes back at the next start, and is resolved again)");
+                    }
+                }
                 txn.release_and_await_reads_durable().await;
                 self.unregister_committing(rels, txn.shared.id);
                 if let Some(gtm) = gtm.filter(|_| txn.finishes_at_gtm) {

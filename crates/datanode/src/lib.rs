@@ -24,7 +24,8 @@
 //! This file holds `Datanode` (`open`, metadata, relation and row ids); the transaction
 //! paths are in `txn.rs` (a transaction's state), `read.rs` (`get`, `scan`), `write.rs`
 //! (`lock_row`, `put`, `insert`, increments; `increment.rs` applies them), `wait.rs` (lock waits, deadlocks),
-//! `commit.rs` (commit, prepare, abort), `named.rs` (prepared transactions under a gid), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
+//! `commit.rs` (commit, prepare, abort), `named.rs` (prepared transactions under a gid),
+//! `in_doubt.rs` (durable prepares, their restoration and the resolver), `bulk.rs` (owned relations, bulk loads), `gc.rs` (GC,
 //! VACUUM) and `merge.rs` (scans over the transaction's own writes).
 //!
 //! See README.md for the invariants.
@@ -32,6 +33,7 @@
 mod bulk;
 mod commit;
 mod gc;
+mod in_doubt;
 mod increment;
 mod locks;
 mod merge;
@@ -149,6 +151,10 @@ pub struct Datanode {
     inner: Arc<Inner>,
     /// Prepared transactions under a gid. Not in `Inner`: what they hold refers to it.
     named: named::NamedPrepared,
+    /// Prepared parts waiting for the resolver (`in_doubt.rs`).
+    in_doubt: Mutex<Vec<PreparedTxn>>,
+    /// Prepared transactions restored at open, until `start_resolver` takes them.
+    restored: Mutex<Vec<in_doubt::Restored>>,
 }
 
 /// The `sys` key `prefix` + `rel` (big-endian): a per-relation counter or marker.
@@ -234,9 +240,12 @@ impl Datanode {
             inner.discard_loads(&loading)?;
         }
         inner.recover_spilled_commits()?;
+        let restored = inner.restore_prepared()?;
         Ok(Arc::new(Datanode {
             inner,
             named: named::NamedPrepared::default(),
+            in_doubt: Mutex::new(Vec::new()),
+            restored: Mutex::new(restored),
         }))
     }
 

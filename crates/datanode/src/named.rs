@@ -66,6 +66,11 @@ impl NamedPrepared {
         };
     }
 
+    /// Puts back a transaction restored at open (`in_doubt.rs`).
+    pub(crate) fn restore(&self, gid: &str, xact: PreparedXact, txn: PreparedTxn) {
+        self.settle(gid, Some((xact, txn)));
+    }
+
     /// Takes the prepared transaction out of the registry, for its caller to end: only
     /// one caller can (42704 for the others, as for an unknown gid).
     fn take(&self, gid: &str) -> PgResult<PreparedTxn> {
@@ -125,7 +130,7 @@ impl Datanode {
             named: &self.named,
             gid: &gid,
         };
-        let prepared = self.prepare(txn).await?;
+        let prepared = self.prepare_recorded(txn, Some(&xact)).await?;
         // It may stay prepared for long: readers must not wait for it meanwhile.
         prepared.set_parked(true);
         std::mem::forget(settle);

@@ -58,6 +58,9 @@ pub struct Txn {
     /// (`gtm.finish`). It is not when a coordinator in another process registered it
     /// through its own GTM connection and ends it itself (`registered_by_caller`).
     pub(crate) finishes_at_gtm: bool,
+    /// Whether its prepare left a durable record (`in_doubt.rs`), which its commit or
+    /// abort removes.
+    pub(crate) prepared_record: bool,
     finished: bool,
 }
 
@@ -300,7 +303,17 @@ impl Drop for Txn {
 
 impl Datanode {
     pub fn begin(&self, start_ts: Timestamp, isolation: Isolation) -> Box<Txn> {
-        let id = self.inner.next_txn.fetch_add(1, Ordering::Relaxed);
+        self.inner.begin_txn(start_ts, isolation)
+    }
+}
+
+impl Inner {
+    pub(crate) fn begin_txn(
+        self: &Arc<Self>,
+        start_ts: Timestamp,
+        isolation: Isolation,
+    ) -> Box<Txn> {
+        let id = self.next_txn.fetch_add(1, Ordering::Relaxed);
         Box::new(Txn {
             shared: Arc::new(TxnShared::new(id, start_ts)),
             isolation,
@@ -315,8 +328,9 @@ impl Datanode {
             memory: 0,
             spilled: None,
             savepoint_taken: AtomicBool::new(false),
-            inner: self.inner.clone(),
+            inner: self.clone(),
             finishes_at_gtm: true,
+            prepared_record: false,
             finished: false,
         })
     }

@@ -1,12 +1,14 @@
 //! Ending a transaction across datanodes (decision 0029): one phase when at most one
-//! datanode holds its writes, else prepare on every writer, take the commit timestamp
-//! from the GTM (the commit point), and commit the prepared parts at it.
+//! datanode holds its writes, else prepare on every writer, record the decision to
+//! commit at the GTM (the commit point; it issues the commit timestamp), and commit the
+//! prepared parts at it.
 
 use crate::datanodes::{ClusterTxn, Datanodes};
 use datanode_client::{DatanodeClient, DatanodeTxn, Timestamp};
 use futures::future::{join_all, BoxFuture, Either};
-use pgerror::PgResult;
+use pgerror::{codes, PgError, PgResult};
 use std::future::Future;
+use std::time::Duration;
 
 impl Datanodes {
     /// Commits, returning the commit timestamp.
@@ -77,18 +79,38 @@ impl Datanodes {
     }
 }
 
-/// Prepares every writer, takes the commit timestamp, and commits them at it; aborts
-/// them all if any fails to prepare.
+/// Prepares every writer, records the decision to commit at the GTM (the commit point),
+/// and commits them at its timestamp; aborts them all if any fails to prepare.
 ///
 /// A prepare applies the part's deferred increments under exclusive row locks, held
 /// until the commit. Taken on every datanode at once, two transactions incrementing the
 /// same rows on two datanodes could each hold one and wait for the other: parts with
 /// increments are therefore prepared one after another in datanode order (the same for
 /// everyone), the rest at once.
+///
+/// Runs in a task of its own, to the end, even if its caller stops waiting (a statement
+/// timeout, a cancel, a client gone): a commit left between its prepare and its outcome
+/// would keep the prepared parts' rows locked for as long as this coordinator lives.
 async fn two_phase(
     writers: Vec<(&DatanodeClient, DatanodeTxn)>,
     start: Timestamp,
     gtm: &gtm::GtmClient,
+) -> PgResult<Timestamp> {
+    let writers: Vec<_> = writers
+        .into_iter()
+        .map(|(dn, part)| (dn.clone(), part))
+        .collect();
+    let gtm = gtm.clone();
+    match tokio::spawn(async move { two_phase_to_the_end(writers, start, gtm).await }).await {
+        Ok(outcome) => outcome,
+        Err(e) => Err(PgError::internal(format!("two-phase commit failed: {e}"))),
+    }
+}
+
+async fn two_phase_to_the_end(
+    writers: Vec<(DatanodeClient, DatanodeTxn)>,
+    start: Timestamp,
+    gtm: gtm::GtmClient,
 ) -> PgResult<Timestamp> {
     let (ordered, free): (Vec<_>, Vec<_>) = writers
         .into_iter()
@@ -97,7 +119,7 @@ async fn two_phase(
     let mut ready = Vec::with_capacity(ordered.len() + free.len());
     for (dn, part) in ordered {
         if failure.is_some() {
-            dn.abort(part, gtm).await;
+            dn.abort(part, &gtm).await;
             continue;
         }
         match dn.prepare(part).await {
@@ -106,39 +128,99 @@ async fn two_phase(
         }
     }
     let prepared = if failure.is_some() {
-        join_all(free.into_iter().map(|(dn, part)| dn.abort(part, gtm))).await;
+        join_all(free.into_iter().map(|(dn, part)| {
+            let gtm = &gtm;
+            async move { dn.abort(part, gtm).await }
+        }))
+        .await;
         Vec::new()
     } else {
         join_all(
             free.into_iter()
-                .map(|(dn, part)| async move { (dn, dn.prepare(part).await) }),
+                .map(|(dn, part)| async move { (dn.prepare(part).await, dn) }),
         )
         .await
     };
-    for (dn, p) in prepared {
+    for (p, dn) in prepared {
         match p {
             Ok(p) => ready.push((dn, p)),
             Err(e) => failure = failure.or(Some(e)),
         }
     }
-    let ts = match failure {
-        None => gtm.commit(start).await,
-        Some(e) => Err(e),
-    };
-    let ts = match ts {
+    if let Some(e) = failure {
+        join_all(ready.into_iter().map(|(dn, p)| async move { dn.abort_prepared(p).await })).await;
+        finish_at_gtm(&gtm, start).await;
+        return Err(e);
+    }
+    let ts = match decide(&gtm, start).await {
         Ok(ts) => ts,
-        Err(e) => {
-            join_all(ready.into_iter().map(|(dn, p)| dn.abort_prepared(p))).await;
-            finish_at_gtm(gtm, start).await;
+        Err(Undecided::Refused(e)) => {
+            join_all(ready.into_iter().map(|(dn, p)| async move { dn.abort_prepared(p).await })).await;
             return Err(e);
         }
+        Err(Undecided::Unknown(e)) => {
+            // Whatever the GTM recorded, the participants' resolvers will learn it.
+            join_all(ready.into_iter().map(|(dn, p)| async move { dn.resolve_later(p).await })).await;
+            return Err(PgError::new(
+                codes::TRANSACTION_RESOLUTION_UNKNOWN,
+                format!("the outcome of the transaction is unknown: the GTM did not answer its commit decision ({e}); the datanodes resolve it once the GTM answers"),
+            ));
+        }
     };
-    // Committed: a participant that fails to apply now is reported, but the others keep
-    // the decision (a durable prepare and the GTM's decision record are what will let
-    // that participant finish on its own; decision 0029).
-    let applied = join_all(ready.into_iter().map(|(dn, p)| dn.commit_prepared(p, ts))).await;
-    applied.into_iter().collect::<PgResult<Vec<_>>>()?;
+    // Committed. A participant that fails to apply it now (its connection lost, its
+    // process killed) learns the decision from the GTM (its resolver, after the
+    // connection closes or its restart), so the client is told of the commit; only once
+    // every participant applied it may the GTM drop the decision.
+    let applied = join_all(
+        ready
+            .into_iter()
+            .map(|(dn, p)| async move { dn.commit_prepared(p, ts).await }),
+    )
+    .await;
+    let mut all_applied = true;
+    for e in applied.into_iter().filter_map(Result::err) {
+        all_applied = false;
+        tracing::warn!(start, ts, "a participant did not apply a decided commit (its resolver will): {e}");
+    }
+    if all_applied {
+        tokio::spawn(async move {
+            if let Err(e) = gtm.forget(start).await {
+                tracing::debug!(start, "dropping a commit decision at the GTM: {e}");
+            }
+        });
+    }
     Ok(ts)
+}
+
+/// Why `decide` gave no commit timestamp.
+enum Undecided {
+    /// The GTM recorded an abort first (a participant's resolver found the transaction's
+    /// coordinator gone, e.g. over a GTM restart).
+    Refused(PgError),
+    /// The GTM did not answer for `DECIDE_PATIENCE`: the decision may or may not be
+    /// recorded.
+    Unknown(PgError),
+}
+
+/// How long a commit retries its decision while the GTM does not answer (a GTM restart
+/// takes about a second).
+const DECIDE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Records the decision to commit at the GTM, retrying while it cannot be reached: a
+/// retry is safe, as the GTM answers a recorded decision again.
+async fn decide(gtm: &gtm::GtmClient, start: Timestamp) -> Result<Timestamp, Undecided> {
+    let deadline = tokio::time::Instant::now() + DECIDE_PATIENCE;
+    loop {
+        match gtm.decide(start).await {
+            Ok(ts) => return Ok(ts),
+            Err(e) if e.code == codes::SERIALIZATION_FAILURE => return Err(Undecided::Refused(e)),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(Undecided::Unknown(e)),
+            Err(e) => {
+                tracing::warn!(start, "recording a commit decision at the GTM: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
 }
 
 /// Tells the GTM a transaction that took no commit timestamp ended (its start no longer

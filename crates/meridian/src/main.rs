@@ -161,6 +161,7 @@ async fn datanode(args: DatanodeArgs) -> Result<(), String> {
         .map_err(|e| e.message)?;
     let datanode = datanode::Datanode::open(options).map_err(|e| e.message)?;
     datanode.start_gc(gtm.clone(), std::time::Duration::from_secs(5));
+    datanode.start_resolver(gtm.clone());
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("could not listen on {}: {e}", args.listen))?;

@@ -280,8 +280,9 @@ struct WriteReq {
     ts: Timestamp,
     durable: bool,
     on_applied: Option<OnApplied>,
-    /// `sys` keys removed in the same batch (`Store::apply_removing`).
-    sys_removals: Vec<Vec<u8>>,
+    /// `sys` keys written (Some) or removed (None) in the same batch
+    /// (`Store::apply_removing`, `Store::put_sys`).
+    sys_changes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     reply: syncer::Reply,
 }
 
@@ -543,13 +544,36 @@ impl Store {
                 (encode_prefix(w.rel, &w.key), op, w.newest_before)
             })
             .collect();
+        let sys_changes = sys_removals.into_iter().map(|k| (k, None)).collect();
+        self.queue_write(items, ts, durable, on_applied, sys_changes)
+    }
+
+    /// Writes (Some) or removes (None) `sys` keys as one atomic batch through the writer
+    /// thread: when `durable`, group-committed with the commits around it rather than
+    /// fsynced alone as `meta_put` is.
+    pub fn put_sys(
+        &self,
+        changes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        durable: bool,
+    ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
+        self.queue_write(Vec::new(), 0, durable, None, changes)
+    }
+
+    fn queue_write(
+        &self,
+        items: Vec<(Vec<u8>, ItemOp, Option<Option<Timestamp>>)>,
+        ts: Timestamp,
+        durable: bool,
+        on_applied: Option<OnApplied>,
+        sys_changes: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> tokio::sync::oneshot::Receiver<PgResult<()>> {
         let (reply, rx) = tokio::sync::oneshot::channel();
         let req = WriteReq {
             items,
             ts,
             durable,
             on_applied,
-            sys_removals,
+            sys_changes,
             reply,
         };
         if let Err(mpsc::SendError(Msg::Write(req))) = self.writer_tx.send(Msg::Write(req)) {
@@ -1117,8 +1141,11 @@ fn writer_loop(
                     }
                     b.insert(&data, version_key(&prefix, ts), v);
                 }
-                for key in req.sys_removals {
-                    b.remove(&sys, key);
+                for (key, value) in req.sys_changes {
+                    match value {
+                        Some(v) => b.insert(&sys, key, v),
+                        None => b.remove(&sys, key),
+                    }
                 }
                 b.commit().map_err(commit_err)
             })();
