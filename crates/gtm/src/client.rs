@@ -18,8 +18,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
 use crate::horizon::HorizonSet;
+use crate::oracle::aborted_by_resolver;
 use crate::proto::*;
-use crate::Timestamp;
+use crate::{Resolution, Timestamp};
 
 /// Options for [`crate::GtmClient::connect`].
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ enum Op {
     Timestamp,
     Commit(Timestamp),
     Finish(Timestamp),
+    Decide(Timestamp),
+    Resolve(Timestamp),
+    Forget(Timestamp),
 }
 
 struct Pending {
@@ -133,6 +137,14 @@ impl RemoteClient {
     /// batch it is working on, and fails requests whose deadline has passed before
     /// sending them, so each request is answered by its own deadline.
     async fn call(&self, op: Op) -> PgResult<u64> {
+        match self.enqueue(op)?.await {
+            Ok(r) => r,
+            Err(_) => Err(conn_failure("GTM client driver stopped")),
+        }
+    }
+
+    /// Queues a request; its answer comes on the returned receiver.
+    fn enqueue(&self, op: Op) -> PgResult<oneshot::Receiver<PgResult<u64>>> {
         let (tx, rx) = oneshot::channel();
         let deadline = Instant::now() + self.shared.opts.request_timeout;
         let was_empty = {
@@ -149,10 +161,7 @@ impl RemoteClient {
         if was_empty {
             self.shared.notify.notify_one();
         }
-        match rx.await {
-            Ok(r) => r,
-            Err(_) => Err(conn_failure("GTM client driver stopped")),
-        }
+        Ok(rx)
     }
 
     pub async fn begin(&self) -> PgResult<Timestamp> {
@@ -166,6 +175,18 @@ impl RemoteClient {
     }
     pub async fn finish(&self, start_ts: Timestamp) -> PgResult<()> {
         self.call(Op::Finish(start_ts)).await.map(|_| ())
+    }
+    pub async fn decide(&self, start_ts: Timestamp) -> PgResult<Timestamp> {
+        self.call(Op::Decide(start_ts)).await
+    }
+    pub async fn resolve(&self, start_ts: Timestamp) -> PgResult<Resolution> {
+        self.call(Op::Resolve(start_ts))
+            .await
+            .map(decode_resolution)
+    }
+    /// Queues the forget for the next batch and returns: nobody waits for its answer.
+    pub fn forget(&self, start_ts: Timestamp) -> PgResult<()> {
+        self.enqueue(Op::Forget(start_ts)).map(drop)
     }
     pub fn horizon(&self) -> Timestamp {
         self.shared.horizon.load(Ordering::Acquire)
@@ -284,14 +305,33 @@ struct Batch {
     stamps: Vec<oneshot::Sender<PgResult<u64>>>,
     commits: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
     finishes: Vec<(Timestamp, Option<oneshot::Sender<PgResult<u64>>>)>,
+    decides: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
+    resolves: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
+    forgets: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
 }
 
 impl Batch {
+    fn is_empty(&self) -> bool {
+        self.begins.is_empty()
+            && self.stamps.is_empty()
+            && self.commits.is_empty()
+            && self.finishes.is_empty()
+            && self.decides.is_empty()
+            && self.resolves.is_empty()
+            && self.forgets.is_empty()
+    }
+
     fn fail(self, e: &PgError) {
         for tx in self.begins.into_iter().chain(self.stamps) {
             let _ = tx.send(Err(e.clone()));
         }
-        for (_, tx) in self.commits {
+        for (_, tx) in self
+            .commits
+            .into_iter()
+            .chain(self.decides)
+            .chain(self.resolves)
+            .chain(self.forgets)
+        {
             let _ = tx.send(Err(e.clone()));
         }
         for (_, tx) in self
@@ -330,12 +370,21 @@ impl Driver {
             let mut deadline: Option<Instant> = None;
             for p in taken.drain(..) {
                 if p.deadline <= now {
-                    let _ = p.tx.send(Err(self.timed_out()));
                     // The caller gives up on the transaction: still unregister it, so a
-                    // timed-out commit or finish does not pin the horizon.
-                    if let Op::Commit(s) | Op::Finish(s) = p.op {
-                        batch.finishes.push((s, None));
+                    // timed-out commit, finish or decide does not pin the horizon (a
+                    // resolver may then abort the undecided transaction, as intended).
+                    // A forget needs no answer: it goes anyway.
+                    match p.op {
+                        Op::Commit(s) | Op::Finish(s) | Op::Decide(s) => {
+                            batch.finishes.push((s, None))
+                        }
+                        Op::Forget(s) => {
+                            batch.forgets.push((s, p.tx));
+                            continue;
+                        }
+                        Op::Begin | Op::Timestamp | Op::Resolve(_) => {}
                     }
+                    let _ = p.tx.send(Err(self.timed_out()));
                     continue;
                 }
                 deadline = Some(deadline.map_or(p.deadline, |d: Instant| d.min(p.deadline)));
@@ -344,16 +393,15 @@ impl Driver {
                     Op::Timestamp => batch.stamps.push(p.tx),
                     Op::Commit(s) => batch.commits.push((s, p.tx)),
                     Op::Finish(s) => batch.finishes.push((s, Some(p.tx))),
+                    Op::Decide(s) => batch.decides.push((s, p.tx)),
+                    Op::Resolve(s) => batch.resolves.push((s, p.tx)),
+                    Op::Forget(s) => batch.forgets.push((s, p.tx)),
                 }
             }
             for s in self.orphans.drain(..) {
                 batch.finishes.push((s, None));
             }
-            if batch.begins.is_empty()
-                && batch.stamps.is_empty()
-                && batch.commits.is_empty()
-                && batch.finishes.is_empty()
-            {
+            if batch.is_empty() {
                 continue;
             }
             let b = std::mem::take(&mut batch);
@@ -448,7 +496,7 @@ impl Driver {
             for (s, _) in &b.finishes {
                 self.live.remove(*s);
             }
-            for (s, _) in &b.commits {
+            for (s, _) in b.commits.iter().chain(&b.decides) {
                 self.live.remove(*s);
             }
             b.fail(&e);
@@ -466,6 +514,12 @@ impl Driver {
         put_u32(w, b.stamps.len() as u32);
         put_u32(w, b.commits.len() as u32);
         put_u32(w, b.finishes.len() as u32);
+        put_u32(w, b.decides.len() as u32);
+        put_u32(w, b.resolves.len() as u32);
+        put_u32(w, b.forgets.len() as u32);
+        // A decided, committed or finished start leaves the live set when it is sent,
+        // whatever becomes of the request: a reconnect must not register it again (a
+        // resolver would see it pending forever).
         for (s, _) in &b.commits {
             put_u64(w, *s);
             self.live.remove(*s);
@@ -473,6 +527,13 @@ impl Driver {
         for (s, _) in &b.finishes {
             put_u64(w, *s);
             self.live.remove(*s);
+        }
+        for (s, _) in &b.decides {
+            put_u64(w, *s);
+            self.live.remove(*s);
+        }
+        for (s, _) in b.resolves.iter().chain(&b.forgets) {
+            put_u64(w, *s);
         }
         let len = (w.len() - 4) as u32;
         w[0..4].copy_from_slice(&len.to_le_bytes());
@@ -495,7 +556,7 @@ impl Driver {
             Ok::<(), std::io::Error>(())
         };
         let res = match tokio::time::timeout_at(deadline.into(), io).await {
-            Ok(Ok(())) => self.decode(seq),
+            Ok(Ok(())) => self.decode(seq, b.decides.len() + b.resolves.len()),
             Ok(Err(e)) => Err(conn_failure(format!(
                 "lost connection to GTM at {}: {e}",
                 self.shared.addr
@@ -517,8 +578,9 @@ impl Driver {
     }
 
     /// Decodes the reply in `rbuf`: the first timestamps of the begin, timestamp and
-    /// commit ranges, the horizon and the metadata version.
-    fn decode(&self, seq: u64) -> PgResult<[u64; 5]> {
+    /// commit ranges, the horizon and the metadata version; checks that the
+    /// `n_answers` decide and resolve answers follow (read by [`Driver::answer`]).
+    fn decode(&self, seq: u64, n_answers: usize) -> PgResult<[u64; 5]> {
         let mut r = Reader::new(&self.rbuf);
         let parsed = (|| {
             let kind = r.u8()?;
@@ -529,7 +591,13 @@ impl Driver {
                 )));
             }
             match kind {
-                KIND_BATCH => Ok(Ok([r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?])),
+                KIND_BATCH => {
+                    let fixed = [r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?];
+                    if r.remaining() != n_answers * 8 {
+                        return Err(violation("GTM reply does not match its batch"));
+                    }
+                    Ok(Ok(fixed))
+                }
                 KIND_ERROR => {
                     let code = static_code(r.bytes(5)?);
                     let n = r.u32()? as usize;
@@ -566,6 +634,23 @@ impl Driver {
             if let Some(tx) = tx {
                 let _ = tx.send(Ok(0));
             }
+        }
+        // The decide and resolve answers follow the fixed part (checked by `decode`).
+        let mut answers = self.rbuf[BATCH_OK_LEN..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()));
+        for ((_, tx), v) in b.decides.into_iter().zip(answers.by_ref()) {
+            let _ = tx.send(if v == DECIDE_REFUSED {
+                Err(aborted_by_resolver())
+            } else {
+                Ok(v)
+            });
+        }
+        for ((_, tx), v) in b.resolves.into_iter().zip(answers) {
+            let _ = tx.send(Ok(v));
+        }
+        for (_, tx) in b.forgets {
+            let _ = tx.send(Ok(0));
         }
     }
 }
