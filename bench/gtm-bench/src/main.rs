@@ -17,11 +17,11 @@
 //!        gtm-bench decide-mix [--duration-ms MS] [--runs R] [--workers W] [--deciders D]
 //!        gtm-bench serve --data-dir DIR --listen HOST:PORT   (used internally)
 //!
-//! `decide-mix` measures what durable commit decisions (`decide`, one fsync per batch of
-//! them) cost the short transactions that share the GTM connection: W tasks loop
-//! begin + timestamp + commit, alone, then with D tasks looping begin + decide + forget
-//! on the same client (their batches wait for the decision log's fsync), then with the
-//! D tasks on a second connection. Prints throughput and latency of each.
+//! `decide-mix` measures what durable commit decisions (`decide`, answered after the
+//! decision log's fsync) cost the short transactions that share the GTM client: W tasks
+//! loop begin + timestamp + commit, alone, then with D tasks looping begin + decide +
+//! forget on the same client, then with the D tasks on a second client. Prints
+//! throughput and latency of each.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -468,8 +468,8 @@ fn decide_mix_main(args: &[String]) {
     for run in 1..=runs {
         for (mix, decider) in [
             ("alone", None),
-            ("decides on the same connection", Some(&shared)),
-            ("decides on a second connection", Some(&second)),
+            ("decides on the same client", Some(&shared)),
+            ("decides on a second client", Some(&second)),
         ] {
             let (short, decided) = rt.block_on(async {
                 let stop = Arc::new(AtomicBool::new(false));
