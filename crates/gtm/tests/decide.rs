@@ -95,6 +95,21 @@ async fn remote_client_contract_and_forget_reaches_the_log() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_decide_fails_only_its_own_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, _oracle, _) = served(dir.path()).await;
+    let gone = c.timestamp().await.unwrap();
+    assert_eq!(c.resolve(gone).await.unwrap(), Resolution::Aborted);
+    let (a, b) = (c.begin().await.unwrap(), c.begin().await.unwrap());
+    // Queued together: one batch (or a few), answered caller by caller.
+    let (ra, rg, rb, rr) = tokio::join!(c.decide(a), c.decide(gone), c.decide(b), c.resolve(a));
+    let (ta, tb) = (ra.unwrap(), rb.unwrap());
+    assert_ne!(ta, tb);
+    assert_eq!(rg.unwrap_err().code, codes::SERIALIZATION_FAILURE);
+    assert!(matches!(rr.unwrap(), Resolution::Committed(t) if t == ta));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_held_by_another_connection_is_pending_until_it_closes() {
     let dir = tempfile::tempdir().unwrap();
     let (resolver, _oracle, addr) = served(dir.path()).await;
