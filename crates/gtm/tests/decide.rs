@@ -238,10 +238,25 @@ fn concurrent_decide_and_resolve_agree() {
             }
         });
     }
-    let c = GtmClient::local(dir.path()).unwrap();
+    let c = reopen(dir.path());
     rt.block_on(async {
         for (start, r) in outcomes {
             assert_eq!(c.resolve(start).await.unwrap(), r);
         }
     });
+}
+
+/// Opens the local GTM again once the previous one is gone. Its lock can outlive it
+/// briefly: a `gtm-server` that another test is spawning right then holds a copy of the
+/// lock file's descriptor between its fork and its exec.
+fn reopen(dir: &std::path::Path) -> GtmClient {
+    for _ in 0..100 {
+        match GtmClient::local(dir) {
+            Err(e) if e.code == codes::OBJECT_NOT_IN_PREREQUISITE_STATE => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("the GTM data directory stayed locked");
 }
