@@ -469,11 +469,27 @@ impl Driver {
     /// Waits for the next request. Meanwhile it watches the idle connection: nothing is
     /// in flight, so the GTM closing it (it stopped or restarted) or sending anything is
     /// the end of it, and the next request opens a fresh connection instead of failing on
-    /// the dead one however long after the restart it comes.
+    /// the dead one however long after the restart it comes. Without a connection, the
+    /// main lane reconnects on its own (every `reconnect_backoff`) while it has open
+    /// transactions: until they are registered again, a resolver would take them for a
+    /// gone coordinator's and abort them.
     async fn idle(&mut self) {
         let notified = self.shared.lane(self.lane).notify.notified();
         let Some(conn) = self.conn.as_mut() else {
-            notified.await;
+            let holding = self.lane == LaneKind::Main && !self.shared.live.lock().is_empty();
+            if !holding {
+                notified.await;
+                return;
+            }
+            let backoff = self.shared.opts.reconnect_backoff;
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(backoff) => {
+                    let deadline = Instant::now() + self.shared.opts.request_timeout;
+                    // A failure is retried after the next backoff (or by the next request).
+                    let _ = self.ensure_connected(deadline).await;
+                }
+            }
             return;
         };
         let ended = tokio::select! {

@@ -169,6 +169,37 @@ async fn a_decide_that_failed_is_not_reregistered_on_reconnect() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_transactions_are_registered_again_without_waiting_for_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = ServerProc::start(dir.path(), "127.0.0.1:0", 1 << 20);
+    let addr = srv.addr.to_string();
+    let coordinator = GtmClient::connect(&addr, quick()).await.unwrap();
+    let open = coordinator.begin().await.unwrap();
+    srv.kill9();
+    let srv = ServerProc::start(dir.path(), &addr, 1 << 20);
+    let resolver = GtmClient::connect(&addr, quick()).await.unwrap();
+    // The coordinator sends nothing: its client reconnects by itself and registers `open`
+    // again (a resolve now would take it for a gone coordinator's and abort it).
+    let mut registered = false;
+    for _ in 0..400 {
+        let _ = resolver.timestamp().await.unwrap(); // the horizon rides on the answer
+        if resolver.horizon() == open {
+            registered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(registered, "the open transaction was not registered again");
+    assert_eq!(resolver.resolve(open).await.unwrap(), Resolution::Pending);
+    let ts = coordinator.decide(open).await.unwrap();
+    assert_eq!(
+        resolver.resolve(open).await.unwrap(),
+        Resolution::Committed(ts)
+    );
+    drop(srv);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decisions_survive_kill9() {
     let dir = tempfile::tempdir().unwrap();
     let srv = ServerProc::start(dir.path(), "127.0.0.1:0", 1 << 20);
