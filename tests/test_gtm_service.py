@@ -8,6 +8,9 @@
    restarted on the same data directory, transactions succeed again and the invariant
    still holds; the first statement after a restart succeeds, even on a connection that
    sat idle through it.
+3. The GTM's own wire protocol, spoken by a raw client: timestamps are never reissued
+   after kill -9, and the commit decision record (decide / resolve / forget, decision
+   0029) answers as specified and keeps answered decisions across kill -9.
 
 These exercise Meridian-only commands, so they always run against the Meridian binary.
 """
@@ -144,15 +147,19 @@ def test_first_statement_after_gtm_restart_succeeds(cluster):
     assert server.is_alive()
 
 
+GTM_PROTOCOL = 3
+RESOLVED_ABORTED, RESOLVED_PENDING = 0, 2**64 - 1
+
+
 class RawGtmClient:
-    """Speaks the GTM wire format (crates/gtm/README.md, version 2) over a plain socket."""
+    """Speaks the GTM wire format (crates/gtm/README.md, version 3) over a plain socket."""
 
     def __init__(self, host, port):
         import socket
         import struct
         self.struct = struct
         self.sock = socket.create_connection((host, port), timeout=10)
-        self.sock.sendall(b"MGTM" + struct.pack("<HHI", 2, 0, 0))
+        self.sock.sendall(b"MGTM" + struct.pack("<HHI", GTM_PROTOCOL, 0, 0))
         reply = self._read(4 + 2 + 2 + 8 + 8 + 8)
         assert reply[:4] == b"MGTM", reply
         assert struct.unpack("<H", reply[6:8])[0] == 0, "handshake refused"
@@ -167,18 +174,44 @@ class RawGtmClient:
             buf += chunk
         return buf
 
-    def timestamps(self, n):
-        """n fresh timestamps (one batch)."""
+    def batch(self, begins=0, timestamps=0, commits=(), finishes=(), decides=(), resolves=(), forgets=()):
+        """One batch; returns (begin_first, ts_first, commit_first, decide answers,
+        resolve answers)."""
         s = self.struct
         self.seq += 1
-        body = bytes([1]) + s.pack("<Q", self.seq) + s.pack("<IIII", 0, n, 0, 0)
+        lists = [commits, finishes, decides, resolves, forgets]
+        body = bytes([1]) + s.pack("<Q", self.seq) + s.pack("<II", begins, timestamps)
+        body += s.pack("<IIIII", *map(len, lists))
+        for lst in lists:
+            body += b"".join(s.pack("<Q", t) for t in lst)
         self.sock.sendall(s.pack("<I", len(body)) + body)
         (length,) = s.unpack("<I", self._read(4))
         resp = self._read(length)
         assert resp[0] == 1, f"GTM error: {resp!r}"
         # seq, begin_first, ts_first, commit_first, horizon, metadata version
-        _, _, ts_first, _, _, _ = s.unpack("<QQQQQQ", resp[1:49])
+        seq, begin_first, ts_first, commit_first, _, _ = s.unpack("<QQQQQQ", resp[1:49])
+        assert seq == self.seq
+        answers = s.unpack(f"<{len(decides) + len(resolves)}Q", resp[49:])
+        return begin_first, ts_first, commit_first, answers[:len(decides)], answers[len(decides):]
+
+    def timestamps(self, n):
+        """n fresh timestamps (one batch)."""
+        ts_first = self.batch(timestamps=n)[1]
         return list(range(ts_first, ts_first + n))
+
+    def begin(self):
+        return self.batch(begins=1)[0]
+
+    def decide(self, start):
+        """The commit timestamp, or 0 if refused (recorded aborted)."""
+        return self.batch(decides=[start])[3][0]
+
+    def resolve(self, start):
+        """The commit timestamp, RESOLVED_ABORTED or RESOLVED_PENDING."""
+        return self.batch(resolves=[start])[4][0]
+
+    def forget(self, start):
+        self.batch(forgets=[start])
 
     def close(self):
         self.sock.close()
@@ -216,5 +249,53 @@ def test_meridian_gtm_never_reissues_after_kill9():
         after = c.timestamps(10)
         c.close()
         assert min(after) > highest, f"after restart the GTM issued {min(after)} <= {highest}"
+    finally:
+        finish_server(gtm)
+
+
+def test_decision_record_over_the_wire():
+    """decide / resolve / forget (decision 0029) in protocol 3, and a decision that was
+    answered survives kill -9 of the GTM."""
+    gtm = GtmServer(_new_base_dir("gtm")).start()
+    try:
+        coordinator = RawGtmClient(gtm.host, gtm.port)
+        resolver = RawGtmClient(gtm.host, gtm.port)
+
+        # Undecided and registered by nobody (its coordinator is gone): aborted, and a
+        # late decide is refused.
+        (gone,) = coordinator.timestamps(1)
+        assert resolver.resolve(gone) == RESOLVED_ABORTED
+        assert coordinator.decide(gone) == 0
+        assert resolver.resolve(gone) == RESOLVED_ABORTED
+
+        # Registered by a live connection: pending, until decided.
+        start = coordinator.begin()
+        assert resolver.resolve(start) == RESOLVED_PENDING
+        (before,) = coordinator.timestamps(1)
+        ts = coordinator.decide(start)
+        assert ts > before
+        # Deciding twice gives the same timestamp; the resolver sees it.
+        assert coordinator.decide(start) == ts
+        assert resolver.resolve(start) == ts
+
+        # Several in one batch, with a forget of the first decision.
+        a, b = coordinator.begin(), coordinator.begin()
+        _, _, _, decided, resolved = coordinator.batch(decides=[a, b], resolves=[gone, start], forgets=[start])
+        assert decided[0] > ts and decided[1] == decided[0] + 1, decided
+        assert resolved == (RESOLVED_ABORTED, ts)
+        coordinator.close()
+        resolver.close()
+
+        # The GTM dies after answering: the decisions are durable.
+        gtm.kill9()
+        gtm.start()
+        after = RawGtmClient(gtm.host, gtm.port)
+        assert after.resolve(a) == decided[0]
+        assert after.resolve(b) == decided[1]
+        assert after.decide(gone) == 0
+        assert after.resolve(gone) == RESOLVED_ABORTED
+        # Timestamps issued after the restart are above the decided ones.
+        assert after.timestamps(1)[0] > decided[1]
+        after.close()
     finally:
         finish_server(gtm)

@@ -14,7 +14,14 @@
 //!
 //! Usage: gtm-bench [--duration-ms MS] [--runs R] [--ns 32,128,...] [--workers W]
 //!                  [--requesters 1,1024,4096] [--out DIR] [--no-plot]
+//!        gtm-bench decide-mix [--duration-ms MS] [--runs R] [--workers W] [--deciders D]
 //!        gtm-bench serve --data-dir DIR --listen HOST:PORT   (used internally)
+//!
+//! `decide-mix` measures what durable commit decisions (`decide`, answered after the
+//! decision log's fsync) cost the short transactions that share the GTM client: W tasks
+//! loop begin + timestamp + commit, alone, then with D tasks looping begin + decide +
+//! forget on the same client, then with the D tasks on a second client. Prints
+//! throughput and latency of each.
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -426,6 +433,90 @@ impl Drop for ServerProc {
     }
 }
 
+fn decide_mix_main(args: &[String]) {
+    let (mut dur, mut runs, mut workers, mut deciders) = (Duration::from_secs(2), 3, 256, 16);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut v = || {
+            it.next()
+                .expect("missing value")
+                .parse::<u64>()
+                .expect("number")
+        };
+        match a.as_str() {
+            "--duration-ms" => dur = Duration::from_millis(v()),
+            "--runs" => runs = v(),
+            "--workers" => workers = v() as usize,
+            "--deciders" => deciders = v() as usize,
+            _ => panic!("unknown decide-mix argument {a}"),
+        }
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let tmp = std::env::temp_dir().join(format!("gtm-bench-decide-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let server = ServerProc::start(&tmp);
+    SERVER_PID.store(server.child.id(), Ordering::Relaxed);
+    let connect = || {
+        rt.block_on(GtmClient::connect(&server.addr, ClientOptions::default()))
+            .expect("connect to GTM")
+    };
+    let (shared, second) = (connect(), connect());
+    let warmup = Duration::from_millis(200);
+    for run in 1..=runs {
+        for (mix, decider) in [
+            ("alone", None),
+            ("decides on the same client", Some(&shared)),
+            ("decides on a second client", Some(&second)),
+        ] {
+            let (short, decided) = rt.block_on(async {
+                let stop = Arc::new(AtomicBool::new(false));
+                let count = Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let mut ds = Vec::new();
+                for _ in 0..decider.map_or(0, |_| deciders) {
+                    let (c, stop, count) = (decider.unwrap().clone(), stop.clone(), count.clone());
+                    ds.push(tokio::spawn(async move {
+                        while !stop.load(Ordering::Relaxed) {
+                            let s = c.begin().await.unwrap();
+                            black_box(c.decide(s).await.unwrap());
+                            c.forget(s).await.unwrap();
+                            count.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }));
+                }
+                let c = shared.clone();
+                let before = count.load(Ordering::Relaxed);
+                let r = run_tasks(workers, warmup, dur, move || {
+                    let c = c.clone();
+                    async move {
+                        let s = c.begin().await.unwrap();
+                        black_box(c.timestamp().await.unwrap());
+                        black_box(c.commit(s).await.unwrap());
+                    }
+                })
+                .await;
+                stop.store(true, Ordering::Relaxed);
+                for d in ds {
+                    d.await.unwrap();
+                }
+                let decided = count.load(Ordering::Relaxed) - before;
+                (r, decided as f64 / (dur + warmup).as_secs_f64())
+            });
+            eprintln!(
+                "run {run} {mix:<31} short txns {:>9.0}/s  p50 {:>8.1} us  p99 {:>8.1} us  decides {:>7.0}/s",
+                short.tput(),
+                short.hist.pct(0.5) / 1e3,
+                short.hist.pct(0.99) / 1e3,
+                decided
+            );
+        }
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 fn serve_main(args: &[String]) {
     tracing_subscriber::fmt()
         .with_writer(std::io::stdout)
@@ -496,6 +587,9 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("serve") {
         return serve_main(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some("decide-mix") {
+        return decide_mix_main(&args[1..]);
     }
     let mut cfg = Config {
         dur: Duration::from_millis(600),

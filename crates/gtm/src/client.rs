@@ -5,6 +5,10 @@
 //! sends it as one frame, waits for the reply, answers every waiter, and then takes what
 //! queued up meanwhile. Under light load a request goes out at once (no timer); under
 //! heavy load everything waiting at the same moment shares one round trip.
+//!
+//! Decides and resolves wait for the GTM's decision log fsync, so they travel on a second
+//! connection with its own driver (the decision lane): a batch of them in flight never
+//! holds back the begins and timestamps queued behind it on the main lane.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,8 +22,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, Notify};
 
 use crate::horizon::HorizonSet;
+use crate::oracle::aborted_by_resolver;
 use crate::proto::*;
-use crate::Timestamp;
+use crate::{Resolution, Timestamp};
 
 /// Options for [`crate::GtmClient::connect`].
 #[derive(Debug, Clone)]
@@ -40,12 +45,33 @@ impl Default for ClientOptions {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Op {
     Begin,
     Timestamp,
     Commit(Timestamp),
     Finish(Timestamp),
+    Decide(Timestamp),
+    Resolve(Timestamp),
+    Forget(Timestamp),
+}
+
+impl Op {
+    fn lane(self) -> LaneKind {
+        match self {
+            Op::Decide(_) | Op::Resolve(_) => LaneKind::Decisions,
+            _ => LaneKind::Main,
+        }
+    }
+}
+
+/// Which of the client's two connections a request travels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LaneKind {
+    /// Begins, timestamps, commits, finishes, forgets: never wait for an fsync.
+    Main = 0,
+    /// Decides and resolves: answered after the decision log's fsync.
+    Decisions = 1,
 }
 
 struct Pending {
@@ -55,20 +81,70 @@ struct Pending {
     tx: oneshot::Sender<PgResult<u64>>,
 }
 
-struct Shared {
-    addr: String,
-    opts: ClientOptions,
+/// A connection's request queue, worked by its own driver task.
+struct Lane {
     queue: Mutex<Vec<Pending>>,
     notify: Notify,
-    horizon: AtomicU64,
-    /// The largest metadata version any answer carried.
-    metadata_version: AtomicU64,
-    /// Whether the driver holds a working connection (for the nodes view).
+    /// Whether the driver holds a working connection.
     connected: AtomicBool,
-    closed: AtomicBool,
     /// Set (under the queue lock) when the driver task is gone (its runtime shut down or
     /// it panicked): requests then fail at once instead of waiting for nobody.
     driver_gone: AtomicBool,
+}
+
+impl Lane {
+    fn new(connected: bool) -> Lane {
+        Lane {
+            queue: Mutex::new(Vec::with_capacity(1024)),
+            notify: Notify::new(),
+            connected: AtomicBool::new(connected),
+            driver_gone: AtomicBool::new(false),
+        }
+    }
+}
+
+struct Shared {
+    addr: String,
+    opts: ClientOptions,
+    lanes: [Lane; 2],
+    horizon: AtomicU64,
+    /// The largest metadata version any answer carried.
+    metadata_version: AtomicU64,
+    closed: AtomicBool,
+    /// Start timestamps begun through this client and not yet committed, finished or
+    /// decided: sent again in the main lane's handshake after a reconnect so the horizon
+    /// keeps honouring them. A start leaves it when its commit, finish or decide is sent,
+    /// whatever becomes of the request (a decided start re-registered by a reconnect
+    /// would look pending to a resolver).
+    live: Mutex<HorizonSet>,
+}
+
+impl Shared {
+    fn lane(&self, kind: LaneKind) -> &Lane {
+        &self.lanes[kind as usize]
+    }
+
+    /// Queues a request on its lane; its answer comes on the returned receiver.
+    fn enqueue(&self, op: Op) -> PgResult<oneshot::Receiver<PgResult<u64>>> {
+        let lane = self.lane(op.lane());
+        let (tx, rx) = oneshot::channel();
+        let deadline = Instant::now() + self.opts.request_timeout;
+        let was_empty = {
+            let mut q = lane.queue.lock();
+            if lane.driver_gone.load(Ordering::Relaxed) {
+                return Err(conn_failure(
+                    "GTM client stopped (its runtime has shut down)",
+                ));
+            }
+            let was_empty = q.is_empty();
+            q.push(Pending { op, deadline, tx });
+            was_empty
+        };
+        if was_empty {
+            lane.notify.notify_one();
+        }
+        Ok(rx)
+    }
 }
 
 /// A connection to a remote GTM with a batching driver task.
@@ -87,7 +163,9 @@ impl std::fmt::Debug for RemoteClient {
 impl Drop for RemoteClient {
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);
-        self.shared.notify.notify_one();
+        for lane in &self.shared.lanes {
+            lane.notify.notify_one();
+        }
     }
 }
 
@@ -99,32 +177,32 @@ fn conn_failure(msg: impl Into<String>) -> PgError {
 }
 
 impl RemoteClient {
-    /// Connects (bounded by `opts.request_timeout`) and starts the driver task on the
-    /// current tokio runtime.
+    /// Connects the main lane (bounded by `opts.request_timeout`) and starts the driver
+    /// tasks on the current tokio runtime; the decision lane connects on first use.
     pub async fn connect(addr: &str, opts: ClientOptions) -> PgResult<RemoteClient> {
         let (conn, horizon, metadata_version) = Conn::open(addr, &opts, &[]).await?;
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
             horizon: AtomicU64::new(horizon),
             metadata_version: AtomicU64::new(metadata_version),
-            connected: AtomicBool::new(true),
             opts,
-            queue: Mutex::new(Vec::with_capacity(1024)),
-            notify: Notify::new(),
+            lanes: [Lane::new(true), Lane::new(false)],
             closed: AtomicBool::new(false),
-            driver_gone: AtomicBool::new(false),
+            live: Mutex::new(HorizonSet::new()),
         });
-        let driver = Driver {
-            shared: shared.clone(),
-            conn: Some(conn),
-            last_failure: None,
-            live: HorizonSet::new(),
-            orphans: Vec::new(),
-            seq: 0,
-            wbuf: Vec::with_capacity(4096),
-            rbuf: Vec::with_capacity(256),
-        };
-        tokio::spawn(driver.run());
+        for (lane, conn) in [(LaneKind::Main, Some(conn)), (LaneKind::Decisions, None)] {
+            let driver = Driver {
+                shared: shared.clone(),
+                lane,
+                conn,
+                last_failure: None,
+                orphans: Vec::new(),
+                seq: 0,
+                wbuf: Vec::with_capacity(4096),
+                rbuf: Vec::with_capacity(256),
+            };
+            tokio::spawn(driver.run());
+        }
         Ok(RemoteClient { shared })
     }
 
@@ -133,23 +211,7 @@ impl RemoteClient {
     /// batch it is working on, and fails requests whose deadline has passed before
     /// sending them, so each request is answered by its own deadline.
     async fn call(&self, op: Op) -> PgResult<u64> {
-        let (tx, rx) = oneshot::channel();
-        let deadline = Instant::now() + self.shared.opts.request_timeout;
-        let was_empty = {
-            let mut q = self.shared.queue.lock();
-            if self.shared.driver_gone.load(Ordering::Relaxed) {
-                return Err(conn_failure(
-                    "GTM client stopped (its runtime has shut down)",
-                ));
-            }
-            let was_empty = q.is_empty();
-            q.push(Pending { op, deadline, tx });
-            was_empty
-        };
-        if was_empty {
-            self.shared.notify.notify_one();
-        }
-        match rx.await {
+        match self.shared.enqueue(op)?.await {
             Ok(r) => r,
             Err(_) => Err(conn_failure("GTM client driver stopped")),
         }
@@ -167,6 +229,18 @@ impl RemoteClient {
     pub async fn finish(&self, start_ts: Timestamp) -> PgResult<()> {
         self.call(Op::Finish(start_ts)).await.map(|_| ())
     }
+    pub async fn decide(&self, start_ts: Timestamp) -> PgResult<Timestamp> {
+        self.call(Op::Decide(start_ts)).await
+    }
+    pub async fn resolve(&self, start_ts: Timestamp) -> PgResult<Resolution> {
+        self.call(Op::Resolve(start_ts))
+            .await
+            .map(decode_resolution)
+    }
+    /// Queues the forget for the next batch and returns: nobody waits for its answer.
+    pub fn forget(&self, start_ts: Timestamp) -> PgResult<()> {
+        self.shared.enqueue(Op::Forget(start_ts)).map(drop)
+    }
     pub fn horizon(&self) -> Timestamp {
         self.shared.horizon.load(Ordering::Acquire)
     }
@@ -174,7 +248,10 @@ impl RemoteClient {
         self.shared.metadata_version.load(Ordering::Acquire)
     }
     pub fn is_connected(&self) -> bool {
-        self.shared.connected.load(Ordering::Acquire)
+        self.shared
+            .lane(LaneKind::Main)
+            .connected
+            .load(Ordering::Acquire)
     }
 }
 
@@ -250,11 +327,9 @@ impl Conn {
 
 struct Driver {
     shared: Arc<Shared>,
+    lane: LaneKind,
     conn: Option<Conn>,
     last_failure: Option<Instant>,
-    /// Start timestamps begun through this client and not yet committed/finished: sent
-    /// again in the handshake after a reconnect so the horizon keeps honouring them.
-    live: HorizonSet,
     /// Begins whose requester gave up (timed out) before the reply: finished in the next
     /// batch so they do not hold the horizon back forever.
     orphans: Vec<Timestamp>,
@@ -265,9 +340,10 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let lane = self.shared.lane(self.lane);
         let pending = {
-            let mut q = self.shared.queue.lock();
-            self.shared.driver_gone.store(true, Ordering::Relaxed);
+            let mut q = lane.queue.lock();
+            lane.driver_gone.store(true, Ordering::Relaxed);
             std::mem::take(&mut *q)
         };
         for p in pending {
@@ -284,14 +360,33 @@ struct Batch {
     stamps: Vec<oneshot::Sender<PgResult<u64>>>,
     commits: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
     finishes: Vec<(Timestamp, Option<oneshot::Sender<PgResult<u64>>>)>,
+    decides: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
+    resolves: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
+    forgets: Vec<(Timestamp, oneshot::Sender<PgResult<u64>>)>,
 }
 
 impl Batch {
+    fn is_empty(&self) -> bool {
+        self.begins.is_empty()
+            && self.stamps.is_empty()
+            && self.commits.is_empty()
+            && self.finishes.is_empty()
+            && self.decides.is_empty()
+            && self.resolves.is_empty()
+            && self.forgets.is_empty()
+    }
+
     fn fail(self, e: &PgError) {
         for tx in self.begins.into_iter().chain(self.stamps) {
             let _ = tx.send(Err(e.clone()));
         }
-        for (_, tx) in self.commits {
+        for (_, tx) in self
+            .commits
+            .into_iter()
+            .chain(self.decides)
+            .chain(self.resolves)
+            .chain(self.forgets)
+        {
             let _ = tx.send(Err(e.clone()));
         }
         for (_, tx) in self
@@ -310,7 +405,7 @@ impl Driver {
         let mut batch = Batch::default();
         loop {
             {
-                let mut q = self.shared.queue.lock();
+                let mut q = self.shared.lane(self.lane).queue.lock();
                 std::mem::swap(&mut *q, &mut taken);
                 if taken.len() > MAX_BATCH {
                     // Keep frames bounded: the excess goes first in the next batch.
@@ -328,14 +423,23 @@ impl Driver {
             }
             let now = Instant::now();
             let mut deadline: Option<Instant> = None;
+            let mut expired_decides = Vec::new();
             for p in taken.drain(..) {
                 if p.deadline <= now {
-                    let _ = p.tx.send(Err(self.timed_out()));
                     // The caller gives up on the transaction: still unregister it, so a
-                    // timed-out commit or finish does not pin the horizon.
-                    if let Op::Commit(s) | Op::Finish(s) = p.op {
-                        batch.finishes.push((s, None));
+                    // timed-out commit, finish or decide does not pin the horizon (a
+                    // resolver may then abort the undecided transaction, as intended).
+                    // A forget needs no answer: it goes anyway.
+                    match p.op {
+                        Op::Commit(s) | Op::Finish(s) => batch.finishes.push((s, None)),
+                        Op::Decide(s) => expired_decides.push(s),
+                        Op::Forget(s) => {
+                            batch.forgets.push((s, p.tx));
+                            continue;
+                        }
+                        Op::Begin | Op::Timestamp | Op::Resolve(_) => {}
                     }
+                    let _ = p.tx.send(Err(self.timed_out()));
                     continue;
                 }
                 deadline = Some(deadline.map_or(p.deadline, |d: Instant| d.min(p.deadline)));
@@ -344,16 +448,16 @@ impl Driver {
                     Op::Timestamp => batch.stamps.push(p.tx),
                     Op::Commit(s) => batch.commits.push((s, p.tx)),
                     Op::Finish(s) => batch.finishes.push((s, Some(p.tx))),
+                    Op::Decide(s) => batch.decides.push((s, p.tx)),
+                    Op::Resolve(s) => batch.resolves.push((s, p.tx)),
+                    Op::Forget(s) => batch.forgets.push((s, p.tx)),
                 }
             }
             for s in self.orphans.drain(..) {
                 batch.finishes.push((s, None));
             }
-            if batch.begins.is_empty()
-                && batch.stamps.is_empty()
-                && batch.commits.is_empty()
-                && batch.finishes.is_empty()
-            {
+            self.release(expired_decides.into_iter());
+            if batch.is_empty() {
                 continue;
             }
             let b = std::mem::take(&mut batch);
@@ -365,11 +469,27 @@ impl Driver {
     /// Waits for the next request. Meanwhile it watches the idle connection: nothing is
     /// in flight, so the GTM closing it (it stopped or restarted) or sending anything is
     /// the end of it, and the next request opens a fresh connection instead of failing on
-    /// the dead one however long after the restart it comes.
+    /// the dead one however long after the restart it comes. Without a connection, the
+    /// main lane reconnects on its own (every `reconnect_backoff`) while it has open
+    /// transactions: until they are registered again, a resolver would take them for a
+    /// gone coordinator's and abort them.
     async fn idle(&mut self) {
-        let notified = self.shared.notify.notified();
+        let notified = self.shared.lane(self.lane).notify.notified();
         let Some(conn) = self.conn.as_mut() else {
-            notified.await;
+            let holding = self.lane == LaneKind::Main && !self.shared.live.lock().is_empty();
+            if !holding {
+                notified.await;
+                return;
+            }
+            let backoff = self.shared.opts.reconnect_backoff;
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(backoff) => {
+                    let deadline = Instant::now() + self.shared.opts.request_timeout;
+                    // A failure is retried after the next backoff (or by the next request).
+                    let _ = self.ensure_connected(deadline).await;
+                }
+            }
             return;
         };
         let ended = tokio::select! {
@@ -381,9 +501,12 @@ impl Driver {
             }),
         };
         if let Some(why) = ended {
-            tracing::info!(addr = %self.shared.addr, "GTM connection ended while idle: {why}");
+            tracing::info!(addr = %self.shared.addr, lane = ?self.lane, "GTM connection ended while idle: {why}");
             self.conn = None;
-            self.shared.connected.store(false, Ordering::Release);
+            self.shared
+                .lane(self.lane)
+                .connected
+                .store(false, Ordering::Release);
             self.last_failure = None;
         }
     }
@@ -409,7 +532,11 @@ impl Driver {
                 )));
             }
         }
-        let live: Vec<Timestamp> = self.live.to_vec();
+        // Only the main lane registers (its begins); the decision lane holds nothing.
+        let live: Vec<Timestamp> = match self.lane {
+            LaneKind::Main => self.shared.live.lock().to_vec(),
+            LaneKind::Decisions => Vec::new(),
+        };
         let opened = match tokio::time::timeout_at(
             deadline.into(),
             Conn::open_inner(&self.shared.addr, &live),
@@ -424,11 +551,16 @@ impl Driver {
         };
         match opened {
             Ok((c, h, metadata_version)) => {
-                tracing::info!(addr = %self.shared.addr, live = live.len(), "reconnected to GTM");
+                tracing::info!(addr = %self.shared.addr, lane = ?self.lane, live = live.len(), "connected to GTM");
                 self.conn = Some(c);
-                self.shared.connected.store(true, Ordering::Release);
+                self.shared
+                    .lane(self.lane)
+                    .connected
+                    .store(true, Ordering::Release);
                 self.last_failure = None;
-                self.shared.horizon.store(h, Ordering::Release);
+                if self.lane == LaneKind::Main {
+                    self.shared.horizon.store(h, Ordering::Release);
+                }
                 self.shared
                     .metadata_version
                     .fetch_max(metadata_version, Ordering::AcqRel);
@@ -441,18 +573,44 @@ impl Driver {
         }
     }
 
+    /// Sends a batch and answers its callers. Decided starts are then released on the
+    /// main lane, which holds their registrations (after the decide: until it is
+    /// recorded, the start stays registered, so a resolver sees it pending, not gone).
     async fn send_batch(&mut self, b: Batch, deadline: Instant) {
+        let res = self.exchange(&b, deadline).await;
+        // After the GTM had the decides, before their callers hear of them (so that
+        // their next requests find the starts released).
+        self.release(b.decides.iter().map(|d| d.0));
+        match res {
+            Ok(firsts) => self.answer(b, firsts),
+            Err(e) => b.fail(&e),
+        }
+    }
+
+    /// Queues finishes of `starts` on the main lane (nobody waits for them).
+    fn release(&self, starts: impl Iterator<Item = Timestamp>) {
+        for s in starts {
+            // A stopped main driver failed everything anyway: nothing left to release.
+            let _ = self.shared.enqueue(Op::Finish(s));
+        }
+    }
+
+    /// Sends the batch and receives its reply: the first timestamps of its ranges, the
+    /// horizon and the metadata version (the rest stays in `rbuf` for `answer`).
+    async fn exchange(&mut self, b: &Batch, deadline: Instant) -> PgResult<[u64; 5]> {
         if let Err(e) = self.ensure_connected(deadline).await {
             // Finishes of transactions that are gone: the server drops a closed
             // connection's registrations itself, and live ones are no longer live.
-            for (s, _) in &b.finishes {
-                self.live.remove(*s);
+            {
+                let mut live = self.shared.live.lock();
+                for (s, _) in &b.finishes {
+                    live.remove(*s);
+                }
+                for (s, _) in b.commits.iter().chain(&b.decides) {
+                    live.remove(*s);
+                }
             }
-            for (s, _) in &b.commits {
-                self.live.remove(*s);
-            }
-            b.fail(&e);
-            return;
+            return Err(e);
         }
         // Encode.
         self.seq += 1;
@@ -466,13 +624,26 @@ impl Driver {
         put_u32(w, b.stamps.len() as u32);
         put_u32(w, b.commits.len() as u32);
         put_u32(w, b.finishes.len() as u32);
-        for (s, _) in &b.commits {
-            put_u64(w, *s);
-            self.live.remove(*s);
+        put_u32(w, b.decides.len() as u32);
+        put_u32(w, b.resolves.len() as u32);
+        put_u32(w, b.forgets.len() as u32);
+        // A decided, committed or finished start leaves the live set when it is sent,
+        // whatever becomes of the request: a reconnect must not register it again (a
+        // resolver would see it pending forever).
+        {
+            let mut live = self.shared.live.lock();
+            let commits = b.commits.iter().map(|c| c.0);
+            for s in commits.chain(b.finishes.iter().map(|f| f.0)) {
+                put_u64(w, s);
+                live.remove(s);
+            }
+            for (s, _) in &b.decides {
+                put_u64(w, *s);
+                live.remove(*s);
+            }
         }
-        for (s, _) in &b.finishes {
+        for (s, _) in b.resolves.iter().chain(&b.forgets) {
             put_u64(w, *s);
-            self.live.remove(*s);
         }
         let len = (w.len() - 4) as u32;
         w[0..4].copy_from_slice(&len.to_le_bytes());
@@ -495,30 +666,31 @@ impl Driver {
             Ok::<(), std::io::Error>(())
         };
         let res = match tokio::time::timeout_at(deadline.into(), io).await {
-            Ok(Ok(())) => self.decode(seq),
+            Ok(Ok(())) => self.decode(seq, b.decides.len() + b.resolves.len()),
             Ok(Err(e)) => Err(conn_failure(format!(
                 "lost connection to GTM at {}: {e}",
                 self.shared.addr
             ))),
             Err(_) => Err(self.timed_out()),
         };
-        match res {
-            Ok(firsts) => self.answer(b, firsts),
-            Err(e) => {
-                if e.code == codes::CONNECTION_FAILURE || e.code == codes::PROTOCOL_VIOLATION {
-                    tracing::warn!("{e}");
-                    self.conn = None;
-                    self.shared.connected.store(false, Ordering::Release);
-                    self.last_failure = None; // try again at once on the next batch
-                }
-                b.fail(&e);
+        if let Err(e) = &res {
+            if e.code == codes::CONNECTION_FAILURE || e.code == codes::PROTOCOL_VIOLATION {
+                tracing::warn!("{e}");
+                self.conn = None;
+                self.shared
+                    .lane(self.lane)
+                    .connected
+                    .store(false, Ordering::Release);
+                self.last_failure = None; // try again at once on the next batch
             }
         }
+        res
     }
 
     /// Decodes the reply in `rbuf`: the first timestamps of the begin, timestamp and
-    /// commit ranges, the horizon and the metadata version.
-    fn decode(&self, seq: u64) -> PgResult<[u64; 5]> {
+    /// commit ranges, the horizon and the metadata version; checks that the
+    /// `n_answers` decide and resolve answers follow (read by [`Driver::answer`]).
+    fn decode(&self, seq: u64, n_answers: usize) -> PgResult<[u64; 5]> {
         let mut r = Reader::new(&self.rbuf);
         let parsed = (|| {
             let kind = r.u8()?;
@@ -529,7 +701,13 @@ impl Driver {
                 )));
             }
             match kind {
-                KIND_BATCH => Ok(Ok([r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?])),
+                KIND_BATCH => {
+                    let fixed = [r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?];
+                    if r.remaining() != n_answers * 8 {
+                        return Err(violation("GTM reply does not match its batch"));
+                    }
+                    Ok(Ok(fixed))
+                }
                 KIND_ERROR => {
                     let code = static_code(r.bytes(5)?);
                     let n = r.u32()? as usize;
@@ -544,16 +722,22 @@ impl Driver {
 
     /// Answers the batch's waiters from a successful reply.
     fn answer(&mut self, b: Batch, [bf, tf, cf, horizon, metadata_version]: [u64; 5]) {
-        self.shared.horizon.store(horizon, Ordering::Release);
+        // The main lane's answers alone set the horizon, in the order it moved.
+        if self.lane == LaneKind::Main {
+            self.shared.horizon.store(horizon, Ordering::Release);
+        }
         self.shared
             .metadata_version
             .fetch_max(metadata_version, Ordering::AcqRel);
-        for (i, tx) in b.begins.into_iter().enumerate() {
-            let ts = bf + i as u64;
-            if tx.send(Ok(ts)).is_ok() {
-                self.live.insert(ts);
-            } else {
-                self.orphans.push(ts);
+        if !b.begins.is_empty() {
+            let mut live = self.shared.live.lock();
+            for (i, tx) in b.begins.into_iter().enumerate() {
+                let ts = bf + i as u64;
+                if tx.send(Ok(ts)).is_ok() {
+                    live.insert(ts);
+                } else {
+                    self.orphans.push(ts);
+                }
             }
         }
         for (i, tx) in b.stamps.into_iter().enumerate() {
@@ -566,6 +750,23 @@ impl Driver {
             if let Some(tx) = tx {
                 let _ = tx.send(Ok(0));
             }
+        }
+        // The decide and resolve answers follow the fixed part (checked by `decode`).
+        let mut answers = self.rbuf[BATCH_OK_LEN..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()));
+        for ((_, tx), v) in b.decides.into_iter().zip(answers.by_ref()) {
+            let _ = tx.send(if v == DECIDE_REFUSED {
+                Err(aborted_by_resolver())
+            } else {
+                Ok(v)
+            });
+        }
+        for ((_, tx), v) in b.resolves.into_iter().zip(answers) {
+            let _ = tx.send(Ok(v));
+        }
+        for (_, tx) in b.forgets {
+            let _ = tx.send(Ok(0));
         }
     }
 }

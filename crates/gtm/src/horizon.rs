@@ -168,6 +168,11 @@ impl HorizonSet {
         None
     }
 
+    /// Whether `ts` is registered. O(log distance from the newest registration).
+    pub fn contains(&self, ts: Timestamp) -> bool {
+        matches!(self.find(ts), Some(i) if self.q[i].1 > 0) || self.extra.contains_key(&ts)
+    }
+
     /// Unregisters one registration of `ts`; false if it was not registered.
     #[inline]
     pub fn remove(&mut self, ts: Timestamp) -> bool {
@@ -314,6 +319,8 @@ mod tests {
                     _ => {}
                 }
                 assert_eq!(s.min(), m.keys().next().copied());
+                let probe = next.saturating_sub(rnd() % 64);
+                assert_eq!(s.contains(probe), m.contains_key(&probe));
                 assert_eq!(s.len(), m.len());
                 let dead = s.q.len() - s.live;
                 assert!(dead <= 64 || dead * 2 <= s.q.len() - s.first_dead);

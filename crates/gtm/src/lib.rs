@@ -3,14 +3,17 @@
 //! * [`oracle::Oracle`] issues strictly increasing 64-bit timestamps (never reissued,
 //!   even across kill -9: a high-water window is persisted ahead of use) and keeps the
 //!   GC horizon (minimum registered start timestamp) in an ordered set.
+//! * [`decisions::DecisionLog`], owned by the oracle, records the outcome of each
+//!   cross-datanode transaction durably (decide / resolve / forget, decision 0029).
 //! * [`server`] serves an oracle over TCP (wire format: `crates/gtm/README.md`).
 //! * [`GtmClient`] is what coordinators use: in-process ([`GtmClient::local`]) or remote
 //!   through a batching client ([`GtmClient::connect`]).
 //!
-//! This crate owns timestamps and the horizon only: no SQL, no rows, no storage besides
-//! its own high-water file.
+//! This crate owns timestamps, the horizon and the commit decisions only: no SQL, no
+//! rows, no storage besides its own high-water file and decision log.
 
 pub mod client;
+pub mod decisions;
 pub mod horizon;
 pub mod oracle;
 pub mod proto;
@@ -26,6 +29,14 @@ pub use oracle::{Oracle, OracleOptions};
 
 /// A GTM timestamp. 0 is never issued.
 pub type Timestamp = u64;
+
+/// Outcome of a cross-datanode transaction as the GTM records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    Committed(Timestamp),
+    Aborted,
+    Pending,
+}
 
 #[derive(Debug)]
 enum Inner {
@@ -108,6 +119,46 @@ impl GtmClient {
                 Ok(())
             }
             Inner::Remote(c) => c.finish(start_ts).await,
+        }
+    }
+
+    /// Decides to commit the transaction that started at `start`: issues its commit
+    /// timestamp (as [`GtmClient::commit`] does: above everything issued before, and
+    /// unregisters `start`) and records (start → committed at ts) durably; the answer
+    /// comes only once the record is fsynced. Idempotent: if `start` is already recorded
+    /// committed, returns that same timestamp (a retry after a lost answer). If `start`
+    /// is recorded aborted (a resolver got there first), fails with 40001 and issues
+    /// nothing. A decide that fails otherwise (08006, 58030) has an unknown outcome:
+    /// retrying it is safe.
+    pub async fn decide(&self, start: Timestamp) -> PgResult<Timestamp> {
+        match &*self.inner {
+            Inner::Local(o) => o.decide(start).await,
+            Inner::Remote(c) => c.decide(start).await,
+        }
+    }
+
+    /// What a participant holding a prepared part of `start` should do: `Committed(ts)`
+    /// or `Aborted` as recorded; `Pending` while `start` is registered at the GTM (its
+    /// coordinator holds it); otherwise (undecided and nobody holds it: the coordinator
+    /// is gone) records (start → aborted) durably and answers `Aborted`. Answers only
+    /// from durable records.
+    pub async fn resolve(&self, start: Timestamp) -> PgResult<Resolution> {
+        match &*self.inner {
+            Inner::Local(o) => o.resolve(start).await,
+            Inner::Remote(c) => c.resolve(start).await,
+        }
+    }
+
+    /// Every participant applied the commit of `start`: its record may be dropped.
+    /// Returns at once; not durable (a forgotten record that reappears after a GTM
+    /// restart is harmless), and remotely it rides on the next batch.
+    pub async fn forget(&self, start: Timestamp) -> PgResult<()> {
+        match &*self.inner {
+            Inner::Local(o) => {
+                o.forget(start);
+                Ok(())
+            }
+            Inner::Remote(c) => c.forget(start),
         }
     }
 

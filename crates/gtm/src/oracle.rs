@@ -6,6 +6,10 @@
 //! persisted limit. Registering a start timestamp is an O(1) append and unregistering
 //! an O(log d) finger search in a sorted deque ([`HorizonSet`]) under a short lock;
 //! reading the horizon is two atomic loads (O(1)).
+//!
+//! The oracle also owns the decision log ([`DecisionLog`]): `decide` issues a commit
+//! timestamp and records it in one serialized step with `resolve`'s check, and both
+//! answer only once their record is durable.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -15,8 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 
+use crate::decisions::{Decision, DecisionLog, Ticket, DEFAULT_COMPACT_MIN};
 use crate::horizon::HorizonSet;
-use crate::Timestamp;
+use crate::{Resolution, Timestamp};
 
 /// Default number of timestamps reserved (persisted) ahead of use. 2^26 ≈ 67 M: at a
 /// few million timestamps per second that is one fsync every ten seconds or so (one every
@@ -72,6 +77,8 @@ pub struct Oracle {
     /// The cluster metadata's version, published by the process that hosts the metadata
     /// beside this oracle and carried on every answer (the GTM does not read metadata).
     metadata_version: AtomicU64,
+    /// Outcomes of cross-datanode transactions (`DIR/gtm.decisions`).
+    decisions: DecisionLog,
     /// Held for the life of the oracle: an exclusive lock on `DIR/gtm.lock`.
     _lock: Option<File>,
 }
@@ -132,6 +139,7 @@ impl Oracle {
             PgError::new(codes::PROGRAM_LIMIT_EXCEEDED, "GTM timestamps exhausted")
         })?;
         write_hwm(data_dir, new_limit)?;
+        let decisions = DecisionLog::open(data_dir, DEFAULT_COMPACT_MIN)?;
         tracing::debug!(start, limit = new_limit, "GTM oracle opened");
         Ok(Oracle {
             next: AtomicU64::new(start),
@@ -145,6 +153,7 @@ impl Oracle {
             registered: Mutex::new(HorizonSet::new()),
             horizon_cache: AtomicU64::new(EMPTY),
             metadata_version: AtomicU64::new(0),
+            decisions,
             _lock: Some(lock),
         })
     }
@@ -295,6 +304,77 @@ impl Oracle {
         Ok(first)
     }
 
+    /// Decides to commit `start` (the serialized step of [`Oracle::decide`], for callers
+    /// that wait for several at once): issues its commit timestamp and records it, or
+    /// returns the recorded commit timestamp (a retry), or `None` if `start` was
+    /// recorded aborted. `held`: the caller holds a registration of `start`, released
+    /// here whatever the outcome (after issuing, as `commit_n` does). The answer may be
+    /// given once [`Oracle::wait_durable`] of the ticket returns.
+    pub fn decide_step(
+        &self,
+        start: Timestamp,
+        held: bool,
+    ) -> PgResult<(Option<Timestamp>, Ticket)> {
+        let r = self.decisions.step(start, |current| match current {
+            Some(Decision::Committed(ts)) => Ok((None, Some(ts))),
+            Some(Decision::Aborted) => Ok((None, None)),
+            None => {
+                let ts = self.issue(1)?;
+                Ok((Some(Decision::Committed(ts)), Some(ts)))
+            }
+        });
+        // Released even on error: the caller (a connection) has already forgotten it.
+        if held {
+            self.finish(std::slice::from_ref(&start));
+        }
+        r
+    }
+
+    /// What a participant holding a prepared part of `start` should do (the serialized
+    /// step of [`Oracle::resolve`]): the recorded decision; `Pending` while `start` is
+    /// registered (its coordinator holds it); otherwise records and answers `Aborted`.
+    pub fn resolve_step(&self, start: Timestamp) -> PgResult<(Resolution, Ticket)> {
+        self.decisions.step(start, |current| {
+            Ok(match current {
+                Some(Decision::Committed(ts)) => (None, Resolution::Committed(ts)),
+                Some(Decision::Aborted) => (None, Resolution::Aborted),
+                None if self.registered.lock().contains(start) => (None, Resolution::Pending),
+                None => (Some(Decision::Aborted), Resolution::Aborted),
+            })
+        })
+    }
+
+    /// Waits until the records up to `ticket` are durable (never blocks a thread).
+    pub async fn wait_durable(&self, ticket: Ticket) -> PgResult<()> {
+        self.decisions.wait(ticket).await
+    }
+
+    /// [`GtmClient::decide`](crate::GtmClient::decide) on this oracle: `start` is
+    /// registered here by the caller.
+    pub async fn decide(&self, start: Timestamp) -> PgResult<Timestamp> {
+        let (ts, ticket) = self.decide_step(start, true)?;
+        self.wait_durable(ticket).await?;
+        ts.ok_or_else(aborted_by_resolver)
+    }
+
+    /// [`GtmClient::resolve`](crate::GtmClient::resolve) on this oracle.
+    pub async fn resolve(&self, start: Timestamp) -> PgResult<Resolution> {
+        let (r, ticket) = self.resolve_step(start)?;
+        self.wait_durable(ticket).await?;
+        Ok(r)
+    }
+
+    /// Every participant applied the commit of `start`: its record may be dropped (an
+    /// aborted record is kept). Not made durable before returning.
+    pub fn forget(&self, start: Timestamp) {
+        self.decisions.forget(start);
+    }
+
+    /// The decision log (for tests and diagnostics).
+    pub fn decisions(&self) -> &DecisionLog {
+        &self.decisions
+    }
+
     #[inline]
     fn update_cache(&self, set: &HorizonSet) {
         let v = set.min().unwrap_or(EMPTY);
@@ -329,6 +409,14 @@ impl Oracle {
     pub fn registered_count(&self) -> usize {
         self.registered.lock().len()
     }
+}
+
+/// The error of a `decide` that a resolver's abort got ahead of.
+pub fn aborted_by_resolver() -> PgError {
+    PgError::new(
+        codes::SERIALIZATION_FAILURE,
+        "the transaction was aborted by the in-doubt resolver",
+    )
 }
 
 fn read_hwm(dir: &Path) -> PgResult<u64> {

@@ -1,4 +1,4 @@
-//! The GTM wire format, version 2. Documented in `crates/gtm/README.md`; keep the two in
+//! The GTM wire format, version 3. Documented in `crates/gtm/README.md`; keep the two in
 //! step. All integers are little-endian.
 //!
 //! Handshake (client first):
@@ -8,16 +8,22 @@
 //!           if status != 0: u32 len + UTF-8 message, then close.
 //! Frames after it: u32 body length, then the body.
 //!   request body:  u8 kind (1 = batch), u64 seq, u32 n_begin, u32 n_timestamp,
-//!                  u32 n_commit, u32 n_finish, n_commit × u64 start ts, n_finish × u64 start ts
+//!                  u32 n_commit, u32 n_finish, u32 n_decide, u32 n_resolve, u32 n_forget,
+//!                  then the start ts of the commits, finishes, decides, resolves and
+//!                  forgets (n × u64 each, in that order)
 //!   response body: u8 kind, u64 seq, then
 //!                  kind 1 (ok):    u64 begin_first, u64 ts_first, u64 commit_first, u64 horizon,
-//!                                  u64 metadata version
+//!                                  u64 metadata version, n_decide × u64 (commit ts, or
+//!                                  [`DECIDE_REFUSED`]), n_resolve × u64 (commit ts, or
+//!                                  [`RESOLVED_ABORTED`] / [`RESOLVED_PENDING`])
 //!                  kind 2 (error): 5 bytes SQLSTATE, u32 len + UTF-8 message
 
 use pgerror::{codes, PgError};
 
+use crate::Resolution;
+
 pub const MAGIC: &[u8; 4] = b"MGTM";
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 pub const STATUS_OK: u16 = 0;
 pub const STATUS_UNSUPPORTED_VERSION: u16 = 1;
@@ -31,8 +37,33 @@ pub const MAX_FRAME: usize = 16 << 20;
 pub const MAX_COUNT: u32 = 1 << 20;
 
 pub const HANDSHAKE_REPLY_LEN: usize = 4 + 2 + 2 + 8 + 8 + 8;
-pub const BATCH_HEADER_LEN: usize = 1 + 8 + 4 * 4;
+pub const BATCH_HEADER_LEN: usize = 1 + 8 + 7 * 4;
+/// The fixed part of an ok answer (the decide and resolve answers follow it).
 pub const BATCH_OK_LEN: usize = 1 + 8 + 8 * 5;
+
+/// A decide's answer when `start` was recorded aborted (0 is never a timestamp).
+pub const DECIDE_REFUSED: u64 = 0;
+/// A resolve's answer: recorded aborted.
+pub const RESOLVED_ABORTED: u64 = 0;
+/// A resolve's answer: undecided, and its coordinator still holds it.
+pub const RESOLVED_PENDING: u64 = u64::MAX;
+
+/// A resolve's answer on the wire.
+pub fn encode_resolution(r: Resolution) -> u64 {
+    match r {
+        Resolution::Committed(ts) => ts,
+        Resolution::Aborted => RESOLVED_ABORTED,
+        Resolution::Pending => RESOLVED_PENDING,
+    }
+}
+
+pub fn decode_resolution(v: u64) -> Resolution {
+    match v {
+        RESOLVED_ABORTED => Resolution::Aborted,
+        RESOLVED_PENDING => Resolution::Pending,
+        ts => Resolution::Committed(ts),
+    }
+}
 
 #[inline]
 pub fn put_u16(b: &mut Vec<u8>, v: u16) {

@@ -9,6 +9,7 @@ use pgerror::{codes, PgError, PgResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::decisions::Ticket;
 use crate::horizon::HorizonSet;
 use crate::oracle::{Oracle, OracleOptions};
 use crate::proto::*;
@@ -117,6 +118,8 @@ impl Server {
                 let mut conn = Connection {
                     oracle,
                     registered: HorizonSet::new(),
+                    decided: Vec::new(),
+                    resolved: Vec::new(),
                 };
                 match conn.serve(sock).await {
                     Ok(()) => tracing::debug!(%peer, "GTM client disconnected"),
@@ -158,6 +161,10 @@ async fn opens_with_magic(sock: &TcpStream) -> PgResult<bool> {
 struct Connection {
     oracle: Arc<Oracle>,
     registered: HorizonSet,
+    /// The current batch's decide answers (commit ts or [`DECIDE_REFUSED`]).
+    decided: Vec<u64>,
+    /// The current batch's resolve answers ([`encode_resolution`]).
+    resolved: Vec<u64>,
 }
 
 impl Connection {
@@ -267,23 +274,40 @@ impl Connection {
                 return Err(violation(format!("unknown GTM message kind {kind}")));
             }
             let seq = r.u64()?;
-            let n_begin = r.u32()?;
-            let n_ts = r.u32()?;
-            let n_commit = r.u32()?;
-            let n_finish = r.u32()?;
-            if n_begin > MAX_COUNT
-                || n_ts > MAX_COUNT
-                || n_commit > MAX_COUNT
-                || n_finish > MAX_COUNT
+            let counts = BatchCounts {
+                begin: r.u32()?,
+                timestamp: r.u32()?,
+                commit: r.u32()?,
+                finish: r.u32()?,
+                decide: r.u32()?,
+                resolve: r.u32()?,
+                forget: r.u32()?,
+            };
+            let listed = [
+                counts.commit,
+                counts.finish,
+                counts.decide,
+                counts.resolve,
+                counts.forget,
+            ];
+            if counts.begin > MAX_COUNT
+                || counts.timestamp > MAX_COUNT
+                || listed.iter().any(|&n| n > MAX_COUNT)
             {
                 return Err(violation("GTM batch too large"));
             }
-            if r.remaining() != (n_commit as usize + n_finish as usize) * 8 {
+            if r.remaining() != listed.iter().map(|&n| n as usize).sum::<usize>() * 8 {
                 return Err(violation("GTM batch length does not match its counts"));
             }
             out.clear();
             put_u32(&mut out, 0); // length, patched below
-            match self.apply(&mut r, n_begin, n_ts, n_commit, n_finish, &mut starts) {
+            let applied = match self.apply(&mut r, &counts, &mut starts) {
+                // Decisions are answered only once durable; other batches are not held
+                // back (the common one has none: its ticket is 0, no wait).
+                Ok((firsts, ticket)) => self.oracle.wait_durable(ticket).await.map(|()| firsts),
+                Err(e) => Err(e),
+            };
+            match applied {
                 Ok([b, t, c]) => {
                     out.push(KIND_BATCH);
                     put_u64(&mut out, seq);
@@ -292,6 +316,9 @@ impl Connection {
                     put_u64(&mut out, c);
                     put_u64(&mut out, self.oracle.horizon());
                     put_u64(&mut out, self.oracle.metadata_version());
+                    for &v in self.decided.iter().chain(&self.resolved) {
+                        put_u64(&mut out, v);
+                    }
                 }
                 Err(e) => {
                     tracing::warn!("GTM batch failed: {e}");
@@ -309,16 +336,21 @@ impl Connection {
     }
 
     /// Applies one batch. Returns the first timestamps of the begin, timestamp and commit
-    /// ranges (0 for an empty range).
+    /// ranges (0 for an empty range) and the ticket of the decision records to wait for
+    /// before answering; leaves the decide and resolve answers in `decided`/`resolved`.
     fn apply(
         &mut self,
         r: &mut Reader<'_>,
-        n_begin: u32,
-        n_ts: u32,
-        n_commit: u32,
-        n_finish: u32,
+        counts: &BatchCounts,
         starts: &mut Vec<Timestamp>,
-    ) -> PgResult<[u64; 3]> {
+    ) -> PgResult<([u64; 3], Ticket)> {
+        let &BatchCounts {
+            begin: n_begin,
+            timestamp: n_ts,
+            commit: n_commit,
+            finish: n_finish,
+            ..
+        } = counts;
         let mut res = [0u64; 3];
         if n_begin > 0 {
             let first = self.oracle.begin_n(n_begin as u64)?;
@@ -354,6 +386,36 @@ impl Connection {
             }
             self.oracle.finish(starts);
         }
-        Ok(res)
+        let mut ticket = Ticket::default();
+        self.decided.clear();
+        for _ in 0..counts.decide {
+            let ts = r.u64()?;
+            // As for commits: only this connection's own registration is released.
+            let held = self.note_unregistered(ts);
+            let (decided, t) = self.oracle.decide_step(ts, held)?;
+            self.decided.push(decided.unwrap_or(DECIDE_REFUSED));
+            ticket = ticket.max(t);
+        }
+        self.resolved.clear();
+        for _ in 0..counts.resolve {
+            let (resolution, t) = self.oracle.resolve_step(r.u64()?)?;
+            self.resolved.push(encode_resolution(resolution));
+            ticket = ticket.max(t);
+        }
+        for _ in 0..counts.forget {
+            self.oracle.forget(r.u64()?);
+        }
+        Ok((res, ticket))
     }
+}
+
+/// The request counts of a batch.
+struct BatchCounts {
+    begin: u32,
+    timestamp: u32,
+    commit: u32,
+    finish: u32,
+    decide: u32,
+    resolve: u32,
+    forget: u32,
 }
