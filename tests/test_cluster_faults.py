@@ -331,8 +331,12 @@ def lost_or_partial_commits(cluster, transfers) -> list[str]:
     wrong = sorted((k, want.get(k, 0), found.get(k, 0)) for k in want.keys() | found.keys()
                    if want.get(k, 0) != found.get(k, 0))
     if wrong:
+        keys = {k for k, _, _ in wrong}
+        suspects = [t for t in unclear + by_outcome["acknowledged"]
+                    if keys & {("accounts", t.aid), ("tellers", t.tid), ("branches", t.bid)}]
         problems.append(f"{len(wrong)} balances differ from the committed transactions' deltas "
-                        f"((table, key), expected, found), e.g. {wrong[:SHOWN]}")
+                        f"((table, key), expected, found), e.g. {wrong[:SHOWN]}; the acknowledged "
+                        f"or ambiguous transactions that wrote them: {suspects[:SHOWN]}")
     return problems
 
 
