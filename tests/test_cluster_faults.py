@@ -1,6 +1,6 @@
 """Faults under load on a cluster of processes (issue 30, acceptance 4): tpcb-like
 transactions from 16 clients over both coordinators while, at random moments, a
-datanode, a coordinator or the GTM is killed with SIGKILL three times and restarted, or
+datanode, a coordinator or the GTM is killed with SIGKILL five times and restarted, or
 a datanode is stopped with SIGSTOP for 10 s (one test per kind of fault, each on a
 fresh cluster). The clients are Python threads that tag each transaction's history row
 (``filler``) and record which COMMITs were acknowledged; errors caused by the faults are
@@ -36,7 +36,7 @@ from test_pgbench import parse_run, pgbench
 
 SCALE = 1
 CLIENTS_PER_COORDINATOR = 8
-KILLS = 3
+KILLS = 5  # acceptance asks for 3; few kills land inside a commit, so more find more
 PAUSE_SECONDS = 10
 # How long after the last restart a prepared transaction may still be in doubt.
 IN_DOUBT_SECONDS = 10
@@ -205,7 +205,7 @@ def kill_and_restart(victims, rng, note):
     """KILLS times: after a random pause SIGKILL a random victim (name, kill, start),
     then restart it after a random short delay."""
     for _ in range(KILLS):
-        time.sleep(rng.uniform(1.0, 3.0))
+        time.sleep(rng.uniform(0.5, 2.5))
         name, kill, start = rng.choice(victims)
         note(f"SIGKILL {name}")
         kill()
@@ -283,12 +283,15 @@ def balances(conn):
     return found
 
 
+def balance_keys(t: Transfer):
+    return [("accounts", t.aid), ("tellers", t.tid), ("branches", t.bid)]
+
+
 def expected_balances(committed):
     want = collections.Counter()
     for t in committed:
-        want[("accounts", t.aid)] += t.delta
-        want[("tellers", t.tid)] += t.delta
-        want[("branches", t.bid)] += t.delta
+        for k in balance_keys(t):
+            want[k] += t.delta
     return {k: v for k, v in want.items() if v != 0}
 
 
@@ -331,12 +334,13 @@ def lost_or_partial_commits(cluster, transfers) -> list[str]:
     wrong = sorted((k, want.get(k, 0), found.get(k, 0)) for k in want.keys() | found.keys()
                    if want.get(k, 0) != found.get(k, 0))
     if wrong:
-        keys = {k for k, _, _ in wrong}
-        suspects = [t for t in unclear + by_outcome["acknowledged"]
-                    if keys & {("accounts", t.aid), ("tellers", t.tid), ("branches", t.bid)}]
+        # A part committed or lost alone shows as a difference of its delta.
+        difference = {k: f - w for k, w, f in wrong}
+        suspects = [t for t in transfers
+                    if any(difference.get(k) in (t.delta, -t.delta) for k in balance_keys(t))]
         problems.append(f"{len(wrong)} balances differ from the committed transactions' deltas "
-                        f"((table, key), expected, found), e.g. {wrong[:SHOWN]}; the acknowledged "
-                        f"or ambiguous transactions that wrote them: {suspects[:SHOWN]}")
+                        f"((table, key), expected, found), e.g. {wrong[:SHOWN]}; transactions "
+                        f"whose delta is a difference: {suspects[:SHOWN]}")
     return problems
 
 
