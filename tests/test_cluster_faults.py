@@ -338,6 +338,8 @@ def lost_or_partial_commits(cluster, transfers) -> list[str]:
         difference = {k: f - w for k, w, f in wrong}
         suspects = [t for t in transfers
                     if any(difference.get(k) in (t.delta, -t.delta) for k in balance_keys(t))]
+        # An account is written by few transactions: a match there names the culprit.
+        suspects.sort(key=lambda t: difference.get(("accounts", t.aid)) not in (t.delta, -t.delta))
         problems.append(f"{len(wrong)} balances differ from the committed transactions' deltas "
                         f"((table, key), expected, found), e.g. {wrong[:SHOWN]}; transactions "
                         f"whose delta is a difference: {suspects[:SHOWN]}")
