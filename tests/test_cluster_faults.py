@@ -8,8 +8,9 @@ expected, the client reconnects to whichever coordinator is up and goes on.
 
 After the faults, with every process back:
 
-1. nothing stays in doubt: 10 s after the last restart every row can be written under a
-   short lock_timeout, reads do not hang and ``pg_prepared_xacts`` is empty;
+1. nothing stays in doubt: 10 s after the last restart every row the load may have
+   written can be written under a short lock_timeout, reads do not hang (every session
+   has a statement_timeout) and ``pg_prepared_xacts`` is empty;
 2. every acknowledged commit is present, wholly: its tag is in ``pgbench_history`` and
    every account, teller and branch balance equals the sum of the deltas of the
    transactions that committed (the acknowledged ones, and those whose COMMIT had no
