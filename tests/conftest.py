@@ -6,12 +6,14 @@ Servers
   directory on a free port.  The handle has ``host``, ``port``, ``socket_dir`` (its
   Unix-domain socket's directory), ``dsn``, ``url``,
   ``data_dir``, ``pid``, ``log_path`` and ``kill9()``, ``restart()``, ``stop()``,
-  ``is_alive()``, ``peak_rss_bytes()``.
+  ``pause()``/``resume()`` (SIGSTOP/SIGCONT), ``is_alive()``, ``peak_rss_bytes()``.
 * ``meridian_factory`` (function scope): ``meridian_factory(cache_size="32MB", ...)``
   starts a server under test with extra options; all are stopped at teardown.
 * ``target`` (module scope): one shared server under test for a whole test module.
 * ``meridian_cluster`` (function scope): a fresh cluster of processes (GTM, three
-  datanodes, a coordinator) whatever the targets, for tests of the cluster itself.
+  datanodes, two coordinators) whatever the targets, for tests of the cluster itself;
+  ``gtm``, ``datanodes`` and ``second`` are their handles, ``kill9_coordinator()`` kills
+  the first coordinator alone.
 * ``postgres`` (session scope): a real PostgreSQL 15 (fsync on, trust auth) started as a
   non-root user; used as the reference the server under test is compared with.
 
@@ -294,6 +296,14 @@ class ServerHandle:
                 break
             time.sleep(0.05)
 
+    def pause(self):
+        """SIGSTOP the server: its sockets stay open but nothing answers."""
+        self._kill_group(signal.SIGSTOP)
+
+    def resume(self):
+        """SIGCONT a server stopped with pause()."""
+        self._kill_group(signal.SIGCONT)
+
     def stop_signal(self):
         return signal.SIGTERM
 
@@ -563,6 +573,10 @@ class MeridianClusterServer(MeridianServer):
             if not m.is_alive():
                 m.start()
         return super().start()
+
+    def kill9_coordinator(self):
+        """SIGKILL the first coordinator alone; start() brings it back."""
+        super().kill9()
 
     def kill9(self):
         super().kill9()
