@@ -16,7 +16,6 @@
 These exercise Meridian-only commands, so they always run against the Meridian binary.
 """
 
-import signal
 import threading
 import time
 
@@ -155,7 +154,7 @@ def test_a_paused_datanode_holds_up_only_its_statements_and_none_past_the_timeou
     rc, out, log = pgbench(cluster, "-i", "-s", "1", "-q", timeout=600)
     assert rc == 0, log
     paused = cluster.datanodes[2]
-    paused._kill_group(signal.SIGSTOP)
+    paused.pause()
     try:
         started = time.monotonic()
         timed_out, answered = [], []
@@ -175,7 +174,7 @@ def test_a_paused_datanode_holds_up_only_its_statements_and_none_past_the_timeou
             assert timed_out and answered, (timed_out, answered)
             assert conn.execute("SELECT 1").fetchone() == (1,)
     finally:
-        paused._kill_group(signal.SIGCONT)
+        paused.resume()
     with psycopg.connect(cluster.dsn, autocommit=True) as conn:
         for aid in timed_out + answered:
             assert account_read(conn, aid) == (0,), aid

@@ -2,8 +2,8 @@
 //! timestamp (from the GTM, or from the coordinator for a prepared transaction), the
 //! commit batch with early lock release, and ending without writes.
 
-use crate::locks::{LockMode, TxnShared, TxnState};
 use crate::in_doubt;
+use crate::locks::{LockMode, TxnShared, TxnState};
 use crate::owned::loading_key;
 use crate::txn::{Increments, Txn};
 use crate::{Datanode, Inner, RelId, RowBytes, Timestamp};
@@ -345,8 +345,7 @@ pub(crate) fn park_restored(inner: &Arc<Inner>, txn: Box<Txn>) -> PreparedTxn {
         decision: decision_rx,
     };
     let inner = inner.clone();
-    let task =
-        tokio::spawn(async move { inner.commit(txn, Increments::new(), source).await });
+    let task = tokio::spawn(async move { inner.commit(txn, Increments::new(), source).await });
     PreparedTxn(Prepared::Writes {
         decision,
         task,
@@ -479,7 +478,10 @@ impl Inner {
                 (gtm.commit(start).await, Some(gtm))
             }
             CommitTs::Decided { prepared, decision } => {
-                txn.shared.set_state(TxnState::Prepared);
+                // A transaction restored at open is `Prepared` already, or `Parked` if
+                // it has a gid (`in_doubt.rs`): it stays so.
+                txn.shared
+                    .replace_state(TxnState::Active, TxnState::Prepared);
                 // The preparer may be gone (its future dropped): the decision channel
                 // then reports the abort.
                 let _ = prepared.send(());
@@ -507,9 +509,10 @@ impl Inner {
                     let removed = self
                         .store
                         .put_sys(vec![(in_doubt::record_key(start), None)], true);
-                    if let Ok(Err(e)) | Err(e) = removed.await.map_err(|_| {
-                        PgError::io("abort", "storage writer stopped")
-                    }) {
+                    if let Ok(Err(e)) | Err(e) = removed
+                        .await
+                        .map_err(|_| PgError::io("abort", "storage writer stopped"))
+                    {
                         tracing::warn!("removing an aborted prepared transaction's record: {e} (it comes back at the next start, and is resolved again)");
                     }
                 }

@@ -162,10 +162,7 @@ impl Inner {
     /// open, before any other transaction: its row locks are free.
     pub(crate) fn restore_prepared(self: &Arc<Self>) -> PgResult<Vec<Restored>> {
         let mut restored = Vec::new();
-        for (k, v) in self
-            .store
-            .meta_scan(storage::Space::Sys, PREPARED_PREFIX)?
-        {
+        for (k, v) in self.store.meta_scan(storage::Space::Sys, PREPARED_PREFIX)? {
             let start = k[PREPARED_PREFIX.len()..]
                 .try_into()
                 .map(u64::from_be_bytes)

@@ -148,19 +148,34 @@ async fn two_phase_to_the_end(
         }
     }
     if let Some(e) = failure {
-        join_all(ready.into_iter().map(|(dn, p)| async move { dn.abort_prepared(p).await })).await;
+        join_all(
+            ready
+                .into_iter()
+                .map(|(dn, p)| async move { dn.abort_prepared(p).await }),
+        )
+        .await;
         finish_at_gtm(&gtm, start).await;
         return Err(e);
     }
     let ts = match decide(&gtm, start).await {
         Ok(ts) => ts,
         Err(Undecided::Refused(e)) => {
-            join_all(ready.into_iter().map(|(dn, p)| async move { dn.abort_prepared(p).await })).await;
+            join_all(
+                ready
+                    .into_iter()
+                    .map(|(dn, p)| async move { dn.abort_prepared(p).await }),
+            )
+            .await;
             return Err(e);
         }
         Err(Undecided::Unknown(e)) => {
             // Whatever the GTM recorded, the participants' resolvers will learn it.
-            join_all(ready.into_iter().map(|(dn, p)| async move { dn.resolve_later(p).await })).await;
+            join_all(
+                ready
+                    .into_iter()
+                    .map(|(dn, p)| async move { dn.resolve_later(p).await }),
+            )
+            .await;
             return Err(PgError::new(
                 codes::TRANSACTION_RESOLUTION_UNKNOWN,
                 format!("the outcome of the transaction is unknown: the GTM did not answer its commit decision ({e}); the datanodes resolve it once the GTM answers"),
@@ -180,7 +195,11 @@ async fn two_phase_to_the_end(
     let mut all_applied = true;
     for e in applied.into_iter().filter_map(Result::err) {
         all_applied = false;
-        tracing::warn!(start, ts, "a participant did not apply a decided commit (its resolver will): {e}");
+        tracing::warn!(
+            start,
+            ts,
+            "a participant did not apply a decided commit (its resolver will): {e}"
+        );
     }
     if all_applied {
         tokio::spawn(async move {
@@ -216,7 +235,10 @@ async fn decide(gtm: &gtm::GtmClient, start: Timestamp) -> Result<Timestamp, Und
             Err(e) if e.code == codes::SERIALIZATION_FAILURE => return Err(Undecided::Refused(e)),
             Err(e) if tokio::time::Instant::now() >= deadline => return Err(Undecided::Unknown(e)),
             Err(e) => {
-                tracing::warn!(start, "recording a commit decision at the GTM: {e}; retrying");
+                tracing::warn!(
+                    start,
+                    "recording a commit decision at the GTM: {e}; retrying"
+                );
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
