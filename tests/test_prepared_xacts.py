@@ -250,33 +250,42 @@ def restart_coordinator(cluster: ServerHandle):
     cluster.start()
 
 
-def test_prepared_transaction_outlives_its_coordinator(meridian_cluster):
-    cluster = meridian_cluster
-    with psycopg.connect(cluster.dsn, autocommit=True) as c:
+def prepare_two(dsn: str):
+    """Prepares 'xa-1' (updates rows on every datanode: a two-phase part on each) and
+    'xa-2' (a delete) over a fresh table `accounts` of 31 rows."""
+    with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("create table accounts (id int primary key, balance int)")
         c.execute("insert into accounts select g, 100 from generate_series(1, 31) g")
         c.execute("begin")
-        # Rows on every datanode: a two-phase part on each.
         c.execute("update accounts set balance = balance - 1 where id <= 15")
         c.execute("update accounts set balance = balance + 1 where id between 16 and 30")
         c.execute("prepare transaction 'xa-1'")
         c.execute("begin")
         c.execute("delete from accounts where id = 31")
         c.execute("prepare transaction 'xa-2'")
-    restart_coordinator(cluster)
-    with psycopg.connect(cluster.dsn, autocommit=True) as c:
+
+
+def finish_two(dsn: str):
+    """Checks that 'xa-1' and 'xa-2' are listed, invisible and hold their locks, then
+    commits the first and rolls back the second."""
+    with psycopg.connect(dsn, autocommit=True) as c:
         listed = c.execute("select gid, owner, database from pg_prepared_xacts "
                            "order by gid").fetchall()
         assert listed == [("xa-1", "postgres", "postgres"), ("xa-2", "postgres", "postgres")]
         assert c.execute("select sum(balance), count(*) from accounts").fetchone() == (3100, 31)
         # The locks are still held: an update of a prepared row waits.
-        th, outcome = blocked_update(cluster.dsn, "update accounts set balance = 0 where id = 1")
+        th, outcome = blocked_update(dsn, "update accounts set balance = 0 where id = 1")
         time.sleep(1.0)
         assert th.is_alive() and not outcome
         c.execute("commit prepared 'xa-1'")
         th.join(30)
         assert outcome == ["UPDATE 1"]
         c.execute("rollback prepared 'xa-2'")
+        assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
+
+
+def assert_finished_two(dsn: str):
+    with psycopg.connect(dsn, autocommit=True) as c:
         assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
         rows = dict(c.execute("select id, balance from accounts").fetchall())
         assert rows == {i: 0 if i == 1 else 99 if i <= 15 else 101 if i <= 30 else 100
@@ -285,41 +294,22 @@ def test_prepared_transaction_outlives_its_coordinator(meridian_cluster):
             c.execute("commit prepared 'xa-1'")
 
 
+def test_prepared_transaction_outlives_its_coordinator(meridian_cluster):
+    prepare_two(meridian_cluster.dsn)
+    restart_coordinator(meridian_cluster)
+    finish_two(meridian_cluster.dsn)
+    assert_finished_two(meridian_cluster.dsn)
+
+
 def test_prepared_transactions_survive_kill_9_of_every_process(meridian):
     """A prepared transaction is durable (PostgreSQL keeps it in a state file): after
     kill -9 of the server (every process of a cluster) and a restart, it is listed, still
-    holds its row locks, and COMMIT PREPARED / ROLLBACK PREPARED finish it; its writes
-    were invisible until then."""
-    with psycopg.connect(meridian.dsn, autocommit=True) as c:
-        c.execute("create table durable_xa (id int primary key, balance int)")
-        c.execute("insert into durable_xa select g, 100 from generate_series(1, 31) g")
-        c.execute("begin")
-        c.execute("update durable_xa set balance = balance - 1 where id <= 15")
-        c.execute("update durable_xa set balance = balance + 1 where id between 16 and 30")
-        c.execute("prepare transaction 'xa-k1'")
-        c.execute("begin")
-        c.execute("delete from durable_xa where id = 31")
-        c.execute("prepare transaction 'xa-k2'")
+    holds its row locks, and COMMIT PREPARED / ROLLBACK PREPARED finish it; finished ones
+    stay finished across another restart."""
+    prepare_two(meridian.dsn)
     meridian.kill9()
     meridian.restart()
-    with psycopg.connect(meridian.dsn, autocommit=True) as c:
-        listed = c.execute("select gid, owner, database from pg_prepared_xacts "
-                           "order by gid").fetchall()
-        assert listed == [("xa-k1", "postgres", "postgres"), ("xa-k2", "postgres", "postgres")]
-        assert c.execute("select sum(balance), count(*) from durable_xa").fetchone() == (3100, 31)
-        th, outcome = blocked_update(meridian.dsn, "update durable_xa set balance = 0 where id = 1")
-        time.sleep(1.0)
-        assert th.is_alive() and not outcome
-        c.execute("commit prepared 'xa-k1'")
-        th.join(30)
-        assert outcome == ["UPDATE 1"]
-        c.execute("rollback prepared 'xa-k2'")
-        assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
-    # Finished ones stay finished across another restart.
+    finish_two(meridian.dsn)
     meridian.kill9()
     meridian.restart()
-    with psycopg.connect(meridian.dsn, autocommit=True) as c:
-        assert c.execute("select gid from pg_prepared_xacts").fetchall() == []
-        rows = dict(c.execute("select id, balance from durable_xa").fetchall())
-        assert rows == {i: 0 if i == 1 else 99 if i <= 15 else 101 if i <= 30 else 100
-                        for i in range(1, 32)}
+    assert_finished_two(meridian.dsn)
