@@ -11,6 +11,7 @@ use std::ops::Bound;
 struct Env {
     _dir: tempfile::TempDir,
     gtm: gtm::GtmClient,
+    datanode: std::sync::Arc<Datanode>,
     service: DatanodeService,
     rel: RelId,
 }
@@ -21,13 +22,15 @@ async fn env() -> Env {
     opts.cache_size = 32 << 20;
     let dn = Datanode::open(opts).unwrap();
     let gtm = gtm::GtmClient::local(&dir.path().join("gtm")).unwrap();
-    let service = DatanodeService::new(dn, gtm.clone());
+    dn.start_resolver(gtm.clone());
+    let service = DatanodeService::new(dn.clone(), gtm.clone());
     let Response::Id(rel) = service.handle(0, Request::CreateRel).await else {
         panic!("CreateRel")
     };
     Env {
         _dir: dir,
         gtm,
+        datanode: dn,
         service,
         rel,
     }
@@ -398,16 +401,64 @@ async fn aborted_prepared_transaction_leaves_nothing() {
     assert_eq!(err.code, codes::INVALID_TRANSACTION_STATE);
 }
 
+/// A prepared transaction of a connection that closed goes to the datanode's resolver,
+/// which waits while its start is registered at the GTM (its coordinator may still
+/// decide), and aborts it once the start is gone undecided.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_closed_connection_s_prepared_transactions_are_aborted() {
+async fn a_closed_connection_s_undecided_prepared_transaction_is_aborted_by_the_resolver() {
     let e = env().await;
     let start = e.prepared((7, 1), 1).await;
     assert_eq!(e.service.open_transactions(), 1);
     e.service.connection_closed(7).await;
-    e.gtm.finish(start).await.unwrap();
     assert_eq!(e.service.open_transactions(), 0);
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert_eq!(
+        e.datanode.in_doubt_count(),
+        1,
+        "pending while the start is registered"
+    );
+    e.gtm.finish(start).await.unwrap();
     assert!(e.lock_a_soon((8, 1)).await, "its lock was released");
+    assert_eq!(e.datanode.in_doubt_count(), 0);
     assert_eq!(e.committed(b"a").await, None);
+    assert_eq!(
+        e.gtm.resolve(start).await.unwrap(),
+        gtm::Resolution::Aborted
+    );
+}
+
+/// A commit decided at the GTM reaches a prepared transaction whose connection closed,
+/// or that its coordinator handed over (`ResolveLater`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resolver_applies_a_decided_commit() {
+    for (connection, handed_over, v) in [(7, false, 5), (9, true, 6)] {
+        let e = env().await;
+        let start = e.prepared((connection, 1), v).await;
+        if handed_over {
+            let call = TxnCall::ResolveLater;
+            assert_eq!(
+                e.call((connection, 1), false, vec![], call).await,
+                Response::Done
+            );
+        } else {
+            e.service.connection_closed(connection).await;
+        }
+        let ts = e.gtm.decide(start).await.unwrap();
+        assert!(
+            e.lock_a_soon((connection + 1, 1)).await,
+            "its lock was released"
+        );
+        assert_eq!(
+            e.call((connection + 1, 1), false, vec![], TxnCall::Abort)
+                .await,
+            Response::Done
+        );
+        assert_eq!(e.committed(b"a").await, Some(row(v)));
+        assert_eq!(
+            e.gtm.resolve(start).await.unwrap(),
+            gtm::Resolution::Committed(ts)
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
