@@ -118,7 +118,10 @@ impl RemoteDatanode {
 
     /// `call` of the transaction, with its begin (if not sent yet) and queued writes.
     pub async fn txn_call(&self, txn: &RemoteTxn, call: TxnCall) -> PgResult<Response> {
-        let request = txn.request(call);
+        let request = match call.is_plain_read() {
+            true => txn.read_request(call),
+            false => txn.request(call),
+        };
         let reply = self.link.call(request).await;
         match reply? {
             Response::Error(e) => Err(e.into()),
@@ -240,7 +243,9 @@ impl RemoteDatanode {
                 Err(e) => Err(e),
             }
         };
-        gtm.finish(txn.start_ts).await?;
+        // Nothing here needs the GTM's answer: the start only stops holding back the GC
+        // horizon.
+        gtm.finish_later(txn.start_ts);
         result
     }
 
@@ -260,9 +265,7 @@ impl RemoteDatanode {
                 }
             });
         }
-        if let Err(e) = gtm.finish(start_ts).await {
-            tracing::warn!("finishing an aborted transaction at the GTM: {e}");
-        }
+        gtm.finish_later(start_ts);
     }
 
     /// Prepares the transaction there (with its begin and queued writes, if not sent yet).
@@ -417,12 +420,32 @@ impl RemoteTxn {
                 Isolation::ReadCommitted => proto::Isolation::ReadCommitted,
                 Isolation::RepeatableRead => proto::Isolation::RepeatableRead,
             },
+            transient: false,
         }
     }
 
     /// The request for `call`, taking the queued writes (and the begin, the first time).
     fn request(&self, call: TxnCall) -> Request {
         self.take_request(call, false)
+    }
+
+    /// The request for a plain read: transient (`proto::Begin::transient`) while nothing
+    /// of the transaction is on the datanode or queued for it, else as `request`.
+    fn read_request(&self, call: TxnCall) -> Request {
+        let pending = self.pending.lock();
+        if pending.begun || !pending.queued.is_empty() {
+            drop(pending);
+            return self.request(call);
+        }
+        Request::Txn(TxnRequest {
+            txn: self.id,
+            begin: Some(proto::Begin {
+                transient: true,
+                ..self.begin_message()
+            }),
+            queued: Vec::new(),
+            call,
+        })
     }
 
     /// A request for `call` with the queued writes; with the begin if it was not sent

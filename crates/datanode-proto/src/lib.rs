@@ -112,6 +112,11 @@ pub struct TxnRequest {
 pub struct Begin {
     pub start_ts: Timestamp,
     pub isolation: Isolation,
+    /// The request is a read (`Get`, `ScanPage`) of a transaction that has nothing on the
+    /// datanode: it runs in a transaction of its own that ends with the answer, and the
+    /// datanode keeps nothing (a later request of the transaction begins it for real). A
+    /// read-only transaction thus costs one request per read, and nothing at its end.
+    pub transient: bool,
 }
 
 /// A write that answers nothing, sent with the transaction's next request.
@@ -208,6 +213,14 @@ pub enum TxnCall {
     /// The coordinator of a prepared transaction cannot learn its outcome (it lost the
     /// GTM while deciding): the datanode's resolver asks the GTM for it. Answers `Done`.
     ResolveLater,
+}
+
+impl TxnCall {
+    /// A read that needs nothing of its transaction on the datanode but its snapshot
+    /// (no own writes, no locks): what `Begin::transient` may carry.
+    pub fn is_plain_read(&self) -> bool {
+        matches!(self, TxnCall::Get { .. } | TxnCall::ScanPage { .. })
+    }
 }
 
 /// A transaction prepared under a gid, as `pg_prepared_xacts` shows it

@@ -162,20 +162,19 @@ impl DatanodeService {
             queued,
             call,
         } = request;
+        // A transient begin comes only with a transaction's first request: nothing of it is
+        // here.
+        if let Some(b) = begin.filter(|b| b.transient && queued.is_empty() && call.is_plain_read())
+        {
+            return self.run_transient(b, call).await;
+        }
         let id = (connection, txn);
         let slot = {
             let mut txns = self.txns.lock();
             match (txns.get(&id), begin) {
                 (Some(slot), _) => slot.clone(),
                 (None, Some(b)) => {
-                    let isolation = match b.isolation {
-                        proto::Isolation::ReadCommitted => Isolation::ReadCommitted,
-                        proto::Isolation::RepeatableRead => Isolation::RepeatableRead,
-                    };
-                    // The coordinator registered the start timestamp at the GTM and
-                    // finishes it there itself.
-                    let mut txn = self.datanode.begin(b.start_ts, isolation);
-                    txn.registered_by_caller();
+                    let txn = self.begin(b);
                     let slot = Arc::new(tokio::sync::Mutex::new(TxnSlot {
                         txn: Some(txn),
                         ..TxnSlot::default()
@@ -197,6 +196,32 @@ impl DatanodeService {
         let result = self.run_in(&mut slot, queued, call).await;
         if slot.txn.is_none() && slot.prepared.is_none() {
             self.txns.lock().remove(&id);
+        }
+        result
+    }
+
+    /// The transaction's part here. The coordinator registered the start timestamp at
+    /// the GTM and finishes it there itself.
+    fn begin(&self, b: proto::Begin) -> Box<Txn> {
+        let isolation = match b.isolation {
+            proto::Isolation::ReadCommitted => Isolation::ReadCommitted,
+            proto::Isolation::RepeatableRead => Isolation::RepeatableRead,
+        };
+        let mut txn = self.datanode.begin(b.start_ts, isolation);
+        txn.registered_by_caller();
+        txn
+    }
+
+    /// A read of a transaction that keeps nothing here (`proto::Begin::transient`): in a
+    /// transaction of its own, ended with the answer.
+    async fn run_transient(&self, b: proto::Begin, call: TxnCall) -> PgResult<Response> {
+        let mut slot = TxnSlot {
+            txn: Some(self.begin(b)),
+            ..TxnSlot::default()
+        };
+        let result = self.run_in(&mut slot, Vec::new(), call).await;
+        if let Some(txn) = slot.txn.take() {
+            self.datanode.abort(txn, &self.gtm).await; // it holds nothing
         }
         result
     }

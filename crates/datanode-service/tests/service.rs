@@ -54,6 +54,7 @@ impl Env {
             Some(Begin {
                 start_ts: self.gtm.begin().await.unwrap(),
                 isolation: Isolation::ReadCommitted,
+                transient: false,
             })
         } else {
             None
@@ -82,6 +83,7 @@ impl Env {
         let begin = Some(Begin {
             start_ts,
             isolation: Isolation::ReadCommitted,
+            transient: false,
         });
         let request = Request::Txn(TxnRequest {
             txn,
@@ -573,4 +575,57 @@ async fn a_lock_wait_is_an_edge_and_cancel_waits_ends_it_with_40p01() {
         detail: String::new(),
     };
     assert_eq!(e.service.handle(0, again).await, Response::Cancelled(false));
+}
+
+/// A transaction's first request that is a plain read may be transient: answered in a
+/// transaction of its own, leaving nothing open; the same transaction begins for real with
+/// a later request. A transient read waits for a prepared writer as any read does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transient_read_leaves_nothing_open() {
+    let e = std::sync::Arc::new(env().await);
+    let start = e.prepared((1, 1), 7).await;
+    let transient_get = |snapshot| {
+        let e = e.clone();
+        async move {
+            let request = Request::Txn(TxnRequest {
+                txn: 1,
+                begin: Some(Begin {
+                    start_ts: snapshot,
+                    isolation: Isolation::ReadCommitted,
+                    transient: true,
+                }),
+                queued: vec![],
+                call: TxnCall::Get {
+                    rel: e.rel,
+                    key: b"a".to_vec(),
+                    snapshot,
+                    presence_only: false,
+                },
+            });
+            e.service.handle(2, request).await
+        }
+    };
+    let reading = tokio::spawn(transient_get(e.gtm.begin().await.unwrap()));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!reading.is_finished(), "it waits for the prepared writer");
+    let ts = e.gtm.decide(start).await.unwrap();
+    let call = TxnCall::CommitPrepared { ts };
+    assert_eq!(
+        e.call((1, 1), false, vec![], call).await,
+        Response::Committed(ts)
+    );
+    // Committed above the reader's snapshot: it waited to learn that, and sees nothing.
+    assert_eq!(reading.await.unwrap(), Response::Row(None));
+    assert_eq!(e.service.open_transactions(), 0);
+    // Transaction 1 of connection 2 read transiently: a later request begins it.
+    let lock = TxnCall::LockRow {
+        rel: e.rel,
+        key: b"a".to_vec(),
+    };
+    let begun_at = e.gtm.begin().await.unwrap();
+    assert_eq!(
+        e.call_at((2, 1), begun_at, vec![], lock).await,
+        Response::Row(Some(row(7)))
+    );
+    assert_eq!(e.service.open_transactions(), 1);
 }

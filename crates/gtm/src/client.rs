@@ -237,6 +237,10 @@ impl RemoteClient {
             .await
             .map(decode_resolution)
     }
+    /// Queues the finish for the next batch and returns: nobody waits for its answer.
+    pub fn finish_later(&self, start_ts: Timestamp) -> PgResult<()> {
+        self.shared.enqueue(Op::Finish(start_ts)).map(drop)
+    }
     /// Queues the forget for the next batch and returns: nobody waits for its answer.
     pub fn forget(&self, start_ts: Timestamp) -> PgResult<()> {
         self.shared.enqueue(Op::Forget(start_ts)).map(drop)

@@ -162,6 +162,22 @@ impl GtmClient {
         }
     }
 
+    /// `finish` without waiting for the GTM's answer (remote: queued for the next batch;
+    /// a failure is only logged): for ends whose caller has nothing to do with the
+    /// answer, such as a read-only transaction's.
+    pub fn finish_later(&self, start_ts: Timestamp) {
+        let queued = match &*self.inner {
+            Inner::Local(o) => {
+                o.finish(std::slice::from_ref(&start_ts));
+                Ok(())
+            }
+            Inner::Remote(c) => c.finish_later(start_ts),
+        };
+        if let Err(e) = queued {
+            tracing::warn!("finishing a transaction at the GTM: {e}");
+        }
+    }
+
     /// Whether the GTM is reachable as far as this client knows: its connection is up
     /// (always, in process).
     pub fn is_connected(&self) -> bool {
