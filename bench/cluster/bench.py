@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """pgbench on a Meridian cluster: PostgreSQL 15, `meridian start` (embedded) and Meridian as
-separate processes (`meridian gtm`, `--datanodes N` × `meridian datanode`, and a
-coordinator `meridian start --gtm G --datanode D1,…`, tables spread over the datanodes),
-side by side on this machine.
+separate processes (`meridian gtm`, `--datanodes N` × `meridian datanode`, and
+`meridian coordinator --gtm G --datanodes N`, tables spread over the datanodes), side by
+side on this machine.
 
     bench/cluster/bench.py [--scale 10] [--clients 8,32] [--seconds 10] [--runs 2] [--datanodes 2]
 
