@@ -82,11 +82,11 @@ impl Datanodes {
 /// Prepares every writer, records the decision to commit at the GTM (the commit point),
 /// and commits them at its timestamp; aborts them all if any fails to prepare.
 ///
-/// A prepare applies the part's deferred increments under exclusive row locks, held
-/// until the commit. Taken on every datanode at once, two transactions incrementing the
-/// same rows on two datanodes could each hold one and wait for the other: parts with
-/// increments are therefore prepared one after another in datanode order (the same for
-/// everyone), the rest at once.
+/// A prepared part must be able to commit, so its deferred increments are applied
+/// before, under exclusive row locks held until the commit. Taken on every datanode at
+/// once, two transactions incrementing the same rows on two datanodes could each hold one
+/// and wait for the other: they are applied one datanode after another in datanode order
+/// (the same for everyone).
 ///
 /// Runs in a task of its own, to the end, even if its caller stops waiting (a statement
 /// timeout, a cancel, a client gone): a commit left between its prepare and its outcome
@@ -108,39 +108,40 @@ async fn two_phase(
 }
 
 async fn two_phase_to_the_end(
-    writers: Vec<(DatanodeClient, DatanodeTxn)>,
+    mut writers: Vec<(DatanodeClient, DatanodeTxn)>,
     start: Timestamp,
     gtm: gtm::GtmClient,
 ) -> PgResult<Timestamp> {
-    let (ordered, free): (Vec<_>, Vec<_>) = writers
-        .into_iter()
-        .partition(|(_, part)| part.has_increments());
+    // Increments are applied first, one datanode after another in datanode order (the
+    // writers' order): that is when their rows' exclusive locks are taken. Then every part
+    // is prepared at once (a prepare takes no more locks), so those rows stay locked for one
+    // round of durable prepares rather than one per datanode.
     let mut failure = None;
-    let mut ready = Vec::with_capacity(ordered.len() + free.len());
-    for (dn, part) in ordered {
-        if failure.is_some() {
-            dn.abort(part, &gtm).await;
-            continue;
-        }
-        match dn.prepare(part).await {
-            Ok(p) => ready.push((dn, p)),
-            Err(e) => failure = Some(e),
+    for (dn, part) in writers.iter_mut().filter(|(_, part)| part.has_increments()) {
+        if let Err(e) = dn.apply_increments(part).await {
+            failure = Some(e);
+            break;
         }
     }
-    let prepared = if failure.is_some() {
-        join_all(free.into_iter().map(|(dn, part)| {
-            let gtm = &gtm;
-            async move { dn.abort(part, gtm).await }
-        }))
-        .await;
-        Vec::new()
-    } else {
-        join_all(
-            free.into_iter()
-                .map(|(dn, part)| async move { (dn.prepare(part).await, dn) }),
-        )
-        .await
+    let prepared = match failure {
+        Some(_) => {
+            join_all(writers.into_iter().map(|(dn, part)| {
+                let gtm = &gtm;
+                async move { dn.abort(part, gtm).await }
+            }))
+            .await;
+            Vec::new()
+        }
+        None => {
+            join_all(
+                writers
+                    .into_iter()
+                    .map(|(dn, part)| async move { (dn.prepare(part).await, dn) }),
+            )
+            .await
+        }
     };
+    let mut ready = Vec::with_capacity(prepared.len());
     for (p, dn) in prepared {
         match p {
             Ok(p) => ready.push((dn, p)),
