@@ -12,7 +12,9 @@ alternation within each round. Reported per cell: median TPS, and the servers' C
 per 1,000 transactions (every process of the system summed: user + system time, read
 from /proc before and after the run, PostgreSQL's exited backends through the
 postmaster's reaped-children times), which is the cost of the coordinator-datanode hop
-that TPS alone hides on a 2-CPU machine. Writes bench/results/cluster.md.
+that TPS alone hides on a 2-CPU machine. Writes bench/results/cluster.md, and with
+matplotlib (`target/pgbench-bench-venv/bin/python bench/cluster/bench.py`) the chart
+bench/results/cluster.png.
 """
 from __future__ import annotations
 
@@ -248,9 +250,38 @@ def write_report(args, clients, systems, results):
             tps = [f"{statistics.median(t for t, _ in cell):.0f}" if cell else "" for cell in cells]
             ms = [f"{statistics.median(m for _, m in cell):.0f}" if cell else "" for cell in cells]
             lines.append(f"| {workload} | {c} | " + " | ".join(tps) + " | " + " | ".join(ms) + " |")
+    if chart(clients, systems, results, ROOT / "bench" / "results" / "cluster.png"):
+        lines += ["", "![TPS and CPU per transaction](cluster.png)"]
     out = ROOT / "bench" / "results" / "cluster.md"
     out.write_text("\n".join(lines) + "\n")
     print(out.read_text())
+
+
+def chart(clients, systems, results, dst: Path) -> bool:
+    """Median TPS and CPU per 1,000 transactions, one bar per system, per workload and
+    client count; False (and a message) without matplotlib (e.g. use
+    target/pgbench-bench-venv, which bench/pgbench-vs-postgres/run.sh creates)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no chart")
+        return False
+    cells = [(w, c) for w in ("select-only", "tpcb-like") for c in clients]
+    fig, axes = plt.subplots(2, len(cells), figsize=(3.6 * len(cells), 6.4), squeeze=False)
+    for col, (w, c) in enumerate(cells):
+        for row, (index, label) in enumerate(((0, "TPS"), (1, "server CPU ms / 1k txn"))):
+            ax = axes[row][col]
+            values = [statistics.median(v[index] for v in results.get((s.name, w, c), [(0, 0)]))
+                      for s in systems]
+            ax.bar(range(len(systems)), values, color=["tab:orange", "tab:blue", "tab:green"])
+            ax.set_xticks(range(len(systems)))
+            ax.set_xticklabels(["PostgreSQL 15", "embedded", "cluster"], fontsize=8)
+            ax.set_title(f"{w}, {c} clients: {label}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(dst, dpi=100)
+    return True
 
 
 if __name__ == "__main__":
