@@ -4,7 +4,7 @@
 //! prepared parts at it.
 
 use crate::datanodes::{ClusterTxn, Datanodes};
-use datanode_client::{DatanodeClient, DatanodeTxn, Timestamp};
+use datanode_client::{DatanodeClient, DatanodeTxn, PreparedTxn, Timestamp};
 use futures::future::{join_all, BoxFuture, Either};
 use pgerror::{codes, PgError, PgResult};
 use std::future::Future;
@@ -149,24 +149,14 @@ async fn two_phase_to_the_end(
         }
     }
     if let Some(e) = failure {
-        join_all(
-            ready
-                .into_iter()
-                .map(|(dn, p)| async move { dn.abort_prepared(p).await }),
-        )
-        .await;
+        abort_prepared(ready).await;
         finish_at_gtm(&gtm, start).await;
         return Err(e);
     }
     let ts = match decide(&gtm, start).await {
         Ok(ts) => ts,
         Err(Undecided::Refused(e)) => {
-            join_all(
-                ready
-                    .into_iter()
-                    .map(|(dn, p)| async move { dn.abort_prepared(p).await }),
-            )
-            .await;
+            abort_prepared(ready).await;
             return Err(e);
         }
         Err(Undecided::Unknown(e)) => {
@@ -210,6 +200,16 @@ async fn two_phase_to_the_end(
         });
     }
     Ok(ts)
+}
+
+/// Aborts every prepared part.
+async fn abort_prepared(ready: Vec<(DatanodeClient, PreparedTxn)>) {
+    join_all(
+        ready
+            .into_iter()
+            .map(|(dn, p)| async move { dn.abort_prepared(p).await }),
+    )
+    .await;
 }
 
 /// Why `decide` gave no commit timestamp.
