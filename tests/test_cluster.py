@@ -90,10 +90,15 @@ def test_readers_never_see_part_of_a_cross_datanode_commit(cluster, tmp_path):
     script.write_text(SMALL_TPCB)
     checked = threading.Event()
     processed = []
+    loader_errors = []
 
     def load(server):
-        while not checked.is_set():
-            processed.append(run_tpcb(server, 4, 5, "-f", str(script)))
+        try:
+            while not checked.is_set():
+                processed.append(run_tpcb(server, 4, 5, "-f", str(script)))
+        except BaseException as e:  # re-raised below: a failed run must fail the test
+            loader_errors.append(e)
+            checked.set()
 
     loaders = [threading.Thread(target=load, args=(s,)) for s in (cluster, cluster.second)]
     for loader in loaders:
@@ -101,7 +106,7 @@ def test_readers_never_see_part_of_a_cross_datanode_commit(cluster, tmp_path):
     checks = {"repeatable read": 0, "read committed": 0}
     try:
         with psycopg.connect(cluster.second.dsn, autocommit=True) as conn:
-            while min(checks.values()) < CHECKS:
+            while min(checks.values()) < CHECKS and not checked.is_set():
                 with conn.transaction():
                     conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                     a, b, t, h = conn.execute(SUMS).fetchone()
@@ -114,6 +119,8 @@ def test_readers_never_see_part_of_a_cross_datanode_commit(cluster, tmp_path):
         checked.set()
         for loader in loaders:
             loader.join()
+    if loader_errors:
+        raise loader_errors[0]
     assert len(processed) >= 2 and all(p > 0 for p in processed), processed
     assert_invariant(cluster, expect_history=sum(processed))
 
