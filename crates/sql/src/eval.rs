@@ -4,6 +4,7 @@ use crate::functions::{eval_pure, ScalarFunc};
 use crate::plan::{Expr, Query, SubqueryKind};
 use crate::subquery::SubqueryResult;
 use pgerror::{codes, PgError, PgResult};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use types::ops::{self, BinaryOp};
 use types::Value;
@@ -61,7 +62,7 @@ impl<'a> EvalCtx<'a> {
             }
             Expr::Binary {
                 op, left, right, ..
-            } => binary(*op, &self.eval(left, row)?, &self.eval(right, row)?)?,
+            } => binary(*op, &*self.operand(left, row)?, &*self.operand(right, row)?)?,
             Expr::Unary { op, operand, .. } => {
                 let v = self.eval(operand, row)?;
                 if v.is_null() {
@@ -91,7 +92,7 @@ impl<'a> EvalCtx<'a> {
                 None => Value::Null,
             },
             Expr::IsNull { operand, negated } => {
-                Value::Bool(self.eval(operand, row)?.is_null() != *negated)
+                Value::Bool(self.operand(operand, row)?.is_null() != *negated)
             }
             Expr::IsDistinctFrom {
                 left,
@@ -205,6 +206,21 @@ impl<'a> EvalCtx<'a> {
         })
     }
 
+    /// The value of `expr` where an operator only reads it: a column, constant or
+    /// parameter borrowed where it is (no clone of a string per row and per operand,
+    /// and no drop after), anything else evaluated.
+    pub fn operand<'v>(&'v self, expr: &'v Expr, row: &'v [Value]) -> PgResult<Cow<'v, Value>> {
+        const NULL: &Value = &Value::Null;
+        Ok(Cow::Borrowed(match expr {
+            Expr::Column {
+                depth: 0, index, ..
+            } => row.get(*index).unwrap_or(NULL),
+            Expr::Const(v, _) => v,
+            Expr::Param { index, .. } => self.params.get(*index).unwrap_or(NULL),
+            _ => return self.eval(expr, row).map(Cow::Owned),
+        }))
+    }
+
     /// Evaluate a boolean expression: Some(bool), or None for NULL.
     pub fn eval_bool(&self, expr: &Expr, row: &[Value]) -> PgResult<Option<bool>> {
         match self.eval(expr, row)? {
@@ -229,7 +245,7 @@ impl<'a> EvalCtx<'a> {
         let result = self.env.subquery(plan, kind, self.outer, row)?;
         Ok(match (kind, result.as_ref()) {
             (SubqueryKind::In { left, negated }, SubqueryResult::Set(set)) => {
-                set.contains(&self.eval(left, row)?, *negated)
+                set.contains(&*self.operand(left, row)?, *negated)
             }
             (
                 SubqueryKind::Quantified { op, left, all },
