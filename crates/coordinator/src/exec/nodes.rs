@@ -18,6 +18,7 @@ use spill::row_size;
 use sql::eval::EvalCtx;
 use sql::plan::*;
 use sql::TableDef;
+use std::collections::hash_map::Entry;
 use std::ops::Bound;
 use std::sync::Arc;
 use types::ops::{self, BinaryOp};
@@ -83,6 +84,7 @@ fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used
                 ex,
                 input,
                 exprs,
+                columns: distinct_columns(exprs),
                 outer,
             })
         }
@@ -571,7 +573,40 @@ struct ProjectNode<'e> {
     ex: &'e Executor<'e>,
     input: BoxNode<'e>,
     exprs: &'e [Expr],
+    /// When every expression is a different column of the input row: their positions,
+    /// whose values are moved into the output row instead of evaluated and cloned.
+    columns: Option<Vec<usize>>,
     outer: Outer,
+}
+
+/// The positions of `exprs` in the input row if each is a column of it and none repeats.
+fn distinct_columns(exprs: &[Expr]) -> Option<Vec<usize>> {
+    let mut columns = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        match e {
+            Expr::Column {
+                depth: 0, index, ..
+            } if !columns.contains(index) => columns.push(*index),
+            _ => return None,
+        }
+    }
+    Some(columns)
+}
+
+/// The row of the values at `columns` (distinct positions) of `row`, moved out of it;
+/// the leading columns in order are the row itself, shortened.
+fn move_columns(mut row: Row, columns: &[usize]) -> Row {
+    if columns.iter().enumerate().all(|(i, &c)| i == c) && columns.len() <= row.len() {
+        row.truncate(columns.len());
+        return row;
+    }
+    columns
+        .iter()
+        .map(|&c| {
+            row.get_mut(c)
+                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null))
+        })
+        .collect()
 }
 
 impl Node for ProjectNode<'_> {
@@ -580,6 +615,14 @@ impl Node for ProjectNode<'_> {
             let Some(batch) = self.input.next().await? else {
                 return Ok(None);
             };
+            if let Some(columns) = &self.columns {
+                return Ok(Some(
+                    batch
+                        .into_iter()
+                        .map(|r| move_columns(r, columns))
+                        .collect(),
+                ));
+            }
             let mut out = Vec::with_capacity(batch.len());
             for r in batch {
                 out.push(eval_row(self.ex, &self.outer, self.exprs, &r).await?);
@@ -791,6 +834,9 @@ struct JoinNode<'e> {
     lateral: bool,
     /// Equalities of the condition usable as hash keys: (left side, right side).
     hash_keys: Vec<(&'e Expr, &'e Expr)>,
+    /// When every hash key is a column on both sides: their positions in a left row and
+    /// in a right row, read in place without the evaluator (`column_key`).
+    key_columns: Option<(Vec<usize>, Vec<usize>)>,
     /// Whether rows of equal hash keys satisfy the condition without evaluating it
     /// (`keys_decide`).
     keys_decide: bool,
@@ -826,13 +872,15 @@ impl Buckets {
     /// Adds row `position` (the next one: positions ascend from 0) under `key`.
     fn push(&mut self, key: Vec<u8>, position: usize) {
         self.next.push(END);
-        match self.ends.get_mut(&key) {
-            Some((_, last)) => {
+        // one lookup for a new key as for a known one
+        match self.ends.entry(key) {
+            Entry::Occupied(mut ends) => {
+                let (_, last) = ends.get_mut();
                 self.next[*last] = position;
                 *last = position;
             }
-            None => {
-                self.ends.insert(key, (position, position));
+            Entry::Vacant(slot) => {
+                slot.insert((position, position));
             }
         }
     }
@@ -890,6 +938,7 @@ impl<'e> JoinNode<'e> {
             on.map(|on| equi_keys(on, left_width)).unwrap_or_default()
         };
         let keys_decide = on.is_some_and(|on| keys_decide(on, &hash_keys));
+        let key_columns = key_columns(&hash_keys, left_width);
         JoinNode {
             ex,
             outer,
@@ -901,6 +950,7 @@ impl<'e> JoinNode<'e> {
             on,
             lateral,
             hash_keys,
+            key_columns,
             keys_decide,
             inner: None,
             pending: Vec::new().into_iter(),
@@ -926,11 +976,17 @@ impl<'e> JoinNode<'e> {
                     rows.push(r);
                     continue;
                 }
-                // the row's values moved behind the NULLs and back: no clone of them
-                padded.append(&mut r);
-                let key = hash_key(ex, &self.outer, &self.hash_keys, &padded, false).await;
-                r.extend(padded.drain(self.left_width..));
-                let Some(key) = key? else {
+                let key = match &self.key_columns {
+                    Some((_, right)) => column_key(&r, right),
+                    None => {
+                        // the row's values moved behind the NULLs and back: no clone of them
+                        padded.append(&mut r);
+                        let key = hash_key(ex, &self.outer, &self.hash_keys, &padded, false).await;
+                        r.extend(padded.drain(self.left_width..));
+                        key?
+                    }
+                };
+                let Some(key) = key else {
                     continue; // a NULL key matches nothing, and inner rows are never NULL-extended
                 };
                 if spilled.is_none() && self.held.bytes() > work_mem {
@@ -965,7 +1021,7 @@ impl<'e> JoinNode<'e> {
         let mut left = std::mem::replace(&mut self.left, Box::new(Rows::new(Vec::new(), None)));
         while let Some(batch) = left.next().await? {
             for l in batch {
-                let key = hash_key(ex, &self.outer, &self.hash_keys, &l, true)
+                let key = left_key(ex, &self.outer, &self.hash_keys, &self.key_columns, &l)
                     .await?
                     .unwrap_or_default();
                 outer_partitions.push(key, l)?;
@@ -1053,7 +1109,8 @@ impl<'e> JoinNode<'e> {
             Candidates::All(0)
         } else {
             // the left side's key expressions read only the left row's columns
-            match hash_key(self.ex, &self.outer, &self.hash_keys, &left, true).await? {
+            let (ex, outer) = (self.ex, &self.outer);
+            match left_key(ex, outer, &self.hash_keys, &self.key_columns, &left).await? {
                 Some(key) => Candidates::Chain(self.bucket_of(&key)),
                 None => Candidates::Chain(END),
             }
@@ -1166,7 +1223,7 @@ async fn hash_key(
     let side = keys.iter().map(|&(l, r)| if left_side { l } else { r });
     let compute = |ctx: &EvalCtx| -> PgResult<Option<Vec<u8>>> {
         // encoded value by value (`group_key` of them all): no vector of the values
-        let mut key = Vec::new();
+        let mut key = Vec::with_capacity(16 * keys.len());
         for e in side.clone() {
             let v = ctx.eval(e, row)?;
             if v.is_null() {
@@ -1181,6 +1238,52 @@ async fn hash_key(
         Err(err) => ex.recompute(err, outer, side.clone(), row, compute).await,
         done => done,
     }
+}
+
+/// The hash key of a left row (`JoinNode::key_columns` or `hash_key`); None if any of
+/// its values is NULL.
+async fn left_key(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    keys: &[(&Expr, &Expr)],
+    key_columns: &Option<(Vec<usize>, Vec<usize>)>,
+    left: &[Value],
+) -> PgResult<Option<Vec<u8>>> {
+    match key_columns {
+        Some((columns, _)) => Ok(column_key(left, columns)),
+        None => hash_key(ex, outer, keys, left, true).await,
+    }
+}
+
+/// The positions of the hash keys' columns in a left row and in a right row (`hash_key`
+/// reads the right side's after the left side's width), when every key is a column.
+fn key_columns(
+    hash_keys: &[(&Expr, &Expr)],
+    left_width: usize,
+) -> Option<(Vec<usize>, Vec<usize>)> {
+    let column = |e: &Expr| match e {
+        Expr::Column {
+            depth: 0, index, ..
+        } => Some(*index),
+        _ => None,
+    };
+    let mut sides = (Vec::new(), Vec::new());
+    for &(l, r) in hash_keys {
+        sides.0.push(column(l)?);
+        sides.1.push(column(r)?.checked_sub(left_width)?);
+    }
+    (!hash_keys.is_empty()).then_some(sides)
+}
+
+/// `hash_key` of key columns read where they are in `row`; None if any is NULL.
+fn column_key(row: &[Value], columns: &[usize]) -> Option<Vec<u8>> {
+    // an integer's key is 9 bytes: one allocation for most keys
+    let mut key = Vec::with_capacity(16 * columns.len());
+    for &i in columns {
+        let v = row.get(i).filter(|v| !v.is_null())?;
+        types::codec::encode_key(std::slice::from_ref(v), &mut key);
+    }
+    Some(key)
 }
 
 /// The equalities `l = r` among the conjuncts of `on` with `l` over the left side's
@@ -1330,15 +1433,15 @@ async fn aggregate_input(
         input.keys.clear();
         input.args.clear();
         for g in agg.group_by() {
-            input.keys.push(ctx.eval(g, r)?);
+            input.keys.push(value_of(ctx, g, r)?);
         }
         for a in agg.aggs() {
-            if !ctx.matches(a.filter.as_ref(), r)? {
+            if a.filter.is_some() && !ctx.matches(a.filter.as_ref(), r)? {
                 input.args.push(None);
                 continue;
             }
             input.args.push(Some(match &a.arg {
-                Some(e) => ctx.eval(e, r)?,
+                Some(e) => value_of(ctx, e, r)?,
                 None => Value::Bool(true),
             }));
         }
@@ -1366,6 +1469,17 @@ async fn aggregate_input(
         .recompute(err, outer, exprs.iter().copied(), r, compute)
         .await?;
     Ok(())
+}
+
+/// `e` evaluated against `row`, a column copied out of the row without the evaluator
+/// (the commonest group key and argument).
+fn value_of(ctx: &EvalCtx, e: &Expr, row: &[Value]) -> PgResult<Value> {
+    match e {
+        Expr::Column {
+            depth: 0, index, ..
+        } => Ok(row.get(*index).cloned().unwrap_or(Value::Null)),
+        e => ctx.eval(e, row),
+    }
 }
 
 /// The groups of one partition of spilled aggregate contributions.
