@@ -96,25 +96,29 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         self.held.bytes()
     }
 
-    /// Whether the group of `key` (an `AggInput::group_key`) exists.
-    pub(super) fn has_group(&self, key: &[u8]) -> bool {
-        self.index.contains_key(key)
-    }
-
     /// Adds `input` to its group, taking its arguments (and its keys for a new group).
     pub(super) fn push(&mut self, input: &mut AggInput) -> PgResult<()> {
         // Without GROUP BY there is one group: no key to encode and look up per row.
         if self.group_by.is_empty() && !self.groups.is_empty() {
             return self.accumulate_into(0, &mut input.args);
         }
-        self.key.clear();
-        types::codec::encode_key(&input.keys, &mut self.key);
-        let slot = match self.index.get(self.key.as_slice()) {
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        types::codec::encode_key(&input.keys, &mut key);
+        let pushed = self.push_keyed(&key, input);
+        self.key = key;
+        pushed
+    }
+
+    /// `push` of a contribution whose group key (its keys' `group_key`) is `key` (a
+    /// spilled contribution's, read back with it: not encoded again).
+    pub(super) fn push_keyed(&mut self, key: &[u8], input: &mut AggInput) -> PgResult<()> {
+        let slot = match self.index.get(key) {
             Some(&i) => i,
             None => {
                 self.held.charge(
                     row_size(&input.keys)
-                        + self.key.len()
+                        + key.len()
                         + self.aggs.len() * std::mem::size_of::<AggState>(),
                 )?;
                 let seen = if self.any_distinct {
@@ -124,11 +128,27 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                 };
                 self.groups
                     .push((std::mem::take(&mut input.keys), self.init.clone(), seen));
-                self.index.insert(self.key.clone(), self.groups.len() - 1);
+                self.index.insert(key.to_vec(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
         };
         self.accumulate_into(slot, &mut input.args)
+    }
+
+    /// `push` if the group of `input` is held (true); otherwise nothing is taken, and
+    /// `key` is its group key.
+    pub(super) fn push_if_held(&mut self, input: &mut AggInput) -> PgResult<bool> {
+        self.key.clear();
+        types::codec::encode_key(&input.keys, &mut self.key);
+        match self.index.get(self.key.as_slice()) {
+            Some(&slot) => self.accumulate_into(slot, &mut input.args).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
+    /// The group key of the contribution last given to `push_if_held`.
+    pub(super) fn key(&self) -> &[u8] {
+        &self.key
     }
 
     fn accumulate_into(&mut self, slot: usize, args: &mut [Option<Value>]) -> PgResult<()> {
@@ -328,11 +348,6 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
 }
 
 impl AggInput {
-    /// The group key encoding of this contribution (what groups are found by).
-    pub(super) fn group_key(&self) -> Vec<u8> {
-        group_key(&self.keys)
-    }
-
     /// As a row for a spill file: the key values, then each argument (of `aggs`), NULL
     /// where the aggregate takes nothing from this row: all but array_agg skip NULL
     /// arguments anyway, and array_agg's is wrapped in a one-element array to tell a NULL

@@ -1398,10 +1398,8 @@ impl<'e> AggregateNode<'e> {
                 }
                 match &mut spilled {
                     Some(partitions) => {
-                        let key = contribution.group_key();
-                        if agg.has_group(&key) {
-                            agg.push(&mut contribution)?;
-                        } else {
+                        if !agg.push_if_held(&mut contribution)? {
+                            let key = agg.key().to_vec();
                             partitions.push(key, contribution.take_row(self.aggs))?;
                         }
                     }
@@ -1492,8 +1490,8 @@ async fn aggregate_partition(
     let mut agg = Aggregator::new(group_by, aggs, &ex.state.memory);
     if let Some(rows) = partition.read()? {
         for (i, row) in rows.enumerate() {
-            let (_, row) = split_key(row?);
-            agg.push(&mut AggInput::from_row(row, group_by.len(), aggs))?;
+            let (key, row) = split_key(row?);
+            agg.push_keyed(&key, &mut AggInput::from_row(row, group_by.len(), aggs))?;
             if i % BATCH == BATCH - 1 {
                 ex.pace(BATCH).await;
             }
