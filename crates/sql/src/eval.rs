@@ -30,10 +30,38 @@ pub trait EvalEnv: Sync {
 /// A strict binary operator: NULL if either operand is.
 pub fn binary(op: BinaryOp, l: &Value, r: &Value) -> PgResult<Value> {
     if l.is_null() || r.is_null() {
-        Ok(Value::Null)
-    } else {
-        ops::eval_binary(op, l, r)
+        return Ok(Value::Null);
     }
+    // An integer comparison (the commonest filter) decided here, without the operator
+    // dispatch of `ops::eval_binary`, which compares integers of any width as i64 too.
+    if let (Some(a), Some(b)) = (integer(l), integer(r)) {
+        if let Some(holds) = comparison(op, a.cmp(&b)) {
+            return Ok(Value::Bool(holds));
+        }
+    }
+    ops::eval_binary(op, l, r)
+}
+
+fn integer(v: &Value) -> Option<i64> {
+    match *v {
+        Value::Int2(i) => Some(i.into()),
+        Value::Int4(i) => Some(i.into()),
+        Value::Int8(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// Whether `a op b` holds where `a` compares with `b` as `o`; None if `op` is no comparison.
+fn comparison(op: BinaryOp, o: Ordering) -> Option<bool> {
+    Some(match op {
+        BinaryOp::Eq => o.is_eq(),
+        BinaryOp::NotEq => o.is_ne(),
+        BinaryOp::Lt => o.is_lt(),
+        BinaryOp::LtEq => o.is_le(),
+        BinaryOp::Gt => o.is_gt(),
+        BinaryOp::GtEq => o.is_ge(),
+        _ => return None,
+    })
 }
 
 pub struct EvalCtx<'a> {
