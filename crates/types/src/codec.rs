@@ -169,6 +169,11 @@ impl<'a> Reader<'a> {
         Ok(self.take(1)?[0])
     }
     fn varint(&mut self) -> PgResult<u64> {
+        // one byte for every length under 128 (a row's width, most texts)
+        if let Some(&c) = self.b.get(self.at).filter(|&&c| c < 0x80) {
+            self.at += 1;
+            return Ok(u64::from(c));
+        }
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
             let c = self.u8()?;
