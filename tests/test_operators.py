@@ -2,7 +2,9 @@
 
 Aggregation updates count, sum of int2/int4 and min/max of int4/int8 in place; sorts
 compare column keys where they are and abbreviate integers and floats whole; hashed IN
-keeps an integer set by value; spill files are decoded from their read buffer. Each
+keeps an integer set by value; spill files are decoded from their read buffer; join keys,
+projections, aggregate keys and arguments that are columns are read in place, and integer
+comparisons are decided without the operator dispatch. Each
 statement here runs on both servers over the same tables (NULLs, the integer extremes,
 floats with NaN, -0 and infinities, texts sharing long prefixes, empty groups), in memory
 and with a work_mem small enough that every operator spills, and the results (or the
@@ -110,6 +112,20 @@ STATEMENTS = [
     "SELECT count(*), sum(a.id - b.id) FROM ops_t a JOIN ops_t b ON a.i8 = b.i8",
     "SELECT count(*), count(b.id) FROM ops_t a LEFT JOIN ops_t b ON a.g = b.i2 AND a.id = b.id",
     "SELECT count(*), count(b.id) FROM ops_t a LEFT JOIN ops_t b ON a.g = b.i2 AND a.id < b.id",
+    # key columns read in place: the right side's column written first, a text key beside
+    # an integer one (the condition still decides), a left join's NULL keys
+    "SELECT count(*), sum(a.i4 % 1000 - b.i2) FROM ops_t a JOIN ops_t b ON b.id = a.g AND a.t = b.t",
+    "SELECT count(*), count(b.id), sum(b.i4 % 1000) FROM ops_t a LEFT JOIN ops_t b ON b.t = a.t AND b.g = a.g WHERE a.id % 10 = 0",
+    # integer comparisons of mixed widths and NULLs, decided without the operator dispatch
+    "SELECT count(*), count(i2 = i4), sum((i8 > i4)::int), sum((i2 <= g)::int), sum((g <> 5)::int) FROM ops_t",
+    "SELECT count(*) FROM ops_t WHERE i2 < i8 OR i4 >= 2000000000 OR g IS NULL",
+    "SELECT count(*) FROM ops_t WHERE id >= 19990 AND i8 < 0",
+    # projections of columns moved out of the row (reordered, a prefix) or evaluated (a
+    # column repeated)
+    "SELECT t, i2, id FROM ops_t WHERE id % 1000 = 3 ORDER BY id",
+    "SELECT id, g FROM ops_t WHERE id % 997 = 1 ORDER BY 1",
+    "SELECT id, t, id, g FROM ops_t WHERE id < 30 ORDER BY 1",
+    "SELECT g, count(*), min(t), max(i2) FROM (SELECT t, g, i2 FROM ops_t WHERE id % 3 = 0) s GROUP BY g ORDER BY g",
 ]
 
 
