@@ -1160,12 +1160,15 @@ impl Node for JoinNode<'_> {
                 let mut examined = 0;
                 let mut exhausted = false;
                 while out.len() < BATCH {
+                    // whether `next` is the last row of its key's chain
+                    let mut last_of_chain = false;
                     let next = match &mut probe.candidates {
                         Candidates::All(at) => take_at(inner.map_or(&[][..], |i| &i.rows), at),
                         Candidates::Own(rows, at) => take_at(rows, at),
                         Candidates::Chain(at) => inner.filter(|_| *at != END).map(|inner| {
                             let r = &inner.rows[*at];
                             *at = inner.buckets.as_ref().map_or(END, |b| b.next[*at]);
+                            last_of_chain = *at == END;
                             r
                         }),
                     };
@@ -1174,8 +1177,17 @@ impl Node for JoinNode<'_> {
                         break;
                     };
                     examined += 1;
-                    let mut joined = Vec::with_capacity(probe.left.len() + r.len());
-                    joined.extend_from_slice(&probe.left);
+                    let mut joined = if self.keys_decide && last_of_chain {
+                        // the left row's last partner, a certain match (one per left row
+                        // when the right key is unique): the row moves into the output
+                        let mut joined = std::mem::take(&mut probe.left);
+                        joined.reserve_exact(r.len());
+                        joined
+                    } else {
+                        let mut joined = Vec::with_capacity(probe.left.len() + r.len());
+                        joined.extend_from_slice(&probe.left);
+                        joined
+                    };
                     joined.extend_from_slice(r);
                     if self.keys_decide || self.ex.matches(&self.outer, self.on, &joined).await? {
                         probe.matched = true;
