@@ -96,7 +96,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         self.held.bytes()
     }
 
-    /// Adds `input` to its group, taking its arguments (and its keys for a new group).
+    /// Adds `input` to its group, taking its arguments (and its key values for a new group).
     pub(super) fn push(&mut self, input: &mut AggInput) -> PgResult<()> {
         // Without GROUP BY there is one group: no key to encode and look up per row.
         if self.group_by.is_empty() && !self.groups.is_empty() {
@@ -126,8 +126,10 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                 } else {
                     Vec::new()
                 };
-                self.groups
-                    .push((std::mem::take(&mut input.keys), self.init.clone(), seen));
+                // room for the results `finish` appends; `input` keeps its buffer
+                let mut keys = Vec::with_capacity(input.keys.len() + self.aggs.len());
+                keys.append(&mut input.keys);
+                self.groups.push((keys, self.init.clone(), seen));
                 self.index.insert(key.to_vec(), self.groups.len() - 1);
                 self.groups.len() - 1
             }
