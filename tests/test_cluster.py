@@ -129,10 +129,26 @@ def account_read(conn, aid):
     return conn.execute("SELECT abalance FROM pgbench_accounts WHERE aid = %s", (aid,)).fetchone()
 
 
+def explained_datanode(conn, aid):
+    """The datanode EXPLAIN names for the point read of account `aid`."""
+    plan = [r[0] for r in conn.execute(
+        f"EXPLAIN SELECT abalance FROM pgbench_accounts WHERE aid = {int(aid)}")]
+    named = [line.split("Datanode: ", 1)[1] for line in plan if "Datanode: " in line]
+    assert len(named) == 1, plan
+    return named[0]
+
+
 def test_a_stopped_datanode_fails_only_the_statements_that_need_it(cluster):
+    """Also checks that EXPLAIN names the datanode a point read goes to: exactly the
+    reads it places on the stopped datanode fail."""
     rc, out, log = pgbench(cluster, "-i", "-s", "1", "-q", timeout=600)
     assert rc == 0, log
     stopped = cluster.datanodes[1]
+    with psycopg.connect(cluster.dsn, autocommit=True) as conn:
+        names = dict(conn.execute("SELECT address, node_name FROM meridian_nodes"
+                                  " WHERE role = 'datanode'").fetchall())
+        placed = {aid: explained_datanode(conn, aid) for aid in range(1, 61)}
+    assert set(placed.values()) == set(names.values()), (placed, names)
     stopped.kill9()
     ok, failed = [], []
     for aid in range(1, 61):
@@ -147,6 +163,7 @@ def test_a_stopped_datanode_fails_only_the_statements_that_need_it(cluster):
         assert time.monotonic() - start < 30, f"a read of aid {aid} hung"
     # About a third of the rows live on each datanode.
     assert 5 <= len(failed) <= 40 and 20 <= len(ok), (ok, failed)
+    assert failed == [aid for aid, name in placed.items() if name == names[stopped.addr]]
     stopped.restart()
     with psycopg.connect(cluster.dsn, autocommit=True) as conn:
         for aid in failed + ok:

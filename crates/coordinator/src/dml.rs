@@ -180,6 +180,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Show { .. }
         | S::Discard
         | S::Deallocate(_)
+        | S::Explain(_)
         | S::Empty => false,
     }
 }

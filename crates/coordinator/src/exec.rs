@@ -556,7 +556,7 @@ fn primary_key(ctx: &EvalCtx, exprs: &[Expr]) -> PgResult<Option<Vec<u8>>> {
 }
 
 /// The storage key of primary-key values; None if any is NULL (matches nothing).
-fn key_of_values(values: &[Value]) -> Option<Vec<u8>> {
+pub(crate) fn key_of_values(values: &[Value]) -> Option<Vec<u8>> {
     if values.iter().any(Value::is_null) {
         return None;
     }

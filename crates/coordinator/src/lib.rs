@@ -8,6 +8,7 @@ pub mod ddl;
 pub mod dml;
 pub mod exec;
 pub mod executors;
+mod explain;
 pub mod hot_future;
 pub mod nodes;
 pub mod output;

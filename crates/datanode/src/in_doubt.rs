@@ -15,8 +15,14 @@
 //!   coordinator still holds the transaction open at the GTM). Restored named ones go back
 //!   to the gid registry, for COMMIT PREPARED or ROLLBACK PREPARED.
 //!
-//! Not recorded, so in memory only (a restart of the datanode aborts them): a prepared
-//! transaction whose write set spilled to storage, or that bulk-loaded rows.
+//! A transaction that bulk-loaded rows records the relations it owns and loaded: the
+//! loaded tables are durable when each load finishes, and their markers (which make an
+//! open empty the relations of a load that did not commit) stay until the outcome, so
+//! the open keeps the loads of recorded transactions and the restored one owns them
+//! again: its commit makes them permanent, its abort empties them.
+//!
+//! Not recorded, so in memory only (a restart of the datanode aborts it): a prepared
+//! transaction whose write set spilled to storage.
 
 use crate::commit::{park_restored, PreparedTxn};
 use crate::locks::{LockMode, TxnState};
@@ -27,7 +33,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const PREPARED_PREFIX: &[u8] = b"prepared/";
-const RECORD_FORMAT: u8 = 1;
+const RECORD_FORMAT: u8 = 2;
 /// How often the resolver asks the GTM about the prepared parts it holds.
 const RESOLVE_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -39,11 +45,12 @@ pub(crate) fn record_key(start: Timestamp) -> Vec<u8> {
 /// The record of `txn`, about to be prepared (under `xact`'s gid if any); None if it
 /// cannot be recorded (see the module comment).
 ///
-/// Format: u8 format (1); u8 named (0/1), if named: gid, i64 prepared_at, owner,
+/// Format: u8 format (2); u8 named (0/1), if named: gid, i64 prepared_at, owner,
 /// database; u32 count, then count × (u64 rel, key, u8 tag (0 row, 1 delete), row if
-/// tag 0). Strings and byte strings are u32 length + bytes; integers little-endian.
+/// tag 0); the relations it owns, then those it loaded, each as u32 count + count × u64.
+/// Strings and byte strings are u32 length + bytes; integers little-endian.
 pub(crate) fn record_of(txn: &Txn, xact: Option<&PreparedXact>) -> Option<Vec<u8>> {
-    if txn.spilled.is_some() || !txn.loaded.is_empty() {
+    if txn.spilled.is_some() {
         return None;
     }
     let mut b = Vec::with_capacity(64);
@@ -73,6 +80,12 @@ pub(crate) fn record_of(txn: &Txn, xact: Option<&PreparedXact>) -> Option<Vec<u8
             }
         }
     }
+    for rels in [&txn.owned, &txn.loaded] {
+        b.extend_from_slice(&(rels.len() as u32).to_le_bytes());
+        for rel in rels {
+            b.extend_from_slice(&rel.to_le_bytes());
+        }
+    }
     Some(b)
 }
 
@@ -85,6 +98,8 @@ fn put_bytes(b: &mut Vec<u8>, v: &[u8]) {
 struct Record {
     xact: Option<PreparedXact>,
     writes: Vec<(RelId, Vec<u8>, Option<RowBytes>)>,
+    owned: Vec<RelId>,
+    loaded: Vec<RelId>,
 }
 
 fn corrupt(start: Timestamp) -> PgError {
@@ -96,7 +111,9 @@ fn corrupt(start: Timestamp) -> PgError {
 fn decode(start: Timestamp, v: &[u8]) -> PgResult<Record> {
     let mut r = Cursor(v);
     let bad = || corrupt(start);
-    if r.take(1).ok_or_else(bad)?[0] != RECORD_FORMAT {
+    // Format 1 (before loaded relations were recorded) has no relation lists.
+    let format = r.take(1).ok_or_else(bad)?[0];
+    if !(1..=RECORD_FORMAT).contains(&format) {
         return Err(bad());
     }
     let xact = match r.take(1).ok_or_else(bad)?[0] {
@@ -122,10 +139,23 @@ fn decode(start: Timestamp, v: &[u8]) -> PgResult<Record> {
         };
         writes.push((rel, key, row));
     }
+    let mut rels = || -> Option<Vec<RelId>> {
+        let n = u32::from_le_bytes(r.array()?) as usize;
+        (0..n).map(|_| r.array().map(u64::from_le_bytes)).collect()
+    };
+    let (owned, loaded) = match format {
+        1 => (Vec::new(), Vec::new()),
+        _ => (rels().ok_or_else(bad)?, rels().ok_or_else(bad)?),
+    };
     if !r.0.is_empty() {
         return Err(bad());
     }
-    Ok(Record { xact, writes })
+    Ok(Record {
+        xact,
+        writes,
+        owned,
+        loaded,
+    })
 }
 
 struct Cursor<'a>(&'a [u8]);
@@ -158,19 +188,48 @@ pub(crate) struct Restored {
 }
 
 impl Inner {
-    /// Rebuilds every recorded prepared transaction (see the module comment). Runs at
-    /// open, before any other transaction: its row locks are free.
-    pub(crate) fn restore_prepared(self: &Arc<Self>) -> PgResult<Vec<Restored>> {
-        let mut restored = Vec::new();
+    /// The recorded prepared transactions, by start timestamp.
+    fn prepared_records(&self) -> PgResult<Vec<(Timestamp, Record)>> {
+        let mut records = Vec::new();
         for (k, v) in self.store.meta_scan(storage::Space::Sys, PREPARED_PREFIX)? {
             let start = k[PREPARED_PREFIX.len()..]
                 .try_into()
                 .map(u64::from_be_bytes)
                 .map_err(|_| PgError::internal("corrupt prepared-transaction key"))?;
-            let Record { xact, writes } = decode(start, &v)?;
+            records.push((start, decode(start, &v)?));
+        }
+        Ok(records)
+    }
+
+    /// The relations that recorded prepared transactions loaded rows into: their loads
+    /// stay until the outcome.
+    pub(crate) fn prepared_loads(&self) -> PgResult<Vec<RelId>> {
+        Ok(self
+            .prepared_records()?
+            .into_iter()
+            .flat_map(|(_, r)| r.loaded)
+            .collect())
+    }
+
+    /// Rebuilds every recorded prepared transaction (see the module comment). Runs at
+    /// open, before any other transaction: its row locks are free.
+    pub(crate) fn restore_prepared(self: &Arc<Self>) -> PgResult<Vec<Restored>> {
+        let mut restored = Vec::new();
+        for (start, record) in self.prepared_records()? {
+            let Record {
+                xact,
+                writes,
+                owned,
+                loaded,
+            } = record;
             let mut txn = self.begin_txn(start, Isolation::RepeatableRead);
             txn.finishes_at_gtm = false;
             txn.prepared_record = true;
+            for rel in owned {
+                self.owned.claim(rel, &txn.shared);
+                txn.owned.push(rel);
+            }
+            txn.loaded = loaded;
             for (rel, key, row) in writes {
                 if !self
                     .locks
@@ -290,7 +349,17 @@ mod tests {
                 None => b.push(1),
             }
         }
+        for rels in [&[4u64, 9][..], &[4]] {
+            b.extend_from_slice(&(rels.len() as u32).to_le_bytes());
+            for rel in rels {
+                b.extend_from_slice(&rel.to_le_bytes());
+            }
+        }
         let rec = decode(5, &b).unwrap();
+        assert_eq!(
+            (rec.owned.as_slice(), rec.loaded.as_slice()),
+            (&[4, 9][..], &[4][..])
+        );
         let xact = rec.xact.unwrap();
         assert_eq!((xact.gid.as_str(), xact.start_ts), ("gid", 5));
         assert_eq!(xact.owner, "alice");

@@ -230,8 +230,11 @@ impl Datanode {
         for rel in marked_rels(&inner.store, DROP_PREFIX)? {
             spawn_drop(&inner, rel);
         }
-        // Empty the relations that transactions were loading when the server stopped.
-        let loading = marked_rels(&inner.store, LOADING_PREFIX)?;
+        // Empty the relations that transactions were loading when the server stopped,
+        // except those of prepared transactions, whose outcome decides.
+        let prepared_loads = inner.prepared_loads()?;
+        let mut loading = marked_rels(&inner.store, LOADING_PREFIX)?;
+        loading.retain(|rel| !prepared_loads.contains(rel));
         if !loading.is_empty() {
             tracing::info!(
                 "emptying {} relation(s) loaded by transactions that did not commit",

@@ -69,6 +69,15 @@ impl Datanodes {
         &self.nodes[0]
     }
 
+    /// The datanode that holds `rel`'s row under `key`; None for a replicated relation
+    /// (a copy on every datanode).
+    pub fn datanode_of_key(&self, rel: RelId, key: &[u8]) -> PgResult<Option<usize>> {
+        Ok(match self.placements.target(rel, key)? {
+            Target::One(i) => Some(i),
+            Target::All => None,
+        })
+    }
+
     /// Records where `rel`'s rows live (from the catalog, for relations made before).
     pub fn place(&self, rel: RelId, placement: RelPlacement) {
         self.placements.set(rel, placement);

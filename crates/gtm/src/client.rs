@@ -147,24 +147,40 @@ impl Shared {
     }
 }
 
-/// A connection to a remote GTM with a batching driver task.
+/// A client of a remote GTM: on each tokio runtime that calls it, two connections with
+/// their batching driver tasks ([`Shared`]), opened on that runtime's first call.
+///
+/// Why per runtime: a coordinator runs its sessions on single-threaded runtimes, one per
+/// thread (`coordinator::executors`). A driver on another runtime costs two cross-thread
+/// wake-ups per request (an eventfd write and, on a VM, an inter-processor interrupt each
+/// way), more than the round trip to the GTM itself; a driver on the caller's runtime
+/// queues, sends and answers on one thread.
+///
+/// The GTM keeps registrations per connection (a start is unregistered only by the
+/// connection that registered it), so a start's commit, finish or decide goes to the
+/// runtime whose connection began it, wherever the caller runs.
 pub struct RemoteClient {
-    shared: Arc<Shared>,
+    addr: String,
+    opts: ClientOptions,
+    /// The connections of each runtime that called; the first is `connect`'s.
+    runtimes: Mutex<Vec<(tokio::runtime::Id, Arc<Shared>)>>,
 }
 
 impl std::fmt::Debug for RemoteClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteClient")
-            .field("addr", &self.shared.addr)
+            .field("addr", &self.addr)
             .finish()
     }
 }
 
 impl Drop for RemoteClient {
     fn drop(&mut self) {
-        self.shared.closed.store(true, Ordering::Release);
-        for lane in &self.shared.lanes {
-            lane.notify.notify_one();
+        for (_, shared) in self.runtimes.lock().drain(..) {
+            shared.closed.store(true, Ordering::Release);
+            for lane in &shared.lanes {
+                lane.notify.notify_one();
+            }
         }
     }
 }
@@ -176,21 +192,26 @@ fn conn_failure(msg: impl Into<String>) -> PgError {
     PgError::new(codes::CONNECTION_FAILURE, msg)
 }
 
-impl RemoteClient {
-    /// Connects the main lane (bounded by `opts.request_timeout`) and starts the driver
-    /// tasks on the current tokio runtime; the decision lane connects on first use.
-    pub async fn connect(addr: &str, opts: ClientOptions) -> PgResult<RemoteClient> {
-        let (conn, horizon, metadata_version) = Conn::open(addr, &opts, &[]).await?;
+impl Shared {
+    /// The lanes of a runtime and their driver tasks, spawned on the current runtime; the
+    /// main lane starts on `main` if given, the others connect on first use.
+    fn start(
+        addr: &str,
+        opts: &ClientOptions,
+        main: Option<Conn>,
+        horizon: u64,
+        metadata_version: u64,
+    ) -> Arc<Shared> {
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
             horizon: AtomicU64::new(horizon),
             metadata_version: AtomicU64::new(metadata_version),
-            opts,
-            lanes: [Lane::new(true), Lane::new(false)],
+            opts: opts.clone(),
+            lanes: [Lane::new(main.is_some()), Lane::new(false)],
             closed: AtomicBool::new(false),
             live: Mutex::new(HorizonSet::new()),
         });
-        for (lane, conn) in [(LaneKind::Main, Some(conn)), (LaneKind::Decisions, None)] {
+        for (lane, conn) in [(LaneKind::Main, main), (LaneKind::Decisions, None)] {
             let driver = Driver {
                 shared: shared.clone(),
                 lane,
@@ -203,7 +224,7 @@ impl RemoteClient {
             };
             tokio::spawn(driver.run());
         }
-        Ok(RemoteClient { shared })
+        shared
     }
 
     /// Queues a request and waits for the driver's answer. No timer per request: the
@@ -211,51 +232,121 @@ impl RemoteClient {
     /// batch it is working on, and fails requests whose deadline has passed before
     /// sending them, so each request is answered by its own deadline.
     async fn call(&self, op: Op) -> PgResult<u64> {
-        match self.shared.enqueue(op)?.await {
+        match self.enqueue(op)?.await {
             Ok(r) => r,
             Err(_) => Err(conn_failure("GTM client driver stopped")),
         }
     }
+}
+
+/// The largest of one counter over every runtime's lanes.
+fn latest(runtimes: &[(tokio::runtime::Id, Arc<Shared>)], value: fn(&Shared) -> &AtomicU64) -> u64 {
+    runtimes
+        .iter()
+        .map(|(_, s)| value(s).load(Ordering::Acquire))
+        .max()
+        .unwrap_or(0)
+}
+
+impl RemoteClient {
+    /// Connects the current runtime's main lane (bounded by `opts.request_timeout`) and
+    /// starts its driver tasks there; the decision lane connects on first use, and so do
+    /// the lanes of other runtimes.
+    pub async fn connect(addr: &str, opts: ClientOptions) -> PgResult<RemoteClient> {
+        let (conn, horizon, metadata_version) = Conn::open(addr, &opts, &[]).await?;
+        let shared = Shared::start(addr, &opts, Some(conn), horizon, metadata_version);
+        let runtime = tokio::runtime::Handle::current().id();
+        Ok(RemoteClient {
+            addr: addr.to_string(),
+            opts,
+            runtimes: Mutex::new(vec![(runtime, shared)]),
+        })
+    }
+
+    /// The current runtime's lanes, started on its first call (outside any runtime,
+    /// `connect`'s).
+    fn here(&self) -> Arc<Shared> {
+        let mut runtimes = self.runtimes.lock();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return runtimes[0].1.clone();
+        };
+        let runtime = handle.id();
+        if let Some((_, shared)) = runtimes.iter().find(|(r, _)| *r == runtime) {
+            return shared.clone();
+        }
+        let horizon = latest(&runtimes, |s| &s.horizon);
+        let metadata_version = latest(&runtimes, |s| &s.metadata_version);
+        let shared = Shared::start(&self.addr, &self.opts, None, horizon, metadata_version);
+        runtimes.push((runtime, shared.clone()));
+        shared
+    }
+
+    /// The lanes whose connection registered `start`: the current runtime's, unless
+    /// another runtime's began it.
+    fn registered(&self, start: Timestamp) -> Arc<Shared> {
+        let here = self.here();
+        if here.live.lock().contains(start) {
+            return here;
+        }
+        let runtimes = self.runtimes.lock();
+        runtimes
+            .iter()
+            .find(|(_, s)| s.live.lock().contains(start))
+            .map_or(here, |(_, s)| s.clone())
+    }
 
     pub async fn begin(&self) -> PgResult<Timestamp> {
-        self.call(Op::Begin).await
+        self.here().call(Op::Begin).await
     }
     pub async fn timestamp(&self) -> PgResult<Timestamp> {
-        self.call(Op::Timestamp).await
+        self.here().call(Op::Timestamp).await
     }
     pub async fn commit(&self, start_ts: Timestamp) -> PgResult<Timestamp> {
-        self.call(Op::Commit(start_ts)).await
+        self.registered(start_ts).call(Op::Commit(start_ts)).await
     }
     pub async fn finish(&self, start_ts: Timestamp) -> PgResult<()> {
-        self.call(Op::Finish(start_ts)).await.map(|_| ())
+        self.registered(start_ts)
+            .call(Op::Finish(start_ts))
+            .await
+            .map(|_| ())
     }
     pub async fn decide(&self, start_ts: Timestamp) -> PgResult<Timestamp> {
-        self.call(Op::Decide(start_ts)).await
+        self.registered(start_ts).call(Op::Decide(start_ts)).await
     }
     pub async fn resolve(&self, start_ts: Timestamp) -> PgResult<Resolution> {
-        self.call(Op::Resolve(start_ts))
+        self.here()
+            .call(Op::Resolve(start_ts))
             .await
             .map(decode_resolution)
     }
     /// Queues the finish for the next batch and returns: nobody waits for its answer.
     pub fn finish_later(&self, start_ts: Timestamp) -> PgResult<()> {
-        self.shared.enqueue(Op::Finish(start_ts)).map(drop)
+        self.registered(start_ts)
+            .enqueue(Op::Finish(start_ts))
+            .map(drop)
     }
     /// Queues the forget for the next batch and returns: nobody waits for its answer.
     pub fn forget(&self, start_ts: Timestamp) -> PgResult<()> {
-        self.shared.enqueue(Op::Forget(start_ts)).map(drop)
+        self.here().enqueue(Op::Forget(start_ts)).map(drop)
     }
+    /// The latest horizon any runtime's connection was told.
     pub fn horizon(&self) -> Timestamp {
-        self.shared.horizon.load(Ordering::Acquire)
+        self.latest(|s| &s.horizon)
     }
+    /// The largest metadata version any answer carried.
     pub fn metadata_version(&self) -> u64 {
-        self.shared.metadata_version.load(Ordering::Acquire)
+        self.latest(|s| &s.metadata_version)
     }
+    fn latest(&self, value: fn(&Shared) -> &AtomicU64) -> u64 {
+        latest(&self.runtimes.lock(), value)
+    }
+    /// Whether any runtime's main connection is up (each notices at once when the GTM
+    /// goes away, and reconnects on its next request).
     pub fn is_connected(&self) -> bool {
-        self.shared
-            .lane(LaneKind::Main)
-            .connected
-            .load(Ordering::Acquire)
+        let runtimes = self.runtimes.lock();
+        runtimes
+            .iter()
+            .any(|(_, s)| s.lane(LaneKind::Main).connected.load(Ordering::Acquire))
     }
 }
 

@@ -192,7 +192,7 @@ async fn closed_connection_releases_its_registrations() {
 }
 
 #[test]
-fn client_outliving_its_runtime_fails_instead_of_hanging() {
+fn client_outliving_a_runtime_serves_others_and_fails_that_ones_starts() {
     let dir = tempfile::tempdir().unwrap();
     let rt_server = tokio::runtime::Runtime::new().unwrap();
     let addr = rt_server.block_on(async {
@@ -209,11 +209,18 @@ fn client_outliving_its_runtime_fails_instead_of_hanging() {
     });
     let rt1 = tokio::runtime::Runtime::new().unwrap();
     let c = rt1.block_on(GtmClient::connect(&addr, quick())).unwrap();
-    assert!(rt1.block_on(c.timestamp()).unwrap() > 0);
-    drop(rt1); // the driver task dies with its runtime
+    let start = rt1.block_on(c.begin()).unwrap();
+    drop(rt1); // its driver tasks die with it, and its connections close
     let rt2 = tokio::runtime::Runtime::new().unwrap();
+    // Another runtime gets connections of its own.
+    let ts = rt2
+        .block_on(async { bounded("timestamp on a new runtime", c.timestamp()).await })
+        .unwrap();
+    assert!(ts > start);
+    // The start registered through the dead runtime's connection is finished through
+    // nothing: the request fails at once instead of waiting for a driver that is gone.
     let e = rt2
-        .block_on(async { bounded("request after runtime shutdown", c.timestamp()).await })
+        .block_on(async { bounded("finish after runtime shutdown", c.finish(start)).await })
         .unwrap_err();
     assert_eq!(e.code, codes::CONNECTION_FAILURE, "{e}");
 }

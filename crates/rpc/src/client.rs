@@ -1,10 +1,17 @@
-//! The client: one shared connection per [`Client`], many concurrent callers.
+//! The client: one connection per [`Client`] and tokio runtime, shared by every caller on
+//! that runtime.
 //!
 //! A caller registers a slot under a fresh request id, appends its frame to the
 //! connection's [`Outbox`] and waits on the slot. One reader task per connection routes
 //! response frames to slots by id; one writer task sends whatever callers queued meanwhile
 //! in one write. When the connection fails, every waiting caller gets 08006 and the next
 //! call opens a new connection.
+//!
+//! Why a connection per runtime: a coordinator runs its sessions on single-threaded
+//! runtimes, one per thread (`coordinator::executors`). A connection whose reader and
+//! writer tasks live on another runtime costs two cross-thread wake-ups per call (an
+//! eventfd write and, on a VM, an inter-processor interrupt each way); with the tasks on
+//! the caller's own runtime, a call is queued, written and answered on one thread.
 
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -37,19 +44,27 @@ impl Default for ClientOptions {
     }
 }
 
-/// A typed client for one server address. Calls from many tasks share its connection.
+/// A typed client for one server address. Calls from many tasks on one runtime share its
+/// connection there.
+///
+/// Requests on different runtimes travel on different connections, so a server that keeps
+/// state per connection sees one caller's requests together only if that caller stays on
+/// one runtime (a coordinator session does: it is pinned to its thread).
 pub struct Client<Req, Resp> {
     addr: String,
     opts: ClientOptions,
-    current: Mutex<Option<Arc<Conn<Resp>>>>,
+    /// The connection of each runtime that called, most recently opened last.
+    current: Mutex<Vec<(RuntimeId, Arc<Conn<Resp>>)>>,
     /// Held while opening a connection, so concurrent callers open one, not one each.
     connecting: tokio::sync::Mutex<()>,
     _req: PhantomData<fn(&Req)>,
 }
 
+type RuntimeId = tokio::runtime::Id;
+
 impl<Req, Resp> Drop for Client<Req, Resp> {
     fn drop(&mut self) {
-        if let Some(conn) = self.current.lock().take() {
+        for (_, conn) in self.current.lock().drain(..) {
             conn.outbox.close();
         }
     }
@@ -96,7 +111,7 @@ where
         Client {
             addr: addr.into(),
             opts,
-            current: Mutex::new(None),
+            current: Mutex::new(Vec::new()),
             connecting: tokio::sync::Mutex::new(()),
             _req: PhantomData,
         }
@@ -133,28 +148,37 @@ where
         })
     }
 
-    /// The live connection, or a new one if there is none or it failed.
+    /// This runtime's live connection, or a new one (its tasks on this runtime) if there
+    /// is none or it failed.
     async fn connection(&self) -> PgResult<Arc<Conn<Resp>>> {
-        if let Some(conn) = self.live() {
+        let runtime = tokio::runtime::Handle::current().id();
+        if let Some(conn) = self.live(runtime) {
             return Ok(conn);
         }
         let _connecting = self.connecting.lock().await;
-        if let Some(conn) = self.live() {
+        if let Some(conn) = self.live(runtime) {
             return Ok(conn);
         }
         let conn = Conn::open(&self.addr, &self.opts).await?;
-        *self.current.lock() = Some(conn.clone());
+        let mut current = self.current.lock();
+        current.retain(|(r, _)| *r != runtime);
+        current.push((runtime, conn.clone()));
         Ok(conn)
     }
 
-    /// Whether the client holds a connection that has not failed.
+    /// Whether the connection opened last has not failed: the server answered the latest
+    /// attempt to reach it.
     pub fn is_connected(&self) -> bool {
-        self.live().is_some()
+        let current = self.current.lock();
+        current.last().is_some_and(|(_, c)| !c.slots.lock().failed)
     }
 
-    fn live(&self) -> Option<Arc<Conn<Resp>>> {
+    fn live(&self, runtime: RuntimeId) -> Option<Arc<Conn<Resp>>> {
         let current = self.current.lock();
-        current.as_ref().filter(|c| !c.slots.lock().failed).cloned()
+        current
+            .iter()
+            .find(|(r, c)| *r == runtime && !c.slots.lock().failed)
+            .map(|(_, c)| c.clone())
     }
 }
 

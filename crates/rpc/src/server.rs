@@ -190,10 +190,20 @@ where
         id,
         ended: false,
     };
-    let task = tokio::spawn(async move {
+    let mut run = Box::pin(async move {
         let resp = handler(req, responder).await;
         finish.end(&resp);
     });
+    // Most requests (a point read, a queued write) finish without waiting: run here, on
+    // the reader, they cost no task and no wake-up of another worker. One that waits
+    // goes on in a task of its own (a future may move once pinned; it registers the
+    // task's waker on its next poll). A panic fails only this request, as in a task.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.as_mut().poll(&mut cx))) {
+        Ok(std::task::Poll::Ready(())) | Err(_) => return true,
+        Ok(std::task::Poll::Pending) => {}
+    }
+    let task = tokio::spawn(run);
     if let Some(r) = conn.running.lock().get_mut(&id) {
         r.task = Some(task.abort_handle());
     }

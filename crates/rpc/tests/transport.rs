@@ -22,6 +22,10 @@ enum Req {
     Hang,
     /// One response of this many bytes.
     Big(usize),
+    /// The handler panics: at once, or after waiting (in a task of its own).
+    Panic {
+        after_waiting: bool,
+    },
 }
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -76,6 +80,12 @@ async fn handle(seen: Arc<Seen>, req: Req, out: Responder<Resp>) -> Resp {
         }
         Req::Hang => std::future::pending().await,
         Req::Big(n) => Resp::Bytes(pattern(n)),
+        Req::Panic { after_waiting } => {
+            if after_waiting {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the handler fails")
+        }
     };
     probe.1 = true;
     resp
@@ -144,6 +154,22 @@ async fn concurrent_callers_get_their_own_answers() {
     }
     for t in tasks {
         t.await.unwrap();
+    }
+    server.shutdown_background();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_its_request_and_the_connection_serves_on() {
+    let (server, addr, _) = start_server(any_port());
+    let client = Client::<Req, Resp>::new(addr.to_string(), ClientOptions::default());
+    for after_waiting in [false, true] {
+        let e = client
+            .call(&Req::Panic { after_waiting })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, codes::INTERNAL_ERROR, "{e}");
+        assert!(e.message.contains("the handler panicked"), "{e}");
+        assert_eq!(client.call(&Req::Echo(7)).await.unwrap(), Resp::Echo(7));
     }
     server.shutdown_background();
 }

@@ -6,6 +6,7 @@ pub mod binder;
 pub mod catalog;
 pub mod distribute_by;
 pub mod eval;
+pub mod explain;
 pub mod functions;
 pub mod normalize;
 pub mod parse;

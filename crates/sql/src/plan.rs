@@ -187,6 +187,68 @@ impl Expr {
         }
     }
 
+    /// The equalities `l = r` among the conjuncts of this join condition with `l` over
+    /// the left side's columns only and `r` over the right side's (or the reverse), of one
+    /// type family, so that equal values have equal key encodings: what a hash join hashes
+    /// on (the left one of each pair on the left side).
+    pub fn equi_join_keys(&self, left_width: usize) -> Vec<(&Expr, &Expr)> {
+        let side = |e: &Expr| -> Option<bool> {
+            // Some(true): left columns only; Some(false): right only; None: both, neither,
+            // or something the key may not be computed from.
+            let (mut left, mut right, mut other) = (false, false, false);
+            e.visit(&mut |x| match x {
+                Expr::Column {
+                    depth: 0, index, ..
+                } => {
+                    if *index < left_width {
+                        left = true
+                    } else {
+                        right = true
+                    }
+                }
+                Expr::Subquery { .. } => other = true,
+                _ => {}
+            });
+            (!other && left != right).then_some(left)
+        };
+        let family = |t: &DataType| match t {
+            DataType::Int2 | DataType::Int4 | DataType::Int8 => DataType::Int8,
+            t => t.clone(),
+        };
+        self.conjuncts()
+            .into_iter()
+            .filter_map(|c| match c {
+                Expr::Binary {
+                    op: BinaryOp::Eq,
+                    left,
+                    right,
+                    ..
+                } if family(&left.ty()) == family(&right.ty()) => match (side(left), side(right)) {
+                    (Some(true), Some(false)) => Some((left.as_ref(), right.as_ref())),
+                    (Some(false), Some(true)) => Some((right.as_ref(), left.as_ref())),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The conjuncts of this expression (its operands of AND, at any depth).
+    pub fn conjuncts(&self) -> Vec<&Expr> {
+        let mut conjuncts = Vec::new();
+        let mut stack = vec![self];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::And(a, b) => {
+                    stack.push(a);
+                    stack.push(b);
+                }
+                other => conjuncts.push(other),
+            }
+        }
+        conjuncts
+    }
+
     /// Whether a subquery occurs in this expression.
     pub fn has_subquery(&self) -> bool {
         let mut found = false;
@@ -519,6 +581,8 @@ pub enum Statement {
     Discard,
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),
+    /// EXPLAIN of a query, INSERT, UPDATE or DELETE (not run).
+    Explain(Box<Statement>),
     Empty,
 }
 
@@ -540,6 +604,12 @@ impl Statement {
             Statement::Delete(d) => returning(&d.returning),
             Statement::Show { name } => Cow::Owned(vec![OutputColumn {
                 name: name.clone(),
+                ty: DataType::Text,
+                table_oid: 0,
+                column_attr: 0,
+            }]),
+            Statement::Explain(_) => Cow::Owned(vec![OutputColumn {
+                name: "QUERY PLAN".into(),
                 ty: DataType::Text,
                 table_oid: 0,
                 column_attr: 0,

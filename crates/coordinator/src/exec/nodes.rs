@@ -21,7 +21,7 @@ use sql::TableDef;
 use std::collections::hash_map::Entry;
 use std::ops::Bound;
 use std::sync::Arc;
-use types::ops::{self, BinaryOp};
+use types::ops;
 use types::{DataType, Value};
 
 pub(super) trait Node: Send {
@@ -935,7 +935,8 @@ impl<'e> JoinNode<'e> {
         let hash_keys = if lateral {
             Vec::new()
         } else {
-            on.map(|on| equi_keys(on, left_width)).unwrap_or_default()
+            on.map(|on| on.equi_join_keys(left_width))
+                .unwrap_or_default()
         };
         let keys_decide = on.is_some_and(|on| keys_decide(on, &hash_keys));
         let key_columns = key_columns(&hash_keys, left_width);
@@ -1298,68 +1299,6 @@ fn column_key(row: &[Value], columns: &[usize]) -> Option<Vec<u8>> {
     Some(key)
 }
 
-/// The equalities `l = r` among the conjuncts of `on` with `l` over the left side's
-/// columns only and `r` over the right side's (or the reverse), of one type family, so
-/// that equal values have equal key encodings.
-fn equi_keys(on: &Expr, left_width: usize) -> Vec<(&Expr, &Expr)> {
-    let conjuncts = conjuncts(on);
-    let side = |e: &Expr| -> Option<bool> {
-        // Some(true): left columns only; Some(false): right only; None: both, neither,
-        // or something the key may not be computed from.
-        let (mut left, mut right, mut other) = (false, false, false);
-        e.visit(&mut |x| match x {
-            Expr::Column {
-                depth: 0, index, ..
-            } => {
-                if *index < left_width {
-                    left = true
-                } else {
-                    right = true
-                }
-            }
-            Expr::Subquery { .. } => other = true,
-            _ => {}
-        });
-        (!other && left != right).then_some(left)
-    };
-    let family = |t: &DataType| match t {
-        DataType::Int2 | DataType::Int4 | DataType::Int8 => DataType::Int8,
-        t => t.clone(),
-    };
-    conjuncts
-        .into_iter()
-        .filter_map(|c| match c {
-            Expr::Binary {
-                op: BinaryOp::Eq,
-                left,
-                right,
-                ..
-            } if family(&left.ty()) == family(&right.ty()) => match (side(left), side(right)) {
-                (Some(true), Some(false)) => Some((left.as_ref(), right.as_ref())),
-                (Some(false), Some(true)) => Some((right.as_ref(), left.as_ref())),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
-}
-
-/// The conjuncts of `e` (its operands of AND, at any depth).
-fn conjuncts(e: &Expr) -> Vec<&Expr> {
-    let mut conjuncts = Vec::new();
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(a, b) => {
-                stack.push(a);
-                stack.push(b);
-            }
-            other => conjuncts.push(other),
-        }
-    }
-    conjuncts
-}
-
 /// Whether the join condition `on` holds for every pair of rows with equal hash keys, so
 /// that the probe need not evaluate it: each conjunct is one of the key equalities, and
 /// each of those compares integer columns (the key encodings of non-NULL integers are
@@ -1376,7 +1315,7 @@ fn keys_decide(on: &Expr, hash_keys: &[(&Expr, &Expr)]) -> bool {
             }
         )
     };
-    conjuncts(on).len() == hash_keys.len()
+    on.conjuncts().len() == hash_keys.len()
         && hash_keys
             .iter()
             .all(|(l, r)| int_column(l) && int_column(r))

@@ -137,6 +137,13 @@ impl<S: SessionStream> Session<S> {
                 Ok(Outcome::tag("DEALLOCATE"))
             }
             Statement::Empty => Ok(Outcome::tag("")),
+            Statement::Explain(explained) => Ok(Outcome {
+                rows: crate::explain::explain(&self.shared, explained)
+                    .into_iter()
+                    .map(|line| vec![Value::Text(line)])
+                    .collect(),
+                tag: "EXPLAIN".into(),
+            }),
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::Truncate { .. }

@@ -243,7 +243,14 @@ impl<'a> Binder<'a> {
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
-            S::Explain { .. } => Err(unsupported("EXPLAIN")),
+            S::Explain {
+                describe_alias: ast::DescribeAlias::Explain,
+                analyze,
+                statement,
+                format,
+                options,
+                ..
+            } => self.explain(*analyze, statement, format.as_ref(), options.as_deref()),
             S::Prepare { .. } | S::Execute { .. } | S::Deallocate { .. } => {
                 Err(unsupported("SQL-level PREPARE/EXECUTE"))
             }
@@ -256,6 +263,50 @@ impl<'a> Binder<'a> {
                     .join(" ");
                 Err(unsupported(format!("statement \"{word}\"")))
             }
+        }
+    }
+
+    /// EXPLAIN [ANALYZE] [VERBOSE] statement, or EXPLAIN (option [value], …) statement.
+    fn explain(
+        &mut self,
+        analyze: bool,
+        stmt: &ast::Statement,
+        format: Option<&ast::AnalyzeFormatKind>,
+        options: Option<&[ast::UtilityOption]>,
+    ) -> PgResult<Statement> {
+        let is_text =
+            |s: String| s.to_ascii_lowercase().trim_start_matches("format ").trim() == "text";
+        let mut analyze = analyze;
+        let mut text_format = format.is_none_or(|f| is_text(f.to_string()));
+        for o in options.unwrap_or_default() {
+            let on = o.arg.as_ref().is_none_or(|a| {
+                !matches!(
+                    a.to_string().to_ascii_lowercase().as_str(),
+                    "false" | "off" | "0"
+                )
+            });
+            match ident_name(&o.name).as_str() {
+                "analyze" => analyze = on,
+                "format" => text_format = o.arg.as_ref().is_some_and(|a| is_text(a.to_string())),
+                "verbose" | "costs" | "settings" | "buffers" | "wal" | "timing" | "summary" => {}
+                other => return Err(syntax(format!("unrecognized EXPLAIN option \"{other}\""))),
+            }
+        }
+        if analyze {
+            return Err(unsupported("EXPLAIN ANALYZE"));
+        }
+        if !text_format {
+            return Err(unsupported("EXPLAIN formats other than TEXT"));
+        }
+        use ast::Statement as S;
+        match stmt {
+            S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
+                Ok(Statement::Explain(Box::new(self.statement(stmt)?)))
+            }
+            other => Err(syntax(format!(
+                "syntax error at or near \"{}\"",
+                other.to_string().split_whitespace().next().unwrap_or("")
+            ))),
         }
     }
 

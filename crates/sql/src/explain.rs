@@ -1,0 +1,646 @@
+//! EXPLAIN: a bound statement's plan as PostgreSQL's text format prints it with
+//! `COSTS OFF` (there is no cost model to print), one line per output row.
+//!
+//! Nodes are named after what the executor runs (`coordinator::exec`): a join with
+//! equality keys is a hash join whose right side is hashed, any other a nested loop; GROUP
+//! BY and DISTINCT hash. Filters show on the node below them, as PostgreSQL shows a scan's
+//! or an aggregate's own filter. Where each scan's rows come from in a cluster is the
+//! caller's to say (`Placement`), as lines under the scan.
+
+use crate::catalog::TableDef;
+use crate::plan::{Access, AggCall, Expr, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind};
+use types::ops::UnaryOp;
+use types::Value;
+
+/// What a cluster adds to a scan: the lines that say which datanodes it reads (none
+/// with one datanode).
+pub trait Placement {
+    fn scan_lines(&self, table: &TableDef, access: &Access) -> Vec<String>;
+    /// The lines of a write of `table`'s rows reached through `access`.
+    fn write_lines(&self, table: &TableDef, access: &Access) -> Vec<String>;
+    /// The lines of an insert into `table`.
+    fn insert_lines(&self, table: &TableDef) -> Vec<String>;
+}
+
+/// The plan of an explainable statement (a query, INSERT, UPDATE or DELETE).
+pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
+    let mut b = Builder {
+        placement,
+        subplans: 0,
+        qualify: false,
+    };
+    let root = match stmt {
+        Statement::Query(q) => {
+            b.qualify = joins(&q.root);
+            b.rel(&q.root, Vec::new())
+        }
+        Statement::Insert(ins) => {
+            b.qualify = joins(&ins.source);
+            let mut node = Node::new(format!("Insert on {}", ins.table.name));
+            node.props.extend(placement.insert_lines(&ins.table));
+            node.children.push(b.rel(&ins.source, Vec::new()));
+            node
+        }
+        Statement::Update(upd) => {
+            let names = table_columns(&upd.table, false);
+            let mut node = Node::new(format!("Update on {}", upd.table.name));
+            node.props
+                .extend(placement.write_lines(&upd.table, &upd.access));
+            let mut scan = b.scan(&upd.table, &upd.access, upd.filter.as_ref(), &names);
+            for (_, e) in &upd.assignments {
+                b.subplans_of(&mut scan, e);
+            }
+            node.children.push(scan);
+            node
+        }
+        Statement::Delete(del) => {
+            let names = table_columns(&del.table, false);
+            let mut node = Node::new(format!("Delete on {}", del.table.name));
+            node.props
+                .extend(placement.write_lines(&del.table, &del.access));
+            node.children
+                .push(b.scan(&del.table, &del.access, del.filter.as_ref(), &names));
+            node
+        }
+        _ => return Vec::new(),
+    };
+    let mut lines = Vec::new();
+    root.render(None, &mut lines);
+    lines
+}
+
+/// One node of the printed plan.
+struct Node {
+    title: String,
+    props: Vec<String>,
+    children: Vec<Node>,
+    /// The plans of the subqueries in its expressions, numbered as its props name them.
+    subplans: Vec<(usize, Node)>,
+}
+
+impl Node {
+    fn new(title: String) -> Node {
+        Node {
+            title,
+            props: Vec::new(),
+            children: Vec::new(),
+            subplans: Vec::new(),
+        }
+    }
+
+    /// PostgreSQL's layout: a child's title follows `->  ` at its parent's property
+    /// column; its own properties and children start 6 columns further; a SubPlan's label
+    /// sits at the property column and its plan 2 columns further.
+    fn render(&self, arrow: Option<usize>, out: &mut Vec<String>) {
+        let props_at = match arrow {
+            None => {
+                out.push(self.title.clone());
+                2
+            }
+            Some(a) => {
+                out.push(format!("{}->  {}", " ".repeat(a), self.title));
+                a + 6
+            }
+        };
+        let indent = " ".repeat(props_at);
+        for p in &self.props {
+            out.push(format!("{indent}{p}"));
+        }
+        for c in &self.children {
+            c.render(Some(props_at), out);
+        }
+        for (n, plan) in &self.subplans {
+            out.push(format!("{indent}SubPlan {n}"));
+            plan.render(Some(props_at + 2), out);
+        }
+    }
+}
+
+struct Builder<'p> {
+    placement: &'p dyn Placement,
+    /// SubPlans numbered so far.
+    subplans: usize,
+    /// Whether columns print with their table's name (the plan joins tables).
+    qualify: bool,
+}
+
+impl Builder<'_> {
+    /// `e` as a property's text; its subqueries become `node`'s next SubPlans.
+    fn text(&mut self, node: &mut Node, e: &Expr, names: &[String]) -> String {
+        let mut found = Vec::new();
+        collect_subqueries(e, &mut found);
+        // Numbered before their plans are built: those number their own subqueries.
+        let first = self.subplans + 1;
+        self.subplans += found.len();
+        for (i, q) in found.into_iter().enumerate() {
+            let plan = self.query(q);
+            node.subplans.push((first + i, plan));
+        }
+        expr(e, names, &mut first.clone())
+    }
+
+    /// The SubPlans of `e` (an expression shown nowhere, as an UPDATE's new values).
+    fn subplans_of(&mut self, node: &mut Node, e: &Expr) {
+        self.text(node, e, &[]);
+    }
+
+    fn query(&mut self, q: &Query) -> Node {
+        let outer = std::mem::replace(&mut self.qualify, joins(&q.root));
+        let node = self.rel(&q.root, Vec::new());
+        self.qualify = outer;
+        node
+    }
+
+    fn scan(
+        &mut self,
+        table: &TableDef,
+        access: &Access,
+        filter: Option<&Expr>,
+        names: &[String],
+    ) -> Node {
+        let mut node = match access {
+            Access::Full => Node::new(format!("Seq Scan on {}", table.name)),
+            Access::PrimaryKey(_) | Access::KeyRange { .. } => Node::new(index_scan_title(table)),
+        };
+        let key = primary_key_columns(table, self.qualify);
+        let mut conds = Vec::new();
+        match access {
+            Access::Full => {}
+            Access::PrimaryKey(values) => {
+                for (c, v) in key.iter().zip(values) {
+                    let v = self.text(&mut node, v, names);
+                    conds.push(format!("({c} = {v})"));
+                }
+            }
+            Access::KeyRange { lower, upper } => {
+                let column = key.first().cloned().unwrap_or_default();
+                for (bound, ops) in [(lower, (">=", ">")), (upper, ("<=", "<"))] {
+                    if let Some(b) = bound {
+                        let op = if b.inclusive { ops.0 } else { ops.1 };
+                        let v = self.text(&mut node, &b.value, names);
+                        conds.push(format!("({column} {op} {v})"));
+                    }
+                }
+            }
+        }
+        if !conds.is_empty() {
+            node.props.push(format!("Index Cond: {}", and_all(conds)));
+        }
+        if let Some(f) = filter {
+            let f = self.text(&mut node, f, names);
+            node.props.push(format!("Filter: {f}"));
+        }
+        node.props.extend(self.placement.scan_lines(table, access));
+        node
+    }
+
+    /// The node of `rel`, with `filters` (of the Filter nodes above it) as its Filter.
+    fn rel(&mut self, rel: &Rel, filters: Vec<&Expr>) -> Node {
+        let names = columns(rel, self.qualify);
+        let mut node = match rel {
+            Rel::Filter { input, predicate } => {
+                let mut filters = filters;
+                filters.push(predicate);
+                return self.rel(input, filters);
+            }
+            Rel::Scan { table, access } => {
+                let filter = conjunction(&filters);
+                return self.scan(table, access, filter.as_ref(), &names);
+            }
+            Rel::Project { input, exprs } => {
+                if filters.is_empty() && !exprs.iter().any(Expr::has_subquery) {
+                    return self.rel(input, filters);
+                }
+                let input_names = columns(input, self.qualify);
+                let mut node = Node::new("Result".into());
+                for e in exprs.iter().filter(|e| e.has_subquery()) {
+                    self.text(&mut node, e, &input_names);
+                }
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::Unit => Node::new("Result".into()),
+            Rel::System { table } => {
+                Node::new(format!("Seq Scan on {}", snake(&format!("{table:?}"))))
+            }
+            Rel::Values { rows } => {
+                let mut node = Node::new("Values Scan on \"*VALUES*\"".into());
+                for e in rows.iter().flatten() {
+                    self.text(&mut node, e, &[]);
+                }
+                node
+            }
+            Rel::GenerateSeries { .. } => Node::new("Function Scan on generate_series".into()),
+            Rel::WorkTable { .. } => Node::new("WorkTable Scan".into()),
+            Rel::Join {
+                left,
+                right,
+                kind,
+                on,
+                lateral,
+            } => {
+                let hashed = !lateral
+                    && on
+                        .as_ref()
+                        .is_some_and(|on| !on.equi_join_keys(left.width()).is_empty());
+                let mut node = Node::new(join_title(*kind, hashed));
+                if let Some(on) = on {
+                    let label = if hashed { "Hash Cond" } else { "Join Filter" };
+                    let on = self.text(&mut node, on, &names);
+                    node.props.push(format!("{label}: {on}"));
+                }
+                node.children.push(self.rel(left, Vec::new()));
+                let right = self.rel(right, Vec::new());
+                node.children.push(match hashed {
+                    true => {
+                        let mut hash = Node::new("Hash".into());
+                        hash.children.push(right);
+                        hash
+                    }
+                    false => right,
+                });
+                node
+            }
+            Rel::Aggregate {
+                input,
+                group_by,
+                aggs,
+            } => {
+                let input_names = columns(input, self.qualify);
+                let title = if group_by.is_empty() {
+                    "Aggregate"
+                } else {
+                    "HashAggregate"
+                };
+                let mut node = Node::new(title.into());
+                if !group_by.is_empty() {
+                    let keys: Vec<String> = group_by
+                        .iter()
+                        .map(|g| self.text(&mut node, g, &input_names))
+                        .collect();
+                    node.props.push(format!("Group Key: {}", keys.join(", ")));
+                }
+                for e in aggs
+                    .iter()
+                    .flat_map(|a| a.arg.iter().chain(a.filter.iter()))
+                {
+                    self.text(&mut node, e, &input_names);
+                }
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::Sort { input, keys } => {
+                let mut node = Node::new("Sort".into());
+                let keys: Vec<String> = keys.iter().map(|k| sort_key(k, &names)).collect();
+                node.props.push(format!("Sort Key: {}", keys.join(", ")));
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::Limit { input, .. } => {
+                let mut node = Node::new("Limit".into());
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::Distinct { input } => {
+                let mut node = Node::new("HashAggregate".into());
+                node.props.push(format!("Group Key: {}", names.join(", ")));
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::Union { left, right, all } => {
+                let mut append = Node::new("Append".into());
+                append.children.push(self.rel(left, Vec::new()));
+                append.children.push(self.rel(right, Vec::new()));
+                match all {
+                    true => append,
+                    false => {
+                        let mut node = Node::new("HashAggregate".into());
+                        node.props.push(format!("Group Key: {}", names.join(", ")));
+                        node.children.push(append);
+                        node
+                    }
+                }
+            }
+            Rel::RecursiveUnion {
+                base, recursive, ..
+            } => {
+                let mut node = Node::new("Recursive Union".into());
+                node.children.push(self.rel(base, Vec::new()));
+                node.children.push(self.rel(recursive, Vec::new()));
+                node
+            }
+        };
+        if let Some(f) = conjunction(&filters) {
+            let f = self.text(&mut node, &f, &names);
+            node.props.push(format!("Filter: {f}"));
+        }
+        node
+    }
+}
+
+/// Whether the plan joins relations (its columns then print with their table's name).
+fn joins(rel: &Rel) -> bool {
+    match rel {
+        Rel::Join { .. } => true,
+        Rel::Filter { input, .. }
+        | Rel::Project { input, .. }
+        | Rel::Aggregate { input, .. }
+        | Rel::Sort { input, .. }
+        | Rel::Limit { input, .. }
+        | Rel::Distinct { input } => joins(input),
+        Rel::Union { left, right, .. } => joins(left) || joins(right),
+        Rel::RecursiveUnion {
+            base, recursive, ..
+        } => joins(base) || joins(recursive),
+        _ => false,
+    }
+}
+
+fn index_scan_title(table: &TableDef) -> String {
+    let index = table
+        .pk_name
+        .clone()
+        .unwrap_or_else(|| format!("{}_pkey", table.name));
+    format!("Index Scan using {index} on {}", table.name)
+}
+
+fn primary_key_columns(table: &TableDef, qualify: bool) -> Vec<String> {
+    let names = table_columns(table, qualify);
+    table
+        .primary_key
+        .iter()
+        .flatten()
+        .map(|&c| names[c].clone())
+        .collect()
+}
+
+fn table_columns(table: &TableDef, qualify: bool) -> Vec<String> {
+    let name = |c: &str| match qualify {
+        true => format!("{}.{c}", table.name),
+        false => c.to_string(),
+    };
+    table.columns.iter().map(|c| name(&c.name)).collect()
+}
+
+fn join_title(kind: JoinKind, hashed: bool) -> String {
+    let kind = match kind {
+        JoinKind::Inner => "",
+        JoinKind::Left => " Left",
+    };
+    match hashed {
+        true => format!("Hash{kind} Join"),
+        false if kind.is_empty() => "Nested Loop".into(),
+        false => format!("Nested Loop{kind} Join"),
+    }
+}
+
+fn conjunction(filters: &[&Expr]) -> Option<Expr> {
+    filters
+        .iter()
+        .map(|f| (*f).clone())
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+}
+
+fn and_all(conds: Vec<String>) -> String {
+    match conds.len() {
+        1 => conds.into_iter().next().unwrap_or_default(),
+        _ => format!("({})", conds.join(" AND ")),
+    }
+}
+
+fn sort_key(k: &SortKey, names: &[String]) -> String {
+    let mut s = expr(&k.expr, names, &mut 0);
+    if k.descending {
+        s.push_str(" DESC");
+    }
+    // PostgreSQL's default: NULLS LAST ascending, NULLS FIRST descending.
+    if k.nulls_first != k.descending {
+        s.push_str(if k.nulls_first {
+            " NULLS FIRST"
+        } else {
+            " NULLS LAST"
+        });
+    }
+    s
+}
+
+/// The names of `rel`'s output columns, as expressions above it print them.
+fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
+    match rel {
+        Rel::Unit => Vec::new(),
+        Rel::Scan { table, .. } => table_columns(table, qualify),
+        Rel::System { table } => crate::system_tables::system_columns(*table)
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect(),
+        Rel::Values { rows } => (1..=rows.first().map_or(0, Vec::len))
+            .map(|i| format!("\"*VALUES*\".column{i}"))
+            .collect(),
+        Rel::GenerateSeries { .. } => vec!["generate_series".into()],
+        Rel::Filter { input, .. }
+        | Rel::Sort { input, .. }
+        | Rel::Limit { input, .. }
+        | Rel::Distinct { input } => columns(input, qualify),
+        Rel::Project { input, exprs } => {
+            let names = columns(input, qualify);
+            exprs.iter().map(|e| expr(e, &names, &mut 0)).collect()
+        }
+        Rel::Join { left, right, .. } => {
+            let mut names = columns(left, qualify);
+            names.extend(columns(right, qualify));
+            names
+        }
+        Rel::Aggregate {
+            input,
+            group_by,
+            aggs,
+        } => {
+            let names = columns(input, qualify);
+            group_by
+                .iter()
+                .map(|g| expr(g, &names, &mut 0))
+                .chain(aggs.iter().map(|a| aggregate(a, &names)))
+                .collect()
+        }
+        Rel::Union { left, .. } => columns(left, qualify),
+        Rel::RecursiveUnion { base, .. } => columns(base, qualify),
+        Rel::WorkTable { width, .. } => (1..=*width).map(|i| format!("column{i}")).collect(),
+    }
+}
+
+fn aggregate(a: &AggCall, names: &[String]) -> String {
+    let name = snake(&format!("{:?}", a.func));
+    let arg = match &a.arg {
+        None => "*".to_string(),
+        Some(e) if a.distinct => format!("DISTINCT {}", expr(e, names, &mut 0)),
+        Some(e) => expr(e, names, &mut 0),
+    };
+    match &a.filter {
+        Some(f) => format!("{name}({arg}) FILTER (WHERE {})", expr(f, names, &mut 0)),
+        None => format!("{name}({arg})"),
+    }
+}
+
+/// `e` as PostgreSQL's EXPLAIN prints an expression: binary operations parenthesized,
+/// columns by name, parameters as `$n`, subqueries as `SubPlan n`, numbered from `n` on
+/// in the order `collect_subqueries` finds them (parents first).
+fn expr(e: &Expr, names: &[String], n: &mut usize) -> String {
+    let not = |negated: bool| if negated { "NOT " } else { "" };
+    let quantifier = |all: bool| if all { "ALL" } else { "ANY" };
+    match e {
+        Expr::Const(v, ty) => constant(v, ty),
+        Expr::Param { index, .. } => format!("${}", index + 1),
+        Expr::Column {
+            depth: 0, index, ..
+        } => names
+            .get(*index)
+            .cloned()
+            .unwrap_or_else(|| format!("column{}", index + 1)),
+        Expr::Column { index, .. } => format!("outer.column{}", index + 1),
+        Expr::Binary {
+            op, left, right, ..
+        } => {
+            let l = expr(left, names, n);
+            format!("({l} {} {})", op.symbol(), expr(right, names, n))
+        }
+        Expr::Unary { op, operand, .. } => {
+            let op = match op {
+                UnaryOp::Neg => "-",
+                UnaryOp::Plus => "+",
+                UnaryOp::Not => "NOT",
+            };
+            format!("({op} {})", expr(operand, names, n))
+        }
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            let op = if matches!(e, Expr::And(..)) {
+                "AND"
+            } else {
+                "OR"
+            };
+            let l = expr(a, names, n);
+            format!("({l} {op} {})", expr(b, names, n))
+        }
+        Expr::Not(a) => format!("(NOT {})", expr(a, names, n)),
+        Expr::IsNull { operand, negated } => {
+            format!("({} IS {}NULL)", expr(operand, names, n), not(*negated))
+        }
+        Expr::IsDistinctFrom {
+            left,
+            right,
+            negated,
+        } => {
+            let l = expr(left, names, n);
+            format!(
+                "({l} IS {}DISTINCT FROM {})",
+                not(*negated),
+                expr(right, names, n)
+            )
+        }
+        Expr::Cast { operand, to, .. } => format!("({})::{to}", expr(operand, names, n)),
+        Expr::Func { func, args, .. } => {
+            format!("{}({})", snake(&format!("{func:?}")), list(args, names, n))
+        }
+        Expr::Coalesce { args, .. } => format!("COALESCE({})", list(args, names, n)),
+        Expr::Array { elements, .. } => format!("ARRAY[{}]", list(elements, names, n)),
+        Expr::Case {
+            operand,
+            whens,
+            otherwise,
+            ..
+        } => {
+            let mut s = "CASE".to_string();
+            if let Some(o) = operand {
+                s += &format!(" {}", expr(o, names, n));
+            }
+            for (w, t) in whens {
+                let w = expr(w, names, n);
+                s += &format!(" WHEN {w} THEN {}", expr(t, names, n));
+            }
+            if let Some(o) = otherwise {
+                s += &format!(" ELSE {}", expr(o, names, n));
+            }
+            s + " END"
+        }
+        Expr::InList {
+            operand,
+            list: items,
+            negated,
+        } => {
+            let l = expr(operand, names, n);
+            format!("({l} {}IN ({}))", not(*negated), list(items, names, n))
+        }
+        Expr::AnyArray {
+            op,
+            left,
+            array,
+            all,
+        } => {
+            let l = expr(left, names, n);
+            let a = expr(array, names, n);
+            format!("({l} {} {}({a}))", op.symbol(), quantifier(*all))
+        }
+        Expr::Subquery { kind, .. } => {
+            // The subquery is found before what is inside its left operand.
+            let plan = format!("SubPlan {n}");
+            *n += 1;
+            match kind {
+                SubqueryKind::Scalar => format!("({plan})"),
+                SubqueryKind::Exists => format!("(EXISTS ({plan}))"),
+                SubqueryKind::Array => format!("(ARRAY({plan}))"),
+                SubqueryKind::In { left, negated } => {
+                    format!("({} {}IN ({plan}))", expr(left, names, n), not(*negated))
+                }
+                SubqueryKind::Quantified { op, left, all } => format!(
+                    "({} {} {}({plan}))",
+                    expr(left, names, n),
+                    op.symbol(),
+                    quantifier(*all)
+                ),
+            }
+        }
+    }
+}
+
+fn list(es: &[Expr], names: &[String], n: &mut usize) -> String {
+    es.iter()
+        .map(|e| expr(e, names, n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn constant(v: &Value, ty: &types::DataType) -> String {
+    match v {
+        Value::Null => "NULL".into(),
+        _ => match types::io::to_text_string(v, ty) {
+            Some(text) if ty.is_numeric() || ty.is_integer() => text,
+            Some(text) => format!("'{}'::{ty}", text.replace('\'', "''")),
+            None => format!("{v:?}"),
+        },
+    }
+}
+
+/// The subqueries in `e` (not those inside them), in order.
+fn collect_subqueries<'e>(e: &'e Expr, out: &mut Vec<&'e Query>) {
+    e.visit(&mut |x| {
+        if let Expr::Subquery { plan, .. } = x {
+            out.push(plan);
+        }
+    });
+}
+
+/// `CamelCase` as `camel_case` (the Rust names of functions and catalogs spell the SQL
+/// names so).
+fn snake(camel: &str) -> String {
+    let mut out = String::with_capacity(camel.len() + 4);
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -1,0 +1,130 @@
+"""EXPLAIN: the plan as text rows, as PostgreSQL 15 answers it.
+
+Every statement runs on the server under test and on a real PostgreSQL 15 in the same
+test. Plans themselves differ (PostgreSQL has a cost model and more operators), so what
+is compared is what a client relies on: one text column "QUERY PLAN", the EXPLAIN
+command tag, that nothing runs (EXPLAIN INSERT/UPDATE/DELETE change no row), parameters
+through the extended protocol, and the SQLSTATEs of the errors. What Meridian prints is
+checked on its own: the node names and properties of PostgreSQL's text format for scans
+by key, joins, aggregates, sorts and subqueries. Which datanode a cluster's point read
+goes to is checked in test_cluster.py (the reads EXPLAIN places on a stopped datanode
+are exactly the ones that fail).
+"""
+
+import psycopg
+import pytest
+
+SETUP = [
+    "DROP TABLE IF EXISTS ex_a",
+    "DROP TABLE IF EXISTS ex_b",
+    "CREATE TABLE ex_a (id int PRIMARY KEY, g int, v text)",
+    "CREATE TABLE ex_b (id int PRIMARY KEY, a_id int, w int)",
+    "INSERT INTO ex_a SELECT i, i % 5, 'v' || i FROM generate_series(1, 50) i",
+    "INSERT INTO ex_b SELECT i, i % 50 + 1, i FROM generate_series(1, 80) i",
+]
+
+
+@pytest.fixture
+def pair(postgres, target):
+    conns = [psycopg.connect(s.dsn, autocommit=True) for s in (postgres, target)]
+    for c in conns:
+        for sql in SETUP:
+            c.execute(sql)
+    yield conns
+    for c in conns:
+        c.close()
+
+
+def explain(conn, sql, params=None):
+    cur = conn.execute(sql, params)
+    assert [(d.name, d.type_code) for d in cur.description] == [("QUERY PLAN", 25)]
+    assert cur.statusmessage == "EXPLAIN"
+    return [r[0] for r in cur.fetchall()]
+
+
+def counts(conn):
+    return conn.execute("SELECT (SELECT count(*) FROM ex_a), (SELECT sum(g) FROM ex_a),"
+                        " (SELECT count(*) FROM ex_b)").fetchone()
+
+
+@pytest.mark.parametrize("sql,params", [
+    ("EXPLAIN SELECT * FROM ex_a WHERE id = 3", None),
+    ("EXPLAIN (COSTS OFF) SELECT g, count(*) FROM ex_a GROUP BY g ORDER BY g", None),
+    ("EXPLAIN VERBOSE SELECT * FROM ex_a a JOIN ex_b b ON a.id = b.a_id", None),
+    ("EXPLAIN (FORMAT TEXT) SELECT v FROM ex_a WHERE id = %s", (7,)),
+    ("EXPLAIN INSERT INTO ex_a VALUES (100, 1, 'x')", None),
+    ("EXPLAIN UPDATE ex_a SET g = g + 1 WHERE id < 10", None),
+    ("EXPLAIN DELETE FROM ex_b WHERE w > 10", None),
+])
+def test_explain_answers_a_text_plan_and_runs_nothing(pair, sql, params):
+    before = [counts(c) for c in pair]
+    for c in pair:
+        assert explain(c, sql, params), sql
+    assert [counts(c) for c in pair] == before
+
+
+@pytest.mark.parametrize("sql", [
+    "EXPLAIN CREATE TABLE ex_c (a int)",
+    "EXPLAIN (NO_SUCH_OPTION) SELECT 1",
+    "EXPLAIN SELECT * FROM ex_missing",
+    "EXPLAIN SELECT nope FROM ex_a",
+    "EXPLAIN SELEC 1",
+])
+def test_explain_errors_as_postgres(pair, sql):
+    states = []
+    for c in pair:
+        with pytest.raises(psycopg.Error) as e:
+            c.execute(sql)
+        states.append(e.value.sqlstate)
+        assert c.execute("SELECT 1").fetchone() == (1,)
+    assert states[1] == states[0], (sql, states)
+
+
+def meridian_only(target):
+    if target.kind == "postgres":
+        pytest.skip("Meridian's plan shapes (PostgreSQL's are its own)")
+
+
+def test_point_read_is_an_index_scan_with_its_key(pair, target):
+    meridian_only(target)
+    plan = explain(pair[1], "EXPLAIN SELECT v FROM ex_a WHERE id = 3")
+    assert plan[0] == "Index Scan using ex_a_pkey on ex_a", plan
+    assert "  Index Cond: (id = 3)" in plan, plan
+    plan = explain(pair[1], "EXPLAIN SELECT v FROM ex_a WHERE id >= 3 AND id < 9")
+    assert "  Index Cond: ((id >= 3) AND (id < 9))" in plan, plan
+
+
+def test_plan_tree_in_postgres_layout(pair, target):
+    meridian_only(target)
+    plan = explain(pair[1], "EXPLAIN SELECT a.g, count(*) FROM ex_a a JOIN ex_b b"
+                            " ON a.id = b.a_id WHERE b.w > 5 GROUP BY a.g ORDER BY a.g LIMIT 2")
+    core = [line for line in plan if "Datanode" not in line]
+    assert core == [
+        "Limit",
+        "  ->  Sort",
+        "        Sort Key: ex_a.g",
+        "        ->  HashAggregate",
+        "              Group Key: ex_a.g",
+        "              ->  Hash Join",
+        "                    Hash Cond: (ex_a.id = ex_b.a_id)",
+        "                    Filter: (ex_b.w > 5)",
+        "                    ->  Seq Scan on ex_a",
+        "                    ->  Hash",
+        "                          ->  Seq Scan on ex_b",
+    ], plan
+
+
+def test_subqueries_are_subplans(pair, target):
+    meridian_only(target)
+    plan = explain(pair[1], "EXPLAIN SELECT id FROM ex_a WHERE g IN (SELECT w FROM ex_b)"
+                            " AND g > (SELECT min(a_id) FROM ex_b)")
+    core = [line for line in plan if "Datanode" not in line]
+    assert core == [
+        "Seq Scan on ex_a",
+        "  Filter: ((g IN (SubPlan 1)) AND (g > (SubPlan 2)))",
+        "  SubPlan 1",
+        "    ->  Seq Scan on ex_b",
+        "  SubPlan 2",
+        "    ->  Aggregate",
+        "          ->  Seq Scan on ex_b",
+    ], plan
