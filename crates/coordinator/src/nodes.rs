@@ -17,8 +17,10 @@ pub struct ClusterView {
     pub own_address: String,
 }
 
-/// One node: name, role, address, state.
-pub type NodeRow = [String; 4];
+/// One node: name, role, address, state, and for a datanode of the cluster the rows (or
+/// partial-aggregate groups) this coordinator's scans have received from it (what a
+/// pushed filter or aggregate saves shows here, decision 0033).
+pub type NodeRow = ([String; 4], Option<u64>);
 
 impl ClusterView {
     /// Every node: the GTM, the datanodes (the bucket map's, then any registered since),
@@ -26,19 +28,29 @@ impl ClusterView {
     /// connection to it is up; another coordinator's is only that it registered.
     pub fn rows(&self, registered: &[Node]) -> Vec<NodeRow> {
         let up = |connected: bool| if connected { "up" } else { "down" }.to_string();
-        let mut rows = vec![[
-            "gtm".to_string(),
-            "gtm".to_string(),
-            self.gtm_address
-                .clone()
-                .unwrap_or_else(|| "in process".into()),
-            up(self.gtm.is_connected()),
-        ]];
+        let mut rows = vec![(
+            [
+                "gtm".to_string(),
+                "gtm".to_string(),
+                self.gtm_address
+                    .clone()
+                    .unwrap_or_else(|| "in process".into()),
+                up(self.gtm.is_connected()),
+            ],
+            None,
+        )];
         if self.members.is_empty() {
             rows.push(row("datanode", Role::Datanode, "in process", "up"));
         }
-        for (node, connected) in self.members.iter().zip(self.datanodes.connected()) {
-            rows.push(datanode_row(node, &up(connected)));
+        let received = self.datanodes.rows_received();
+        for ((node, connected), received) in self
+            .members
+            .iter()
+            .zip(self.datanodes.connected())
+            .zip(received)
+        {
+            let (fields, _) = datanode_row(node, &up(connected));
+            rows.push((fields, received));
         }
         for node in registered.iter().filter(|n| n.role == Role::Datanode) {
             if !self.members.iter().any(|m| m.id == node.id) {
@@ -75,10 +87,13 @@ fn coordinator_row(address: &str, state: &str) -> NodeRow {
 }
 
 fn row(name: &str, role: Role, address: &str, state: &str) -> NodeRow {
-    [
-        name.to_string(),
-        role.name().to_string(),
-        address.to_string(),
-        state.to_string(),
-    ]
+    (
+        [
+            name.to_string(),
+            role.name().to_string(),
+            address.to_string(),
+            state.to_string(),
+        ],
+        None,
+    )
 }

@@ -438,7 +438,11 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .cluster
             .rows(&session.catalog.registered_nodes())
             .into_iter()
-            .map(|r| r.into_iter().map(|v| text(&v)).collect())
+            .map(|(fields, received)| {
+                let mut row: Vec<Value> = fields.iter().map(|v| text(v)).collect();
+                row.push(received.map_or(Value::Null, |n| Value::Int8(n as i64)));
+                row
+            })
             .collect(),
         PgAuthMembers
         | PgDbRoleSetting

@@ -9,6 +9,7 @@ use datanode_client::{
 };
 use futures::future::{BoxFuture, Either};
 use pgerror::{PgError, PgResult};
+use sql::pushdown::ScanWork;
 use std::future::Future;
 use std::ops::Bound;
 
@@ -215,6 +216,55 @@ impl Datanodes {
         self.scan_all(txn, rel, lo, hi, snapshot).await
     }
 
+    /// The rows of `rel` in `[lo, hi)` that pass `work`'s filter, in key order, or their
+    /// partial aggregation, one row per group per datanode in no order (decision 0033).
+    /// With several datanodes only: the embedded server filters and aggregates itself.
+    pub fn scan_pushed<'a>(
+        &'a self,
+        txn: &'a ClusterTxn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        work: ScanWork,
+    ) -> PgResult<ClusterScan<'a, (Vec<u8>, RowBytes)>> {
+        // groups need no order, and rows sent whole need their keys to merge
+        let keys = work.partial.is_none();
+        let mut scans = Vec::new();
+        for i in self.scan_targets(txn, rel)? {
+            scans.push(self.nodes[i].scan_pushed(
+                &txn.parts[i],
+                rel,
+                lo.clone(),
+                hi.clone(),
+                snapshot,
+                keys,
+                work.clone(),
+            )?);
+        }
+        Ok(ClusterScan::merge(scans))
+    }
+
+    /// Per datanode, the rows (or partial-aggregate groups) scans brought from it; None
+    /// for the datanode of this process.
+    pub fn rows_received(&self) -> Vec<Option<u64>> {
+        self.nodes
+            .iter()
+            .map(DatanodeClient::rows_received)
+            .collect()
+    }
+
+    /// The datanodes a scan of `rel` reads: every one, or one for a replicated relation.
+    fn scan_targets(&self, txn: &ClusterTxn, rel: RelId) -> PgResult<std::ops::Range<usize>> {
+        Ok(match self.placements.of(rel)? {
+            RelPlacement::Replicated => {
+                let i = self.replica(txn);
+                i..i + 1
+            }
+            _ => 0..self.nodes.len(),
+        })
+    }
+
     /// A scan of the datanodes that hold `rel`'s rows (one for a replicated relation),
     /// merged by key.
     async fn scan_all<'a, T: ScanItem>(
@@ -225,13 +275,7 @@ impl Datanodes {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
     ) -> PgResult<ClusterScan<'a, T>> {
-        let holders = match self.placements.of(rel)? {
-            RelPlacement::Replicated => {
-                let i = self.replica(txn);
-                i..i + 1
-            }
-            _ => 0..self.nodes.len(),
-        };
+        let holders = self.scan_targets(txn, rel)?;
         let mut scans = Vec::with_capacity(holders.len());
         for i in holders {
             scans.push(

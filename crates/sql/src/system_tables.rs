@@ -441,6 +441,7 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("role", Text),
             ("address", Text),
             ("state", Text),
+            ("rows_received", Int8),
         ],
         PgDbRoleSetting => vec![
             ("setdatabase", Oid),
