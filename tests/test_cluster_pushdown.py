@@ -14,7 +14,9 @@ datanodes, two coordinators), compared with PostgreSQL 15.
 3. Pushdown happens: ``meridian_nodes.rows_received`` (rows or partial groups this
    coordinator's scans received from each datanode) grows by the rows that pass a pushed
    filter, by one group per datanode for an aggregate, and by the whole table when the
-   filter cannot be pushed (a subquery). Over a table of 60,000 rows, pages that keep
+   filter cannot be pushed (a subquery); ``meridian_nodes.scan_pages`` by one when the
+   filter fixes the distribution column (one datanode, one round trip), by three (one
+   per datanode) when it does not. Over a table of 60,000 rows, pages that keep
    nothing and aggregates with 5,000 groups (more than a page holds) are exact.
 
 These need several datanodes, so they always run against a cluster.
@@ -33,6 +35,9 @@ SCHEMA = [
      " d date", "DISTRIBUTE BY HASH (id)"),
     ("pd_rr", "id int, grp int, v int, n numeric(12,3), t text, b bigint, d date",
      "DISTRIBUTE BY ROUNDROBIN"),
+    # hashed on a column that is not its key: `grp = x` reads one datanode
+    ("pd_grp", "id int, grp int, v int, n numeric(12,3), t text, b bigint, d date",
+     "DISTRIBUTE BY HASH (grp)"),
     ("pd_rep", "id int PRIMARY KEY, grp int, v int, n numeric(12,3), t text, b bigint,"
      " d date", "DISTRIBUTE BY REPLICATION"),
     ("pd_empty", "id int PRIMARY KEY, grp int, v int, n numeric(12,3), t text, b bigint,"
@@ -60,6 +65,10 @@ QUERIES = [
     "SELECT id FROM {t} WHERE CASE WHEN v > 0 THEN 'pos' ELSE 'neg' END = 'pos' AND grp = 3",
     "SELECT id FROM {t} WHERE v > 1000",
     "SELECT count(*) FROM {t} WHERE id > 100 AND id <= 200",
+    "SELECT id, v FROM {t} WHERE grp = 3 AND v > 20",
+    "SELECT id FROM {t} WHERE 4 = grp AND (v IS NULL OR t = 'w3')",
+    "SELECT id FROM {t} WHERE grp = 3::bigint AND id < 50",
+    "SELECT id FROM {t} WHERE grp = NULL",
     # a filter that stays (subquery) beside one that goes
     "SELECT id FROM {t} WHERE v = (SELECT 7) AND grp = 2",
     # aggregates
@@ -82,6 +91,8 @@ PARAM_QUERIES = [
     ("SELECT id, v FROM {t} WHERE v = %s AND t <> %s", (13, "w0")),
     ("SELECT grp, count(*), sum(n), avg(v) FROM {t} WHERE v > %s GROUP BY grp", (10,)),
     ("SELECT count(*), sum(b) FROM {t} WHERE n BETWEEN %s AND %s", (Decimal("-100.5"), 2000)),
+    ("SELECT count(*), sum(v), max(t) FROM {t} WHERE grp = %s", (5,)),
+    ("SELECT id FROM {t} WHERE grp = %s AND v = %s", (6, -1)),
 ]
 
 
@@ -152,7 +163,7 @@ def test_pushed_filters_and_aggregates_match_postgres(meridian_cluster, referenc
     for isolation in ("READ COMMITTED", "REPEATABLE READ"):
         for c in (conn, reference):
             c.execute(f"BEGIN ISOLATION LEVEL {isolation}")
-            for t in ("pd_hash", "pd_rr", "pd_rep", "pd_empty"):
+            for t in ("pd_hash", "pd_rr", "pd_grp", "pd_rep", "pd_empty"):
                 c.execute(f"INSERT INTO {t} VALUES (100001, 3, 7, 1.5, 'w5', NULL, NULL),"
                           " (100002, 8, NULL, -1, 'new', 5, DATE '2024-02-02')")
                 c.execute(f"UPDATE {t} SET v = 7, n = n + 1 WHERE id % 97 = 0")
@@ -182,7 +193,7 @@ ERRORS = [
 def test_errors_raised_on_a_datanode_keep_their_sqlstate(meridian_cluster, reference):
     conn = meridian_cluster.connect(autocommit=True)
     create_tables([conn, reference], conn)
-    for name in ("pd_hash", "pd_rr", "pd_rep"):
+    for name in ("pd_hash", "pd_rr", "pd_grp", "pd_rep"):
         for q in ERRORS:
             sql = q.format(t=name)
             got, want = run(conn, sql), run(reference, sql)
@@ -198,17 +209,26 @@ def test_errors_raised_on_a_datanode_keep_their_sqlstate(meridian_cluster, refer
     conn.close()
 
 
-def rows_received(conn) -> int:
-    (n,) = conn.execute(
-        "SELECT sum(rows_received) FROM meridian_nodes WHERE role = 'datanode'").fetchone()
-    return int(n)
+def scan_traffic(conn) -> tuple[int, int]:
+    pages, rows = conn.execute(
+        "SELECT sum(scan_pages), sum(rows_received) FROM meridian_nodes"
+        " WHERE role = 'datanode'").fetchone()
+    return int(pages), int(rows)
+
+
+def traffic(conn, sql):
+    """The rows of `sql`, and the scan pages and rows the datanodes sent this
+    coordinator for it."""
+    pages, received = scan_traffic(conn)
+    rows = conn.execute(sql).fetchall()
+    pages_after, received_after = scan_traffic(conn)
+    return rows, pages_after - pages, received_after - received
 
 
 def moved(conn, sql):
     """The rows of `sql` and the rows the datanodes sent this coordinator for it."""
-    before = rows_received(conn)
-    rows = conn.execute(sql).fetchall()
-    return rows, rows_received(conn) - before
+    rows, _, n = traffic(conn, sql)
+    return rows, n
 
 
 BIG = 60000
@@ -235,6 +255,15 @@ def test_pushdown_moves_only_what_passes(meridian_cluster):
     # with the pushable conjunct beside it, only that conjunct's rows travel
     rows, n = moved(conn, "SELECT id FROM pd_hash WHERE v = (SELECT 7) AND grp = 2")
     assert n == conn.execute("SELECT count(*) FROM pd_hash WHERE grp = 2").fetchone()[0]
+
+    # a filter that fixes the distribution column reads that value's datanode alone
+    rows, pages, n = traffic(conn, "SELECT count(*), sum(v) FROM pd_grp WHERE grp = 3")
+    assert rows == conn.execute("SELECT count(*), sum(v) FROM pd_hash WHERE grp = 3").fetchall()
+    assert (pages, n) == (1, 1)
+    rows, pages, n = traffic(conn, "SELECT id FROM pd_grp WHERE grp = 3 AND v > 40")
+    assert pages == 1 and n == len(rows) > 0
+    _, pages, _ = traffic(conn, "SELECT count(*) FROM pd_grp WHERE grp = 3 OR grp = 4")
+    assert pages == 3
 
     # many rows per datanode: pages that keep nothing, and more groups than a page holds
     conn.execute("CREATE TABLE pd_big (g int PRIMARY KEY, k int)")

@@ -1,5 +1,6 @@
 //! The cluster's nodes as this coordinator sees them: the rows of `meridian_nodes`.
 
+use datanode_client::ScanTraffic;
 use distribution::Datanodes;
 use gtm::GtmClient;
 use meta::nodes::{Node, Role};
@@ -17,10 +18,10 @@ pub struct ClusterView {
     pub own_address: String,
 }
 
-/// One node: name, role, address, state, and for a datanode of the cluster the rows (or
-/// partial-aggregate groups) this coordinator's scans have received from it (what a
-/// pushed filter or aggregate saves shows here, decision 0033).
-pub type NodeRow = ([String; 4], Option<u64>);
+/// One node: name, role, address, state, and for a datanode of the cluster the pages this
+/// coordinator's scans fetched from it and the rows (or partial-aggregate groups) they
+/// brought (what pushed filters and aggregates save shows here, decision 0033).
+pub type NodeRow = ([String; 4], Option<ScanTraffic>);
 
 impl ClusterView {
     /// Every node: the GTM, the datanodes (the bucket map's, then any registered since),
@@ -42,15 +43,15 @@ impl ClusterView {
         if self.members.is_empty() {
             rows.push(row("datanode", Role::Datanode, "in process", "up"));
         }
-        let received = self.datanodes.rows_received();
-        for ((node, connected), received) in self
+        let traffic = self.datanodes.scan_traffic();
+        for ((node, connected), traffic) in self
             .members
             .iter()
             .zip(self.datanodes.connected())
-            .zip(received)
+            .zip(traffic)
         {
             let (fields, _) = datanode_row(node, &up(connected));
-            rows.push((fields, received));
+            rows.push((fields, traffic));
         }
         for node in registered.iter().filter(|n| n.role == Role::Datanode) {
             if !self.members.iter().any(|m| m.id == node.id) {

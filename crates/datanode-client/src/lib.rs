@@ -61,6 +61,14 @@ pub enum Savepoint {
     Remote(u32),
 }
 
+/// The pages a remote datanode's scans fetched, and the rows (or partial-aggregate
+/// groups) the pages brought.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanTraffic {
+    pub pages: u64,
+    pub rows: u64,
+}
+
 /// The rows of a range scan, in key order.
 pub enum DatanodeScan<'a, T> {
     Local(datanode::ScanRows<'a, T>),
@@ -350,12 +358,12 @@ impl DatanodeClient {
         }
     }
 
-    /// Rows (or partial-aggregate groups) scans brought from this datanode, for a remote
-    /// one; None in process (its scans move no rows).
-    pub fn rows_received(&self) -> Option<u64> {
+    /// What scans fetched from this datanode, for a remote one; None in process (its
+    /// scans move no rows).
+    pub fn scan_traffic(&self) -> Option<ScanTraffic> {
         match self {
             DatanodeClient::Local(_) => None,
-            DatanodeClient::Remote(r) => Some(r.rows_received()),
+            DatanodeClient::Remote(r) => Some(r.scan_traffic()),
         }
     }
 

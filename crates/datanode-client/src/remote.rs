@@ -48,7 +48,9 @@ impl Link for NetworkLink {
 pub struct RemoteDatanode {
     link: Arc<dyn Link>,
     next_txn: AtomicU64,
-    /// Rows (or partial-aggregate groups) its scans' pages brought, for `meridian_nodes`.
+    /// Pages its scans fetched, and the rows (or partial-aggregate groups) they brought,
+    /// for `meridian_nodes`.
+    scan_pages: AtomicU64,
     rows_received: AtomicU64,
 }
 
@@ -90,13 +92,17 @@ impl RemoteDatanode {
         RemoteDatanode {
             link,
             next_txn: AtomicU64::new(1),
+            scan_pages: AtomicU64::new(0),
             rows_received: AtomicU64::new(0),
         }
     }
 
-    /// Rows (or partial-aggregate groups) scans have brought from this datanode.
-    pub fn rows_received(&self) -> u64 {
-        self.rows_received.load(Ordering::Relaxed)
+    /// What scans have fetched from this datanode.
+    pub fn scan_traffic(&self) -> crate::ScanTraffic {
+        crate::ScanTraffic {
+            pages: self.scan_pages.load(Ordering::Relaxed),
+            rows: self.rows_received.load(Ordering::Relaxed),
+        }
     }
 
     /// One request outside any transaction.
@@ -571,6 +577,7 @@ impl<'a> RemoteScan<'a> {
         };
         match self.datanode.txn_call(self.txn, call).await? {
             Response::Page { rows, last_key } => {
+                self.datanode.scan_pages.fetch_add(1, Ordering::Relaxed);
                 self.datanode
                     .rows_received
                     .fetch_add(rows.len() as u64, Ordering::Relaxed);

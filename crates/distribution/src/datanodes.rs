@@ -1,17 +1,18 @@
 //! `Datanodes`: the routed calls, and the transaction across datanodes.
 
 use crate::bulk::ClusterBulkLoad;
-use crate::placement::{BucketMap, Placements, RelPlacement, Target};
+use crate::placement::{bucket_of_value, BucketMap, Placements, RelPlacement, Target};
 use crate::scan::ClusterScan;
 use datanode_client::{
     ColumnIncrement, DatanodeClient, DatanodeTxn, Isolation, RelId, RowBytes, Savepoint, ScanItem,
-    Timestamp,
+    ScanTraffic, Timestamp,
 };
 use futures::future::{BoxFuture, Either};
 use pgerror::{PgError, PgResult};
 use sql::pushdown::ScanWork;
 use std::future::Future;
 use std::ops::Bound;
+use types::Value;
 
 /// Every datanode of the cluster, as one.
 pub struct Datanodes {
@@ -217,8 +218,11 @@ impl Datanodes {
     }
 
     /// The rows of `rel` in `[lo, hi)` that pass `work`'s filter, in key order, or their
-    /// partial aggregation, one row per group per datanode in no order (decision 0033).
-    /// With several datanodes only: the embedded server filters and aggregates itself.
+    /// partial aggregation, one row per group per datanode in no order (decision 0033);
+    /// from the datanode of `route`'s bucket alone when the filter passes only rows whose
+    /// distribution value is `route`. With several datanodes only: the embedded server
+    /// filters and aggregates itself.
+    #[allow(clippy::too_many_arguments)]
     pub fn scan_pushed<'a>(
         &'a self,
         txn: &'a ClusterTxn,
@@ -227,11 +231,19 @@ impl Datanodes {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
         work: ScanWork,
+        route: Option<&Value>,
     ) -> PgResult<ClusterScan<'a, (Vec<u8>, RowBytes)>> {
         // groups need no order, and rows sent whole need their keys to merge
         let keys = work.partial.is_none();
+        let targets = match (route, self.placements.of(rel)?) {
+            (Some(v), RelPlacement::KeyValue { .. } | RelPlacement::RowId) => {
+                let i = self.placements.map().datanode(bucket_of_value(v));
+                i..i + 1
+            }
+            _ => self.scan_targets(txn, rel)?,
+        };
         let mut scans = Vec::new();
-        for i in self.scan_targets(txn, rel)? {
+        for i in targets {
             scans.push(self.nodes[i].scan_pushed(
                 &txn.parts[i],
                 rel,
@@ -245,12 +257,12 @@ impl Datanodes {
         Ok(ClusterScan::merge(scans))
     }
 
-    /// Per datanode, the rows (or partial-aggregate groups) scans brought from it; None
-    /// for the datanode of this process.
-    pub fn rows_received(&self) -> Vec<Option<u64>> {
+    /// Per datanode, the pages scans fetched from it and the rows (or partial-aggregate
+    /// groups) they brought; None for the datanode of this process.
+    pub fn scan_traffic(&self) -> Vec<Option<ScanTraffic>> {
         self.nodes
             .iter()
-            .map(DatanodeClient::rows_received)
+            .map(DatanodeClient::scan_traffic)
             .collect()
     }
 

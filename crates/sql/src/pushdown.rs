@@ -5,7 +5,7 @@
 //! a datanode runs the `ScanWork` it is sent with `ScanWork::passes` and `PartialGroups`,
 //! through this crate's `eval`, the coordinator's own evaluator.
 
-use crate::catalog::TableDef;
+use crate::catalog::{Distribution, TableDef};
 use crate::eval::{EvalCtx, EvalEnv};
 use crate::functions::{AggFunc, ScalarFunc};
 use crate::plan::{Access, AggCall, Expr, Query, Rel, Statement, SubqueryKind};
@@ -24,6 +24,10 @@ pub struct PushedScan {
     /// `Access::Full` or `Access::KeyRange`, evaluated on the coordinator.
     pub access: Access,
     pub work: ScanWork,
+    /// The value of the table's hash-distribution column in every row that passes the
+    /// filter (`col = expr` among its conjuncts): the scan reads only that value's
+    /// datanode. Evaluated on the coordinator; reads no row.
+    pub route: Option<Expr>,
 }
 
 impl PushedScan {
@@ -329,11 +333,13 @@ fn pushed_filter(rel: &Rel) -> Option<Rel> {
         return None;
     };
     let (pushed, kept) = split(predicate);
+    let pushed = pushed?;
     let scan = Rel::PushedScan(Box::new(PushedScan {
         table: table.clone(),
         access: access.clone(),
+        route: route(table, &pushed),
         work: ScanWork {
-            filter: Some(pushed?),
+            filter: Some(pushed),
             partial: None,
             columns: None,
         },
@@ -385,6 +391,7 @@ fn pushed_aggregate(rel: &Rel) -> Option<Rel> {
     let scan = Rel::PushedScan(Box::new(PushedScan {
         table: table.clone(),
         access: access.clone(),
+        route: predicate.and_then(|p| route(table, p)),
         work: ScanWork {
             filter: predicate.cloned(),
             partial: Some(PartialAggregate {
@@ -522,6 +529,54 @@ fn min(e: Expr) -> AggCall {
 fn max(e: Expr) -> AggCall {
     let ty = e.ty();
     call(AggFunc::Max, e, ty)
+}
+
+/// The expression that fixes `table`'s hash-distribution column in a pushed filter: a
+/// conjunct `col = expr` (either way round) where `expr` reads no row and is of the
+/// column's kind, one whose equal values have one key encoding and so one bucket
+/// (integers of any width, numerics of any scale, text; not floats, where 0 = -0, nor
+/// blank-padded text).
+fn route(table: &TableDef, filter: &Expr) -> Option<Expr> {
+    let Distribution::Hash { column } = table.distribution else {
+        return None;
+    };
+    let kind = hash_kind(&table.columns.get(column)?.ty.to_type())?;
+    let is_column =
+        |e: &Expr| matches!(e, Expr::Column { depth: 0, index, .. } if *index == column);
+    let reads_no_row = |e: &Expr| {
+        let mut none = true;
+        e.visit(&mut |x| none &= !matches!(x, Expr::Column { .. }));
+        none
+    };
+    let mut conjuncts = Vec::new();
+    flatten_and(filter, &mut conjuncts);
+    conjuncts.into_iter().find_map(|c| match c {
+        Expr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+            ..
+        } => [(left, right), (right, left)]
+            .into_iter()
+            .find(|(col, value)| {
+                is_column(col) && reads_no_row(value) && hash_kind(&value.ty()) == Some(kind)
+            })
+            .map(|(_, value)| (**value).clone()),
+        _ => None,
+    })
+}
+
+/// Types whose SQL-equal values share a key encoding, by kind; None for the others.
+fn hash_kind(ty: &DataType) -> Option<u8> {
+    Some(match ty {
+        DataType::Int2 | DataType::Int4 | DataType::Int8 => 0,
+        DataType::Numeric { .. } => 1,
+        DataType::Text | DataType::Varchar { .. } => 2,
+        DataType::Date => 3,
+        DataType::Timestamp => 4,
+        DataType::TimestampTz => 5,
+        _ => return None,
+    })
 }
 
 /// The conjuncts of `predicate` a datanode can evaluate, and those that must stay, each

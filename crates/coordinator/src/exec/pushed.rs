@@ -91,6 +91,10 @@ async fn open<'e>(
         Some(_) => None,
     };
     let work = scan.work.bind(ex.params, columns);
+    let route = match &scan.route {
+        Some(e) => Some(ex.eval(outer, e, &[]).await?),
+        None => None,
+    };
     Ok(State::Open(ex.dn.scan_pushed(
         ex.txn,
         scan.table.rel,
@@ -98,5 +102,6 @@ async fn open<'e>(
         hi,
         ex.snapshot,
         work,
+        route.as_ref(),
     )?))
 }
