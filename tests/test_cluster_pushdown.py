@@ -265,6 +265,14 @@ def test_pushdown_moves_only_what_passes(meridian_cluster):
     _, pages, _ = traffic(conn, "SELECT count(*) FROM pd_grp WHERE grp = 3 OR grp = 4")
     assert pages == 3
 
+    # INSERT … SELECT reads its source through a pushed scan too
+    conn.execute("CREATE TABLE pd_copy (id int PRIMARY KEY, v int)")
+    _, n = moved(conn, "INSERT INTO pd_copy SELECT id, v FROM pd_hash WHERE v > 45 RETURNING id")
+    (copied,) = conn.execute("SELECT count(*) FROM pd_hash WHERE v > 45").fetchone()
+    assert conn.execute("SELECT count(*), sum(v) FROM pd_copy").fetchone() == \
+        conn.execute("SELECT count(*), sum(v) FROM pd_hash WHERE v > 45").fetchone()
+    assert n == copied
+
     # many rows per datanode: pages that keep nothing, and more groups than a page holds
     conn.execute("CREATE TABLE pd_big (g int PRIMARY KEY, k int)")
     conn.execute(f"INSERT INTO pd_big SELECT g, g % 5000 FROM generate_series(1, {BIG}) g")
