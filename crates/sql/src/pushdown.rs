@@ -205,7 +205,10 @@ impl<'w> PartialGroups<'w> {
             keys.push(ctx.eval(e, row)?);
         }
         self.key.clear();
-        types::codec::encode_key(&keys, &mut self.key);
+        // without GROUP BY there is one group: no key to encode and look up per row
+        if !keys.is_empty() {
+            types::codec::encode_key(&keys, &mut self.key);
+        }
         let slot = match self.index.get(self.key.as_slice()) {
             Some(&i) => i,
             None => {
@@ -246,6 +249,13 @@ fn accumulate(kind: &StateKind, state: Value, v: Value) -> PgResult<Value> {
     Ok(match kind {
         StateKind::Count => Value::Int8(state.as_i64().unwrap_or(0) + 1),
         StateKind::Sum(ty) => {
+            // an int8 sum of integers adds in place while it does not overflow (past it,
+            // `+` raises 22003)
+            if let (Value::Int8(sum), Some(x)) = (&state, v.as_i64()) {
+                if let Some(sum) = sum.checked_add(x) {
+                    return Ok(Value::Int8(sum));
+                }
+            }
             let v = types::cast::cast(v.clone(), &v.natural_type(), ty, false)?;
             if state.is_null() {
                 v
