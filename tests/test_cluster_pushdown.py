@@ -3,21 +3,23 @@
 datanodes, two coordinators), compared with PostgreSQL 15.
 
 1. Pushed filters and partial aggregates (count(*), count(x), sum, min, max, avg, with
-   and without GROUP BY) over hashed, round-robin and replicated tables, with NULLs, an
+   and without GROUP BY) over tables hashed on their key and on another column,
+   round-robin and replicated tables, with NULLs, an
    empty table and filters that keep nothing, with literals and with bound parameters:
    the same rows as PostgreSQL, in READ COMMITTED and REPEATABLE READ, and inside a
    transaction that inserted, updated and deleted rows first (the datanodes see its own
    writes).
 2. An error raised while a datanode evaluates a pushed filter or aggregate argument
-   (division by zero, a bad cast) reaches the client with PostgreSQL's SQLSTATE, and the
+   (division by zero, a bad cast, an overflow) reaches the client with PostgreSQL's SQLSTATE, and the
    session goes on as PostgreSQL's does.
 3. Pushdown happens: ``meridian_nodes.rows_received`` (rows or partial groups this
    coordinator's scans received from each datanode) grows by the rows that pass a pushed
    filter, by one group per datanode for an aggregate, and by the whole table when the
    filter cannot be pushed (a subquery); ``meridian_nodes.scan_pages`` by one when the
    filter fixes the distribution column (one datanode, one round trip), by three (one
-   per datanode) when it does not. Over a table of 60,000 rows, pages that keep
-   nothing and aggregates with 5,000 groups (more than a page holds) are exact.
+   per datanode) when it does not. INSERT … SELECT reads its source through a pushed
+   scan. Over a table of 60,000 rows, pages that keep nothing and aggregates with 5,000
+   groups (more than a page holds) are exact.
 
 These need several datanodes, so they always run against a cluster.
 """
