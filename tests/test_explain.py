@@ -21,6 +21,9 @@ SETUP = [
     "CREATE TABLE ex_b (id int PRIMARY KEY, a_id int, w int)",
     "INSERT INTO ex_a SELECT i, i % 5, 'v' || i FROM generate_series(1, 50) i",
     "INSERT INTO ex_b SELECT i, i % 50 + 1, i FROM generate_series(1, 80) i",
+    "DROP TABLE IF EXISTS ex_h",
+    "CREATE TABLE ex_h (k int, w int)",
+    "INSERT INTO ex_h SELECT i % 20, i FROM generate_series(1, 200) i",
 ]
 
 
@@ -128,3 +131,32 @@ def test_subqueries_are_subplans(pair, target):
         "    ->  Aggregate",
         "          ->  Seq Scan on ex_b",
     ], plan
+
+
+def test_cluster_plans_show_what_the_datanodes_do(pair, target):
+    """In a cluster: the pushed filter and partial aggregation (decision 0033) under the
+    scan, and the one datanode a filter on the distribution column reads."""
+    if target.kind != "meridian-cluster":
+        pytest.skip("a cluster's plans")
+    plan = explain(pair[1], "EXPLAIN SELECT g, count(*), max(v) FROM ex_a WHERE g > 1 GROUP BY g")
+    lines = [line.strip() for line in plan]
+    assert "Remote Filter: (g > 1)" in lines, plan
+    assert "Remote Partial Aggregate: count(*), max(v)" in lines, plan
+    assert "Remote Group Key: g" in lines, plan
+    everywhere = [line for line in lines if line.startswith("Datanodes: ")]
+    assert len(everywhere) == 1 and everywhere[0].count("datanode") == 3, plan
+    # ex_h is hashed on k: a filter k = 7 reads one datanode, and it is the one whose
+    # scanned pages grow.
+    plan = explain(pair[1], "EXPLAIN SELECT w FROM ex_h WHERE k = 7")
+    named = [line.strip()[len("Datanode: "):] for line in plan
+             if line.strip().startswith("Datanode: ")]
+    assert len(named) == 1, plan
+
+    def pages():
+        return dict(pair[1].execute("SELECT node_name, scan_pages FROM meridian_nodes"
+                                    " WHERE role = 'datanode'").fetchall())
+    before = pages()
+    assert sorted(r[0] for r in pair[1].execute("SELECT w FROM ex_h WHERE k = 7")) == [
+        w for w in range(1, 201) if w % 20 == 7]
+    after = pages()
+    assert [n for n in after if after[n] != before[n]] == named, (before, after, plan)

@@ -287,4 +287,8 @@ impl Catalog for LiveCatalog {
     fn table_by_oid(&self, oid: u32) -> Option<Arc<TableDef>> {
         self.state.read().by_oid.get(&oid).cloned()
     }
+
+    fn pushes_down(&self) -> bool {
+        self.datanodes.len() > 1
+    }
 }

@@ -236,22 +236,27 @@ fn reads_table(e: &Expr, rel: u64) -> bool {
     found
 }
 
+/// Whether a subquery in a scan's key or bounds reads the table `rel`.
+fn access_reads_table(access: &Access, rel: u64) -> bool {
+    let expr = |e: &Expr| reads_table(e, rel);
+    match access {
+        Access::Full => false,
+        Access::PrimaryKey(exprs) => exprs.iter().any(expr),
+        Access::KeyRange { lower, upper } => {
+            [lower, upper].into_iter().flatten().any(|b| expr(&b.value))
+        }
+    }
+}
+
 /// Whether `r` scans the table `rel`, or a subquery in one of its expressions does.
 fn rel_reads_table(r: &Rel, rel: u64) -> bool {
     let input = |i: &Rel| rel_reads_table(i, rel);
     let expr = |e: &Expr| reads_table(e, rel);
     match r {
         Rel::Unit | Rel::System { .. } | Rel::WorkTable { .. } => false,
-        Rel::Scan { table, access } => {
-            table.rel == rel
-                || match access {
-                    Access::Full => false,
-                    Access::PrimaryKey(exprs) => exprs.iter().any(expr),
-                    Access::KeyRange { lower, upper } => {
-                        [lower, upper].into_iter().flatten().any(|b| expr(&b.value))
-                    }
-                }
-        }
+        Rel::Scan { table, access } => table.rel == rel || access_reads_table(access, rel),
+        // a pushed scan's own expressions hold no subquery (`sql::pushdown::pushable`)
+        Rel::PushedScan(p) => p.table.rel == rel || access_reads_table(&p.access, rel),
         Rel::Values { rows } => rows.iter().flatten().any(expr),
         Rel::GenerateSeries { start, stop, step } => {
             expr(start) || expr(stop) || step.as_ref().is_some_and(expr)

@@ -18,6 +18,7 @@ mod aggregate;
 mod columns;
 pub mod memory;
 mod nodes;
+mod pushed;
 mod spilling;
 
 use crate::catalog::LiveCatalog;

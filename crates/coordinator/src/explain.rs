@@ -70,11 +70,23 @@ fn distribution_column(table: &TableDef) -> String {
 }
 
 impl sql::explain::Placement for Cluster<'_> {
-    fn scan_lines(&self, table: &TableDef, access: &Access) -> Vec<String> {
+    fn scan_lines(&self, table: &TableDef, access: &Access, route: Option<&Expr>) -> Vec<String> {
         let Some(names) = self.names() else {
             return Vec::new();
         };
-        let line = match (RelPlacement::of(table), self.datanode_of(table, access)) {
+        let routed = route.map(|r| match r {
+            Expr::Const(v, _) => self
+                .0
+                .datanodes
+                .datanode_of_value(table.rel, Some(v))
+                .ok()
+                .flatten(),
+            _ => None,
+        });
+        let line = match (
+            RelPlacement::of(table),
+            routed.or(self.datanode_of(table, access)),
+        ) {
             (RelPlacement::Replicated, _) => {
                 format!("Datanode: one of {} (replicated)", names.join(", "))
             }

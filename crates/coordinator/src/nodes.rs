@@ -1,5 +1,6 @@
 //! The cluster's nodes as this coordinator sees them: the rows of `meridian_nodes`.
 
+use datanode_client::ScanTraffic;
 use distribution::Datanodes;
 use gtm::GtmClient;
 use meta::nodes::{Node, Role};
@@ -17,8 +18,10 @@ pub struct ClusterView {
     pub own_address: String,
 }
 
-/// One node: name, role, address, state.
-pub type NodeRow = [String; 4];
+/// One node: name, role, address, state, and for a datanode of the cluster the pages this
+/// coordinator's scans fetched from it and the rows (or partial-aggregate groups) they
+/// brought (what pushed filters and aggregates save shows here, decision 0033).
+pub type NodeRow = ([String; 4], Option<ScanTraffic>);
 
 impl ClusterView {
     /// Every node: the GTM, the datanodes (the bucket map's, then any registered since),
@@ -26,19 +29,29 @@ impl ClusterView {
     /// connection to it is up; another coordinator's is only that it registered.
     pub fn rows(&self, registered: &[Node]) -> Vec<NodeRow> {
         let up = |connected: bool| if connected { "up" } else { "down" }.to_string();
-        let mut rows = vec![[
-            "gtm".to_string(),
-            "gtm".to_string(),
-            self.gtm_address
-                .clone()
-                .unwrap_or_else(|| "in process".into()),
-            up(self.gtm.is_connected()),
-        ]];
+        let mut rows = vec![(
+            [
+                "gtm".to_string(),
+                "gtm".to_string(),
+                self.gtm_address
+                    .clone()
+                    .unwrap_or_else(|| "in process".into()),
+                up(self.gtm.is_connected()),
+            ],
+            None,
+        )];
         if self.members.is_empty() {
             rows.push(row("datanode", Role::Datanode, "in process", "up"));
         }
-        for (node, connected) in self.members.iter().zip(self.datanodes.connected()) {
-            rows.push(datanode_row(node, &up(connected)));
+        let traffic = self.datanodes.scan_traffic();
+        for ((node, connected), traffic) in self
+            .members
+            .iter()
+            .zip(self.datanodes.connected())
+            .zip(traffic)
+        {
+            let (fields, _) = datanode_row(node, &up(connected));
+            rows.push((fields, traffic));
         }
         for node in registered.iter().filter(|n| n.role == Role::Datanode) {
             if !self.members.iter().any(|m| m.id == node.id) {
@@ -75,10 +88,13 @@ fn coordinator_row(address: &str, state: &str) -> NodeRow {
 }
 
 fn row(name: &str, role: Role, address: &str, state: &str) -> NodeRow {
-    [
-        name.to_string(),
-        role.name().to_string(),
-        address.to_string(),
-        state.to_string(),
-    ]
+    (
+        [
+            name.to_string(),
+            role.name().to_string(),
+            address.to_string(),
+            state.to_string(),
+        ],
+        None,
+    )
 }

@@ -438,7 +438,13 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .cluster
             .rows(&session.catalog.registered_nodes())
             .into_iter()
-            .map(|r| r.into_iter().map(|v| text(&v)).collect())
+            .map(|(fields, traffic)| {
+                let mut row: Vec<Value> = fields.iter().map(|v| text(v)).collect();
+                let count = |n: Option<u64>| n.map_or(Value::Null, |n| Value::Int8(n as i64));
+                row.push(count(traffic.map(|t| t.pages)));
+                row.push(count(traffic.map(|t| t.rows)));
+                row
+            })
             .collect(),
         PgAuthMembers
         | PgDbRoleSetting

@@ -19,6 +19,7 @@ mod remote;
 use datanode::{Datanode, Txn};
 use futures::future::{BoxFuture, Either};
 use pgerror::{PgError, PgResult};
+use sql::pushdown::ScanWork;
 use std::future::Future;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -58,6 +59,14 @@ pub enum PreparedTxn {
 pub enum Savepoint {
     Local(datanode::Savepoint),
     Remote(u32),
+}
+
+/// The pages a remote datanode's scans fetched, and the rows (or partial-aggregate
+/// groups) the pages brought.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanTraffic {
+    pub pages: u64,
+    pub rows: u64,
 }
 
 /// The rows of a range scan, in key order.
@@ -318,9 +327,43 @@ impl DatanodeClient {
                 dn.scan(t, rel, lo, hi, snapshot).await?,
             )),
             (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => Ok(DatanodeScan::Remote(
-                remote::RemoteScan::new(r, t, rel, lo, hi, snapshot, true),
+                remote::RemoteScan::new(r, t, rel, lo, hi, snapshot, true, None),
             )),
             _ => Err(mismatch()),
+        }
+    }
+
+    /// `scan` whose `work` the datanode does (decision 0033): the rows that pass its
+    /// filter, or their partial aggregation; with their keys if `keys`. Only a remote
+    /// datanode takes one (a cluster's; the embedded server never pushes work down).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_pushed<'a>(
+        &'a self,
+        txn: &'a DatanodeTxn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        keys: bool,
+        work: ScanWork,
+    ) -> PgResult<DatanodeScan<'a, (Vec<u8>, RowBytes)>> {
+        match (self, txn) {
+            (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => Ok(DatanodeScan::Remote(
+                remote::RemoteScan::new(r, t, rel, lo, hi, snapshot, keys, Some(Box::new(work))),
+            )),
+            (DatanodeClient::Local(_), _) => Err(PgError::internal(
+                "a scan's work was pushed to the datanode of this process",
+            )),
+            _ => Err(mismatch()),
+        }
+    }
+
+    /// What scans fetched from this datanode, for a remote one; None in process (its
+    /// scans move no rows).
+    pub fn scan_traffic(&self) -> Option<ScanTraffic> {
+        match self {
+            DatanodeClient::Local(_) => None,
+            DatanodeClient::Remote(r) => Some(r.scan_traffic()),
         }
     }
 
@@ -338,7 +381,7 @@ impl DatanodeClient {
                 dn.scan_rows(t, rel, lo, hi, snapshot).await?,
             )),
             (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => Ok(DatanodeScan::Remote(
-                remote::RemoteScan::new(r, t, rel, lo, hi, snapshot, false),
+                remote::RemoteScan::new(r, t, rel, lo, hi, snapshot, false, None),
             )),
             _ => Err(mismatch()),
         }

@@ -11,6 +11,7 @@ use datanode_proto as proto;
 use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
+use sql::pushdown::ScanWork;
 use std::collections::{HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -18,6 +19,10 @@ use std::sync::Arc;
 
 /// Rows a remote scan asks for at a time.
 const SCAN_PAGE_ROWS: u32 = 1024;
+
+/// Rows a pushed scan's page reads at most on the datanode (decision 0033): a filter that
+/// keeps few rows answers within about this many rows' work, however many it skips.
+const PUSHED_PAGE_EXAMINED: u32 = 16 * 1024;
 
 /// A `Link` over TCP to a `meridian datanode` (`crates/rpc`): one connection shared by
 /// the coordinator's sessions, reopened on the next call after it fails.
@@ -43,6 +48,10 @@ impl Link for NetworkLink {
 pub struct RemoteDatanode {
     link: Arc<dyn Link>,
     next_txn: AtomicU64,
+    /// Pages its scans fetched, and the rows (or partial-aggregate groups) they brought,
+    /// for `meridian_nodes`.
+    scan_pages: AtomicU64,
+    rows_received: AtomicU64,
 }
 
 /// A transaction prepared on a remote datanode (`RemoteDatanode::prepare`).
@@ -83,6 +92,16 @@ impl RemoteDatanode {
         RemoteDatanode {
             link,
             next_txn: AtomicU64::new(1),
+            scan_pages: AtomicU64::new(0),
+            rows_received: AtomicU64::new(0),
+        }
+    }
+
+    /// What scans have fetched from this datanode.
+    pub fn scan_traffic(&self) -> crate::ScanTraffic {
+        crate::ScanTraffic {
+            pages: self.scan_pages.load(Ordering::Relaxed),
+            rows: self.rows_received.load(Ordering::Relaxed),
         }
     }
 
@@ -484,11 +503,14 @@ pub struct RemoteScan<'a> {
     hi: Bound<Vec<u8>>,
     snapshot: Timestamp,
     keys: bool,
+    /// What the datanode does with the rows before it answers (decision 0033).
+    work: Option<Box<ScanWork>>,
     page: VecDeque<(Vec<u8>, RowBytes)>,
     exhausted: bool,
 }
 
 impl<'a> RemoteScan<'a> {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         datanode: &'a RemoteDatanode,
         txn: &'a RemoteTxn,
@@ -497,6 +519,7 @@ impl<'a> RemoteScan<'a> {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
         keys: bool,
+        work: Option<Box<ScanWork>>,
     ) -> RemoteScan<'a> {
         RemoteScan {
             datanode,
@@ -506,6 +529,7 @@ impl<'a> RemoteScan<'a> {
             hi,
             snapshot,
             keys,
+            work,
             page: VecDeque::new(),
             exhausted: false,
         }
@@ -513,7 +537,8 @@ impl<'a> RemoteScan<'a> {
 
     /// The next (key, row); the key is empty when the scan was opened without keys.
     pub async fn next(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
-        if self.page.is_empty() && !self.exhausted {
+        // a pushed scan's page may be empty before the end
+        while self.page.is_empty() && !self.exhausted {
             if let Err(e) = self.fetch().await {
                 self.exhausted = true;
                 return Some(Err(e));
@@ -523,16 +548,39 @@ impl<'a> RemoteScan<'a> {
     }
 
     async fn fetch(&mut self) -> PgResult<()> {
-        let call = TxnCall::ScanPage {
-            rel: self.rel,
-            lo: self.lo.clone(),
-            hi: self.hi.clone(),
-            snapshot: self.snapshot,
-            max_rows: SCAN_PAGE_ROWS,
-            keys: self.keys,
+        let (rel, lo, hi, snapshot, keys) = (
+            self.rel,
+            self.lo.clone(),
+            self.hi.clone(),
+            self.snapshot,
+            self.keys,
+        );
+        let call = match &self.work {
+            None => TxnCall::ScanPage {
+                rel,
+                lo,
+                hi,
+                snapshot,
+                max_rows: SCAN_PAGE_ROWS,
+                keys,
+            },
+            Some(work) => TxnCall::ScanPushed {
+                rel,
+                lo,
+                hi,
+                snapshot,
+                max_rows: SCAN_PAGE_ROWS,
+                max_examined: PUSHED_PAGE_EXAMINED,
+                keys,
+                work: work.clone(),
+            },
         };
         match self.datanode.txn_call(self.txn, call).await? {
             Response::Page { rows, last_key } => {
+                self.datanode.scan_pages.fetch_add(1, Ordering::Relaxed);
+                self.datanode
+                    .rows_received
+                    .fetch_add(rows.len() as u64, Ordering::Relaxed);
                 self.page = rows.into();
                 match last_key {
                     Some(k) => self.lo = Bound::Excluded(k),

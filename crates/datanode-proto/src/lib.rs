@@ -41,7 +41,7 @@ pub enum Isolation {
     RepeatableRead,
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub enum Request {
     /// Writes (`Some`) or deletes (`None`) one catalog record, durably.
     MetaPut {
@@ -98,7 +98,7 @@ pub enum Request {
     Txn(TxnRequest),
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct TxnRequest {
     pub txn: TxnId,
     /// Present on the transaction's first request.
@@ -141,7 +141,7 @@ pub enum Queued {
     },
 }
 
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub enum TxnCall {
     /// Only the queued writes.
     Flush,
@@ -161,6 +161,22 @@ pub enum TxnCall {
         max_rows: u32,
         /// Whether the page carries each row's key (the last key comes either way).
         keys: bool,
+    },
+    /// A `ScanPage` whose `work` the datanode does (decision 0033): the page holds only
+    /// the rows that pass its filter (with the columns it names), or, for a partial
+    /// aggregation, one row per group of them (its values, then its states; empty keys).
+    /// A page ends after `max_rows` rows or groups, or after `max_examined` rows read;
+    /// `last_key` is then the last key read, which may be no row's of the page (an empty
+    /// page with a `last_key` is not the end).
+    ScanPushed {
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        max_rows: u32,
+        max_examined: u32,
+        keys: bool,
+        work: Box<sql::pushdown::ScanWork>,
     },
     LockRow {
         rel: RelId,
@@ -219,7 +235,10 @@ impl TxnCall {
     /// A read that needs nothing of its transaction on the datanode but its snapshot
     /// (no own writes, no locks): what `Begin::transient` may carry.
     pub fn is_plain_read(&self) -> bool {
-        matches!(self, TxnCall::Get { .. } | TxnCall::ScanPage { .. })
+        matches!(
+            self,
+            TxnCall::Get { .. } | TxnCall::ScanPage { .. } | TxnCall::ScanPushed { .. }
+        )
     }
 }
 

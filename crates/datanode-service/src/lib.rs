@@ -3,6 +3,8 @@
 //! the network layer hands each request to `DatanodeService::handle` and tells it when a
 //! coordinator's connection ends (`connection_closed`).
 
+mod pushed;
+
 use datanode::{
     ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, PreparedXact, Savepoint, Txn,
 };
@@ -322,6 +324,20 @@ impl DatanodeService {
                     }
                 }
                 Response::Page { rows, last_key }
+            }
+            TxnCall::ScanPushed {
+                rel,
+                lo,
+                hi,
+                snapshot,
+                max_rows,
+                max_examined,
+                keys,
+                work,
+            } => {
+                let scan = dn.scan(txn, rel, lo, hi, snapshot).await?;
+                let limits = (max_rows.max(1) as usize, max_examined.max(1) as usize);
+                pushed::page(scan, limits.0, limits.1, keys, &work)?
             }
             TxnCall::LockRow { rel, key } => Response::Row(dn.lock_row(txn, rel, &key).await?),
             TxnCall::Increment {

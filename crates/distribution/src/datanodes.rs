@@ -1,16 +1,18 @@
 //! `Datanodes`: the routed calls, and the transaction across datanodes.
 
 use crate::bulk::ClusterBulkLoad;
-use crate::placement::{BucketMap, Placements, RelPlacement, Target};
+use crate::placement::{bucket_of_value, BucketMap, Placements, RelPlacement, Target};
 use crate::scan::ClusterScan;
 use datanode_client::{
     ColumnIncrement, DatanodeClient, DatanodeTxn, Isolation, RelId, RowBytes, Savepoint, ScanItem,
-    Timestamp,
+    ScanTraffic, Timestamp,
 };
 use futures::future::{BoxFuture, Either};
 use pgerror::{PgError, PgResult};
+use sql::pushdown::ScanWork;
 use std::future::Future;
 use std::ops::Bound;
+use types::Value;
 
 /// Every datanode of the cluster, as one.
 pub struct Datanodes {
@@ -75,6 +77,17 @@ impl Datanodes {
         Ok(match self.placements.target(rel, key)? {
             Target::One(i) => Some(i),
             Target::All => None,
+        })
+    }
+
+    /// The datanode holding `rel`'s rows whose distribution value is `value`; None if
+    /// there is no value or the relation is replicated.
+    pub fn datanode_of_value(&self, rel: RelId, value: Option<&Value>) -> PgResult<Option<usize>> {
+        Ok(match (value, self.placements.of(rel)?) {
+            (Some(v), RelPlacement::KeyValue { .. } | RelPlacement::RowId) => {
+                Some(self.placements.map().datanode(bucket_of_value(v)))
+            }
+            _ => None,
         })
     }
 
@@ -224,6 +237,63 @@ impl Datanodes {
         self.scan_all(txn, rel, lo, hi, snapshot).await
     }
 
+    /// The rows of `rel` in `[lo, hi)` that pass `work`'s filter, in key order, or their
+    /// partial aggregation, one row per group per datanode in no order (decision 0033);
+    /// from the datanode of `route`'s bucket alone when the filter passes only rows whose
+    /// distribution value is `route`. With several datanodes only: the embedded server
+    /// filters and aggregates itself.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_pushed<'a>(
+        &'a self,
+        txn: &'a ClusterTxn,
+        rel: RelId,
+        lo: Bound<Vec<u8>>,
+        hi: Bound<Vec<u8>>,
+        snapshot: Timestamp,
+        work: ScanWork,
+        route: Option<&Value>,
+    ) -> PgResult<ClusterScan<'a, (Vec<u8>, RowBytes)>> {
+        // groups need no order, and rows sent whole need their keys to merge
+        let keys = work.partial.is_none();
+        let targets = match self.datanode_of_value(rel, route)? {
+            Some(i) => i..i + 1,
+            None => self.scan_targets(txn, rel)?,
+        };
+        let mut scans = Vec::new();
+        for i in targets {
+            scans.push(self.nodes[i].scan_pushed(
+                &txn.parts[i],
+                rel,
+                lo.clone(),
+                hi.clone(),
+                snapshot,
+                keys,
+                work.clone(),
+            )?);
+        }
+        Ok(ClusterScan::merge(scans))
+    }
+
+    /// Per datanode, the pages scans fetched from it and the rows (or partial-aggregate
+    /// groups) they brought; None for the datanode of this process.
+    pub fn scan_traffic(&self) -> Vec<Option<ScanTraffic>> {
+        self.nodes
+            .iter()
+            .map(DatanodeClient::scan_traffic)
+            .collect()
+    }
+
+    /// The datanodes a scan of `rel` reads: every one, or one for a replicated relation.
+    fn scan_targets(&self, txn: &ClusterTxn, rel: RelId) -> PgResult<std::ops::Range<usize>> {
+        Ok(match self.placements.of(rel)? {
+            RelPlacement::Replicated => {
+                let i = self.replica(txn);
+                i..i + 1
+            }
+            _ => 0..self.nodes.len(),
+        })
+    }
+
     /// A scan of the datanodes that hold `rel`'s rows (one for a replicated relation),
     /// merged by key.
     async fn scan_all<'a, T: ScanItem>(
@@ -234,13 +304,7 @@ impl Datanodes {
         hi: Bound<Vec<u8>>,
         snapshot: Timestamp,
     ) -> PgResult<ClusterScan<'a, T>> {
-        let holders = match self.placements.of(rel)? {
-            RelPlacement::Replicated => {
-                let i = self.replica(txn);
-                i..i + 1
-            }
-            _ => 0..self.nodes.len(),
-        };
+        let holders = self.scan_targets(txn, rel)?;
         let mut scans = Vec::with_capacity(holders.len());
         for i in holders {
             scans.push(

@@ -48,9 +48,13 @@ impl<T: ScanItem> MergedScan<'_, T> {
     async fn next(&mut self) -> Option<PgResult<T>> {
         if !self.started {
             self.started = true;
-            for i in 0..self.inputs.len() {
-                if let Err(e) = self.refill(i).await {
-                    return Some(Err(e));
+            // every datanode works on its first page at once (for a pushed aggregate,
+            // often its only one)
+            let firsts = futures::future::join_all(self.inputs.iter_mut().map(|s| s.next()));
+            for (head, first) in self.heads.iter_mut().zip(firsts.await) {
+                match first.transpose() {
+                    Ok(row) => *head = row,
+                    Err(e) => return Some(Err(e)),
                 }
             }
         }

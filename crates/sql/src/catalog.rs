@@ -132,4 +132,9 @@ pub trait Catalog {
     /// Look up a user table; `schema` is None for an unqualified name.
     fn table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>>;
     fn table_by_oid(&self, oid: u32) -> Option<Arc<TableDef>>;
+    /// Whether tables are spread over several datanodes, so that bound queries leave
+    /// filters and partial aggregates to them (`crate::pushdown`).
+    fn pushes_down(&self) -> bool {
+        false
+    }
 }

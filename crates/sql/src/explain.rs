@@ -9,13 +9,16 @@
 
 use crate::catalog::TableDef;
 use crate::plan::{Access, AggCall, Expr, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind};
+use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::ops::UnaryOp;
 use types::Value;
 
 /// What a cluster adds to a scan: the lines that say which datanodes it reads (none
 /// with one datanode).
 pub trait Placement {
-    fn scan_lines(&self, table: &TableDef, access: &Access) -> Vec<String>;
+    /// The lines of a scan of `table` through `access`; `route`: the value of the
+    /// distribution column that a pushed filter fixes (decision 0033).
+    fn scan_lines(&self, table: &TableDef, access: &Access, route: Option<&Expr>) -> Vec<String>;
     /// The lines of a write of `table`'s rows reached through `access`.
     fn write_lines(&self, table: &TableDef, access: &Access) -> Vec<String>;
     /// The lines of an insert into `table`.
@@ -46,7 +49,7 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
             let mut node = Node::new(format!("Update on {}", upd.table.name));
             node.props
                 .extend(placement.write_lines(&upd.table, &upd.access));
-            let mut scan = b.scan(&upd.table, &upd.access, upd.filter.as_ref(), &names);
+            let mut scan = b.scan(&upd.table, &upd.access, upd.filter.as_ref(), &names, None);
             for (_, e) in &upd.assignments {
                 b.subplans_of(&mut scan, e);
             }
@@ -59,7 +62,7 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
             node.props
                 .extend(placement.write_lines(&del.table, &del.access));
             node.children
-                .push(b.scan(&del.table, &del.access, del.filter.as_ref(), &names));
+                .push(b.scan(&del.table, &del.access, del.filter.as_ref(), &names, None));
             node
         }
         _ => return Vec::new(),
@@ -151,12 +154,14 @@ impl Builder<'_> {
         node
     }
 
+    /// A scan node; `pushed`: what a cluster's datanodes do with its rows.
     fn scan(
         &mut self,
         table: &TableDef,
         access: &Access,
         filter: Option<&Expr>,
         names: &[String],
+        pushed: Option<&PushedScan>,
     ) -> Node {
         let mut node = match access {
             Access::Full => Node::new(format!("Seq Scan on {}", table.name)),
@@ -190,7 +195,13 @@ impl Builder<'_> {
             let f = self.text(&mut node, f, names);
             node.props.push(format!("Filter: {f}"));
         }
-        node.props.extend(self.placement.scan_lines(table, access));
+        if let Some(p) = pushed {
+            node.props
+                .extend(remote_lines(&p.work, &table_columns(table, self.qualify)));
+        }
+        let route = pushed.and_then(|p| p.route.as_ref());
+        node.props
+            .extend(self.placement.scan_lines(table, access, route));
         node
     }
 
@@ -205,7 +216,11 @@ impl Builder<'_> {
             }
             Rel::Scan { table, access } => {
                 let filter = conjunction(&filters);
-                return self.scan(table, access, filter.as_ref(), &names);
+                return self.scan(table, access, filter.as_ref(), &names, None);
+            }
+            Rel::PushedScan(p) => {
+                let filter = conjunction(&filters);
+                return self.scan(&p.table, &p.access, filter.as_ref(), &names, Some(p));
             }
             Rel::Project { input, exprs } => {
                 if filters.is_empty() && !exprs.iter().any(Expr::has_subquery) {
@@ -356,6 +371,40 @@ fn joins(rel: &Rel) -> bool {
     }
 }
 
+/// What the datanodes do with a pushed scan's rows: its filter, and the partial
+/// aggregation it answers with instead of rows.
+fn remote_lines(work: &ScanWork, names: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(f) = &work.filter {
+        lines.push(format!("Remote Filter: {}", expr(f, names, &mut 1)));
+    }
+    if let Some(p) = &work.partial {
+        let states: Vec<String> = p
+            .states
+            .iter()
+            .map(|s| {
+                let arg = s
+                    .arg
+                    .as_ref()
+                    .map_or("*".into(), |a| expr(a, names, &mut 1));
+                let kind = match s.kind {
+                    StateKind::Count => "count",
+                    StateKind::Sum(_) => "sum",
+                    StateKind::Min => "min",
+                    StateKind::Max => "max",
+                };
+                format!("{kind}({arg})")
+            })
+            .collect();
+        lines.push(format!("Remote Partial Aggregate: {}", states.join(", ")));
+        if !p.group_by.is_empty() {
+            let keys: Vec<String> = p.group_by.iter().map(|g| expr(g, names, &mut 1)).collect();
+            lines.push(format!("Remote Group Key: {}", keys.join(", ")));
+        }
+    }
+    lines
+}
+
 fn index_scan_title(table: &TableDef) -> String {
     let index = table
         .pk_name
@@ -429,6 +478,18 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
     match rel {
         Rel::Unit => Vec::new(),
         Rel::Scan { table, .. } => table_columns(table, qualify),
+        Rel::PushedScan(p) => {
+            let names = table_columns(&p.table, qualify);
+            match &p.work.partial {
+                None => names,
+                Some(partial) => partial
+                    .group_by
+                    .iter()
+                    .map(|g| expr(g, &names, &mut 1))
+                    .chain((1..=partial.states.len()).map(|i| format!("partial{i}")))
+                    .collect(),
+            }
+        }
         Rel::System { table } => crate::system_tables::system_columns(*table)
             .iter()
             .map(|(n, _)| n.to_string())

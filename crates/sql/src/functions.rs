@@ -7,7 +7,7 @@ use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
 use types::{DataType, Value};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ScalarFunc {
     // Session / catalog functions (evaluated by the coordinator).
     Now,

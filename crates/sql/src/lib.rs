@@ -12,6 +12,7 @@ pub mod normalize;
 pub mod parse;
 pub mod plan;
 mod prepared_xact;
+pub mod pushdown;
 pub mod subquery;
 pub mod system_tables;
 mod unsupported_syntax;

@@ -9,7 +9,9 @@ use types::{DataType, Value};
 
 /// A bound expression. Column references are positions in the row of the relation the
 /// expression is evaluated against (`depth` 0), or in an enclosing query's row (depth > 0).
-#[derive(Debug, Clone)]
+/// Serde carries the expressions a datanode evaluates (`crate::pushdown`), which hold no
+/// subquery: that variant cannot be sent.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub enum Expr {
     Const(Value, DataType),
     Param {
@@ -78,13 +80,16 @@ pub enum Expr {
         elements: Vec<Expr>,
         ty: DataType,
     },
+    Coalesce {
+        args: Vec<Expr>,
+        ty: DataType,
+    },
+    /// Last: serde numbers the variants it skips in serializing but not in
+    /// deserializing, so a skipped one anywhere else would shift those after it.
+    #[serde(skip)]
     Subquery {
         plan: Box<Query>,
         kind: SubqueryKind,
-        ty: DataType,
-    },
-    Coalesce {
-        args: Vec<Expr>,
         ty: DataType,
     },
 }
@@ -271,6 +276,19 @@ pub enum Access {
     },
 }
 
+impl Access {
+    fn visit_exprs_deep<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
+        match self {
+            Access::Full => {}
+            Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
+            Access::KeyRange { lower, upper } => lower
+                .iter()
+                .chain(upper.iter())
+                .for_each(|b| visit_expr_deep(&b.value, f)),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct KeyBound {
     pub value: Expr,
@@ -330,6 +348,9 @@ pub enum Rel {
         table: Arc<TableDef>,
         access: Access,
     },
+    /// A scan of a table spread over several datanodes whose filter, and possibly partial
+    /// aggregation, runs on the datanodes (`crate::pushdown`, decision 0033).
+    PushedScan(Box<crate::pushdown::PushedScan>),
     System {
         table: SystemTable,
     },
@@ -646,14 +667,11 @@ impl Rel {
     pub fn visit_exprs_deep<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
         match self {
             Rel::Unit | Rel::System { .. } | Rel::WorkTable { .. } => {}
-            Rel::Scan { access, .. } => match access {
-                Access::Full => {}
-                Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
-                Access::KeyRange { lower, upper } => lower
-                    .iter()
-                    .chain(upper.iter())
-                    .for_each(|b| visit_expr_deep(&b.value, f)),
-            },
+            Rel::Scan { access, .. } => access.visit_exprs_deep(f),
+            Rel::PushedScan(p) => {
+                p.access.visit_exprs_deep(f);
+                p.work.exprs().for_each(|e| visit_expr_deep(e, f));
+            }
             Rel::Values { rows } => rows.iter().flatten().for_each(|e| visit_expr_deep(e, f)),
             Rel::GenerateSeries { start, stop, step } => [start, stop]
                 .into_iter()
@@ -719,6 +737,7 @@ impl Rel {
         match self {
             Rel::Unit => 0,
             Rel::Scan { table, .. } => table.columns.len(),
+            Rel::PushedScan(p) => p.width(),
             Rel::System { table } => crate::system_tables::system_columns(*table).len(),
             Rel::Values { rows } => rows.first().map_or(0, Vec::len),
             Rel::GenerateSeries { .. } => 1,

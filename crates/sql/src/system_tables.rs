@@ -441,6 +441,8 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("role", Text),
             ("address", Text),
             ("state", Text),
+            ("scan_pages", Int8),
+            ("rows_received", Int8),
         ],
         PgDbRoleSetting => vec![
             ("setdatabase", Oid),

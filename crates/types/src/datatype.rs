@@ -59,7 +59,7 @@ pub mod oid {
 }
 
 /// A SQL data type, with the modifiers PostgreSQL keeps in `atttypmod`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DataType {
     Bool,
     Int2,

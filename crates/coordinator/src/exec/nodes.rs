@@ -49,6 +49,12 @@ fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used
             used: (!columns::reads_all(&used)).then_some(used).flatten(),
             state: ScanState::Start,
         }),
+        Rel::PushedScan(scan) => Box::new(super::pushed::PushedScanNode::new(
+            ex,
+            scan,
+            outer,
+            (!columns::reads_all(&used)).then_some(used).flatten(),
+        )),
         Rel::System { table } => Box::new(Deferred::new(async move {
             let rows = system::read(*table, ex.session, ex.dn).await?;
             Ok(Box::new(Rows::new(rows, None)) as BoxNode)
@@ -271,14 +277,14 @@ impl Node for FileRows<'_> {
 }
 
 /// What an access path reads: one key, or a range of keys.
-enum Target {
+pub(super) enum Target {
     Key(Vec<u8>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
 }
 
 impl Target {
     /// None if `access` matches nothing (a NULL key or bound), or nothing after `after`.
-    async fn of(
+    pub(super) async fn of(
         ex: &Executor<'_>,
         access: &Access,
         outer: &[Row],

@@ -102,7 +102,7 @@ pub fn bind(
         escapes: 0,
         ctes: Vec::new(),
     };
-    let bound = match &stmt.parsed {
+    let mut bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
         Parsed::Vacuum { tables, analyze } => {
             let tables = tables
@@ -125,6 +125,9 @@ pub fn bind(
             options,
         } => binder.copy(table, columns, options)?,
     };
+    if catalog.pushes_down() {
+        crate::pushdown::push_down(&mut bound);
+    }
     let params = binder
         .params
         .into_iter()
