@@ -293,3 +293,27 @@ def test_pushdown_moves_only_what_passes(meridian_cluster):
     assert sorted(rows) == [(k, BIG // 500) for k in range(500)]
     assert n <= 3 * 2 * 500
     conn.close()
+
+
+def test_a_limit_stops_before_rows_postgres_would_not_evaluate(meridian_cluster, reference):
+    """Under a LIMIT that rows reach unsorted, a conjunct that can fail stays on the
+    coordinator: a datanode filters a whole page ahead, and an error in a row past the
+    limit (here x = 0, inserted and keyed last) would fail a query PostgreSQL answers.
+    A comparison, which cannot fail, is still pushed; under an aggregate every row is
+    evaluated anyway, and the error is PostgreSQL's too. (ORDER BY id LIMIT is left
+    out: PostgreSQL reads it through the primary key's index and stops early, Meridian
+    sorts every row, pushed or not; issue 31's planner.)"""
+    conn = meridian_cluster.connect(autocommit=True)
+    for c in (conn, reference):
+        c.execute("CREATE TABLE pd_lim (id int PRIMARY KEY, x int)")
+        c.execute("INSERT INTO pd_lim SELECT g, g FROM generate_series(1, 3000) g")
+        c.execute("INSERT INTO pd_lim VALUES (3001, 0)")
+    for sql in ["SELECT count(*) FROM (SELECT id FROM pd_lim WHERE 10 / x >= 0 LIMIT 5) s",
+                "SELECT count(*) FROM (SELECT id FROM pd_lim WHERE x > 100 AND 10 / x >= 0"
+                " LIMIT 5) s",
+                "SELECT count(*) FROM pd_lim WHERE 10 / x >= 0"]:
+        assert run(conn, sql) == run(reference, sql), sql
+    plan = [r[0].strip() for r in conn.execute(
+        "EXPLAIN SELECT id FROM pd_lim WHERE x > 100 AND 10 / x >= 0 LIMIT 5")]
+    assert "Remote Filter: (x > 100)" in plan and "Filter: ((10 / x) >= 0)" in plan, plan
+    conn.close()

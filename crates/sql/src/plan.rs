@@ -238,15 +238,16 @@ impl Expr {
             .collect()
     }
 
-    /// The conjuncts of this expression (its operands of AND, at any depth).
+    /// The conjuncts of this expression (its operands of AND, at any depth), left to
+    /// right.
     pub fn conjuncts(&self) -> Vec<&Expr> {
         let mut conjuncts = Vec::new();
         let mut stack = vec![self];
         while let Some(e) = stack.pop() {
             match e {
                 Expr::And(a, b) => {
-                    stack.push(a);
                     stack.push(b);
+                    stack.push(a);
                 }
                 other => conjuncts.push(other),
             }

@@ -281,35 +281,36 @@ fn accumulate(kind: &StateKind, state: Value, v: Value) -> PgResult<Value> {
 /// aggregations over user-table scans go to the datanodes where they can.
 pub fn push_down(stmt: &mut Statement) {
     match stmt {
-        Statement::Query(q) => rewrite(&mut q.root),
-        Statement::Insert(i) => rewrite(&mut i.source),
+        Statement::Query(q) => rewrite(&mut q.root, false),
+        Statement::Insert(i) => rewrite(&mut i.source, false),
         // EXPLAIN shows the plan the statement would run.
         Statement::Explain(explained) => push_down(explained),
         _ => {}
     }
 }
 
-fn rewrite(rel: &mut Rel) {
-    if let Some(pushed) = pushed_aggregate(rel).or_else(|| pushed_filter(rel)) {
+/// `limited`: a LIMIT above may stop reading `rel`'s rows before their end (no sort or
+/// aggregate between them consumes them all first).
+fn rewrite(rel: &mut Rel, limited: bool) {
+    if let Some(pushed) = pushed_aggregate(rel).or_else(|| pushed_filter(rel, limited)) {
         *rel = pushed;
         return;
     }
     match rel {
-        Rel::Filter { input, .. }
-        | Rel::Project { input, .. }
-        | Rel::Aggregate { input, .. }
-        | Rel::Sort { input, .. }
-        | Rel::Limit { input, .. }
-        | Rel::Distinct { input } => rewrite(input),
+        Rel::Aggregate { input, .. } | Rel::Sort { input, .. } => rewrite(input, false),
+        Rel::Limit { input, .. } => rewrite(input, true),
+        Rel::Filter { input, .. } | Rel::Project { input, .. } | Rel::Distinct { input } => {
+            rewrite(input, limited)
+        }
         Rel::Join { left, right, .. } | Rel::Union { left, right, .. } => {
-            rewrite(left);
-            rewrite(right);
+            rewrite(left, limited);
+            rewrite(right, limited);
         }
         Rel::RecursiveUnion {
             base, recursive, ..
         } => {
-            rewrite(base);
-            rewrite(recursive);
+            rewrite(base, limited);
+            rewrite(recursive, limited);
         }
         Rel::Unit
         | Rel::Scan { .. }
@@ -340,11 +341,11 @@ fn range_scan(rel: &Rel) -> Option<(&Arc<TableDef>, &Access)> {
 }
 
 /// `Filter(Scan)` as a pushed scan under the conjuncts that must stay (if any).
-fn pushed_filter(rel: &Rel) -> Option<Rel> {
+fn pushed_filter(rel: &Rel, limited: bool) -> Option<Rel> {
     let (table, access, Some(predicate)) = scan_under(rel)? else {
         return None;
     };
-    let (pushed, kept) = split(predicate);
+    let (pushed, kept) = split(predicate, limited);
     let pushed = pushed?;
     let scan = Rel::PushedScan(Box::new(PushedScan {
         table: table.clone(),
@@ -560,9 +561,7 @@ fn route(table: &TableDef, filter: &Expr) -> Option<Expr> {
         e.visit(&mut |x| none &= !matches!(x, Expr::Column { .. }));
         none
     };
-    let mut conjuncts = Vec::new();
-    flatten_and(filter, &mut conjuncts);
-    conjuncts.into_iter().find_map(|c| match c {
+    filter.conjuncts().into_iter().find_map(|c| match c {
         Expr::Binary {
             op: BinaryOp::Eq,
             left,
@@ -593,21 +592,50 @@ fn hash_kind(ty: &DataType) -> Option<u8> {
 
 /// The conjuncts of `predicate` a datanode can evaluate, and those that must stay, each
 /// ANDed in their order; None for none.
-fn split(predicate: &Expr) -> (Option<Expr>, Option<Expr>) {
-    let mut conjuncts = Vec::new();
-    flatten_and(predicate, &mut conjuncts);
-    let (pushed, kept): (Vec<&Expr>, Vec<&Expr>) = conjuncts.into_iter().partition(|c| pushable(c));
+fn split(predicate: &Expr, limited: bool) -> (Option<Expr>, Option<Expr>) {
+    let (pushed, kept): (Vec<&Expr>, Vec<&Expr>) = predicate
+        .conjuncts()
+        .into_iter()
+        .partition(|c| pushable(c) && (!limited || cannot_fail(c)));
     (and_all(pushed), and_all(kept))
 }
 
-fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::And(a, b) => {
-            flatten_and(a, out);
-            flatten_and(b, out);
+/// Whether evaluating `e` can raise no error: comparisons of columns, constants and
+/// parameters of one type, combined by AND, OR, NOT and IS [NOT] NULL.
+///
+/// Why: a datanode filters a whole page ahead of the coordinator. Under a LIMIT that the
+/// rows reach without being all consumed first (no sort or aggregate in between), the
+/// coordinator may stop before rows a datanode already filtered, and PostgreSQL would not
+/// have evaluated them: a conjunct that can fail (a division, a cast) stays on the
+/// coordinator there.
+fn cannot_fail(e: &Expr) -> bool {
+    let mut ok = true;
+    e.visit(&mut |x| {
+        ok &= match x {
+            Expr::Column { .. }
+            | Expr::Const(..)
+            | Expr::Param { .. }
+            | Expr::And(..)
+            | Expr::Or(..)
+            | Expr::Not(_)
+            | Expr::IsNull { .. } => true,
+            Expr::Binary {
+                op, left, right, ..
+            } => {
+                matches!(
+                    op,
+                    BinaryOp::Eq
+                        | BinaryOp::NotEq
+                        | BinaryOp::Lt
+                        | BinaryOp::LtEq
+                        | BinaryOp::Gt
+                        | BinaryOp::GtEq
+                ) && left.ty() == right.ty()
+            }
+            _ => false,
         }
-        other => out.push(other),
-    }
+    });
+    ok
 }
 
 fn and_all(conjuncts: Vec<&Expr>) -> Option<Expr> {
