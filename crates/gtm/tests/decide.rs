@@ -163,7 +163,16 @@ async fn a_decide_that_failed_is_not_reregistered_on_reconnect() {
         resolver.resolve(decided).await.unwrap(),
         Resolution::Aborted
     );
-    let e = c.decide(decided).await.unwrap_err();
+    // The decision lane failed with the GTM and reconnects on its own schedule: until
+    // it has, a decide fails fast with 08006.
+    let mut e = c.decide(decided).await.unwrap_err();
+    for _ in 0..200 {
+        if e.code != codes::CONNECTION_FAILURE {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        e = c.decide(decided).await.unwrap_err();
+    }
     assert_eq!(e.code, codes::SERIALIZATION_FAILURE, "{e}");
     drop(srv);
 }

@@ -666,6 +666,26 @@ pub fn encode_key_desc(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// A `Value` in serde formats (an expression's constants on their way to a datanode,
+/// decision 0033) is its row encoding: exact for every type, numeric's scale included.
+impl serde::Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = Vec::new();
+        encode_row(std::slice::from_ref(self), &mut out);
+        serde::Serialize::serialize(&out, s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Value {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
+        match decode_row(&bytes).map_err(serde::de::Error::custom)?.pop() {
+            Some(v) => Ok(v),
+            None => Err(serde::de::Error::custom("an encoded value holds no value")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -951,26 +971,6 @@ mod tests {
             let _ = decode_row(&bytes);
             let _ = decode_row_column(&bytes, 3);
             let _ = decode_row_columns(&bytes, &[false, true, false, true]);
-        }
-    }
-}
-
-/// A `Value` in serde formats (an expression's constants on their way to a datanode,
-/// decision 0033) is its row encoding: exact for every type, numeric's scale included.
-impl serde::Serialize for Value {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = Vec::new();
-        encode_row(std::slice::from_ref(self), &mut out);
-        serde::Serialize::serialize(&out, s)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Value {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        let bytes: Vec<u8> = serde::Deserialize::deserialize(d)?;
-        match decode_row(&bytes).map_err(serde::de::Error::custom)?.pop() {
-            Some(v) => Ok(v),
-            None => Err(serde::de::Error::custom("an encoded value holds no value")),
         }
     }
 }
