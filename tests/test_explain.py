@@ -97,6 +97,24 @@ def test_point_read_is_an_index_scan_with_its_key(pair, target):
     assert "  Index Cond: ((id >= 3) AND (id < 9))" in plan, plan
 
 
+def test_key_compared_with_a_wider_integer_is_read_by_key(pair, target):
+    """Drivers bind 64-bit parameters (sysbench, JDBC's setLong): `int4_key = $1::int8`
+    reads by key, as PostgreSQL's cross-type btree operators let it, not by scanning."""
+    meridian_only(target)
+    for sql, params in [("EXPLAIN SELECT v FROM ex_a WHERE id = %s::bigint", (3,)),
+                        ("EXPLAIN SELECT v FROM ex_a WHERE id = 3::smallint", None),
+                        ("EXPLAIN SELECT v FROM ex_a WHERE id BETWEEN %s::bigint AND %s::bigint",
+                         (3, 9))]:
+        plan = explain(pair[1], sql, params)
+        assert plan[0] == "Index Scan using ex_a_pkey on ex_a", (sql, plan)
+    for c in pair:
+        rows = [c.execute("SELECT id, v FROM ex_a WHERE id = %s::bigint", (n,)).fetchall()
+                for n in (3, 2**40, -1)]
+        assert rows == [[(3, "v3")], [], []], rows
+        assert c.execute("SELECT count(*) FROM ex_a WHERE id BETWEEN %s::bigint AND %s::bigint",
+                         (-2**40, 7)).fetchone() == (7,)
+
+
 def test_plan_tree_in_postgres_layout(pair, target):
     meridian_only(target)
     plan = explain(pair[1], "EXPLAIN SELECT a.g, count(*) FROM ex_a a JOIN ex_b b"

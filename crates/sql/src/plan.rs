@@ -115,6 +115,29 @@ pub enum SubqueryKind {
 }
 
 impl Expr {
+    /// The column of the row at hand that `self` is, seen through a cast between
+    /// integer types: integers of every width share one key encoding
+    /// (`types::codec::encode_key`) and so one bucket, so `int4_col = $1::int8`, as
+    /// drivers bind a 64-bit parameter, still finds its row by key and its datanode by
+    /// hash (a value outside the column's range finds none; the filter is still applied
+    /// to what is found).
+    pub fn key_column(&self) -> Option<usize> {
+        match self {
+            Expr::Column {
+                depth: 0, index, ..
+            } => Some(*index),
+            Expr::Cast {
+                operand, from, to, ..
+            } if from.is_integer() && to.is_integer() => match operand.as_ref() {
+                Expr::Column {
+                    depth: 0, index, ..
+                } => Some(*index),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub fn ty(&self) -> DataType {
         match self {
             Expr::Const(_, ty)

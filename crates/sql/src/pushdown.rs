@@ -554,8 +554,7 @@ fn route(table: &TableDef, filter: &Expr) -> Option<Expr> {
         return None;
     };
     let kind = hash_kind(&table.columns.get(column)?.ty.to_type())?;
-    let is_column =
-        |e: &Expr| matches!(e, Expr::Column { depth: 0, index, .. } if *index == column);
+    let is_column = |e: &Expr| e.key_column() == Some(column);
     let reads_no_row = |e: &Expr| {
         let mut none = true;
         e.visit(&mut |x| none &= !matches!(x, Expr::Column { .. }));

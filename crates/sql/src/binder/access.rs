@@ -38,19 +38,11 @@ pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
             .filter_map(|c| match c {
                 Expr::Binary {
                     op, left, right, ..
-                } => match (left.as_ref(), right.as_ref()) {
-                    (
-                        Expr::Column {
-                            depth: 0, index, ..
-                        },
-                        other,
-                    ) if *index == col && row_independent(other) => Some((*op, other.clone())),
-                    (
-                        other,
-                        Expr::Column {
-                            depth: 0, index, ..
-                        },
-                    ) if *index == col && row_independent(other) => {
+                } => match (left.key_column(), right.key_column()) {
+                    (Some(index), None) if index == col && row_independent(right) => {
+                        Some((*op, right.as_ref().clone()))
+                    }
+                    (None, Some(index)) if index == col && row_independent(left) => {
                         let flipped = match op {
                             BinaryOp::Lt => BinaryOp::Gt,
                             BinaryOp::LtEq => BinaryOp::GtEq,
@@ -58,7 +50,7 @@ pub fn primary_key_access(table: &TableDef, filter: Option<&Expr>) -> Access {
                             BinaryOp::GtEq => BinaryOp::LtEq,
                             other => *other,
                         };
-                        Some((flipped, other.clone()))
+                        Some((flipped, left.as_ref().clone()))
                     }
                     _ => None,
                 },
