@@ -39,6 +39,7 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 { [ -f /usr/include/openssl/ssl.h ] || [ -f /usr/include/x86_64-linux-gnu/openssl/opensslconf.h ]; } || missing+=(libssl-dev)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
+command -v sysbench >/dev/null || missing+=(sysbench)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   if [ "$(id -u)" != 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
