@@ -15,17 +15,20 @@
 use crate::copy::CopyRow;
 use crate::exec::memory::Held;
 use crate::exec::{
-    check_not_null, decode, encode, insert_row, row_id_key, row_key, unique_violation, Executor,
-    KeyedRow, ReadLimit, Row, SessionView, StatementState,
+    check_not_null, decode, encode, insert_row, key_of_values, row_count, row_id_key, row_key,
+    unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
-use datanode_client::{ColumnIncrement, IncrementOp, Timestamp};
+use datanode_client::{ColumnIncrement, IncrementOp, LockWait, Timestamp};
 use distribution::{ClusterTxn, Datanodes};
 use pgerror::{codes, PgError, PgResult};
 use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
-use sql::plan::{Access, CopyFrom, Delete, Expr, Insert, InsertTarget, OutputColumn, Rel, Update};
+use sql::plan::{
+    Access, CopyFrom, Delete, Expr, Insert, InsertTarget, LockedRowWait, OutputColumn, Query, Rel,
+    Update,
+};
 use sql::TableDef;
 use std::sync::Arc;
 use types::ops::BinaryOp;
@@ -33,6 +36,14 @@ use types::{DataType, Value};
 
 /// Rows returned by RETURNING (empty without it) and the number of rows affected.
 pub type DmlResult = (Vec<Row>, u64);
+
+/// What `Dml::select_locked` found.
+pub enum Locked {
+    /// The rows, each locked, as the snapshot saw them.
+    Rows(Vec<Row>),
+    /// A row to return was changed by a transaction that committed after the snapshot.
+    Changed,
+}
 
 /// Row ids are reserved in blocks so that bulk loads do not touch the allocator per row;
 /// blocks start at one id and double, so that single-row INSERTs use up the allocator's
@@ -532,7 +543,7 @@ impl<'a> Dml<'a> {
         for (key, seen, row) in candidates {
             self.reader(txn).pace(1).await;
             let Some(current) = self
-                .lock_wait(self.dn.lock_row(txn, table.rel, &key))
+                .lock_wait(self.dn.lock_row(txn, table.rel, &key, LockWait::Wait))
                 .await?
             else {
                 continue; // deleted by a transaction that committed after our snapshot
@@ -653,6 +664,98 @@ impl<'a> Dml<'a> {
             affected.changed(new)?;
         }
         affected.batch_written(&self.reader(txn)).await
+    }
+
+    /// SELECT … FOR UPDATE (`sql::plan::RowLocking`): the query's rows in order, each
+    /// locked by the key its row ends with, until LIMIT and OFFSET have what they need —
+    /// as PostgreSQL's LockRows under its Limit. A row deleted since the snapshot is
+    /// left out; one changed since it means the statement must see the newer version
+    /// (READ COMMITTED; REPEATABLE READ fails with 40001 at the lock): `Locked::Changed`,
+    /// and the caller runs it again at a new snapshot, keeping the locks taken.
+    pub async fn select_locked(&self, txn: &mut ClusterTxn, q: &Query) -> PgResult<Locked> {
+        let Some(locking) = &q.locking else {
+            return Err(PgError::internal("select_locked needs a locking query"));
+        };
+        let (rows_rel, limit, offset) = match &q.root {
+            Rel::Limit {
+                input,
+                limit,
+                offset,
+            } => (input.as_ref(), limit.as_ref(), offset.as_ref()),
+            root => (root, None, None),
+        };
+        let (skip, take) = {
+            let ex = self.reader(txn);
+            let skip = row_count(&ex, &[], offset).await?.unwrap_or(0);
+            (skip, row_count(&ex, &[], limit).await?)
+        };
+        let wanted = take.map(|take| skip.saturating_add(take));
+        if wanted == Some(0) {
+            return Ok(Locked::Rows(Vec::new()));
+        }
+        let table = &locking.table;
+        let keys = locking.key_columns();
+        // Read a few more rows than wanted, for the ones left out; more if that was short.
+        let mut read = wanted.map(|w| w.saturating_mul(2).saturating_add(16));
+        loop {
+            let rows = self
+                .reader(txn)
+                .collect(rows_rel, Arc::default(), read)
+                .await?;
+            let exhausted = read.is_none_or(|n| rows.len() < n);
+            let mut out = Vec::new();
+            let mut locked = 0usize;
+            for mut row in rows {
+                let key_values = row.split_off(row.len() - keys);
+                let Some(key) = key_of_values(&key_values) else {
+                    continue;
+                };
+                let wait = match locking.wait {
+                    LockedRowWait::Wait => LockWait::Wait,
+                    LockedRowWait::NoWait | LockedRowWait::SkipLocked => LockWait::NoWait,
+                };
+                let newest = match self
+                    .lock_wait(self.dn.lock_row(txn, table.rel, &key, wait))
+                    .await
+                {
+                    Ok(newest) => newest,
+                    Err(e) if e.code == codes::LOCK_NOT_AVAILABLE && wait == LockWait::NoWait => {
+                        if locking.wait == LockedRowWait::SkipLocked {
+                            continue;
+                        }
+                        return Err(PgError::new(
+                            codes::LOCK_NOT_AVAILABLE,
+                            format!(
+                                "could not obtain lock on row in relation \"{}\"",
+                                table.name
+                            ),
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                };
+                let Some(newest) = newest else {
+                    continue; // deleted by a transaction that committed after the snapshot
+                };
+                let seen = self
+                    .dn
+                    .get_row(txn, table.rel, &key, self.snapshot, false)
+                    .await?;
+                if seen.as_ref() != Some(&newest) {
+                    return Ok(Locked::Changed);
+                }
+                locked += 1;
+                if locked > skip {
+                    out.push(row);
+                }
+                if wanted == Some(locked) {
+                    return Ok(Locked::Rows(out));
+                }
+            }
+            if exhausted {
+                return Ok(Locked::Rows(out));
+            }
+            read = read.map(|n| n.saturating_mul(4));
+        }
     }
 
     pub async fn delete(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {

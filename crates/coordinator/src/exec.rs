@@ -18,6 +18,7 @@ mod aggregate;
 mod columns;
 pub mod memory;
 mod nodes;
+pub(crate) use nodes::row_count;
 mod pushed;
 mod spilling;
 

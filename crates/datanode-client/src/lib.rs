@@ -27,8 +27,8 @@ use std::time::Duration;
 
 pub use datanode::storage::Chunk;
 pub use datanode::{
-    unknown_gid, ColumnIncrement, DatanodeOptions, IncrementOp, Isolation, PreparedXact, RelId,
-    RowBytes, Timestamp,
+    unknown_gid, ColumnIncrement, DatanodeOptions, IncrementOp, Isolation, LockWait, PreparedXact,
+    RelId, RowBytes, Timestamp,
 };
 pub use datanode_proto::Link;
 pub use remote::{RemoteDatanode, RemotePrepared, RemoteTxn};
@@ -387,20 +387,21 @@ impl DatanodeClient {
         }
     }
 
-    /// Takes the row's exclusive lock (waiting for its holder) and returns its newest
-    /// committed version.
+    /// Takes the row's exclusive lock (waiting for its holder, or failing with 55P03 as
+    /// `wait` says) and returns its newest committed version.
     pub fn lock_row<'f>(
         &'f self,
         txn: &'f mut DatanodeTxn,
         rel: RelId,
         key: &'f [u8],
+        wait: LockWait,
     ) -> impl Future<Output = PgResult<Option<RowBytes>>> + Send + 'f {
         match (self, txn) {
             (DatanodeClient::Local(dn), DatanodeTxn::Local(t)) => {
-                Either::Left(dn.lock_row(t, rel, key))
+                Either::Left(dn.lock_row_as(t, rel, key, wait))
             }
             (DatanodeClient::Remote(r), DatanodeTxn::Remote(t)) => {
-                Either::Right(Box::pin(r.lock_row(t, rel, key)) as BoxFuture<'f, _>)
+                Either::Right(Box::pin(r.lock_row(t, rel, key, wait)) as BoxFuture<'f, _>)
             }
             _ => Either::Right(failed(mismatch())),
         }

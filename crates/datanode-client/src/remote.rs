@@ -6,7 +6,7 @@
 //! `begin`: a statement that writes rows and commits costs one round trip for the commit.
 
 use crate::{RelId, RowBytes, Timestamp};
-use datanode::Isolation;
+use datanode::{Isolation, LockWait};
 use datanode_proto as proto;
 use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
 use parking_lot::Mutex;
@@ -170,10 +170,12 @@ impl RemoteDatanode {
         txn: &mut RemoteTxn,
         rel: RelId,
         key: &[u8],
+        wait: LockWait,
     ) -> PgResult<Option<RowBytes>> {
-        let call = TxnCall::LockRow {
-            rel,
-            key: key.to_vec(),
+        let key = key.to_vec();
+        let call = match wait {
+            LockWait::Wait => TxnCall::LockRow { rel, key },
+            LockWait::NoWait => TxnCall::LockRowNoWait { rel, key },
         };
         self.expect_row(txn, call).await
     }

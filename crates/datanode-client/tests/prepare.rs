@@ -2,7 +2,9 @@
 //! protocol's messages (`Remote` over `InProcessLink`): what a coordinator of several
 //! datanodes does (decision 0029).
 
-use datanode_client::{DatanodeClient, DatanodeOptions, DatanodeTxn, Isolation, RowBytes};
+use datanode_client::{
+    DatanodeClient, DatanodeOptions, DatanodeTxn, Isolation, LockWait, RowBytes,
+};
 use std::time::Duration;
 
 struct Env {
@@ -49,7 +51,10 @@ impl Env {
     ) -> (u64, datanode_client::PreparedTxn) {
         let mut t = self.begin().await;
         let start = t.start_ts();
-        self.dn.lock_row(&mut t, rel, key).await.unwrap();
+        self.dn
+            .lock_row(&mut t, rel, key, LockWait::Wait)
+            .await
+            .unwrap();
         assert!(!t.has_writes(), "a row lock is no write");
         let row = RowBytes::from_static(value.as_bytes());
         self.dn.put(&mut t, rel, key, Some(row)).unwrap();
@@ -84,10 +89,13 @@ async fn prepare_commit_and_abort(through_messages: bool) {
         Some(RowBytes::from_static(b"one"))
     );
     let mut t = e.begin().await;
-    tokio::time::timeout(Duration::from_secs(5), e.dn.lock_row(&mut t, rel, b"k"))
-        .await
-        .expect("the aborted transaction's lock was released")
-        .unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        e.dn.lock_row(&mut t, rel, b"k", LockWait::Wait),
+    )
+    .await
+    .expect("the aborted transaction's lock was released")
+    .unwrap();
     e.dn.abort(t, &e.gtm).await;
 
     // A transaction that did nothing here prepares and commits too.

@@ -182,6 +182,11 @@ pub enum TxnCall {
         rel: RelId,
         key: Vec<u8>,
     },
+    /// `LockRow` that fails with 55P03 instead of waiting for another holder.
+    LockRowNoWait {
+        rel: RelId,
+        key: Vec<u8>,
+    },
     Increment {
         rel: RelId,
         key: Vec<u8>,

@@ -340,6 +340,9 @@ impl DatanodeService {
                 pushed::page(scan, limits.0, limits.1, keys, &work)?
             }
             TxnCall::LockRow { rel, key } => Response::Row(dn.lock_row(txn, rel, &key).await?),
+            TxnCall::LockRowNoWait { rel, key } => {
+                Response::Row(dn.lock_row_nowait(txn, rel, &key).await?)
+            }
             TxnCall::Increment {
                 rel,
                 key,

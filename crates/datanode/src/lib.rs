@@ -78,6 +78,14 @@ pub enum Isolation {
     RepeatableRead,
 }
 
+/// Whether taking a row lock another transaction holds waits for it, or fails at once
+/// with 55P03 (SELECT … FOR UPDATE NOWAIT, and SKIP LOCKED, which passes over the row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockWait {
+    Wait,
+    NoWait,
+}
+
 #[derive(Clone, Debug)]
 pub struct DatanodeOptions {
     pub data_dir: std::path::PathBuf,

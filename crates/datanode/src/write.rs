@@ -5,7 +5,7 @@ use crate::increment::{self, ColumnIncrement};
 use crate::locks::LockMode;
 use crate::spilled;
 use crate::txn::{IncrementFn, Txn};
-use crate::{Datanode, Isolation, RelId, RowBytes};
+use crate::{Datanode, Isolation, LockWait, RelId, RowBytes};
 use pgerror::{codes, PgError, PgResult};
 
 fn serialization_failure() -> PgError {
@@ -86,17 +86,68 @@ impl Datanode {
         Ok(())
     }
 
+    /// `lock_row` or `lock_row_nowait` as `wait` says.
+    pub async fn lock_row_as(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        wait: LockWait,
+    ) -> PgResult<Option<RowBytes>> {
+        self.lock_row_waiting(txn, rel, key, wait == LockWait::Wait)
+            .await
+    }
+
     pub async fn lock_row(
         &self,
         txn: &mut Txn,
         rel: RelId,
         key: &[u8],
     ) -> PgResult<Option<RowBytes>> {
+        self.lock_row_waiting(txn, rel, key, true).await
+    }
+
+    /// `lock_row` that does not wait: 55P03 if another transaction holds the row
+    /// (SELECT … FOR UPDATE NOWAIT; SKIP LOCKED passes over such a row).
+    pub async fn lock_row_nowait(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+    ) -> PgResult<Option<RowBytes>> {
+        self.lock_row_waiting(txn, rel, key, false).await
+    }
+
+    async fn lock_row_waiting(
+        &self,
+        txn: &mut Txn,
+        rel: RelId,
+        key: &[u8],
+        wait: bool,
+    ) -> PgResult<Option<RowBytes>> {
         if txn.has_increment_on(rel, key) {
             self.apply_increments(txn).await?;
         }
         if let Some(w) = txn.own_write(rel, key)? {
             return Ok(w);
+        }
+        if !wait && !txn.holds_lock(rel, key)? {
+            let free = self.inner.owned.other_owner(rel, txn.shared.id).is_none()
+                && self
+                    .inner
+                    .spilled_holder(txn.shared.id, rel, key)?
+                    .is_none()
+                && self
+                    .inner
+                    .locks
+                    .try_lock(&txn.shared, rel, key, LockMode::Exclusive);
+            if !free {
+                return Err(PgError::new(
+                    codes::LOCK_NOT_AVAILABLE,
+                    "could not obtain lock on row",
+                ));
+            }
+            txn.record_lock(rel, key)?;
         }
         self.acquire(txn, rel, key).await?;
         match txn.read_newest_locked(rel, key)? {

@@ -4,8 +4,8 @@ use crate::bulk::ClusterBulkLoad;
 use crate::placement::{bucket_of_value, BucketMap, Placements, RelPlacement, Target};
 use crate::scan::ClusterScan;
 use datanode_client::{
-    ColumnIncrement, DatanodeClient, DatanodeTxn, Isolation, RelId, RowBytes, Savepoint, ScanItem,
-    ScanTraffic, Timestamp,
+    ColumnIncrement, DatanodeClient, DatanodeTxn, Isolation, LockWait, RelId, RowBytes, Savepoint,
+    ScanItem, ScanTraffic, Timestamp,
 };
 use futures::future::{BoxFuture, Either};
 use pgerror::{PgError, PgResult};
@@ -323,14 +323,17 @@ impl Datanodes {
         txn: &'f mut ClusterTxn,
         rel: RelId,
         key: &'f [u8],
+        wait: LockWait,
     ) -> impl Future<Output = PgResult<Option<RowBytes>>> + Send + 'f {
         if let Some(dn) = self.single() {
-            return Either::Left(dn.lock_row(&mut txn.parts[0], rel, key));
+            return Either::Left(dn.lock_row(&mut txn.parts[0], rel, key, wait));
         }
         Either::Right(Box::pin(async move {
             let mut newest = None;
             for i in self.write_targets(rel, key)?.rev() {
-                newest = self.nodes[i].lock_row(&mut txn.parts[i], rel, key).await?;
+                newest = self.nodes[i]
+                    .lock_row(&mut txn.parts[i], rel, key, wait)
+                    .await?;
             }
             Ok(newest)
         }) as BoxFuture<'f, _>)

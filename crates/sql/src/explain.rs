@@ -33,10 +33,7 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
         qualify: false,
     };
     let root = match stmt {
-        Statement::Query(q) => {
-            b.qualify = joins(&q.root);
-            b.rel(&q.root, Vec::new())
-        }
+        Statement::Query(q) => b.query(q),
         Statement::Insert(ins) => {
             b.qualify = joins(&ins.source);
             let mut node = Node::new(format!("Insert on {}", ins.table.name));
@@ -149,8 +146,23 @@ impl Builder<'_> {
 
     fn query(&mut self, q: &Query) -> Node {
         let outer = std::mem::replace(&mut self.qualify, joins(&q.root));
-        let node = self.rel(&q.root, Vec::new());
+        let mut node = self.rel(&q.root, Vec::new());
         self.qualify = outer;
+        if q.locking.is_some() {
+            // The rows are locked under the LIMIT, as by PostgreSQL's LockRows.
+            let lock = |locked: Node| {
+                let mut lock_rows = Node::new("LockRows".into());
+                lock_rows.children.push(locked);
+                lock_rows
+            };
+            match (&q.root, node.children.pop()) {
+                (Rel::Limit { .. }, Some(locked)) => node.children.push(lock(locked)),
+                (_, child) => {
+                    node.children.extend(child);
+                    node = lock(node);
+                }
+            }
+        }
         node
     }
 

@@ -484,6 +484,35 @@ pub struct Query {
     /// For a correlated subquery, the positions at which it may read its enclosing rows
     /// (`referenced_outer_columns`): what its cached results are keyed by.
     pub outer_columns: Vec<usize>,
+    /// SELECT … FOR UPDATE / FOR SHARE: the rows are locked as they are returned.
+    pub locking: Option<Box<RowLocking>>,
+}
+
+/// The row locks of a SELECT … FOR UPDATE / FOR SHARE over one table. The query's rows
+/// end with the table's primary-key values, which are not output columns: the key each
+/// row is locked by.
+#[derive(Debug, Clone)]
+pub struct RowLocking {
+    pub table: Arc<TableDef>,
+    pub wait: LockedRowWait,
+}
+
+/// What a row another transaction holds does to SELECT … FOR UPDATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockedRowWait {
+    /// Wait for it (the default).
+    Wait,
+    /// NOWAIT: fail with 55P03.
+    NoWait,
+    /// SKIP LOCKED: leave the row out.
+    SkipLocked,
+}
+
+impl RowLocking {
+    /// How many values at the end of each row are the primary key.
+    pub fn key_columns(&self) -> usize {
+        self.table.primary_key.as_ref().map_or(0, Vec::len)
+    }
 }
 
 impl Query {

@@ -86,14 +86,8 @@ pub fn query(q: &ast::Query) -> PgResult<()> {
         );
         refuse_if(limit, "LIMIT together with FETCH")?;
     }
-    if let Some(lock) = locks.first() {
-        let ast::LockClause {
-            lock_type,
-            of: _,
-            nonblock: _,
-        } = lock;
-        return Err(unsupported(format!("SELECT … FOR {lock_type} (row locks)")));
-    }
+    // Row locks: the binder reads every field (`binder::locking`).
+    let _ = locks;
     refuse_if(for_clause.is_some(), "FOR XML/JSON/BROWSE")?;
     refuse_if(settings.is_some(), "SETTINGS")?;
     refuse_if(format_clause.is_some(), "FORMAT")?;

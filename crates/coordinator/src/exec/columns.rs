@@ -116,6 +116,7 @@ mod tests {
                 columns: Vec::new(),
                 correlated,
                 outer_columns: Vec::new(),
+                locking: None,
             };
             let kind = sql::plan::SubqueryKind::In {
                 left: Box::new(col(1)),

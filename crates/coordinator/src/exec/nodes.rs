@@ -774,7 +774,11 @@ struct LimitNode<'e> {
 }
 
 /// A LIMIT or OFFSET count; None for none.
-async fn row_count(ex: &Executor<'_>, outer: &[Row], e: Option<&Expr>) -> PgResult<Option<usize>> {
+pub(crate) async fn row_count(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    e: Option<&Expr>,
+) -> PgResult<Option<usize>> {
     let Some(e) = e else { return Ok(None) };
     match ex.eval(outer, e, &[]).await? {
         Value::Null => Ok(None),

@@ -3,6 +3,7 @@
 //! client or collected.
 
 use super::{view, write_out, Session, FLUSH_THRESHOLD};
+use crate::dml::Locked;
 use crate::exec::{Row, StatementState};
 use crate::output;
 use crate::session_io::{self, SessionStream};
@@ -175,11 +176,22 @@ impl<S: SessionStream> Session<S> {
     async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         self.check_catalog_current().await?;
-        if self.tx.as_ref().is_some_and(|t| t.read_only) && !matches!(stmt, Statement::Query(_)) {
-            return Err(PgError::new(
-                codes::READ_ONLY_SQL_TRANSACTION,
-                "cannot execute this statement in a read-only transaction",
-            ));
+        if self.tx.as_ref().is_some_and(|t| t.read_only) {
+            match stmt {
+                Statement::Query(q) if q.locking.is_none() => {}
+                Statement::Query(_) => {
+                    return Err(PgError::new(
+                        codes::READ_ONLY_SQL_TRANSACTION,
+                        "cannot execute SELECT FOR UPDATE in a read-only transaction",
+                    ))
+                }
+                _ => {
+                    return Err(PgError::new(
+                        codes::READ_ONLY_SQL_TRANSACTION,
+                        "cannot execute this statement in a read-only transaction",
+                    ))
+                }
+            }
         }
         let shared = self.shared.clone();
         let view = view(
@@ -194,7 +206,7 @@ impl<S: SessionStream> Session<S> {
             .and_then(|t| t.dn_txn.as_mut())
             .expect("transaction started");
         let state = StatementState::new(&self.limits, &shared.spill);
-        let dml = crate::dml::Dml {
+        let mut dml = crate::dml::Dml {
             dn: &shared.datanodes,
             snapshot,
             params,
@@ -202,6 +214,30 @@ impl<S: SessionStream> Session<S> {
             state: &state,
         };
         let outcome = match stmt {
+            Statement::Query(q) if q.locking.is_some() => {
+                // A row changed since the snapshot: again at a newer one (READ COMMITTED),
+                // keeping the locks taken; each round needs a commit in between.
+                let mut rounds = 0;
+                let rows = loop {
+                    match dml.select_locked(txn, q).await? {
+                        Locked::Rows(rows) => break rows,
+                        Locked::Changed if rounds < 100 => {
+                            rounds += 1;
+                            dml.snapshot = shared.gtm.timestamp().await?;
+                        }
+                        Locked::Changed => {
+                            return Err(PgError::new(
+                                codes::SERIALIZATION_FAILURE,
+                                "could not serialize access due to concurrent update",
+                            ))
+                        }
+                    }
+                };
+                Outcome {
+                    tag: format!("SELECT {}", rows.len()),
+                    rows,
+                }
+            }
             Statement::Query(q) => match self.stream_rows.take() {
                 Some(formats) => {
                     let reader = dml.reader(txn);

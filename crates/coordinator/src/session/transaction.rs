@@ -95,6 +95,36 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// BEGIN, COMMIT, ROLLBACK, the savepoint statements and SET TRANSACTION.
+    /// SET TRANSACTION's modes (and a BEGIN's inside a block): before the first query.
+    fn set_transaction_modes(
+        &mut self,
+        isolation: Option<IsolationLevel>,
+        read_only: Option<bool>,
+    ) -> PgResult<()> {
+        match &mut self.tx {
+            Some(t) if t.dn_txn.is_none() => {
+                if let Some(i) = isolation {
+                    t.isolation = isolation_of(i);
+                }
+                if let Some(r) = read_only {
+                    t.read_only = r;
+                }
+            }
+            Some(_) => {
+                return Err(PgError::new(
+                    codes::ACTIVE_SQL_TRANSACTION,
+                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                ))
+            }
+            None => self.notice(
+                NoticeSeverity::Warning,
+                codes::NO_ACTIVE_SQL_TRANSACTION,
+                "SET TRANSACTION can only be used in transaction blocks",
+            ),
+        }
+        Ok(())
+    }
+
     pub(super) async fn transaction_control(&mut self, stmt: &Statement) -> PgResult<Outcome> {
         match stmt {
             Statement::Begin {
@@ -108,12 +138,17 @@ impl<S: SessionStream> Session<S> {
                             codes::ACTIVE_SQL_TRANSACTION,
                             "there is already a transaction in progress",
                         );
+                        // As PostgreSQL: the modes still apply, as SET TRANSACTION's.
+                        if isolation.is_some() || read_only.is_some() {
+                            self.set_transaction_modes(*isolation, *read_only)?;
+                        }
                     }
                     Some(t) => {
                         t.explicit = true;
                         if let Some(i) = isolation {
                             t.isolation = isolation_of(*i);
                         }
+                        t.read_only = read_only.unwrap_or(t.read_only);
                     }
                     None => {
                         let mut t = self.new_transaction(true);
@@ -197,27 +232,7 @@ impl<S: SessionStream> Session<S> {
                 isolation,
                 read_only,
             } => {
-                match &mut self.tx {
-                    Some(t) if t.dn_txn.is_none() => {
-                        if let Some(i) = isolation {
-                            t.isolation = isolation_of(*i);
-                        }
-                        if let Some(r) = read_only {
-                            t.read_only = *r;
-                        }
-                    }
-                    Some(_) => {
-                        return Err(PgError::new(
-                            codes::ACTIVE_SQL_TRANSACTION,
-                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                        ))
-                    }
-                    None => self.notice(
-                        NoticeSeverity::Warning,
-                        codes::NO_ACTIVE_SQL_TRANSACTION,
-                        "SET TRANSACTION can only be used in transaction blocks",
-                    ),
-                }
+                self.set_transaction_modes(*isolation, *read_only)?;
                 Ok(Outcome::tag("SET"))
             }
             Statement::PrepareTransaction(gid) => self.prepare_transaction(gid).await,

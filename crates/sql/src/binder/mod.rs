@@ -20,6 +20,7 @@ mod casts;
 mod ddl;
 mod dml;
 mod expr;
+mod locking;
 mod query;
 
 pub use access::primary_key_access;
@@ -76,6 +77,12 @@ pub struct Binder<'a> {
     escapes: usize,
     /// Common table expressions in scope (innermost last): name, bound relation, columns.
     ctes: Vec<(String, Rel, Vec<ScopeColumn>)>,
+    /// The address of the statement's own query, the one query that may lock rows
+    /// (`locking`): not a subquery, a WITH query or an INSERT's source.
+    lockable: usize,
+    /// Select-list items the binder appended (a locking query's key columns): not
+    /// positions an ORDER BY may name.
+    appended_items: usize,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -101,6 +108,8 @@ pub fn bind(
         outer: Vec::new(),
         escapes: 0,
         ctes: Vec::new(),
+        lockable: 0,
+        appended_items: 0,
     };
     let mut bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
@@ -206,7 +215,10 @@ impl<'a> Binder<'a> {
     fn statement(&mut self, stmt: &ast::Statement) -> PgResult<Statement> {
         use ast::Statement as S;
         match stmt {
-            S::Query(q) => Ok(Statement::Query(self.query(q)?)),
+            S::Query(q) => {
+                self.lockable = std::ptr::from_ref(q.as_ref()) as usize;
+                Ok(Statement::Query(self.query(q)?))
+            }
             S::Insert(ins) => self.insert(ins),
             S::Update(upd) => self.update(upd),
             S::Delete(del) => self.delete(del),

@@ -198,9 +198,16 @@ impl<'a> Binder<'a> {
             ),
             None => limit,
         };
-        let (mut root, mut columns) = match q.body.as_ref() {
-            ast::SetExpr::Select(sel) => self.select(sel, order_by)?,
-            other => {
+        let locking = self.row_locking(q)?;
+        let (mut root, mut columns) = match (&locking, q.body.as_ref()) {
+            (Some((keyed, locking)), _) => {
+                self.appended_items = locking.key_columns();
+                let (root, mut columns) = self.select(keyed, order_by)?;
+                columns.truncate(columns.len() - locking.key_columns());
+                (root, columns)
+            }
+            (None, ast::SetExpr::Select(sel)) => self.select(sel, order_by)?,
+            (None, other) => {
                 let (rel, cols) = self.set_expr(other)?;
                 if order_by.is_empty() {
                     (rel, cols)
@@ -245,6 +252,7 @@ impl<'a> Binder<'a> {
             columns,
             correlated: false,
             outer_columns: Vec::new(),
+            locking: locking.map(|(_, locking)| locking),
         })
     }
 
@@ -691,6 +699,7 @@ impl<'a> Binder<'a> {
         order_by: &[ast::OrderByExpr],
     ) -> PgResult<(Rel, Vec<OutputColumn>)> {
         crate::unsupported_syntax::select(sel)?;
+        let appended = std::mem::take(&mut self.appended_items);
         let (mut rel, scope) = self.bind_from(&sel.from)?;
         if let Some(w) = &sel.selection {
             if contains_aggregate(w) {
@@ -879,7 +888,7 @@ impl<'a> Binder<'a> {
                         unreachable!()
                     };
                     let i: usize = n.parse().map_err(|_| syntax("invalid ORDER BY position"))?;
-                    if i == 0 || i > visible {
+                    if i == 0 || i > visible - appended {
                         return Err(PgError::new(
                             codes::INVALID_COLUMN_REFERENCE,
                             format!("ORDER BY position {i} is not in select list"),
