@@ -991,6 +991,9 @@ pub fn session_function(
             .to_string()
     };
     Ok(match func {
+        F::Nextval | F::Currval | F::Setval | F::Lastval | F::PgGetSerialSequence => {
+            return crate::sequences::call(session, func, &args)
+        }
         F::Now => Value::TimestampTz(session.txn_time),
         F::StatementTimestamp => Value::TimestampTz(session.statement_time),
         F::ClockTimestamp => Value::TimestampTz(types::datetime::now_timestamp()),

@@ -48,7 +48,9 @@ pub struct Reserve {
 pub enum Response {
     Snapshot(Snapshot),
     Written(WriteOutcome),
-    Allocated { first: u64 },
+    Allocated {
+        first: u64,
+    },
     Version(u64),
     /// `count` values from `first` by the step; 0: the counter is exhausted.
     Reserved {
@@ -56,7 +58,10 @@ pub enum Response {
         count: u64,
     },
     Restarted,
-    Error { code: String, message: String },
+    Error {
+        code: String,
+        message: String,
+    },
 }
 
 /// Puts (`None` deletes) applied together, only if every expected entry has the expected

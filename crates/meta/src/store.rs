@@ -159,7 +159,9 @@ impl MetaStore {
     pub fn restart(&self, key: &[u8], next: i128) -> PgResult<()> {
         let mut st = self.state.lock();
         let mut after = st.clone();
-        after.entries.insert(key.to_vec(), next.to_le_bytes().to_vec());
+        after
+            .entries
+            .insert(key.to_vec(), next.to_le_bytes().to_vec());
         self.persist(&after)?;
         *st = after;
         Ok(())
@@ -243,9 +245,17 @@ mod tests {
             wrap,
         };
         assert_eq!(store.reserve(&up(3, None)).unwrap(), (5, 3), "5, 7, 9");
-        assert_eq!(store.reserve(&up(3, None)).unwrap(), (11, 1), "13 is past 12");
+        assert_eq!(
+            store.reserve(&up(3, None)).unwrap(),
+            (11, 1),
+            "13 is past 12"
+        );
         assert_eq!(store.reserve(&up(3, None)).unwrap().1, 0, "exhausted");
-        assert_eq!(store.reserve(&up(2, Some(1))).unwrap(), (1, 2), "cycles to 1");
+        assert_eq!(
+            store.reserve(&up(2, Some(1))).unwrap(),
+            (1, 2),
+            "cycles to 1"
+        );
         store.restart(b"s", 12).unwrap();
         drop(store);
         let store = MetaStore::open(dir.path()).unwrap();

@@ -273,6 +273,9 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             }
         }
         "copy" => copy_statement(text).map(Some),
+        "create" | "alter" | "drop" => {
+            crate::sequence::parse_statement(text).map(|s| s.map(Parsed::Ready))
+        }
         "vacuum" | "analyze" => {
             let mut w = words(text);
             // The tag is ANALYZE only for a bare ANALYZE command.

@@ -531,6 +531,8 @@ pub struct CreateTable {
     pub primary_key: Option<Vec<usize>>,
     pub fillfactor: Option<u32>,
     pub distribution: crate::catalog::Distribution,
+    /// The sequences of its serial and identity columns.
+    pub sequences: Vec<crate::sequence::ColumnSequence>,
 }
 
 #[derive(Debug, Clone)]
@@ -560,6 +562,13 @@ pub enum Statement {
     },
     Truncate {
         tables: Vec<Arc<TableDef>>,
+    },
+    CreateSequence(crate::sequence::CreateSequence),
+    AlterSequence(crate::sequence::AlterSequence),
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
     },
     AddPrimaryKey {
         table: Arc<TableDef>,

@@ -44,6 +44,7 @@ pub struct SessionState {
     pub pid: i32,
     pub settings: Mutex<Settings>,
     pub reports: Mutex<Vec<(&'static str, String)>>,
+    pub sequences: Mutex<crate::sequences::SessionSequences>,
 }
 
 pub struct Session<S> {
@@ -329,6 +330,8 @@ fn view<'a>(
         txn_time: tx.as_ref().map_or(statement_time, |t| t.txn_time),
         statement_time,
         backend_pid: state.pid,
+        sequences: &shared.sequences,
+        sequence_state: &state.sequences,
         user: &state.user,
         database: &state.database,
     }

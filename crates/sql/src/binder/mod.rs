@@ -21,6 +21,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod query;
+mod serial;
 
 pub use access::primary_key_access;
 use access::*;
