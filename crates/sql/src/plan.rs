@@ -335,6 +335,12 @@ pub enum SystemTable {
     /// Transactions prepared for two-phase commit (PREPARE TRANSACTION), read from the
     /// datanodes.
     PgPreparedXacts,
+    /// Sequences' parameters (decision 0034).
+    PgSequence,
+    /// The view over pg_sequence that drivers read.
+    PgSequences,
+    /// Dependencies: those of sequences on the columns that own them.
+    PgDepend,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
