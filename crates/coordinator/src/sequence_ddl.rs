@@ -6,9 +6,7 @@ use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Catalog;
 use sql::plan::CreateTable;
-use sql::sequence::{
-    nextval_default, AlterSequence, CreateSequence, OwnedBy, SeqOption, SequenceDef,
-};
+use sql::sequence::{default_uses, AlterSequence, CreateSequence, OwnedBy, SeqOption, SequenceDef};
 use sql::TableDef;
 use wire::backend::{self, NoticeSeverity};
 
@@ -66,13 +64,15 @@ pub async fn alter(shared: &Shared, alter: &AlterSequence, out: &mut BytesMut) -
     let (mut def, restart) = SequenceDef::define(old.oid, &old.name, &alter.options, Some(&old))?;
     def.owned_by = owner(shared, &alter.options, old.owned_by)?;
     shared.catalog.put_sequence(def).await?;
+    // Other changes apply to the range this coordinator holds as it is used
+    // (`SequenceValues::nextval`).
     if let Some(next) = restart {
         shared
             .meta
             .restart(&LiveCatalog::sequence_counter_key(old.oid), next.into())
             .await?;
+        shared.sequences.forget(old.oid);
     }
-    shared.sequences.forget(old.oid);
     Ok(())
 }
 
@@ -181,11 +181,13 @@ pub async fn drop_owned(shared: &Shared, table: u32) -> PgResult<()> {
 
 /// The columns whose default is the sequence's nextval (serial columns among them).
 fn defaults_using(shared: &Shared, s: &SequenceDef) -> Vec<(std::sync::Arc<TableDef>, usize)> {
-    let default = nextval_default(&s.name);
     let mut users = Vec::new();
     for t in shared.catalog.tables() {
         for (i, c) in t.columns.iter().enumerate() {
-            if c.default.as_deref() == Some(default.as_str()) {
+            if c.default
+                .as_deref()
+                .is_some_and(|d| default_uses(d, &s.name))
+            {
                 users.push((t.clone(), i));
             }
         }

@@ -103,12 +103,14 @@ impl SequenceValues {
     }
 
     /// The sequence's next value: from this coordinator's range, reserving one first if
-    /// it is used up.
+    /// it is used up, or no longer fits the definition (ALTER SEQUENCE changed the
+    /// increment or the bounds).
     pub fn nextval(&self, def: &SequenceDef) -> PgResult<i64> {
         let range = self.range(def.oid);
         // Held while a range is reserved: the sessions after this one use it.
         let mut r = range.lock();
-        if r.left == 0 || r.step != def.increment {
+        let fits = r.step == def.increment && (def.min..=def.max).contains(&r.next);
+        if r.left == 0 || !fits {
             let quick = r.reserved.is_some_and(|t| t.elapsed() < QUICK);
             r.batch = if quick {
                 (r.batch * 2).min(MAX_BATCH)
@@ -151,7 +153,7 @@ impl SequenceValues {
         Ok(())
     }
 
-    /// Drops this coordinator's range (ALTER SEQUENCE, DROP SEQUENCE).
+    /// Drops this coordinator's range (ALTER SEQUENCE … RESTART, DROP SEQUENCE).
     pub fn forget(&self, oid: u32) {
         if let Some(range) = self.ranges.lock().remove(&oid) {
             range.lock().left = 0;

@@ -48,8 +48,13 @@ fn oid(o: u32) -> Value {
     Value::Oid(o)
 }
 
+/// A "char" value; '\0' is the empty string, as PostgreSQL's charout writes it.
 fn chr(c: char) -> Value {
-    Value::Text(c.to_string())
+    Value::Text(if c == '\0' {
+        String::new()
+    } else {
+        c.to_string()
+    })
 }
 
 /// The built-in types listed in pg_type (those Meridian implements).

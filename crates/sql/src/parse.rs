@@ -183,6 +183,8 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
     let sql = distribute_by
         .as_ref()
         .map_or(text, |(rest, _)| rest.as_str());
+    let reordered = crate::sequence::identity_options_in_order(sql)?;
+    let sql = reordered.as_deref().unwrap_or(sql);
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .map_err(|e| syntax_error(text, &e.to_string()))?;
     match stmts.len() {
