@@ -64,14 +64,16 @@ pub async fn alter(shared: &Shared, alter: &AlterSequence, out: &mut BytesMut) -
     let (mut def, restart) = SequenceDef::define(old.oid, &old.name, &alter.options, Some(&old))?;
     def.owned_by = owner(shared, &alter.options, old.owned_by)?;
     shared.catalog.put_sequence(def).await?;
-    // Other changes apply to the range this coordinator holds as it is used
-    // (`SequenceValues::nextval`).
+    // Other changes apply to the range this coordinator uses as it goes on
+    // (`SequenceValues::nextval`); the one reserved ahead is reserved again.
     if let Some(next) = restart {
         shared
             .meta
             .restart(&LiveCatalog::sequence_counter_key(old.oid), next.into())
             .await?;
         shared.sequences.forget(old.oid);
+    } else {
+        shared.sequences.forget_ahead(old.oid);
     }
     Ok(())
 }

@@ -5,9 +5,12 @@
 //! handed out, so a crash skips at most the rest of the ranges this coordinator held, and
 //! never hands a value out twice.
 //!
-//! Expression evaluation is synchronous (`sql::eval`) and a reservation is not: the
-//! session thread waits for it on a thread of this module's own, once per range. Ranges
-//! grow (up to `MAX_BATCH` values) while a sequence uses them up within a second.
+//! Expression evaluation is synchronous (`sql::eval`) and a reservation is not: it runs
+//! on a thread of this module's own. Once half a range is handed out, the next one is
+//! reserved there in the background, so a session waits for a reservation only at a
+//! sequence's first use on this coordinator, after setval, or when values go faster than
+//! reservations. Ranges grow (up to `MAX_BATCH` values) while a sequence uses them up
+//! within a second.
 //!
 //! Also the sequence functions (nextval, currval, setval, lastval, pg_get_serial_sequence)
 //! and what a session remembers of them.
@@ -38,8 +41,29 @@ const QUICK: Duration = Duration::from_secs(1);
 
 /// This coordinator's reserved ranges, shared by its sessions.
 pub struct SequenceValues {
-    ranges: Mutex<HashMap<u32, Arc<Mutex<Range>>>>,
+    sequences: Mutex<HashMap<u32, Arc<Sequence>>>,
     worker: Mutex<mpsc::Sender<Call>>,
+}
+
+#[derive(Default)]
+struct Sequence {
+    /// Held while a session takes a value, and while it waits for a reservation.
+    range: Mutex<Range>,
+    /// The next range, reserved in the background. Never held while waiting: the worker
+    /// fills it in while a session may hold `range` waiting for the worker.
+    ahead: Mutex<Ahead>,
+}
+
+#[derive(Default)]
+struct Ahead {
+    /// Raised whenever a reservation in flight must be thrown away (setval, ALTER).
+    epoch: u64,
+    fetching: bool,
+    /// The last reservation ahead found the sequence exhausted: no more are tried
+    /// until a session's own reservation succeeds or the counter is restarted.
+    dry: bool,
+    /// (first, count, step).
+    range: Option<(i64, u64, i64)>,
 }
 
 #[derive(Default)]
@@ -53,10 +77,24 @@ struct Range {
     reserved: Option<Instant>,
 }
 
-/// A metadata-service request run on the worker thread for a waiting session.
+impl Range {
+    /// How many values to reserve next: twice the last range if it went within `QUICK`.
+    fn next_batch(&self) -> u64 {
+        match self.reserved {
+            Some(t) if t.elapsed() < QUICK => (self.batch * 2).clamp(MIN_BATCH, MAX_BATCH),
+            _ => MIN_BATCH,
+        }
+    }
+}
+
+/// A metadata-service request run on the worker thread: for a waiting session, or a
+/// range reserved ahead (`Prefetch`: kept in `ahead` if its epoch is still current).
 enum Call {
     Reserve(Reserve, mpsc::SyncSender<PgResult<(i64, u64)>>),
     Restart(Vec<u8>, i128, mpsc::SyncSender<PgResult<()>>),
+    Prefetch(Reserve, Arc<Sequence>, u64),
+    /// Answered once the calls sent before it are done (the worker runs them in order).
+    Flush(mpsc::SyncSender<PgResult<()>>),
 }
 
 impl SequenceValues {
@@ -79,63 +117,116 @@ impl SequenceValues {
                             Call::Restart(key, next, reply) => {
                                 let _ = reply.send(meta.restart(&key, next).await);
                             }
+                            Call::Flush(reply) => {
+                                let _ = reply.send(Ok(()));
+                            }
+                            Call::Prefetch(r, sequence, epoch) => {
+                                let step = r.step;
+                                // An error is met again by the session that needs a range.
+                                let reserved = meta.reserve(r).await;
+                                let mut ahead = sequence.ahead.lock();
+                                if ahead.epoch == epoch {
+                                    ahead.fetching = false;
+                                    match reserved {
+                                        Ok((first, count @ 1..)) => {
+                                            ahead.range = Some((first, count, step))
+                                        }
+                                        Ok(_) => ahead.dry = true,
+                                        Err(_) => {}
+                                    }
+                                }
+                            }
                         }
                     });
                 }
             })
             .map_err(|e| PgError::io("could not start the sequence thread", e))?;
         Ok(SequenceValues {
-            ranges: Mutex::new(HashMap::new()),
+            sequences: Mutex::new(HashMap::new()),
             worker: Mutex::new(tx),
         })
     }
 
-    fn range(&self, oid: u32) -> Arc<Mutex<Range>> {
-        self.ranges.lock().entry(oid).or_default().clone()
+    fn sequence(&self, oid: u32) -> Arc<Sequence> {
+        self.sequences.lock().entry(oid).or_default().clone()
+    }
+
+    fn send(&self, call: Call) -> PgResult<()> {
+        self.worker
+            .lock()
+            .send(call)
+            .map_err(|_| PgError::internal("the sequence thread is gone"))
     }
 
     /// Runs `call` on the worker and waits for its answer.
     fn wait<T>(&self, call: impl FnOnce(mpsc::SyncSender<PgResult<T>>) -> Call) -> PgResult<T> {
         let (tx, rx) = mpsc::sync_channel(1);
-        let gone = || PgError::internal("the sequence thread is gone");
-        self.worker.lock().send(call(tx)).map_err(|_| gone())?;
-        rx.recv().map_err(|_| gone())?
+        self.send(call(tx))?;
+        rx.recv()
+            .map_err(|_| PgError::internal("the sequence thread is gone"))?
+    }
+
+    fn reservation(def: &SequenceDef, n: u64) -> Reserve {
+        Reserve {
+            key: LiveCatalog::sequence_counter_key(def.oid),
+            n: n.max(def.cache as u64),
+            start: def.start,
+            step: def.increment,
+            bound: def.bound(),
+            wrap: def.wrap(),
+        }
     }
 
     /// The sequence's next value: from this coordinator's range, reserving one first if
     /// it is used up, or no longer fits the definition (ALTER SEQUENCE changed the
     /// increment or the bounds).
     pub fn nextval(&self, def: &SequenceDef) -> PgResult<i64> {
-        let range = self.range(def.oid);
+        let sequence = self.sequence(def.oid);
         // Held while a range is reserved: the sessions after this one use it.
-        let mut r = range.lock();
-        let fits = r.step == def.increment && (def.min..=def.max).contains(&r.next);
-        if r.left == 0 || !fits {
-            let quick = r.reserved.is_some_and(|t| t.elapsed() < QUICK);
-            r.batch = if quick {
-                (r.batch * 2).min(MAX_BATCH)
-            } else {
-                MIN_BATCH
+        let mut r = sequence.range.lock();
+        let fits = |r: &Range| r.step == def.increment && (def.min..=def.max).contains(&r.next);
+        if r.left == 0 || !fits(&r) {
+            let (mut ready, in_flight) = {
+                let mut ahead = sequence.ahead.lock();
+                (ahead.range.take(), ahead.fetching)
             };
-            let reserve = Reserve {
-                key: LiveCatalog::sequence_counter_key(def.oid),
-                n: r.batch.max(def.cache as u64),
-                start: def.start,
-                step: def.increment,
-                bound: def.bound(),
-                wrap: def.wrap(),
-            };
-            let (first, count) = self.wait(|reply| Call::Reserve(reserve, reply))?;
-            if count == 0 {
-                return Err(def.exhausted());
+            if ready.is_none() && in_flight {
+                // Values went faster than the reservation ahead: wait for it rather than
+                // reserve past it (its values would be skipped).
+                self.wait(Call::Flush)?;
+                ready = sequence.ahead.lock().range.take();
             }
-            (r.next, r.left, r.step, r.reserved) =
-                (first, count, def.increment, Some(Instant::now()));
+            match ready {
+                Some((first, count, step)) => {
+                    (r.next, r.left, r.step, r.batch) = (first, count, step, count)
+                }
+                None => r.left = 0,
+            }
+            if r.left == 0 || !fits(&r) {
+                let batch = r.next_batch();
+                let reserve = Self::reservation(def, batch);
+                let (first, count) = self.wait(|reply| Call::Reserve(reserve, reply))?;
+                if count == 0 {
+                    r.left = 0;
+                    return Err(def.exhausted());
+                }
+                (r.next, r.left, r.step, r.batch) = (first, count, def.increment, batch);
+                sequence.ahead.lock().dry = false;
+            }
+            r.reserved = Some(Instant::now());
         }
         let value = r.next;
         r.left -= 1;
         if r.left > 0 {
             r.next += r.step;
+        }
+        if r.left <= r.batch / 2 {
+            let mut ahead = sequence.ahead.lock();
+            if !ahead.fetching && !ahead.dry && ahead.range.is_none() {
+                ahead.fetching = true;
+                let reserve = Self::reservation(def, r.next_batch());
+                self.send(Call::Prefetch(reserve, sequence.clone(), ahead.epoch))?;
+            }
         }
         Ok(value)
     }
@@ -145,19 +236,37 @@ impl SequenceValues {
     pub fn setval(&self, def: &SequenceDef, value: i64, called: bool) -> PgResult<()> {
         def.check_setval(value)?;
         let next = i128::from(value) + if called { i128::from(def.increment) } else { 0 };
-        let range = self.range(def.oid);
-        let mut r = range.lock();
+        let sequence = self.sequence(def.oid);
+        let mut r = sequence.range.lock();
         let key = LiveCatalog::sequence_counter_key(def.oid);
         self.wait(|reply| Call::Restart(key, next, reply))?;
         r.left = 0;
+        Self::drop_ahead(&sequence);
         Ok(())
     }
 
-    /// Drops this coordinator's range (ALTER SEQUENCE … RESTART, DROP SEQUENCE).
-    pub fn forget(&self, oid: u32) {
-        if let Some(range) = self.ranges.lock().remove(&oid) {
-            range.lock().left = 0;
+    /// Drops the range reserved ahead, which may follow the definition ALTER SEQUENCE
+    /// changed (a wrap of a sequence no longer cycling); the range in use stays.
+    pub fn forget_ahead(&self, oid: u32) {
+        if let Some(sequence) = self.sequences.lock().get(&oid) {
+            Self::drop_ahead(sequence);
         }
+    }
+
+    /// Drops this coordinator's ranges (ALTER SEQUENCE … RESTART, DROP SEQUENCE).
+    pub fn forget(&self, oid: u32) {
+        if let Some(sequence) = self.sequences.lock().remove(&oid) {
+            sequence.range.lock().left = 0;
+            Self::drop_ahead(&sequence);
+        }
+    }
+
+    fn drop_ahead(sequence: &Sequence) {
+        let mut ahead = sequence.ahead.lock();
+        ahead.epoch += 1;
+        ahead.fetching = false;
+        ahead.dry = false;
+        ahead.range = None;
     }
 }
 
