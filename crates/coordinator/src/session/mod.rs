@@ -111,15 +111,20 @@ impl<S: SessionStream> Session<S> {
 
     /// Binds `parsed`. A table this coordinator does not know may have been created by
     /// another since its last GTM answer: then it asks the metadata service and, if its
-    /// catalog was behind, binds again.
+    /// catalog was behind (or another session reloaded it meanwhile), binds again.
     async fn bind_fresh(
         &self,
         parsed: &sql::parse::ParsedStatement,
         declared: &[u32],
     ) -> PgResult<(sql::plan::Statement, Vec<types::DataType>)> {
-        match sql::binder::bind(parsed, &self.shared.catalog, declared) {
-            Err(e) if e.code == codes::UNDEFINED_TABLE && self.shared.catalog.refresh().await? => {
-                sql::binder::bind(parsed, &self.shared.catalog, declared)
+        let catalog = &self.shared.catalog;
+        let version = catalog.version();
+        match sql::binder::bind(parsed, catalog, declared) {
+            Err(e)
+                if e.code == codes::UNDEFINED_TABLE
+                    && (catalog.refresh().await? || catalog.version() != version) =>
+            {
+                sql::binder::bind(parsed, catalog, declared)
             }
             bound => bound,
         }
