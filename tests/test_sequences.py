@@ -122,6 +122,8 @@ def test_sequence_functions_and_errors(pair):
         "CREATE TABLE sq_x (a int PRIMARY KEY)",
         "SELECT nextval('sq_x')",                       # 42809
         "DROP SEQUENCE sq_x",                           # 42809
+        "DROP TABLE sq_down",                           # 42809
+        "DROP TABLE IF EXISTS sq_down",                 # 42809
         "CREATE SEQUENCE sq_x",                         # 42P07
         "DROP SEQUENCE sq_nothing",                     # 42P01
         "DROP SEQUENCE IF EXISTS sq_nothing, sq_down",
@@ -258,7 +260,7 @@ def test_psql_describes_sequences_as_postgresql(pair, postgres, target):
         "CREATE TABLE sq_i (id bigint GENERATED ALWAYS AS IDENTITY, v int)",
         "CREATE SEQUENCE sq_s AS integer INCREMENT BY 3 MINVALUE 2 MAXVALUE 1000 CACHE 5 CYCLE",
     ])
-    for command in [r"\d sq_t", r"\d sq_i", r"\d sq_t_id_seq", r"\d sq_i_id_seq", r"\d sq_s",
+    for command in [r"\dts sq_*", r"\d sq_t", r"\d sq_i", r"\d sq_t_id_seq", r"\d sq_i_id_seq", r"\d sq_s",
                     r"\ds sq_*"]:
         expected = psql(postgres, command)
         assert expected.startswith("exit=0"), expected

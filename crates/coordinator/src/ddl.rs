@@ -69,6 +69,9 @@ pub async fn execute(
             for name in names {
                 match shared.catalog.table(None, name) {
                     Some(t) => tables.push(t),
+                    None if shared.catalog.sequence(name).is_some() => {
+                        return Err(crate::sequence_ddl::not_a_table(name))
+                    }
                     None if *if_exists => notice(
                         out,
                         codes::SUCCESSFUL_COMPLETION,

@@ -233,6 +233,15 @@ fn owner(
     }))
 }
 
+/// DROP TABLE naming a sequence.
+pub fn not_a_table(name: &str) -> PgError {
+    PgError::new(
+        codes::WRONG_OBJECT_TYPE,
+        format!("\"{name}\" is not a table"),
+    )
+    .with_hint("Use DROP SEQUENCE to remove a sequence.")
+}
+
 fn not_a_sequence(name: &str, hint: Option<&str>) -> PgError {
     let e = PgError::new(
         codes::WRONG_OBJECT_TYPE,
