@@ -14,6 +14,7 @@ use meta::{MetaClient, WriteBatch, WriteOutcome};
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
+use sql::sequence::{Identity, SequenceDef};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -22,6 +23,11 @@ const TABLE_PREFIX: &[u8] = b"catalog/table/";
 /// A table's name → its OID: names are unique across coordinators by compare-and-set.
 const NAME_PREFIX: &[u8] = b"catalog/name/";
 const NEXT_OID_KEY: &[u8] = b"catalog/next_oid";
+/// A sequence's definition (JSON), under its OID; its name is under `NAME_PREFIX` with the
+/// tables' (one namespace of relations).
+const SEQUENCE_PREFIX: &[u8] = b"catalog/sequence/";
+/// A sequence's counter in the metadata service (decision 0034), under its OID.
+const SEQUENCE_COUNTER_PREFIX: &[u8] = b"sequence/next/";
 
 #[derive(Default)]
 struct State {
@@ -29,6 +35,8 @@ struct State {
     by_oid: HashMap<u32, Arc<TableDef>>,
     /// The cluster's registered nodes (for `meridian_nodes`).
     nodes: Vec<Node>,
+    sequences_by_name: HashMap<String, Arc<SequenceDef>>,
+    sequences_by_oid: HashMap<u32, Arc<SequenceDef>>,
 }
 
 pub struct LiveCatalog {
@@ -136,10 +144,18 @@ impl LiveCatalog {
 
     async fn reload_locked(&self) -> PgResult<()> {
         let snapshot = self.meta.scan(TABLE_PREFIX).await?;
+        let sequences = self.meta.scan(SEQUENCE_PREFIX).await?;
         let mut state = State {
             nodes: meta::nodes::nodes(&self.meta).await?,
             ..Default::default()
         };
+        for (_, value) in sequences.entries {
+            let sequence = Arc::new(decode_sequence(&value)?);
+            state
+                .sequences_by_name
+                .insert(sequence.name.clone(), sequence.clone());
+            state.sequences_by_oid.insert(sequence.oid, sequence);
+        }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
             self.datanodes.place(table.rel, RelPlacement::of(&table));
@@ -148,7 +164,9 @@ impl LiveCatalog {
             state.by_oid.insert(table.oid, table);
         }
         *self.state.write() = state;
-        self.loaded.fetch_max(snapshot.version, Ordering::AcqRel);
+        // The older of the two reads: a change between them is loaded again.
+        let version = snapshot.version.min(sequences.version);
+        self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
@@ -219,6 +237,81 @@ impl LiveCatalog {
         .await
     }
 
+    pub fn sequences(&self) -> Vec<Arc<SequenceDef>> {
+        let mut v: Vec<_> = self
+            .state
+            .read()
+            .sequences_by_oid
+            .values()
+            .cloned()
+            .collect();
+        v.sort_by_key(|s| s.oid);
+        v
+    }
+
+    pub fn sequence_by_oid(&self, oid: u32) -> Option<Arc<SequenceDef>> {
+        self.state.read().sequences_by_oid.get(&oid).cloned()
+    }
+
+    /// The key of a sequence's counter in the metadata service.
+    pub fn sequence_counter_key(oid: u32) -> Vec<u8> {
+        let mut k = SEQUENCE_COUNTER_PREFIX.to_vec();
+        k.extend_from_slice(format!("{oid:010}").as_bytes());
+        k
+    }
+
+    /// Insert or replace a sequence's definition, durably; a new one whose name another
+    /// relation holds fails with 42P07.
+    pub async fn put_sequence(&self, sequence: SequenceDef) -> PgResult<Arc<SequenceDef>> {
+        let bytes = serde_json::to_vec(&sequence).map_err(|e| PgError::internal(e.to_string()))?;
+        let _writing = self.writes.lock().await;
+        let replaces = self
+            .state
+            .read()
+            .sequences_by_oid
+            .contains_key(&sequence.oid);
+        let name_key = name_key(&sequence.name);
+        let oid_bytes = sequence.oid.to_le_bytes().to_vec();
+        let batch = WriteBatch {
+            expect: vec![(name_key.clone(), replaces.then(|| oid_bytes.clone()))],
+            puts: vec![
+                (sequence_key(sequence.oid), Some(bytes)),
+                (name_key, Some(oid_bytes)),
+            ],
+        };
+        let version = self.written(batch, &sequence.name).await?;
+        let sequence = Arc::new(sequence);
+        self.apply(version, |st| {
+            st.sequences_by_oid.insert(sequence.oid, sequence.clone());
+            st.sequences_by_name
+                .insert(sequence.name.clone(), sequence.clone());
+        })
+        .await?;
+        Ok(sequence)
+    }
+
+    /// Drops a sequence: its definition, its name and its counter.
+    pub async fn remove_sequence(&self, oid: u32) -> PgResult<()> {
+        let _writing = self.writes.lock().await;
+        let Some(old) = self.state.read().sequences_by_oid.get(&oid).cloned() else {
+            return Ok(());
+        };
+        let batch = WriteBatch {
+            expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
+            puts: vec![
+                (sequence_key(oid), None),
+                (name_key(&old.name), None),
+                (Self::sequence_counter_key(oid), None),
+            ],
+        };
+        let version = self.written(batch, &old.name).await?;
+        self.apply(version, |st| {
+            st.sequences_by_oid.remove(&oid);
+            st.sequences_by_name.remove(&old.name);
+        })
+        .await
+    }
+
     /// Stores `batch`; a conflict on the table's name means another coordinator created
     /// or dropped it: this coordinator reloads and the statement fails.
     async fn written(&self, batch: WriteBatch, name: &str) -> PgResult<u64> {
@@ -226,7 +319,10 @@ impl LiveCatalog {
             WriteOutcome::Written { version } => Ok(version),
             WriteOutcome::Conflict { .. } => {
                 self.reload_locked().await?;
-                Err(if self.state.read().by_name.contains_key(name) {
+                let state = self.state.read();
+                let exists =
+                    state.by_name.contains_key(name) || state.sequences_by_name.contains_key(name);
+                Err(if exists {
                     PgError::new(
                         codes::DUPLICATE_TABLE,
                         format!("relation \"{name}\" already exists"),
@@ -256,16 +352,28 @@ impl LiveCatalog {
 }
 
 fn decode_table(record: &[u8]) -> PgResult<TableDef> {
-    serde_json::from_slice(record).map_err(|e| {
-        PgError::new(
-            codes::DATA_CORRUPTED,
-            format!("catalog entry unreadable: {e}"),
-        )
-    })
+    serde_json::from_slice(record).map_err(unreadable)
+}
+
+fn decode_sequence(record: &[u8]) -> PgResult<SequenceDef> {
+    serde_json::from_slice(record).map_err(unreadable)
+}
+
+fn unreadable(e: serde_json::Error) -> PgError {
+    PgError::new(
+        codes::DATA_CORRUPTED,
+        format!("catalog entry unreadable: {e}"),
+    )
 }
 
 fn table_key(oid: u32) -> Vec<u8> {
     let mut k = TABLE_PREFIX.to_vec();
+    k.extend_from_slice(format!("{oid:010}").as_bytes());
+    k
+}
+
+fn sequence_key(oid: u32) -> Vec<u8> {
+    let mut k = SEQUENCE_PREFIX.to_vec();
     k.extend_from_slice(format!("{oid:010}").as_bytes());
     k
 }
@@ -290,5 +398,19 @@ impl Catalog for LiveCatalog {
 
     fn pushes_down(&self) -> bool {
         self.datanodes.len() > 1
+    }
+
+    fn sequence(&self, name: &str) -> Option<Arc<SequenceDef>> {
+        self.state.read().sequences_by_name.get(name).cloned()
+    }
+
+    fn identity(&self, table: u32, column: usize) -> Option<Identity> {
+        let owner = Some(sql::sequence::OwnedBy { table, column });
+        self.state
+            .read()
+            .sequences_by_oid
+            .values()
+            .find(|s| s.owned_by == owner)
+            .and_then(|s| s.identity)
     }
 }

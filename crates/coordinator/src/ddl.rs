@@ -1,4 +1,5 @@
-//! DDL: CREATE/DROP/TRUNCATE TABLE, ALTER TABLE … ADD PRIMARY KEY, VACUUM.
+//! DDL: CREATE/DROP/TRUNCATE TABLE, ALTER TABLE … ADD PRIMARY KEY, VACUUM; the sequence
+//! statements are `sequence_ddl`'s.
 //!
 //! DDL takes effect immediately and is not rolled back with the surrounding transaction
 //! (recorded in docs/architecture.md). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
@@ -53,6 +54,14 @@ pub async fn execute(
                 ));
             }
             create_table(shared, ct).await?;
+            if let Err(e) = crate::sequence_ddl::create_column_sequences(shared, ct).await {
+                if let Some(t) = shared.catalog.table(None, &ct.name) {
+                    shared.catalog.remove(t.oid).await?;
+                    crate::sequence_ddl::drop_owned(shared, t.oid).await?;
+                    shared.datanodes.drop_rel(t.rel).await?;
+                }
+                return Err(e);
+            }
             Ok("CREATE TABLE".into())
         }
         Statement::DropTable { names, if_exists } => {
@@ -60,6 +69,9 @@ pub async fn execute(
             for name in names {
                 match shared.catalog.table(None, name) {
                     Some(t) => tables.push(t),
+                    None if shared.catalog.sequence(name).is_some() => {
+                        return Err(crate::sequence_ddl::not_a_table(name))
+                    }
                     None if *if_exists => notice(
                         out,
                         codes::SUCCESSFUL_COMPLETION,
@@ -75,6 +87,7 @@ pub async fn execute(
             }
             for t in tables {
                 shared.catalog.remove(t.oid).await?;
+                crate::sequence_ddl::drop_owned(shared, t.oid).await?;
                 shared.datanodes.drop_rel(t.rel).await?;
             }
             Ok("DROP TABLE".into())
@@ -124,6 +137,22 @@ pub async fn execute(
             } else {
                 "VACUUM".into()
             })
+        }
+        Statement::CreateSequence(cs) => {
+            crate::sequence_ddl::create(shared, cs, out).await?;
+            Ok("CREATE SEQUENCE".into())
+        }
+        Statement::AlterSequence(alter) => {
+            crate::sequence_ddl::alter(shared, alter, out).await?;
+            Ok("ALTER SEQUENCE".into())
+        }
+        Statement::DropSequence {
+            names,
+            if_exists,
+            cascade,
+        } => {
+            crate::sequence_ddl::drop(shared, names, *if_exists, *cascade, out).await?;
+            Ok("DROP SEQUENCE".into())
         }
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
     }

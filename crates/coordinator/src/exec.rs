@@ -75,6 +75,9 @@ pub struct SessionView<'a> {
     pub txn_time: i64,
     pub statement_time: i64,
     pub backend_pid: i32,
+    /// This coordinator's sequence values, and what the session remembers of them.
+    pub sequences: &'a crate::sequences::SequenceValues,
+    pub sequence_state: &'a Mutex<crate::sequences::SessionSequences>,
     pub user: &'a str,
     pub database: &'a str,
 }

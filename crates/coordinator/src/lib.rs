@@ -13,6 +13,8 @@ pub mod hot_future;
 pub mod nodes;
 pub mod output;
 pub mod plan_cache;
+pub mod sequence_ddl;
+pub mod sequences;
 pub mod server;
 pub mod session;
 pub mod session_io;

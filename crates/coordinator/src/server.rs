@@ -68,6 +68,8 @@ pub struct Shared {
     pub cluster: ClusterView,
     pub gtm: GtmClient,
     pub catalog: LiveCatalog,
+    /// This coordinator's reserved ranges of sequence values.
+    pub sequences: crate::sequences::SequenceValues,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
     pub spill: spill::SpillDir,
     cancels: Mutex<HashMap<i32, (i32, Arc<Notify>)>>,
@@ -237,12 +239,14 @@ impl Coordinator {
             members,
             own_address,
         };
+        let sequences = crate::sequences::SequenceValues::start(meta.clone())?;
         let shared = Arc::new(Shared {
             datanodes,
             meta,
             cluster,
             gtm,
             catalog,
+            sequences,
             spill,
             cancels: Mutex::new(HashMap::new()),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
@@ -435,6 +439,7 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
         pid,
         settings: Mutex::new(settings),
         reports: Mutex::new(Vec::new()),
+        sequences: Mutex::default(),
     };
     let mut session = Session::new(shared.clone(), socket, buf, state, cancel);
     let result = session.greet(secret).await;

@@ -48,8 +48,13 @@ fn oid(o: u32) -> Value {
     Value::Oid(o)
 }
 
+/// A "char" value; '\0' is the empty string, as PostgreSQL's charout writes it.
 fn chr(c: char) -> Value {
-    Value::Text(c.to_string())
+    Value::Text(if c == '\0' {
+        String::new()
+    } else {
+        c.to_string()
+    })
 }
 
 /// The built-in types listed in pg_type (those Meridian implements).
@@ -140,6 +145,7 @@ pub async fn read(
 
 /// Rows of a system table, in its column order (see `sql::binder::system_columns`).
 pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value>>> {
+    use sql::catalog::Catalog;
     use SystemTable::*;
     let tables = session.catalog.tables();
     let width = system_columns(table).len();
@@ -190,20 +196,29 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     out.push(pg_class_row(idx, name, 'i', n, false, BTREE_AM_OID, None));
                 }
             }
+            for s in session.catalog.sequences() {
+                // A sequence's three columns: last_value, log_cnt, is_called.
+                out.push(pg_class_row(s.oid, &s.name, 'S', 3, false, 0, None));
+            }
             out
         }
         PgAttribute => {
             let mut out = Vec::new();
             for t in &tables {
                 for (i, c) in t.columns.iter().enumerate() {
-                    out.push(pg_attribute_row(
+                    let identity = session.catalog.identity(t.oid, i);
+                    let mut row = pg_attribute_row(
                         t.oid,
                         &c.name,
                         &c.ty.to_type(),
                         i as i16 + 1,
                         c.not_null,
-                        c.default.is_some(),
-                    ));
+                        c.default.is_some() && identity.is_none(),
+                    );
+                    if let Some(identity) = identity {
+                        row[ATTIDENTITY] = chr(identity.code());
+                    }
+                    out.push(row);
                 }
                 if let (Some(idx), Some(pk)) = (t.pk_index_oid, &t.primary_key) {
                     for (i, &col) in pk.iter().enumerate() {
@@ -297,6 +312,10 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             let mut out = Vec::new();
             for t in &tables {
                 for (i, c) in t.columns.iter().enumerate() {
+                    // An identity column's default is its identity, not an expression.
+                    if session.catalog.identity(t.oid, i).is_some() {
+                        continue;
+                    }
                     if let Some(d) = &c.default {
                         let d = deparse_default(d, &c.ty.to_type());
                         out.push(vec![
@@ -446,6 +465,64 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 row
             })
             .collect(),
+        PgSequence => session
+            .catalog
+            .sequences()
+            .iter()
+            .map(|s| {
+                vec![
+                    oid(s.oid),
+                    oid(s.type_oid),
+                    Value::Int8(s.start),
+                    Value::Int8(s.increment),
+                    Value::Int8(s.max),
+                    Value::Int8(s.min),
+                    Value::Int8(s.cache),
+                    Value::Bool(s.cycle),
+                ]
+            })
+            .collect(),
+        // last_value is NULL: the values come from ranges each coordinator reserves
+        // (decision 0034), and no one place knows the last one handed out.
+        PgSequences => session
+            .catalog
+            .sequences()
+            .iter()
+            .map(|s| {
+                vec![
+                    text("public"),
+                    text(&s.name),
+                    text("postgres"),
+                    oid(s.type_oid),
+                    Value::Int8(s.start),
+                    Value::Int8(s.min),
+                    Value::Int8(s.max),
+                    Value::Int8(s.increment),
+                    Value::Bool(s.cycle),
+                    Value::Int8(s.cache),
+                    Value::Null,
+                ]
+            })
+            .collect(),
+        // An owned sequence depends on its column: automatically ('a', OWNED BY and
+        // serial) or internally ('i', identity).
+        PgDepend => session
+            .catalog
+            .sequences()
+            .iter()
+            .filter_map(|s| {
+                let owner = s.owned_by?;
+                Some(vec![
+                    oid(system_table_oid(PgClass)),
+                    oid(s.oid),
+                    Value::Int4(0),
+                    oid(system_table_oid(PgClass)),
+                    oid(owner.table),
+                    Value::Int4(owner.column as i32 + 1),
+                    chr(if s.identity.is_some() { 'i' } else { 'a' }),
+                ])
+            })
+            .collect(),
         PgAuthMembers
         | PgDbRoleSetting
         | PgEventTrigger
@@ -542,6 +619,9 @@ fn pg_class_row(
         Value::Null,
     ]
 }
+
+/// Where pg_attribute's attidentity is in its rows.
+const ATTIDENTITY: usize = 16;
 
 fn pg_attribute_row(
     rel: u32,
@@ -941,6 +1021,9 @@ pub fn relation_name(session: &SessionView, o: u32) -> String {
     if let Some(t) = session.catalog.table_by_oid(o) {
         return t.name.clone();
     }
+    if let Some(s) = session.catalog.sequence_by_oid(o) {
+        return s.name.clone();
+    }
     if let Some(t) = session
         .catalog
         .tables()
@@ -991,6 +1074,9 @@ pub fn session_function(
             .to_string()
     };
     Ok(match func {
+        F::Nextval | F::Currval | F::Setval | F::Lastval | F::PgGetSerialSequence => {
+            return crate::sequences::call(session, func, &args)
+        }
         F::Now => Value::TimestampTz(session.txn_time),
         F::StatementTimestamp => Value::TimestampTz(session.statement_time),
         F::ClockTimestamp => Value::TimestampTz(types::datetime::now_timestamp()),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pgerror::{codes, PgError, PgResult};
 
-use crate::proto::{Request, Response, Snapshot, WriteBatch, WriteOutcome};
+use crate::proto::{Request, Reserve, Response, Snapshot, WriteBatch, WriteOutcome};
 use crate::service::MetaService;
 
 /// Longest a remote request waits for its answer.
@@ -90,6 +90,29 @@ impl MetaClient {
             .await?
         {
             Response::Allocated { first } => Ok(first),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Reserves up to `r.n` values of a sequence counter: (first, count), count 0 when it
+    /// is exhausted.
+    pub async fn reserve(&self, r: Reserve) -> PgResult<(i64, u64)> {
+        match self.call(Request::Reserve(r)).await? {
+            Response::Reserved { first, count } => Ok((first, count)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Sets a sequence counter's next value.
+    pub async fn restart(&self, key: &[u8], next: i128) -> PgResult<()> {
+        match self
+            .call(Request::Restart {
+                key: key.to_vec(),
+                next,
+            })
+            .await?
+        {
+            Response::Restarted => Ok(()),
             other => Err(unexpected(other)),
         }
     }

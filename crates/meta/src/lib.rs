@@ -13,6 +13,6 @@ mod service;
 mod store;
 
 pub use client::MetaClient;
-pub use proto::{Snapshot, WriteBatch, WriteOutcome};
+pub use proto::{Reserve, Snapshot, WriteBatch, WriteOutcome};
 pub use service::MetaService;
 pub use store::MetaStore;

@@ -55,6 +55,14 @@ impl MetaService {
             Request::Allocate { key, n, floor } => Response::Allocated {
                 first: self.store.allocate(&key, n, floor)?,
             },
+            Request::Reserve(r) => {
+                let (first, count) = self.store.reserve(&r)?;
+                Response::Reserved { first, count }
+            }
+            Request::Restart { key, next } => {
+                self.store.restart(&key, next)?;
+                Response::Restarted
+            }
         })
     }
 

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use serde::{Deserialize, Serialize};
 
-use crate::proto::{Snapshot, WriteBatch, WriteOutcome};
+use crate::proto::{Reserve, Snapshot, WriteBatch, WriteOutcome};
 
 const FILE: &str = "meta.bin";
 const TEMP: &str = "meta.bin.tmp";
@@ -121,6 +121,52 @@ impl MetaStore {
         Ok(first)
     }
 
+    /// Reserves up to `r.n` values of the sequence counter `r.key` (see `Reserve`):
+    /// (first, count), count 0 when it is exhausted and does not wrap.
+    pub fn reserve(&self, r: &Reserve) -> PgResult<(i64, u64)> {
+        let mut st = self.state.lock();
+        let mut next = match st.entries.get(&r.key) {
+            Some(v) => sequence_counter(v)?,
+            None => r.start.into(),
+        };
+        let left = |next: i128| {
+            let (step, bound) = (i128::from(r.step), i128::from(r.bound));
+            let span = if step > 0 { bound - next } else { next - bound };
+            if span < 0 {
+                0
+            } else {
+                span / step.abs() + 1
+            }
+        };
+        if left(next) == 0 {
+            match r.wrap {
+                Some(w) => next = w.into(),
+                None => return Ok((0, 0)),
+            }
+        }
+        let count = left(next).min(r.n.into());
+        let mut after = st.clone();
+        after.entries.insert(
+            r.key.clone(),
+            (next + count * i128::from(r.step)).to_le_bytes().to_vec(),
+        );
+        self.persist(&after)?;
+        *st = after;
+        Ok((next as i64, count as u64))
+    }
+
+    /// Sets the sequence counter `key`'s next value.
+    pub fn restart(&self, key: &[u8], next: i128) -> PgResult<()> {
+        let mut st = self.state.lock();
+        let mut after = st.clone();
+        after
+            .entries
+            .insert(key.to_vec(), next.to_le_bytes().to_vec());
+        self.persist(&after)?;
+        *st = after;
+        Ok(())
+    }
+
     fn persist(&self, state: &State) -> PgResult<()> {
         let io = |what: &str, e: std::io::Error| {
             PgError::io(
@@ -138,6 +184,15 @@ impl MetaStore {
             .and_then(|d| d.sync_all())
             .map_err(|e| io("syncing the directory of", e))
     }
+}
+
+fn sequence_counter(v: &[u8]) -> PgResult<i128> {
+    Ok(i128::from_le_bytes(v.try_into().map_err(|_| {
+        PgError::new(
+            codes::DATA_CORRUPTED,
+            "cluster metadata: a sequence counter is not 16 bytes",
+        )
+    })?))
 }
 
 #[cfg(test)]
@@ -175,6 +230,47 @@ mod tests {
         let snap = store.scan(b"t/");
         assert_eq!(snap.entries, vec![(b"t/a".to_vec(), b"1".to_vec())]);
         assert_eq!(store.allocate(b"n", 1, 100).unwrap(), 111);
+    }
+
+    #[test]
+    fn sequence_counters_stop_at_their_bound_or_wrap_and_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MetaStore::open(dir.path()).unwrap();
+        let up = |n, wrap| Reserve {
+            key: b"s".to_vec(),
+            n,
+            start: 5,
+            step: 2,
+            bound: 12,
+            wrap,
+        };
+        assert_eq!(store.reserve(&up(3, None)).unwrap(), (5, 3), "5, 7, 9");
+        assert_eq!(
+            store.reserve(&up(3, None)).unwrap(),
+            (11, 1),
+            "13 is past 12"
+        );
+        assert_eq!(store.reserve(&up(3, None)).unwrap().1, 0, "exhausted");
+        assert_eq!(
+            store.reserve(&up(2, Some(1))).unwrap(),
+            (1, 2),
+            "cycles to 1"
+        );
+        store.restart(b"s", 12).unwrap();
+        drop(store);
+        let store = MetaStore::open(dir.path()).unwrap();
+        assert_eq!(store.reserve(&up(3, None)).unwrap(), (12, 1));
+        let down = Reserve {
+            key: b"d".to_vec(),
+            n: 10,
+            start: i64::MIN + 1,
+            step: -1,
+            bound: i64::MIN,
+            wrap: None,
+        };
+        assert_eq!(store.reserve(&down).unwrap(), (i64::MIN + 1, 2));
+        assert_eq!(store.reserve(&down).unwrap().1, 0);
+        assert_eq!(store.version(), 0, "counters do not move the version");
     }
 
     #[test]

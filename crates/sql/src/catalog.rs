@@ -137,4 +137,12 @@ pub trait Catalog {
     fn pushes_down(&self) -> bool {
         false
     }
+    /// Look up a sequence by (unqualified) name.
+    fn sequence(&self, _name: &str) -> Option<Arc<crate::sequence::SequenceDef>> {
+        None
+    }
+    /// Whether the column of table `table` is an identity column, and which kind.
+    fn identity(&self, _table: u32, _column: usize) -> Option<crate::sequence::Identity> {
+        None
+    }
 }

@@ -50,6 +50,12 @@ pub enum ScalarFunc {
     PgGetViewDef,
     PgGetFunctionResult,
     PgGetFunctionArguments,
+    /// Sequence functions (decision 0034).
+    Nextval,
+    Currval,
+    Setval,
+    Lastval,
+    PgGetSerialSequence,
     /// Text output of reg* values (regclassout, regtypeout, …): built by the binder for
     /// casts such as `oid::regtype::text`, which need the catalog.
     RegclassText,
@@ -221,6 +227,12 @@ pub fn resolve_scalar(
             (F::HasPrivilege, vec![Text, Text, Text], Bool)
         }
         ("to_regclass", 1) => (F::ToRegclass, vec![Text], RegClass),
+        ("nextval", 1) => (F::Nextval, vec![RegClass], Int8),
+        ("currval", 1) => (F::Currval, vec![RegClass], Int8),
+        ("setval", 2) => (F::Setval, vec![RegClass, Int8], Int8),
+        ("setval", 3) => (F::Setval, vec![RegClass, Int8, Bool], Int8),
+        ("lastval", 0) => (F::Lastval, vec![], Int8),
+        ("pg_get_serial_sequence", 2) => (F::PgGetSerialSequence, vec![Text, Text], Text),
         ("pg_get_statisticsobjdef_columns", 1) => {
             (F::PgGetStatisticsObjDefColumns, vec![Oid], Text)
         }

@@ -13,6 +13,7 @@ pub mod parse;
 pub mod plan;
 mod prepared_xact;
 pub mod pushdown;
+pub mod sequence;
 pub mod subquery;
 pub mod system_tables;
 mod unsupported_syntax;

@@ -183,6 +183,8 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
     let sql = distribute_by
         .as_ref()
         .map_or(text, |(rest, _)| rest.as_str());
+    let reordered = crate::sequence::identity_options_in_order(sql)?;
+    let sql = reordered.as_deref().unwrap_or(sql);
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)
         .map_err(|e| syntax_error(text, &e.to_string()))?;
     match stmts.len() {
@@ -273,6 +275,9 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             }
         }
         "copy" => copy_statement(text).map(Some),
+        "create" | "alter" | "drop" => {
+            crate::sequence::parse_statement(text).map(|s| s.map(Parsed::Ready))
+        }
         "vacuum" | "analyze" => {
             let mut w = words(text);
             // The tag is ANALYZE only for a bare ANALYZE command.

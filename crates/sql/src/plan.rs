@@ -358,6 +358,12 @@ pub enum SystemTable {
     /// Transactions prepared for two-phase commit (PREPARE TRANSACTION), read from the
     /// datanodes.
     PgPreparedXacts,
+    /// Sequences' parameters (decision 0034).
+    PgSequence,
+    /// The view over pg_sequence that drivers read.
+    PgSequences,
+    /// Dependencies: those of sequences on the columns that own them.
+    PgDepend,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -583,6 +589,8 @@ pub struct CreateTable {
     pub primary_key: Option<Vec<usize>>,
     pub fillfactor: Option<u32>,
     pub distribution: crate::catalog::Distribution,
+    /// The sequences of its serial and identity columns.
+    pub sequences: Vec<crate::sequence::ColumnSequence>,
 }
 
 #[derive(Debug, Clone)]
@@ -612,6 +620,13 @@ pub enum Statement {
     },
     Truncate {
         tables: Vec<Arc<TableDef>>,
+    },
+    CreateSequence(crate::sequence::CreateSequence),
+    AlterSequence(crate::sequence::AlterSequence),
+    DropSequence {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
     },
     AddPrimaryKey {
         table: Arc<TableDef>,

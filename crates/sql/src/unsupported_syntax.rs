@@ -694,22 +694,14 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
     refuse_if(other_dialects, "this CREATE TABLE option")
 }
 
-/// A column definition: the binder reads the name, the type and the options NULL,
-/// NOT NULL, DEFAULT and PRIMARY KEY.
+/// A column definition: the binder reads the name, the type (serial types included) and
+/// the options NULL, NOT NULL, DEFAULT, PRIMARY KEY and GENERATED … AS IDENTITY.
 pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
     let ast::ColumnDef {
         name: _,
-        data_type,
+        data_type: _,
         options,
     } = c;
-    let type_name = data_type.to_string().to_ascii_lowercase();
-    refuse_if(
-        matches!(
-            type_name.as_str(),
-            "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2"
-        ),
-        "serial columns (sequences)",
-    )?;
     for ast::ColumnOptionDef { name: _, option } in options {
         match option {
             ast::ColumnOption::Null
@@ -720,9 +712,12 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
             ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
             ast::ColumnOption::Check(_) => return Err(unsupported("CHECK constraints")),
             ast::ColumnOption::Collation(_) => return Err(unsupported("column collations")),
-            ast::ColumnOption::Generated { .. } => {
-                return Err(unsupported("generated and identity columns"))
-            }
+            // Identity columns; generated (computed) columns are not supported.
+            ast::ColumnOption::Generated {
+                generation_expr: None,
+                ..
+            } => {}
+            ast::ColumnOption::Generated { .. } => return Err(unsupported("generated columns")),
             other => return Err(unsupported(format!("column option {other}"))),
         }
     }

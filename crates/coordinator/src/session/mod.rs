@@ -44,6 +44,7 @@ pub struct SessionState {
     pub pid: i32,
     pub settings: Mutex<Settings>,
     pub reports: Mutex<Vec<(&'static str, String)>>,
+    pub sequences: Mutex<crate::sequences::SessionSequences>,
 }
 
 pub struct Session<S> {
@@ -110,15 +111,20 @@ impl<S: SessionStream> Session<S> {
 
     /// Binds `parsed`. A table this coordinator does not know may have been created by
     /// another since its last GTM answer: then it asks the metadata service and, if its
-    /// catalog was behind, binds again.
+    /// catalog was behind (or another session reloaded it meanwhile), binds again.
     async fn bind_fresh(
         &self,
         parsed: &sql::parse::ParsedStatement,
         declared: &[u32],
     ) -> PgResult<(sql::plan::Statement, Vec<types::DataType>)> {
-        match sql::binder::bind(parsed, &self.shared.catalog, declared) {
-            Err(e) if e.code == codes::UNDEFINED_TABLE && self.shared.catalog.refresh().await? => {
-                sql::binder::bind(parsed, &self.shared.catalog, declared)
+        let catalog = &self.shared.catalog;
+        let version = catalog.version();
+        match sql::binder::bind(parsed, catalog, declared) {
+            Err(e)
+                if e.code == codes::UNDEFINED_TABLE
+                    && (catalog.refresh().await? || catalog.version() != version) =>
+            {
+                sql::binder::bind(parsed, catalog, declared)
             }
             bound => bound,
         }
@@ -329,6 +335,8 @@ fn view<'a>(
         txn_time: tx.as_ref().map_or(statement_time, |t| t.txn_time),
         statement_time,
         backend_pid: state.pid,
+        sequences: &shared.sequences,
+        sequence_state: &state.sequences,
         user: &state.user,
         database: &state.database,
     }

@@ -149,6 +149,9 @@ impl<S: SessionStream> Session<S> {
             | Statement::DropTable { .. }
             | Statement::Truncate { .. }
             | Statement::AddPrimaryKey { .. }
+            | Statement::CreateSequence(_)
+            | Statement::AlterSequence(_)
+            | Statement::DropSequence { .. }
             | Statement::Vacuum { .. } => {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).

@@ -14,9 +14,15 @@ impl<'a> Binder<'a> {
         let name = object_name_parts(&ct.name).pop().unwrap_or_default();
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
+        let mut sequences = Vec::new();
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
-            let ty = self.data_type(&col.data_type)?;
+            let serial =
+                crate::sequence::serial_type(&col.data_type.to_string().to_ascii_lowercase());
+            let ty = match &serial {
+                Some(ty) => ty.clone(),
+                None => self.data_type(&col.data_type)?,
+            };
             let mut def = ColumnDef {
                 name: ident_name(&col.name),
                 ty: DataTypeDef::from_type(&ty),
@@ -56,10 +62,11 @@ impl<'a> Binder<'a> {
                         primary_key = Some(vec![i]);
                         def.not_null = true;
                     }
-                    // Refused by unsupported_syntax::column_def.
+                    // Refused by unsupported_syntax::column_def, or identity (below).
                     _ => {}
                 }
             }
+            sequences.extend(self.column_sequence(&name, i, col, serial.as_ref(), &mut def)?);
             columns.push(def);
         }
         for c in &ct.constraints {
@@ -116,6 +123,7 @@ impl<'a> Binder<'a> {
             primary_key,
             fillfactor,
             distribution,
+            sequences,
         }))
     }
 

@@ -166,6 +166,7 @@ impl<'a> Binder<'a> {
                 _ => {
                     let bound = self.query(q)?;
                     fit_targets(&mut target_cols, bound.columns.len())?;
+                    self.check_generated_always(&table, target_cols.iter().copied())?;
                     let exprs = bound
                         .columns
                         .iter()
@@ -254,6 +255,7 @@ impl<'a> Binder<'a> {
                     self.default_expr(table, col)?
                         .unwrap_or(Expr::Const(Value::Null, ty))
                 } else {
+                    self.check_generated_always(table, [col])?;
                     self.assign_expr(e, &empty, &ty)?
                 });
             }

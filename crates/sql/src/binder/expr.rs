@@ -786,7 +786,13 @@ impl<'a> Binder<'a> {
         if *to == DataType::RegClass {
             if let Expr::Const(Value::Text(name), _) = &inner {
                 let parts = parse_object_name(name);
+                let sequence = match parts.as_slice() {
+                    [name] => self.catalog.sequence(name),
+                    [schema, name] if schema == "public" => self.catalog.sequence(name),
+                    _ => None,
+                };
                 let oid = match self.relation(&parts) {
+                    _ if sequence.is_some() => sequence.map_or(0, |s| s.oid),
                     Ok((Rel::Scan { table, .. }, _, _)) => table.oid,
                     Ok((Rel::System { table }, _, _)) => system_table_oid(table),
                     _ => {
@@ -854,6 +860,10 @@ impl<'a> Binder<'a> {
             .into_iter()
             .zip(want.iter())
             .map(|(a, t)| {
+                // A name literal given as a regclass (nextval('s')) resolves like a cast.
+                if *t == DataType::RegClass && a.ty() == DataType::Unknown {
+                    return self.explicit_cast(a, t);
+                }
                 let a = self.infer_param(a, t);
                 cast_to(a, t)
             })

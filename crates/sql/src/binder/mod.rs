@@ -22,6 +22,7 @@ mod dml;
 mod expr;
 mod locking;
 mod query;
+mod serial;
 
 pub use access::primary_key_access;
 use access::*;
