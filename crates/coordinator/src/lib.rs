@@ -8,6 +8,8 @@ pub mod ddl;
 pub mod dml;
 pub mod exec;
 pub mod executors;
+pub mod index;
+pub mod index_ddl;
 mod explain;
 pub mod hot_future;
 pub mod nodes;

@@ -8,6 +8,7 @@ pub mod distribute_by;
 pub mod eval;
 pub mod explain;
 pub mod functions;
+pub mod index;
 pub mod normalize;
 pub mod parse;
 pub mod plan;

@@ -275,6 +275,22 @@ pub enum Access {
         lower: Option<KeyBound>,
         upper: Option<KeyBound>,
     },
+    /// Rows found through the table's secondary index `index` (a position in
+    /// `TableDef::indexes`), then read by their storage keys (decision 0035).
+    Index { index: usize, lookup: IndexLookup },
+}
+
+/// Which entries of a secondary index an `Access::Index` reads.
+#[derive(Debug, Clone)]
+pub enum IndexLookup {
+    /// Those whose leading values equal one of these lists (equality on the index's
+    /// leading columns, or an IN list on its first).
+    Prefixes(Vec<Vec<Expr>>),
+    /// Those whose first value lies between two bounds (either may be open).
+    Range {
+        lower: Option<KeyBound>,
+        upper: Option<KeyBound>,
+    },
 }
 
 impl Access {
@@ -282,10 +298,18 @@ impl Access {
         match self {
             Access::Full => {}
             Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
-            Access::KeyRange { lower, upper } => lower
+            Access::KeyRange { lower, upper }
+            | Access::Index {
+                lookup: IndexLookup::Range { lower, upper },
+                ..
+            } => lower
                 .iter()
                 .chain(upper.iter())
                 .for_each(|b| visit_expr_deep(&b.value, f)),
+            Access::Index {
+                lookup: IndexLookup::Prefixes(prefixes),
+                ..
+            } => prefixes.iter().flatten().for_each(|e| visit_expr_deep(e, f)),
         }
     }
 }
@@ -531,6 +555,27 @@ pub struct CreateTable {
     pub primary_key: Option<Vec<usize>>,
     pub fillfactor: Option<u32>,
     pub distribution: crate::catalog::Distribution,
+    /// UNIQUE constraints, each made an index with the table.
+    pub unique: Vec<UniqueConstraint>,
+}
+
+/// A UNIQUE constraint of CREATE TABLE: its name (PostgreSQL's `t_a_key` unless given)
+/// and columns.
+#[derive(Debug, Clone)]
+pub struct UniqueConstraint {
+    pub name: String,
+    pub columns: Vec<usize>,
+}
+
+/// CREATE [UNIQUE] INDEX (decision 0035).
+#[derive(Debug, Clone)]
+pub struct CreateIndex {
+    pub table: Arc<TableDef>,
+    /// None: PostgreSQL's default name, chosen when the index is created.
+    pub name: Option<String>,
+    pub if_not_exists: bool,
+    pub unique: bool,
+    pub columns: Vec<crate::index::IndexColumn>,
 }
 
 #[derive(Debug, Clone)]
@@ -560,6 +605,11 @@ pub enum Statement {
     },
     Truncate {
         tables: Vec<Arc<TableDef>>,
+    },
+    CreateIndex(CreateIndex),
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
     },
     AddPrimaryKey {
         table: Arc<TableDef>,

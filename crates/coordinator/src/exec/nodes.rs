@@ -276,16 +276,19 @@ impl Node for FileRows<'_> {
     }
 }
 
-/// What an access path reads: one key, or a range of keys.
+/// What an access path reads: one key, a range of keys, or the keys a secondary index
+/// gives.
 pub(super) enum Target {
     Key(Vec<u8>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Keys(Vec<Vec<u8>>),
 }
 
 impl Target {
     /// None if `access` matches nothing (a NULL key or bound), or nothing after `after`.
     pub(super) async fn of(
         ex: &Executor<'_>,
+        table: &TableDef,
         access: &Access,
         outer: &[Row],
         after: Option<&[u8]>,
@@ -306,6 +309,14 @@ impl Target {
                     return Ok(None);
                 }
                 return Ok(Some(Target::Key(key)));
+            }
+            Access::Index { index, lookup } => {
+                if after.is_some() {
+                    // `dml::streams`: an index's rows are read at once.
+                    return Err(PgError::internal("an index scan resumed after a key"));
+                }
+                let keys = crate::index::row_keys(ex, table, *index, lookup, outer).await?;
+                return Ok(Some(Target::Keys(keys)));
             }
             Access::Full => (Bound::Unbounded, Bound::Unbounded),
             Access::KeyRange { lower, upper } => {
@@ -335,6 +346,23 @@ impl Target {
 pub(super) enum KeyedScan<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
     Range(ClusterScan<'e, (Vec<u8>, RowBytes)>),
+    /// The rows found through a secondary index, read when the scan opened.
+    Rows(std::vec::IntoIter<(Vec<u8>, RowBytes)>),
+}
+
+/// The rows under `keys` that the executor's snapshot sees.
+async fn rows_of_keys(
+    ex: &Executor<'_>,
+    table: &TableDef,
+    keys: Vec<Vec<u8>>,
+) -> PgResult<Vec<(Vec<u8>, RowBytes)>> {
+    let mut rows = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(row) = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await? {
+            rows.push((key, row));
+        }
+    }
+    Ok(rows)
 }
 
 impl<'e> KeyedScan<'e> {
@@ -357,7 +385,7 @@ impl<'e> KeyedScan<'e> {
         outer: &[Row],
         after: Option<&[u8]>,
     ) -> PgResult<Option<KeyedScan<'e>>> {
-        Ok(Some(match Target::of(ex, access, outer, after).await? {
+        Ok(Some(match Target::of(ex, table, access, outer, after).await? {
             None => return Ok(None),
             Some(Target::Key(key)) => {
                 let row = ex
@@ -369,6 +397,9 @@ impl<'e> KeyedScan<'e> {
             Some(Target::Range(lo, hi)) => {
                 KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
             }
+            Some(Target::Keys(keys)) => {
+                KeyedScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
+            }
         }))
     }
 
@@ -376,6 +407,7 @@ impl<'e> KeyedScan<'e> {
         match self {
             KeyedScan::One(row) => row.take().map(Ok),
             KeyedScan::Range(rows) => rows.next().await,
+            KeyedScan::Rows(rows) => rows.next().map(Ok),
         }
     }
 }
@@ -384,6 +416,7 @@ impl<'e> KeyedScan<'e> {
 enum RowScan<'e> {
     One(Option<RowBytes>),
     Range(ClusterScan<'e, RowBytes>),
+    Rows(std::vec::IntoIter<(Vec<u8>, RowBytes)>),
 }
 
 impl<'e> RowScan<'e> {
@@ -393,7 +426,7 @@ impl<'e> RowScan<'e> {
         access: &Access,
         outer: &[Row],
     ) -> PgResult<Option<RowScan<'e>>> {
-        Ok(Some(match Target::of(ex, access, outer, None).await? {
+        Ok(Some(match Target::of(ex, table, access, outer, None).await? {
             None => return Ok(None),
             Some(Target::Key(key)) => RowScan::One(
                 ex.dn
@@ -405,6 +438,9 @@ impl<'e> RowScan<'e> {
                     .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
                     .await?,
             ),
+            Some(Target::Keys(keys)) => {
+                RowScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
+            }
         }))
     }
 
@@ -412,6 +448,7 @@ impl<'e> RowScan<'e> {
         match self {
             RowScan::One(row) => row.take().map(Ok),
             RowScan::Range(rows) => rows.next().await,
+            RowScan::Rows(rows) => rows.next().map(|(_, row)| Ok(row)),
         }
     }
 }

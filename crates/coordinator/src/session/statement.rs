@@ -148,6 +148,8 @@ impl<S: SessionStream> Session<S> {
             | Statement::DropTable { .. }
             | Statement::Truncate { .. }
             | Statement::AddPrimaryKey { .. }
+            | Statement::CreateIndex(_)
+            | Statement::DropIndex { .. }
             | Statement::Vacuum { .. } => {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).

@@ -14,6 +14,7 @@ impl<'a> Binder<'a> {
         let name = object_name_parts(&ct.name).pop().unwrap_or_default();
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
+        let mut unique = Vec::new();
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
             let ty = self.data_type(&col.data_type)?;
@@ -56,6 +57,19 @@ impl<'a> Binder<'a> {
                         primary_key = Some(vec![i]);
                         def.not_null = true;
                     }
+                    ast::ColumnOption::Unique(u) => {
+                        let mut all = columns.clone();
+                        all.push(def.clone());
+                        let c = self.unique_constraint(
+                            &name,
+                            &all,
+                            u,
+                            Some(i),
+                            opt.name.as_ref(),
+                            &unique,
+                        )?;
+                        unique.push(c);
+                    }
                     // Refused by unsupported_syntax::column_def.
                     _ => {}
                 }
@@ -96,7 +110,10 @@ impl<'a> Binder<'a> {
                     primary_key = Some(cols);
                 }
                 ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
-                ast::TableConstraint::Unique(_) => return Err(unsupported("UNIQUE constraints")),
+                ast::TableConstraint::Unique(u) => {
+                    let c = self.unique_constraint(&name, &columns, u, None, None, &unique)?;
+                    unique.push(c);
+                }
                 ast::TableConstraint::Check(_) => return Err(unsupported("CHECK constraints")),
                 other => return Err(unsupported(format!("table constraint {other}"))),
             }
@@ -116,6 +133,7 @@ impl<'a> Binder<'a> {
             primary_key,
             fillfactor,
             distribution,
+            unique,
         }))
     }
 
