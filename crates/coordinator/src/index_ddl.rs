@@ -201,33 +201,40 @@ async fn build_in(
     }
 }
 
+/// DROP INDEX: every name is resolved before the first index is dropped, so that a
+/// failing name drops none (as PostgreSQL's one transaction does).
 pub async fn drop_indexes(
     shared: &Shared,
     names: &[String],
     if_exists: bool,
     out: &mut BytesMut,
 ) -> PgResult<()> {
+    let mut found = Vec::with_capacity(names.len());
     for name in names {
-        let Some((table, i)) = find_index(shared, name) else {
-            if table_has_key_named(shared, name) {
-                return Err(requires(shared, name));
+        match find_index(shared, name) {
+            Some((table, i)) if table.indexes[i].constraint_oid.is_some() => {
+                return Err(requires(shared, name))
             }
-            if if_exists {
-                crate::ddl::notice(
-                    out,
-                    codes::SUCCESSFUL_COMPLETION,
-                    format!("index \"{name}\" does not exist, skipping"),
-                );
-                continue;
+            Some(_) => found.push(name),
+            None if table_has_key_named(shared, name) => return Err(requires(shared, name)),
+            None if if_exists => crate::ddl::notice(
+                out,
+                codes::SUCCESSFUL_COMPLETION,
+                format!("index \"{name}\" does not exist, skipping"),
+            ),
+            None => {
+                return Err(PgError::new(
+                    codes::UNDEFINED_OBJECT,
+                    format!("index \"{name}\" does not exist"),
+                ))
             }
-            return Err(PgError::new(
-                codes::UNDEFINED_OBJECT,
-                format!("index \"{name}\" does not exist"),
-            ));
-        };
-        if table.indexes[i].constraint_oid.is_some() {
-            return Err(requires(shared, name));
         }
+    }
+    for name in found {
+        // Looked up again: an earlier name may have been an index of the same table.
+        let Some((table, i)) = find_index(shared, name) else {
+            continue;
+        };
         let mut def = (*table).clone();
         let index = def.indexes.remove(i);
         shared.catalog.put(def).await?;

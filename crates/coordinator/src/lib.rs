@@ -21,5 +21,6 @@ pub mod session_io;
 pub mod settings;
 pub mod spool;
 pub mod system;
+pub mod system_indexes;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -359,6 +359,8 @@ pub enum SystemTable {
     /// Transactions prepared for two-phase commit (PREPARE TRANSACTION), read from the
     /// datanodes.
     PgPreparedXacts,
+    /// The view of every index with its definition.
+    PgIndexes,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.

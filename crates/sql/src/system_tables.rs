@@ -42,6 +42,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
         "pg_prepared_xacts" => PgPreparedXacts,
+        "pg_indexes" => PgIndexes,
         "meridian_distribution" => MeridianDistribution,
         "meridian_nodes" => MeridianNodes,
         _ => return None,
@@ -88,6 +89,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         MeridianDistribution => 12005,
         MeridianNodes => 12006,
         PgPreparedXacts => 12007,
+        PgIndexes => 12020,
     }
 }
 
@@ -428,6 +430,13 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("prepared", TimestampTz),
             ("owner", Name),
             ("database", Name),
+        ],
+        PgIndexes => vec![
+            ("schemaname", Name),
+            ("tablename", Name),
+            ("indexname", Name),
+            ("tablespace", Name),
+            ("indexdef", Text),
         ],
         MeridianDistribution => vec![
             ("table_schema", Text),
