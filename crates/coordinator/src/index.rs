@@ -133,11 +133,17 @@ pub async fn row_keys(
     let mut found = Vec::new();
     match lookup {
         IndexLookup::Prefixes(prefixes) => {
+            let mut keys = Vec::with_capacity(prefixes.len());
             for prefix in prefixes {
-                let Some(key) = eval_key(prefix).await? else {
-                    continue;
-                };
-                if index.unique && prefix.len() == index.columns.len() {
+                if let Some(key) = eval_key(prefix).await? {
+                    keys.push((key, prefix.len()));
+                }
+            }
+            // An IN list may name a value twice; its rows are found once, in index order.
+            keys.sort();
+            keys.dedup();
+            for (key, len) in keys {
+                if index.unique && len == index.columns.len() {
                     // One entry at most, read from its datanode alone.
                     let row_key = ex.dn.get(ex.txn, index.rel, &key, ex.snapshot).await?;
                     found.extend(row_key.map(|k| k.to_vec()));
