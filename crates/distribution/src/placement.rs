@@ -270,6 +270,50 @@ mod tests {
         }
     }
 
+    fn index(columns: &[usize], unique: bool) -> IndexDef {
+        IndexDef {
+            oid: 1,
+            name: "i".into(),
+            columns: columns
+                .iter()
+                .map(|&column| sql::index::IndexColumn {
+                    column,
+                    descending: false,
+                    nulls_first: false,
+                })
+                .collect(),
+            unique,
+            constraint_oid: None,
+            rel: 2,
+        }
+    }
+
+    #[test]
+    fn an_index_entry_lives_with_its_row_unless_a_unique_index_lacks_the_column() {
+        let t = table(Some(vec![0]), Distribution::Hash { column: 0 });
+        let rows = RelPlacement::of(&t);
+        let row = [Value::Int4(17), Value::Int4(5)];
+        let row_key = key(&row[..1]);
+        let row_bucket = rows.bucket_of_key(&row_key).unwrap();
+        for ix in [index(&[1], false), index(&[1, 0], true), index(&[0], false)] {
+            let entry = ix.entry(&row, &row_key);
+            let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+            assert_eq!(placed.unwrap(), row_bucket, "{ix:?}");
+        }
+        // a global index: placed by its own first value
+        let ix = index(&[1], true);
+        let entry = ix.entry(&row, &row_key);
+        let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+        assert_eq!(placed.unwrap(), Some(bucket_of_value(&Value::Int4(5))));
+        // a table without a primary key: the row id at the entry's end
+        let t = table(None, Distribution::Hash { column: 1 });
+        let id = new_row_id(&t, 99, &row);
+        let ix = index(&[0], false);
+        let entry = ix.entry(&row, &id.to_be_bytes());
+        let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+        assert_eq!(placed.unwrap(), Some(bucket_of_value(&row[1])));
+    }
+
     #[test]
     fn a_key_that_names_no_bucket_is_an_error() {
         let p = RelPlacement::KeyValue { component: 1 };
