@@ -155,7 +155,10 @@ pub async fn row_keys(
         }
         IndexLookup::Range { lower, upper } => {
             let mut ends = [Bound::Unbounded, Bound::Unbounded];
-            for (is_lower, (slot, b)) in [true, false].into_iter().zip(ends.iter_mut().zip([lower, upper])) {
+            for (is_lower, (slot, b)) in [true, false]
+                .into_iter()
+                .zip(ends.iter_mut().zip([lower, upper]))
+            {
                 let Some(b) = b else {
                     if !is_lower {
                         // NULLs sort last: an open upper end stops before them.

@@ -85,8 +85,7 @@ pub async fn constraint_indexes(
 ) -> PgResult<Vec<IndexDef>> {
     let mut indexes = Vec::with_capacity(unique.len());
     for u in unique {
-        if relation_exists(shared, &u.name) || indexes.iter().any(|i: &IndexDef| i.name == u.name)
-        {
+        if relation_exists(shared, &u.name) || indexes.iter().any(|i: &IndexDef| i.name == u.name) {
             return Err(PgError::new(
                 codes::DUPLICATE_TABLE,
                 format!("relation \"{}\" already exists", u.name),
@@ -122,9 +121,7 @@ pub async fn create_index(shared: &Shared, ci: &CreateIndex, out: &mut BytesMut)
                 .iter()
                 .map(|c| table.columns[c.column].name.as_str())
                 .collect();
-            sql::index::default_name(&table.name, &names, "idx", &|n| {
-                relation_exists(shared, n)
-            })
+            sql::index::default_name(&table.name, &names, "idx", &|n| relation_exists(shared, n))
         }
     };
     let index = new_index(shared, &table, name, ci.columns.clone(), ci.unique, false).await?;
@@ -257,16 +254,12 @@ fn requires(shared: &Shared, name: &str) -> PgError {
         .catalog
         .tables()
         .into_iter()
-        .find(|t| {
-            t.pk_name.as_deref() == Some(name) || t.indexes.iter().any(|ix| ix.name == name)
-        })
+        .find(|t| t.pk_name.as_deref() == Some(name) || t.indexes.iter().any(|ix| ix.name == name))
         .map(|t| t.name.clone())
         .unwrap_or_default();
     PgError::new(
         codes::DEPENDENT_OBJECTS_STILL_EXIST,
-        format!(
-            "cannot drop index {name} because constraint {name} on table {table} requires it"
-        ),
+        format!("cannot drop index {name} because constraint {name} on table {table} requires it"),
     )
     .with_hint(format!(
         "You can drop constraint {name} on table {table} instead."

@@ -5,8 +5,8 @@
 //! (psql, drivers' type caches) see what they expect.
 
 use crate::exec::SessionView;
-use crate::system_indexes::{find, indexes_of};
 use crate::settings::SERVER_VERSION;
+use crate::system_indexes::{find, indexes_of};
 use distribution::Datanodes;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{

@@ -31,24 +31,30 @@ pub fn indexes_of(t: &TableDef) -> Vec<IndexView<'_>> {
             constraint_oid: Some(oid + 1),
         });
     }
-    out.extend(t.indexes.iter().map(|ix| IndexView {
-        oid: ix.oid,
-        name: &ix.name,
-        table: t,
-        columns: ix
-            .columns
-            .iter()
-            .map(|c| (c.column, c.descending, c.nulls_first))
-            .collect(),
-        unique: ix.unique,
-        primary: false,
-        constraint_oid: ix.constraint_oid,
+    out.extend(t.indexes.iter().map(|ix| {
+        IndexView {
+            oid: ix.oid,
+            name: &ix.name,
+            table: t,
+            columns: ix
+                .columns
+                .iter()
+                .map(|c| (c.column, c.descending, c.nulls_first))
+                .collect(),
+            unique: ix.unique,
+            primary: false,
+            constraint_oid: ix.constraint_oid,
+        }
     }));
     out
 }
 
 /// The index whose OID (`by_constraint`: whose constraint's OID) is `oid`.
-pub fn find(tables: &[std::sync::Arc<TableDef>], oid: u32, by_constraint: bool) -> Option<IndexView<'_>> {
+pub fn find(
+    tables: &[std::sync::Arc<TableDef>],
+    oid: u32,
+    by_constraint: bool,
+) -> Option<IndexView<'_>> {
     tables.iter().find_map(|t| {
         indexes_of(t).into_iter().find(|ix| match by_constraint {
             true => ix.constraint_oid == Some(oid),
@@ -103,7 +109,11 @@ impl IndexView<'_> {
 
     /// pg_get_constraintdef's text for its constraint.
     pub fn constraint_definition(&self) -> String {
-        let kind = if self.primary { "PRIMARY KEY" } else { "UNIQUE" };
+        let kind = if self.primary {
+            "PRIMARY KEY"
+        } else {
+            "UNIQUE"
+        };
         format!("{kind} ({})", self.column_names().join(", "))
     }
 }

@@ -8,7 +8,10 @@ use sqlparser::tokenizer::{Token, Tokenizer};
 /// The text of a `DROP INDEX CONCURRENTLY …` without CONCURRENTLY; None for any other.
 pub fn without_concurrently(text: &str) -> Option<String> {
     let head = text.trim_start();
-    if !head.get(..4).is_some_and(|w| w.eq_ignore_ascii_case("drop")) {
+    if !head
+        .get(..4)
+        .is_some_and(|w| w.eq_ignore_ascii_case("drop"))
+    {
         return None;
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
@@ -17,16 +20,19 @@ pub fn without_concurrently(text: &str) -> Option<String> {
     let mut words = tokens
         .iter()
         .filter(|t| !matches!(t.token, Token::Whitespace(_)));
-    let is = |t: Option<&sqlparser::tokenizer::TokenWithSpan>, word: &str| {
-        matches!(t.map(|t| &t.token), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-    };
+    let is = |t: Option<&sqlparser::tokenizer::TokenWithSpan>, word: &str| matches!(t.map(|t| &t.token), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
     if !(is(words.next(), "drop") && is(words.next(), "index")) {
         return None;
     }
     let concurrently = words.next().filter(|t| is(Some(t), "concurrently"))?;
     let from = crate::distribute_by::byte_offset(text, concurrently.span.start);
     let to = crate::distribute_by::byte_offset(text, concurrently.span.end);
-    Some(format!("{}{}{}", &text[..from], " ".repeat(to - from), &text[to..]))
+    Some(format!(
+        "{}{}{}",
+        &text[..from],
+        " ".repeat(to - from),
+        &text[to..]
+    ))
 }
 
 #[cfg(test)]

@@ -172,6 +172,9 @@ mod tests {
     fn default_names_are_numbered_when_taken() {
         let taken = |n: &str| n == "t_a_idx";
         assert_eq!(default_name("t", &["a"], "idx", &taken), "t_a_idx1");
-        assert_eq!(default_name("t", &["a", "b"], "key", &|_| false), "t_a_b_key");
+        assert_eq!(
+            default_name("t", &["a", "b"], "key", &|_| false),
+            "t_a_b_key"
+        );
     }
 }

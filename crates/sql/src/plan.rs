@@ -309,7 +309,10 @@ impl Access {
             Access::Index {
                 lookup: IndexLookup::Prefixes(prefixes),
                 ..
-            } => prefixes.iter().flatten().for_each(|e| visit_expr_deep(e, f)),
+            } => prefixes
+                .iter()
+                .flatten()
+                .for_each(|e| visit_expr_deep(e, f)),
         }
     }
 }

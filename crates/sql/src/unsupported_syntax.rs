@@ -797,7 +797,10 @@ pub fn create_index(ci: &ast::CreateIndex) -> PgResult<()> {
     refuse_if(!include.is_empty(), "INCLUDE columns of an index")?;
     refuse_if(nulls_distinct == &Some(false), "NULLS NOT DISTINCT")?;
     refuse_if(!with.is_empty(), "index storage parameters")?;
-    refuse_if(predicate.is_some(), "partial indexes (CREATE INDEX … WHERE)")?;
+    refuse_if(
+        predicate.is_some(),
+        "partial indexes (CREATE INDEX … WHERE)",
+    )?;
     refuse_if(
         !index_options.is_empty() || !alter_options.is_empty(),
         "index options",

@@ -358,7 +358,11 @@ async fn rows_of_keys(
 ) -> PgResult<Vec<(Vec<u8>, RowBytes)>> {
     let mut rows = Vec::with_capacity(keys.len());
     for key in keys {
-        if let Some(row) = ex.dn.get_row(ex.txn, table.rel, &key, ex.snapshot, false).await? {
+        if let Some(row) = ex
+            .dn
+            .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+            .await?
+        {
             rows.push((key, row));
         }
     }
@@ -385,22 +389,24 @@ impl<'e> KeyedScan<'e> {
         outer: &[Row],
         after: Option<&[u8]>,
     ) -> PgResult<Option<KeyedScan<'e>>> {
-        Ok(Some(match Target::of(ex, table, access, outer, after).await? {
-            None => return Ok(None),
-            Some(Target::Key(key)) => {
-                let row = ex
-                    .dn
-                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                    .await?;
-                KeyedScan::One(row.map(|bytes| (key, bytes)))
-            }
-            Some(Target::Range(lo, hi)) => {
-                KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
-            }
-            Some(Target::Keys(keys)) => {
-                KeyedScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
-            }
-        }))
+        Ok(Some(
+            match Target::of(ex, table, access, outer, after).await? {
+                None => return Ok(None),
+                Some(Target::Key(key)) => {
+                    let row = ex
+                        .dn
+                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                        .await?;
+                    KeyedScan::One(row.map(|bytes| (key, bytes)))
+                }
+                Some(Target::Range(lo, hi)) => {
+                    KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
+                }
+                Some(Target::Keys(keys)) => {
+                    KeyedScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
+                }
+            },
+        ))
     }
 
     pub(super) async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
@@ -426,22 +432,24 @@ impl<'e> RowScan<'e> {
         access: &Access,
         outer: &[Row],
     ) -> PgResult<Option<RowScan<'e>>> {
-        Ok(Some(match Target::of(ex, table, access, outer, None).await? {
-            None => return Ok(None),
-            Some(Target::Key(key)) => RowScan::One(
-                ex.dn
-                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                    .await?,
-            ),
-            Some(Target::Range(lo, hi)) => RowScan::Range(
-                ex.dn
-                    .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
-                    .await?,
-            ),
-            Some(Target::Keys(keys)) => {
-                RowScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
-            }
-        }))
+        Ok(Some(
+            match Target::of(ex, table, access, outer, None).await? {
+                None => return Ok(None),
+                Some(Target::Key(key)) => RowScan::One(
+                    ex.dn
+                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                        .await?,
+                ),
+                Some(Target::Range(lo, hi)) => RowScan::Range(
+                    ex.dn
+                        .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
+                        .await?,
+                ),
+                Some(Target::Keys(keys)) => {
+                    RowScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
+                }
+            },
+        ))
     }
 
     async fn next_row(&mut self) -> Option<PgResult<RowBytes>> {

@@ -43,37 +43,37 @@ pub fn access_path(table: &TableDef, filter: Option<&Expr>) -> Access {
 /// the column on the left.
 fn comparisons(conjuncts: &[&Expr], col: usize) -> Vec<(BinaryOp, Expr)> {
     conjuncts
-            .iter()
-            .filter_map(|c| match c {
-                Expr::Binary {
-                    op, left, right, ..
-                } => match (left.as_ref(), right.as_ref()) {
-                    (
-                        Expr::Column {
-                            depth: 0, index, ..
-                        },
-                        other,
-                    ) if *index == col && row_independent(other) => Some((*op, other.clone())),
-                    (
-                        other,
-                        Expr::Column {
-                            depth: 0, index, ..
-                        },
-                    ) if *index == col && row_independent(other) => {
-                        let flipped = match op {
-                            BinaryOp::Lt => BinaryOp::Gt,
-                            BinaryOp::LtEq => BinaryOp::GtEq,
-                            BinaryOp::Gt => BinaryOp::Lt,
-                            BinaryOp::GtEq => BinaryOp::LtEq,
-                            other => *other,
-                        };
-                        Some((flipped, other.clone()))
-                    }
-                    _ => None,
-                },
+        .iter()
+        .filter_map(|c| match c {
+            Expr::Binary {
+                op, left, right, ..
+            } => match (left.as_ref(), right.as_ref()) {
+                (
+                    Expr::Column {
+                        depth: 0, index, ..
+                    },
+                    other,
+                ) if *index == col && row_independent(other) => Some((*op, other.clone())),
+                (
+                    other,
+                    Expr::Column {
+                        depth: 0, index, ..
+                    },
+                ) if *index == col && row_independent(other) => {
+                    let flipped = match op {
+                        BinaryOp::Lt => BinaryOp::Gt,
+                        BinaryOp::LtEq => BinaryOp::GtEq,
+                        BinaryOp::Gt => BinaryOp::Lt,
+                        BinaryOp::GtEq => BinaryOp::LtEq,
+                        other => *other,
+                    };
+                    Some((flipped, other.clone()))
+                }
                 _ => None,
-            })
-            .collect()
+            },
+            _ => None,
+        })
+        .collect()
 }
 
 /// The row-independent values of an `col IN (…)` conjunct, if there is one.
@@ -168,7 +168,10 @@ fn index_access(table: &TableDef, conjuncts: &[&Expr]) -> Access {
                 IndexLookup::Prefixes(vec![prefix]),
             )
         } else if let Some(list) = in_list(conjuncts, first) {
-            (2, IndexLookup::Prefixes(list.into_iter().map(|e| vec![e]).collect()))
+            (
+                2,
+                IndexLookup::Prefixes(list.into_iter().map(|e| vec![e]).collect()),
+            )
         } else {
             match bounds(conjuncts, first) {
                 (None, None) => continue,
