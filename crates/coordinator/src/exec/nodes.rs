@@ -346,27 +346,44 @@ impl Target {
 pub(super) enum KeyedScan<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
     Range(ClusterScan<'e, (Vec<u8>, RowBytes)>),
-    /// The rows found through a secondary index, read when the scan opened.
-    Rows(std::vec::IntoIter<(Vec<u8>, RowBytes)>),
+    /// The rows of the keys a secondary index gave.
+    Keys(KeyedRows<'e>),
 }
 
-/// The rows under `keys` that the executor's snapshot sees.
-async fn rows_of_keys(
-    ex: &Executor<'_>,
-    table: &TableDef,
-    keys: Vec<Vec<u8>>,
-) -> PgResult<Vec<(Vec<u8>, RowBytes)>> {
-    let mut rows = Vec::with_capacity(keys.len());
-    for key in keys {
-        if let Some(row) = ex
-            .dn
-            .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-            .await?
-        {
-            rows.push((key, row));
+/// Rows read one at a time by their keys (found through a secondary index), as the
+/// snapshot sees them.
+pub(super) struct KeyedRows<'e> {
+    dn: &'e distribution::Datanodes,
+    txn: &'e distribution::ClusterTxn,
+    snapshot: datanode_client::Timestamp,
+    rel: u64,
+    keys: std::vec::IntoIter<Vec<u8>>,
+}
+
+impl<'e> KeyedRows<'e> {
+    fn new(ex: &Executor<'e>, table: &TableDef, keys: Vec<Vec<u8>>) -> Self {
+        KeyedRows {
+            dn: ex.dn,
+            txn: ex.txn,
+            snapshot: ex.snapshot,
+            rel: table.rel,
+            keys: keys.into_iter(),
         }
     }
-    Ok(rows)
+
+    async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
+        for key in self.keys.by_ref() {
+            let read = self
+                .dn
+                .get_row(self.txn, self.rel, &key, self.snapshot, false);
+            match read.await {
+                Ok(Some(row)) => return Some(Ok((key, row))),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        None
+    }
 }
 
 impl<'e> KeyedScan<'e> {
@@ -402,9 +419,7 @@ impl<'e> KeyedScan<'e> {
                 Some(Target::Range(lo, hi)) => {
                     KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
                 }
-                Some(Target::Keys(keys)) => {
-                    KeyedScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
-                }
+                Some(Target::Keys(keys)) => KeyedScan::Keys(KeyedRows::new(ex, table, keys)),
             },
         ))
     }
@@ -413,7 +428,7 @@ impl<'e> KeyedScan<'e> {
         match self {
             KeyedScan::One(row) => row.take().map(Ok),
             KeyedScan::Range(rows) => rows.next().await,
-            KeyedScan::Rows(rows) => rows.next().map(Ok),
+            KeyedScan::Keys(rows) => rows.next_row().await,
         }
     }
 }
@@ -422,7 +437,7 @@ impl<'e> KeyedScan<'e> {
 enum RowScan<'e> {
     One(Option<RowBytes>),
     Range(ClusterScan<'e, RowBytes>),
-    Rows(std::vec::IntoIter<(Vec<u8>, RowBytes)>),
+    Keys(KeyedRows<'e>),
 }
 
 impl<'e> RowScan<'e> {
@@ -445,9 +460,7 @@ impl<'e> RowScan<'e> {
                         .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
                         .await?,
                 ),
-                Some(Target::Keys(keys)) => {
-                    RowScan::Rows(rows_of_keys(ex, table, keys).await?.into_iter())
-                }
+                Some(Target::Keys(keys)) => RowScan::Keys(KeyedRows::new(ex, table, keys)),
             },
         ))
     }
@@ -456,7 +469,7 @@ impl<'e> RowScan<'e> {
         match self {
             RowScan::One(row) => row.take().map(Ok),
             RowScan::Range(rows) => rows.next().await,
-            RowScan::Rows(rows) => rows.next().map(|(_, row)| Ok(row)),
+            RowScan::Keys(rows) => rows.next_row().await.map(|r| r.map(|(_, row)| row)),
         }
     }
 }
