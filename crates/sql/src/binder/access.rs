@@ -39,6 +39,23 @@ pub fn access_path(table: &TableDef, filter: Option<&Expr>) -> Access {
     }
 }
 
+/// Whether `e` is the current row's column `col` as a key holds it: the column itself,
+/// or an integer column widened to another integer type (`int4_col = $1::int8` binds
+/// as `int4_col::int8 = $1`). Every integer width has one key encoding, so a key of the
+/// wider value finds the column's equal values.
+fn is_key_column(e: &Expr, col: usize) -> bool {
+    let integer = |ty: &DataType| matches!(ty, DataType::Int2 | DataType::Int4 | DataType::Int8);
+    match e {
+        Expr::Column {
+            depth: 0, index, ..
+        } => *index == col,
+        Expr::Cast {
+            operand, from, to, ..
+        } => integer(from) && integer(to) && is_key_column(operand, col),
+        _ => false,
+    }
+}
+
 /// (op, value) of the conjuncts that compare column `col` with a row-independent value,
 /// the column on the left.
 fn comparisons(conjuncts: &[&Expr], col: usize) -> Vec<(BinaryOp, Expr)> {
@@ -48,18 +65,10 @@ fn comparisons(conjuncts: &[&Expr], col: usize) -> Vec<(BinaryOp, Expr)> {
             Expr::Binary {
                 op, left, right, ..
             } => match (left.as_ref(), right.as_ref()) {
-                (
-                    Expr::Column {
-                        depth: 0, index, ..
-                    },
-                    other,
-                ) if *index == col && row_independent(other) => Some((*op, other.clone())),
-                (
-                    other,
-                    Expr::Column {
-                        depth: 0, index, ..
-                    },
-                ) if *index == col && row_independent(other) => {
+                (column, other) if is_key_column(column, col) && row_independent(other) => {
+                    Some((*op, other.clone()))
+                }
+                (other, column) if is_key_column(column, col) && row_independent(other) => {
                     let flipped = match op {
                         BinaryOp::Lt => BinaryOp::Gt,
                         BinaryOp::LtEq => BinaryOp::GtEq,
@@ -83,11 +92,7 @@ fn in_list(conjuncts: &[&Expr], col: usize) -> Option<Vec<Expr>> {
             operand,
             list,
             negated: false,
-        } if matches!(operand.as_ref(), Expr::Column { depth: 0, index, .. } if *index == col)
-            && list.iter().all(row_independent) =>
-        {
-            Some(list.clone())
-        }
+        } if is_key_column(operand, col) && list.iter().all(row_independent) => Some(list.clone()),
         _ => None,
     })
 }
