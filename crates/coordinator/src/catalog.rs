@@ -158,7 +158,7 @@ impl LiveCatalog {
         }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
-            self.datanodes.place(table.rel, RelPlacement::of(&table));
+            self.place(&table);
             let table = Arc::new(table);
             state.by_name.insert(table.name.clone(), table.clone());
             state.by_oid.insert(table.oid, table);
@@ -169,6 +169,16 @@ impl LiveCatalog {
         self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Tells the datanodes' router where the relations of `table` and its indexes place
+    /// their rows.
+    fn place(&self, table: &TableDef) {
+        self.datanodes.place(table.rel, RelPlacement::of(table));
+        for index in &table.indexes {
+            self.datanodes
+                .place(index.rel, RelPlacement::of_index(table, index));
+        }
     }
 
     pub fn registered_nodes(&self) -> Vec<Node> {
@@ -209,7 +219,7 @@ impl LiveCatalog {
         };
         let version = self.written(batch, &table.name).await?;
         let table = Arc::new(table);
-        self.datanodes.place(table.rel, RelPlacement::of(&table));
+        self.place(&table);
         self.apply(version, |st| {
             if let Some(old) = st.by_oid.insert(table.oid, table.clone()) {
                 st.by_name.remove(&old.name);

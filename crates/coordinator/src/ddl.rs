@@ -21,7 +21,7 @@ use wire::backend::{self, NoticeSeverity};
 /// OIDs reserved per table: the table, its primary-key index, its primary-key constraint.
 const OIDS_PER_TABLE: u32 = 3;
 
-fn notice(out: &mut BytesMut, code: &'static str, message: String) {
+pub(crate) fn notice(out: &mut BytesMut, code: &'static str, message: String) {
     backend::notice_response_with(out, NoticeSeverity::Notice, &PgError::new(code, message));
 }
 
@@ -89,6 +89,7 @@ pub async fn execute(
                 shared.catalog.remove(t.oid).await?;
                 crate::sequence_ddl::drop_owned(shared, t.oid).await?;
                 shared.datanodes.drop_rel(t.rel).await?;
+                crate::index_ddl::drop_relations(shared, &t.indexes).await?;
             }
             Ok("DROP TABLE".into())
         }
@@ -103,14 +104,18 @@ pub async fn execute(
                     // Before anyone can see the relation.
                     shared.datanodes.own_relation(txn, rel);
                 }
+                let indexes =
+                    crate::index_ddl::truncated(shared, &current, txn.as_deref_mut()).await?;
                 shared
                     .catalog
                     .put(TableDef {
                         rel,
+                        indexes,
                         ..(*current).clone()
                     })
                     .await?;
                 shared.datanodes.drop_rel(current.rel).await?;
+                crate::index_ddl::drop_relations(shared, &current.indexes).await?;
             }
             Ok("TRUNCATE TABLE".into())
         }
@@ -122,6 +127,14 @@ pub async fn execute(
             let table = current(shared, table)?;
             add_primary_key(shared, &table, columns, constraint_name.clone()).await?;
             Ok("ALTER TABLE".into())
+        }
+        Statement::CreateIndex(ci) => {
+            crate::index_ddl::create_index(shared, ci, out).await?;
+            Ok("CREATE INDEX".into())
+        }
+        Statement::DropIndex { names, if_exists } => {
+            crate::index_ddl::drop_indexes(shared, names, *if_exists, out).await?;
+            Ok("DROP INDEX".into())
         }
         Statement::Vacuum { tables, analyze } => {
             let targets = if tables.is_empty() {
@@ -159,7 +172,7 @@ pub async fn execute(
 }
 
 /// The table's current definition (the bound one may predate a TRUNCATE).
-fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
+pub(crate) fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> {
     use sql::catalog::Catalog;
     shared.catalog.table_by_oid(t.oid).ok_or_else(|| {
         PgError::new(
@@ -182,11 +195,13 @@ async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
         rel: 0,
         fillfactor: ct.fillfactor,
         distribution: ct.distribution,
+        indexes: Vec::new(),
     };
     table.rel = shared
         .datanodes
         .create_rel(RelPlacement::of(&table))
         .await?;
+    table.indexes = crate::index_ddl::constraint_indexes(shared, &table, &ct.unique).await?;
     shared.catalog.put(table).await?;
     Ok(())
 }
@@ -198,6 +213,12 @@ async fn add_primary_key(
     columns: &[usize],
     name: Option<String>,
 ) -> PgResult<()> {
+    if !table.indexes.is_empty() {
+        // Rows would move to new keys, and their index entries with them.
+        return Err(PgError::unsupported(
+            "ALTER TABLE … ADD PRIMARY KEY on a table with indexes",
+        ));
+    }
     if table.primary_key.is_some() {
         return Err(PgError::new(
             codes::INVALID_TABLE_DEFINITION,

@@ -26,8 +26,8 @@ use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::{
-    Access, CopyFrom, Delete, Expr, Insert, InsertTarget, LockedRowWait, OutputColumn, Query, Rel,
-    Update,
+    Access, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget, LockedRowWait, OutputColumn,
+    Query, Rel, Update,
 };
 use sql::TableDef;
 use std::sync::Arc;
@@ -88,19 +88,21 @@ async fn write_new_row(
     row: &[Value],
     ids: &mut RowIds,
 ) -> PgResult<()> {
-    match row_key(table, row) {
+    let key = match row_key(table, row) {
         Some(key) => {
             dn.insert(txn, table.rel, &key, encode(row), || {
                 unique_violation(table, row)
             })
-            .await
+            .await?;
+            key
         }
         None => {
-            let id = ids.next(dn, table, row).await?;
-            dn.put_new_key(txn, table.rel, &row_id_key(id), encode(row))
-                .await
+            let key = row_id_key(ids.next(dn, table, row).await?);
+            dn.put_new_key(txn, table.rel, &key, encode(row)).await?;
+            key
         }
-    }
+    };
+    crate::index::insert_entries(dn, txn, table, row, &key).await
 }
 
 /// Whether `e` reads no column of its row but those `allowed`, and no table (constants,
@@ -142,6 +144,12 @@ pub fn increments_of(upd: &Update) -> Option<Vec<(usize, BinaryOp, &Expr)>> {
     if upd.returning.is_some() || !key_only_filter || !matches!(upd.access, Access::PrimaryKey(_)) {
         return None;
     }
+    // An indexed column's entry moves with its value, which a deferred increment leaves
+    // unknown until commit.
+    let assigned = || upd.assignments.iter().map(|(col, _)| *col);
+    if upd.table.indexes.iter().any(|ix| ix.covers_any(assigned())) {
+        return None;
+    }
     upd.assignments
         .iter()
         .map(|(col, e)| match e {
@@ -181,7 +189,9 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Delete(_)
         | S::CreateTable(_)
         | S::DropTable { .. }
-        | S::Truncate { .. } => true,
+        | S::Truncate { .. }
+        | S::CreateIndex(_)
+        | S::DropIndex { .. } => true,
         // Sequences are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
         S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
@@ -222,7 +232,9 @@ fn streams(
     filter: Option<&Expr>,
     returning: &Option<Vec<(Expr, OutputColumn)>>,
 ) -> bool {
-    if matches!(access, Access::PrimaryKey(_)) {
+    // An index's entries move when the statement changes their columns: its rows are
+    // read first.
+    if matches!(access, Access::PrimaryKey(_) | Access::Index { .. }) {
         return false;
     }
     let pk = table.primary_key.as_deref().unwrap_or_default();
@@ -255,9 +267,15 @@ fn access_reads_table(access: &Access, rel: u64) -> bool {
     match access {
         Access::Full => false,
         Access::PrimaryKey(exprs) => exprs.iter().any(expr),
-        Access::KeyRange { lower, upper } => {
-            [lower, upper].into_iter().flatten().any(|b| expr(&b.value))
-        }
+        Access::KeyRange { lower, upper }
+        | Access::Index {
+            lookup: IndexLookup::Range { lower, upper },
+            ..
+        } => [lower, upper].into_iter().flatten().any(|b| expr(&b.value)),
+        Access::Index {
+            lookup: IndexLookup::Prefixes(prefixes),
+            ..
+        } => prefixes.iter().flatten().any(expr),
     }
 }
 
@@ -516,13 +534,21 @@ impl<'a> Dml<'a> {
                         src,
                     )?
                 };
+                // A row skipped by ON CONFLICT DO NOTHING for a unique index's entry
+                // was written already: undone to here.
+                let skip_to = (ins.on_conflict_do_nothing && !table.indexes.is_empty())
+                    .then(|| txn.savepoint());
                 // A new key waits for a concurrent inserter of the same key: a lock wait.
                 match self
                     .lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids))
                     .await
                 {
                     Ok(()) => affected.changed(row)?,
-                    Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {}
+                    Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {
+                        if let Some(sp) = &skip_to {
+                            txn.rollback_to(sp)?;
+                        }
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -650,19 +676,32 @@ impl<'a> Dml<'a> {
                 new[*col] = self.reader(txn).eval(&[], e, &old).await?;
             }
             check_not_null(table, &new)?;
-            changes.push((key, new));
+            changes.push((key, old, new));
         }
-        for (key, new) in changes {
-            match row_key(table, &new) {
+        for (key, old, new) in changes {
+            let new_key = match row_key(table, &new) {
                 Some(new_key) if new_key != key => {
                     self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
                         unique_violation(table, &new)
                     }))
                     .await?;
                     self.dn.put(txn, table.rel, &key, None)?;
+                    new_key
                 }
-                _ => self.dn.put(txn, table.rel, &key, Some(encode(&new)))?,
-            }
+                _ => {
+                    self.dn.put(txn, table.rel, &key, Some(encode(&new)))?;
+                    key.clone()
+                }
+            };
+            // A unique entry waits for a concurrent writer of the same value.
+            self.lock_wait(crate::index::update_entries(
+                self.dn,
+                txn,
+                table,
+                (&old, &key),
+                (&new, &new_key),
+            ))
+            .await?;
             affected.changed(new)?;
         }
         affected.batch_written(&self.reader(txn)).await
@@ -775,6 +814,10 @@ impl<'a> Dml<'a> {
                 .await?
             {
                 self.dn.put(txn, table.rel, &key, None)?;
+                self.lock_wait(crate::index::remove_entries(
+                    self.dn, txn, table, &old, &key,
+                ))
+                .await?;
                 affected.changed(old)?;
             }
             affected.batch_written(&self.reader(txn)).await?;
@@ -823,7 +866,8 @@ impl CopyLoader {
         txn: &mut ClusterTxn,
         spill: &spill::SpillDir,
     ) -> PgResult<()> {
-        if dn.can_bulk_load(txn, self.table.rel) {
+        // Index entries are written with their rows, not loaded in bulk.
+        if self.table.indexes.is_empty() && dn.can_bulk_load(txn, self.table.rel) {
             self.bulk = Some(crate::bulk::BulkSink::start(
                 dn,
                 txn,

@@ -10,6 +10,8 @@ pub mod exec;
 pub mod executors;
 mod explain;
 pub mod hot_future;
+pub mod index;
+pub mod index_ddl;
 pub mod nodes;
 pub mod output;
 pub mod plan_cache;
@@ -21,5 +23,6 @@ pub mod session_io;
 pub mod settings;
 pub mod spool;
 pub mod system;
+pub mod system_indexes;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -6,6 +6,7 @@
 
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
+use crate::system_indexes::{find, indexes_of};
 use distribution::Datanodes;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{
@@ -182,18 +183,19 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         PgClass => {
             let mut out = Vec::new();
             for t in &tables {
+                let indexes = indexes_of(t);
                 out.push(pg_class_row(
                     t.oid,
                     &t.name,
                     'r',
                     t.columns.len(),
-                    t.pk_name.is_some(),
+                    !indexes.is_empty(),
                     HEAP_AM_OID,
                     t.fillfactor,
                 ));
-                if let (Some(idx), Some(name)) = (t.pk_index_oid, &t.pk_name) {
-                    let n = t.primary_key.as_ref().map_or(0, Vec::len);
-                    out.push(pg_class_row(idx, name, 'i', n, false, BTREE_AM_OID, None));
+                for ix in &indexes {
+                    let n = ix.columns.len();
+                    out.push(pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None));
                 }
             }
             for s in session.catalog.sequences() {
@@ -220,11 +222,11 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     }
                     out.push(row);
                 }
-                if let (Some(idx), Some(pk)) = (t.pk_index_oid, &t.primary_key) {
-                    for (i, &col) in pk.iter().enumerate() {
+                for ix in indexes_of(t) {
+                    for (i, &(col, ..)) in ix.columns.iter().enumerate() {
                         let c = &t.columns[col];
                         out.push(pg_attribute_row(
-                            idx,
+                            ix.oid,
                             &c.name,
                             &c.ty.to_type(),
                             i as i16 + 1,
@@ -243,57 +245,53 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .collect(),
         PgIndex => tables
             .iter()
-            .filter_map(|t| {
-                let (idx, pk) = (t.pk_index_oid?, t.primary_key.as_ref()?);
-                let n = pk.len() as i16;
-                let int2s = |f: &dyn Fn(usize) -> i16| {
-                    Value::Array(pk.iter().map(|&c| Value::Int2(f(c))).collect())
+            .flat_map(|t| indexes_of(t))
+            .map(|ix| {
+                let n = ix.columns.len() as i16;
+                let int2s = |values: Vec<i16>| {
+                    Value::Array(values.into_iter().map(Value::Int2).collect())
                 };
-                let oids = |o: u32| Value::Array(pk.iter().map(|_| Value::Oid(o)).collect());
-                Some(vec![
-                    oid(idx),
-                    oid(t.oid),
+                let oids = |o: u32| Value::Array(ix.columns.iter().map(|_| Value::Oid(o)).collect());
+                vec![
+                    oid(ix.oid),
+                    oid(ix.table.oid),
                     Value::Int2(n),
                     Value::Int2(n),
-                    Value::Bool(true),
+                    Value::Bool(ix.unique),
+                    Value::Bool(false),
+                    Value::Bool(ix.primary),
                     Value::Bool(false),
                     Value::Bool(true),
                     Value::Bool(false),
                     Value::Bool(true),
                     Value::Bool(false),
                     Value::Bool(true),
-                    Value::Bool(false),
-                    Value::Bool(true),
                     Value::Bool(true),
                     Value::Bool(false),
-                    int2s(&|c| c as i16 + 1),
+                    int2s(ix.columns.iter().map(|&(c, ..)| c as i16 + 1).collect()),
                     oids(0),
                     oids(1978),
-                    int2s(&|_| 0),
+                    int2s(ix.options()),
                     Value::Null,
                     Value::Null,
-                ])
+                ]
             })
             .collect(),
         PgConstraint => tables
             .iter()
-            .filter_map(|t| {
-                let (idx, pk, name) = (
-                    t.pk_index_oid?,
-                    t.primary_key.as_ref()?,
-                    t.pk_name.as_ref()?,
-                );
+            .flat_map(|t| indexes_of(t))
+            .filter_map(|ix| {
                 Some(vec![
-                    oid(idx + 1),
-                    text(name),
+                    oid(ix.constraint_oid?),
+                    text(ix.name),
                     oid(PUBLIC_NAMESPACE_OID),
-                    chr('p'),
+                    chr(if ix.primary { 'p' } else { 'u' }),
                     Value::Bool(false),
                     Value::Bool(false),
                     Value::Bool(true),
-                    oid(t.oid),
+                    oid(ix.table.oid),
                     oid(0),
-                    oid(idx),
+                    oid(ix.oid),
                     oid(0),
                     oid(0),
                     chr(' '),
@@ -302,7 +300,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     Value::Bool(true),
                     Value::Int4(0),
                     Value::Bool(true),
-                    Value::Array(pk.iter().map(|&c| Value::Int2(c as i16 + 1)).collect()),
+                    Value::Array(
+                        ix.columns
+                            .iter()
+                            .map(|&(c, ..)| Value::Int2(c as i16 + 1))
+                            .collect(),
+                    ),
                     Value::Null,
                     Value::Null,
                 ])
@@ -453,6 +456,19 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             text("standard public schema"),
         ]],
         MeridianDistribution => tables.iter().map(|t| distribution_row(t)).collect(),
+        PgIndexes => tables
+            .iter()
+            .flat_map(|t| indexes_of(t))
+            .map(|ix| {
+                vec![
+                    text("public"),
+                    text(&ix.table.name),
+                    text(ix.name),
+                    Value::Null,
+                    text(&ix.definition()),
+                ]
+            })
+            .collect(),
         MeridianNodes => session
             .cluster
             .rows(&session.catalog.registered_nodes())
@@ -1024,13 +1040,8 @@ pub fn relation_name(session: &SessionView, o: u32) -> String {
     if let Some(s) = session.catalog.sequence_by_oid(o) {
         return s.name.clone();
     }
-    if let Some(t) = session
-        .catalog
-        .tables()
-        .into_iter()
-        .find(|t| t.pk_index_oid == Some(o))
-    {
-        return t.pk_name.clone().unwrap_or_default();
+    if let Some(ix) = find(&session.catalog.tables(), o, false) {
+        return ix.name.to_string();
     }
     system_table_name(o)
         .map(str::to_string)
@@ -1144,34 +1155,16 @@ pub fn session_function(
             },
         },
         F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
-        F::PgGetIndexDef => match session
-            .catalog
-            .tables()
-            .into_iter()
-            .find(|t| t.pk_index_oid == Some(arg_oid(0)))
-        {
+        F::PgGetIndexDef => match find(&session.catalog.tables(), arg_oid(0), false) {
             // pg_get_indexdef(index, column, pretty): with column > 0, just that key column.
-            Some(t) => match args.get(1).and_then(Value::as_i64).filter(|&c| c > 0) {
-                Some(c) => match t.primary_key.as_ref().and_then(|pk| pk.get(c as usize - 1)) {
-                    Some(&col) => text(&t.columns[col].name),
-                    None => text(""),
-                },
-                None => text(&format!(
-                    "CREATE UNIQUE INDEX {} ON public.{} USING btree ({})",
-                    t.pk_name.clone().unwrap_or_default(),
-                    t.name,
-                    pk_columns(&t)
-                )),
+            Some(ix) => match args.get(1).and_then(Value::as_i64).filter(|&c| c > 0) {
+                Some(c) => text(ix.column_names().get(c as usize - 1).copied().unwrap_or("")),
+                None => text(&ix.definition()),
             },
             None => Value::Null,
         },
-        F::PgGetConstraintDef => match session
-            .catalog
-            .tables()
-            .into_iter()
-            .find(|t| t.pk_index_oid.map(|i| i + 1) == Some(arg_oid(0)))
-        {
-            Some(t) => text(&format!("PRIMARY KEY ({})", pk_columns(&t))),
+        F::PgGetConstraintDef => match find(&session.catalog.tables(), arg_oid(0), true) {
+            Some(ix) => text(&ix.constraint_definition()),
             None => Value::Null,
         },
         // The built-in objects' comments of PostgreSQL 15 (user objects have none: no COMMENT ON).
@@ -1308,18 +1301,6 @@ fn size_pretty(size: i64) -> String {
         size >>= 10;
     }
     format!("{} PB", half_rounded(size))
-}
-
-fn pk_columns(t: &TableDef) -> String {
-    t.primary_key
-        .as_ref()
-        .map(|pk| {
-            pk.iter()
-                .map(|&i| t.columns[i].name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@
 use datanode_client::RelId;
 use pgerror::{PgError, PgResult};
 use sql::catalog::{Distribution, TableDef};
+use sql::index::IndexDef;
 use types::Value;
 
 /// Buckets of the hash space; a bucket, not a row, is what moves between datanodes.
@@ -40,6 +41,9 @@ pub enum RelPlacement {
     KeyValue { component: usize },
     /// Under row ids that carry their bucket.
     RowId,
+    /// Under keys that end with a row id carrying its bucket (the entries of a
+    /// secondary index of a table without a primary key: decision 0035).
+    TrailingRowId,
     /// A copy on every datanode.
     Replicated,
 }
@@ -59,6 +63,28 @@ impl RelPlacement {
         }
     }
 
+    /// The placement of `index`'s entries (decision 0035): with their rows wherever the
+    /// entry holds the distribution column's value (through the row key a non-unique
+    /// entry ends with, or as an indexed column), so that writes stay on the row's
+    /// datanode; a unique index without the column is placed by the hash of its first
+    /// value (a global index), so that equal values meet on one datanode.
+    pub fn of_index(table: &TableDef, index: &IndexDef) -> RelPlacement {
+        let indexed = |column| index.columns.iter().position(|c| c.column == column);
+        match (RelPlacement::of(table), table.distribution) {
+            (RelPlacement::Replicated, _) => RelPlacement::Replicated,
+            (_, Distribution::Hash { column }) if indexed(column).is_some() => {
+                RelPlacement::KeyValue {
+                    component: indexed(column).unwrap_or(0),
+                }
+            }
+            _ if index.unique => RelPlacement::KeyValue { component: 0 },
+            (RelPlacement::KeyValue { component }, _) => RelPlacement::KeyValue {
+                component: index.columns.len() + component,
+            },
+            (_, _) => RelPlacement::TrailingRowId,
+        }
+    }
+
     /// The bucket of the row under `key`; None for a replicated relation.
     pub fn bucket_of_key(self, key: &[u8]) -> PgResult<Option<Bucket>> {
         match self {
@@ -66,6 +92,10 @@ impl RelPlacement {
             RelPlacement::RowId => {
                 let id: [u8; 8] = key.try_into().map_err(|_| undecodable(key))?;
                 Ok(Some((u64::from_be_bytes(id) % BUCKETS as u64) as Bucket))
+            }
+            RelPlacement::TrailingRowId => {
+                let tail = key.len().checked_sub(8).ok_or_else(|| undecodable(key))?;
+                RelPlacement::RowId.bucket_of_key(&key[tail..])
             }
             RelPlacement::KeyValue { component } => {
                 let mut rest = key;
@@ -190,6 +220,7 @@ mod tests {
             rel: 1,
             fillfactor: None,
             distribution,
+            indexes: Vec::new(),
         }
     }
 
@@ -237,6 +268,50 @@ mod tests {
         for n in per_node {
             assert!((9_000..11_000).contains(&n), "{per_node:?}");
         }
+    }
+
+    fn index(columns: &[usize], unique: bool) -> IndexDef {
+        IndexDef {
+            oid: 1,
+            name: "i".into(),
+            columns: columns
+                .iter()
+                .map(|&column| sql::index::IndexColumn {
+                    column,
+                    descending: false,
+                    nulls_first: false,
+                })
+                .collect(),
+            unique,
+            constraint_oid: None,
+            rel: 2,
+        }
+    }
+
+    #[test]
+    fn an_index_entry_lives_with_its_row_unless_a_unique_index_lacks_the_column() {
+        let t = table(Some(vec![0]), Distribution::Hash { column: 0 });
+        let rows = RelPlacement::of(&t);
+        let row = [Value::Int4(17), Value::Int4(5)];
+        let row_key = key(&row[..1]);
+        let row_bucket = rows.bucket_of_key(&row_key).unwrap();
+        for ix in [index(&[1], false), index(&[1, 0], true), index(&[0], false)] {
+            let entry = ix.entry(&row, &row_key);
+            let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+            assert_eq!(placed.unwrap(), row_bucket, "{ix:?}");
+        }
+        // a global index: placed by its own first value
+        let ix = index(&[1], true);
+        let entry = ix.entry(&row, &row_key);
+        let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+        assert_eq!(placed.unwrap(), Some(bucket_of_value(&Value::Int4(5))));
+        // a table without a primary key: the row id at the entry's end
+        let t = table(None, Distribution::Hash { column: 1 });
+        let id = new_row_id(&t, 99, &row);
+        let ix = index(&[0], false);
+        let entry = ix.entry(&row, &id.to_be_bytes());
+        let placed = RelPlacement::of_index(&t, &ix).bucket_of_key(&entry.key);
+        assert_eq!(placed.unwrap(), Some(bucket_of_value(&row[1])));
     }
 
     #[test]

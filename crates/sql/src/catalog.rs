@@ -72,6 +72,9 @@ pub struct TableDef {
     /// Where the rows live in a cluster (decision 0028).
     #[serde(default)]
     pub distribution: Distribution,
+    /// Secondary indexes, UNIQUE constraints' included (decision 0035).
+    #[serde(default)]
+    pub indexes: Vec<crate::index::IndexDef>,
 }
 
 /// How many buckets hash-distributed rows are spread over (decision 0028): a row's

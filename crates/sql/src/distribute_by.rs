@@ -225,7 +225,7 @@ impl<'a> Clause<'a> {
 }
 
 /// The byte offset of a tokenizer location (1-based line and character column).
-fn byte_offset(text: &str, at: Location) -> usize {
+pub(crate) fn byte_offset(text: &str, at: Location) -> usize {
     let line_start: usize = text
         .split('\n')
         .take(at.line.saturating_sub(1) as usize)

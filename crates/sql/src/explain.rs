@@ -8,7 +8,9 @@
 //! caller's to say (`Placement`), as lines under the scan.
 
 use crate::catalog::TableDef;
-use crate::plan::{Access, AggCall, Expr, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind};
+use crate::plan::{
+    Access, AggCall, Expr, IndexLookup, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind,
+};
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::ops::UnaryOp;
 use types::Value;
@@ -178,6 +180,10 @@ impl Builder<'_> {
         let mut node = match access {
             Access::Full => Node::new(format!("Seq Scan on {}", table.name)),
             Access::PrimaryKey(_) | Access::KeyRange { .. } => Node::new(index_scan_title(table)),
+            Access::Index { index, .. } => Node::new(format!(
+                "Index Scan using {} on {}",
+                table.indexes[*index].name, table.name
+            )),
         };
         let key = primary_key_columns(table, self.qualify);
         let mut conds = Vec::new();
@@ -196,6 +202,43 @@ impl Builder<'_> {
                         let op = if b.inclusive { ops.0 } else { ops.1 };
                         let v = self.text(&mut node, &b.value, names);
                         conds.push(format!("({column} {op} {v})"));
+                    }
+                }
+            }
+            Access::Index { index, lookup } => {
+                let all = table_columns(table, self.qualify);
+                let columns: Vec<&String> = table.indexes[*index]
+                    .columns
+                    .iter()
+                    .map(|c| &all[c.column])
+                    .collect();
+                match lookup {
+                    IndexLookup::Prefixes(prefixes) if prefixes.len() == 1 => {
+                        for (c, v) in columns.iter().zip(&prefixes[0]) {
+                            let v = self.text(&mut node, v, names);
+                            conds.push(format!("({c} = {v})"));
+                        }
+                    }
+                    IndexLookup::Prefixes(prefixes) => {
+                        let values: Vec<String> = prefixes
+                            .iter()
+                            .flatten()
+                            .map(|v| self.text(&mut node, v, names))
+                            .collect();
+                        conds.push(format!(
+                            "({} = ANY (ARRAY[{}]))",
+                            columns[0],
+                            values.join(", ")
+                        ));
+                    }
+                    IndexLookup::Range { lower, upper } => {
+                        for (bound, ops) in [(lower, (">=", ">")), (upper, ("<=", "<"))] {
+                            if let Some(b) = bound {
+                                let op = if b.inclusive { ops.0 } else { ops.1 };
+                                let v = self.text(&mut node, &b.value, names);
+                                conds.push(format!("({} {op} {v})", columns[0]));
+                            }
+                        }
                     }
                 }
             }

@@ -5,9 +5,11 @@
 pub mod binder;
 pub mod catalog;
 pub mod distribute_by;
+mod drop_index;
 pub mod eval;
 pub mod explain;
 pub mod functions;
+pub mod index;
 pub mod normalize;
 pub mod parse;
 pub mod plan;

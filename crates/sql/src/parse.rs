@@ -180,9 +180,12 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
         return Ok(p);
     }
     let distribute_by = take_distribute_by(text)?;
+    let drop_index = crate::drop_index::without_concurrently(text);
     let sql = distribute_by
         .as_ref()
-        .map_or(text, |(rest, _)| rest.as_str());
+        .map(|(rest, _)| rest.as_str())
+        .or(drop_index.as_deref())
+        .unwrap_or(text);
     let reordered = crate::sequence::identity_options_in_order(sql)?;
     let sql = reordered.as_deref().unwrap_or(sql);
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)

@@ -298,6 +298,22 @@ pub enum Access {
         lower: Option<KeyBound>,
         upper: Option<KeyBound>,
     },
+    /// Rows found through the table's secondary index `index` (a position in
+    /// `TableDef::indexes`), then read by their storage keys (decision 0035).
+    Index { index: usize, lookup: IndexLookup },
+}
+
+/// Which entries of a secondary index an `Access::Index` reads.
+#[derive(Debug, Clone)]
+pub enum IndexLookup {
+    /// Those whose leading values equal one of these lists (equality on the index's
+    /// leading columns, or an IN list on its first).
+    Prefixes(Vec<Vec<Expr>>),
+    /// Those whose first value lies between two bounds (either may be open).
+    Range {
+        lower: Option<KeyBound>,
+        upper: Option<KeyBound>,
+    },
 }
 
 impl Access {
@@ -305,10 +321,21 @@ impl Access {
         match self {
             Access::Full => {}
             Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
-            Access::KeyRange { lower, upper } => lower
+            Access::KeyRange { lower, upper }
+            | Access::Index {
+                lookup: IndexLookup::Range { lower, upper },
+                ..
+            } => lower
                 .iter()
                 .chain(upper.iter())
                 .for_each(|b| visit_expr_deep(&b.value, f)),
+            Access::Index {
+                lookup: IndexLookup::Prefixes(prefixes),
+                ..
+            } => prefixes
+                .iter()
+                .flatten()
+                .for_each(|e| visit_expr_deep(e, f)),
         }
     }
 }
@@ -364,6 +391,8 @@ pub enum SystemTable {
     PgSequences,
     /// Dependencies: those of sequences on the columns that own them.
     PgDepend,
+    /// The view of every index with its definition.
+    PgIndexes,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -591,6 +620,27 @@ pub struct CreateTable {
     pub distribution: crate::catalog::Distribution,
     /// The sequences of its serial and identity columns.
     pub sequences: Vec<crate::sequence::ColumnSequence>,
+    /// UNIQUE constraints, each made an index with the table.
+    pub unique: Vec<UniqueConstraint>,
+}
+
+/// A UNIQUE constraint of CREATE TABLE: its name (PostgreSQL's `t_a_key` unless given)
+/// and columns.
+#[derive(Debug, Clone)]
+pub struct UniqueConstraint {
+    pub name: String,
+    pub columns: Vec<usize>,
+}
+
+/// CREATE [UNIQUE] INDEX (decision 0035).
+#[derive(Debug, Clone)]
+pub struct CreateIndex {
+    pub table: Arc<TableDef>,
+    /// None: PostgreSQL's default name, chosen when the index is created.
+    pub name: Option<String>,
+    pub if_not_exists: bool,
+    pub unique: bool,
+    pub columns: Vec<crate::index::IndexColumn>,
 }
 
 #[derive(Debug, Clone)]
@@ -627,6 +677,11 @@ pub enum Statement {
         names: Vec<String>,
         if_exists: bool,
         cascade: bool,
+    },
+    CreateIndex(CreateIndex),
+    DropIndex {
+        names: Vec<String>,
+        if_exists: bool,
     },
     AddPrimaryKey {
         table: Arc<TableDef>,

@@ -45,6 +45,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_sequence" => PgSequence,
         "pg_sequences" => PgSequences,
         "pg_depend" => PgDepend,
+        "pg_indexes" => PgIndexes,
         "meridian_distribution" => MeridianDistribution,
         "meridian_nodes" => MeridianNodes,
         _ => return None,
@@ -94,6 +95,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         MeridianDistribution => 12005,
         MeridianNodes => 12006,
         PgPreparedXacts => 12007,
+        PgIndexes => 12020,
     }
 }
 
@@ -466,6 +468,13 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("prepared", TimestampTz),
             ("owner", Name),
             ("database", Name),
+        ],
+        PgIndexes => vec![
+            ("schemaname", Name),
+            ("tablename", Name),
+            ("indexname", Name),
+            ("tablespace", Name),
+            ("indexdef", Text),
         ],
         MeridianDistribution => vec![
             ("table_schema", Text),

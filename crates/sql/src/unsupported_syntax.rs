@@ -708,7 +708,7 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
             | ast::ColumnOption::NotNull
             | ast::ColumnOption::Default(_) => {}
             ast::ColumnOption::PrimaryKey(pk) => primary_key(pk)?,
-            ast::ColumnOption::Unique(_) => return Err(unsupported("UNIQUE constraints")),
+            ast::ColumnOption::Unique(u) => unique_constraint(u)?,
             ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
             ast::ColumnOption::Check(_) => return Err(unsupported("CHECK constraints")),
             ast::ColumnOption::Collation(_) => return Err(unsupported("column collations")),
@@ -722,6 +722,105 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
         }
     }
     Ok(())
+}
+
+/// UNIQUE [(columns)]: the binder reads the constraint name and the column names.
+pub fn unique_constraint(u: &ast::UniqueConstraint) -> PgResult<()> {
+    let ast::UniqueConstraint {
+        name: _,
+        index_name,
+        index_type_display: _,
+        index_type,
+        columns,
+        include,
+        index_options,
+        characteristics,
+        nulls_distinct,
+    } = u;
+    refuse_if(
+        index_name.is_some() || index_type.is_some() || !index_options.is_empty(),
+        "index options of a UNIQUE constraint",
+    )?;
+    refuse_if(!include.is_empty(), "UNIQUE … INCLUDE")?;
+    refuse_if(characteristics.is_some(), "DEFERRABLE constraints")?;
+    refuse_if(
+        matches!(nulls_distinct, ast::NullsDistinctOption::NotDistinct),
+        "NULLS NOT DISTINCT",
+    )?;
+    for c in columns {
+        index_column(c)?;
+        refuse_if(
+            c.column.options.sort.is_some() || c.column.options.nulls_first.is_some(),
+            "orderings in a UNIQUE constraint",
+        )?;
+    }
+    Ok(())
+}
+
+/// CREATE INDEX: the binder reads the name, the table, UNIQUE, CONCURRENTLY (every
+/// build here is one), IF NOT EXISTS and the columns with their orderings.
+pub fn create_index(ci: &ast::CreateIndex) -> PgResult<()> {
+    let ast::CreateIndex {
+        name: _,
+        table_name: _,
+        using,
+        columns,
+        unique: _,
+        concurrently: _,
+        r#async,
+        if_not_exists: _,
+        include,
+        nulls_distinct,
+        with,
+        predicate,
+        index_options,
+        alter_options,
+    } = ci;
+    refuse_if(
+        using
+            .as_ref()
+            .is_some_and(|u| !u.to_string().eq_ignore_ascii_case("btree")),
+        "index access methods other than btree",
+    )?;
+    refuse_if(*r#async, "CREATE INDEX ASYNC")?;
+    refuse_if(!include.is_empty(), "INCLUDE columns of an index")?;
+    refuse_if(nulls_distinct == &Some(false), "NULLS NOT DISTINCT")?;
+    refuse_if(!with.is_empty(), "index storage parameters")?;
+    refuse_if(
+        predicate.is_some(),
+        "partial indexes (CREATE INDEX … WHERE)",
+    )?;
+    refuse_if(
+        !index_options.is_empty() || !alter_options.is_empty(),
+        "index options",
+    )?;
+    for c in columns {
+        index_column(c)?;
+        refuse_if(
+            matches!(c.column.options.sort, Some(ast::OrderBySort::Using(_))),
+            "USING operators in an index",
+        )?;
+    }
+    Ok(())
+}
+
+/// One column of an index: a plain column name (expressions are refused).
+fn index_column(c: &ast::IndexColumn) -> PgResult<()> {
+    let ast::IndexColumn {
+        column:
+            ast::OrderByExpr {
+                expr,
+                options: _,
+                with_fill,
+            },
+        operator_class,
+    } = c;
+    refuse_if(
+        !matches!(expr, ast::Expr::Identifier(_)),
+        "expression indexes",
+    )?;
+    refuse_if(with_fill.is_some(), "WITH FILL")?;
+    refuse_if(operator_class.is_some(), "operator classes")
 }
 
 /// PRIMARY KEY (columns): the binder reads the constraint name and the column names.

@@ -52,6 +52,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         rel: 1,
         fillfactor: ct.fillfactor,
         distribution: ct.distribution,
+        indexes: Vec::new(),
     })
 }
 

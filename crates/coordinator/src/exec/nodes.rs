@@ -276,16 +276,19 @@ impl Node for FileRows<'_> {
     }
 }
 
-/// What an access path reads: one key, or a range of keys.
+/// What an access path reads: one key, a range of keys, or the keys a secondary index
+/// gives.
 pub(super) enum Target {
     Key(Vec<u8>),
     Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    Keys(Vec<Vec<u8>>),
 }
 
 impl Target {
     /// None if `access` matches nothing (a NULL key or bound), or nothing after `after`.
     pub(super) async fn of(
         ex: &Executor<'_>,
+        table: &TableDef,
         access: &Access,
         outer: &[Row],
         after: Option<&[u8]>,
@@ -306,6 +309,14 @@ impl Target {
                     return Ok(None);
                 }
                 return Ok(Some(Target::Key(key)));
+            }
+            Access::Index { index, lookup } => {
+                if after.is_some() {
+                    // `dml::streams`: an index's rows are read at once.
+                    return Err(PgError::internal("an index scan resumed after a key"));
+                }
+                let keys = crate::index::row_keys(ex, table, *index, lookup, outer).await?;
+                return Ok(Some(Target::Keys(keys)));
             }
             Access::Full => (Bound::Unbounded, Bound::Unbounded),
             Access::KeyRange { lower, upper } => {
@@ -335,6 +346,44 @@ impl Target {
 pub(super) enum KeyedScan<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
     Range(ClusterScan<'e, (Vec<u8>, RowBytes)>),
+    /// The rows of the keys a secondary index gave.
+    Keys(KeyedRows<'e>),
+}
+
+/// Rows read one at a time by their keys (found through a secondary index), as the
+/// snapshot sees them.
+pub(super) struct KeyedRows<'e> {
+    dn: &'e distribution::Datanodes,
+    txn: &'e distribution::ClusterTxn,
+    snapshot: datanode_client::Timestamp,
+    rel: u64,
+    keys: std::vec::IntoIter<Vec<u8>>,
+}
+
+impl<'e> KeyedRows<'e> {
+    fn new(ex: &Executor<'e>, table: &TableDef, keys: Vec<Vec<u8>>) -> Self {
+        KeyedRows {
+            dn: ex.dn,
+            txn: ex.txn,
+            snapshot: ex.snapshot,
+            rel: table.rel,
+            keys: keys.into_iter(),
+        }
+    }
+
+    async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
+        for key in self.keys.by_ref() {
+            let read = self
+                .dn
+                .get_row(self.txn, self.rel, &key, self.snapshot, false);
+            match read.await {
+                Ok(Some(row)) => return Some(Ok((key, row))),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        None
+    }
 }
 
 impl<'e> KeyedScan<'e> {
@@ -357,25 +406,29 @@ impl<'e> KeyedScan<'e> {
         outer: &[Row],
         after: Option<&[u8]>,
     ) -> PgResult<Option<KeyedScan<'e>>> {
-        Ok(Some(match Target::of(ex, access, outer, after).await? {
-            None => return Ok(None),
-            Some(Target::Key(key)) => {
-                let row = ex
-                    .dn
-                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                    .await?;
-                KeyedScan::One(row.map(|bytes| (key, bytes)))
-            }
-            Some(Target::Range(lo, hi)) => {
-                KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
-            }
-        }))
+        Ok(Some(
+            match Target::of(ex, table, access, outer, after).await? {
+                None => return Ok(None),
+                Some(Target::Key(key)) => {
+                    let row = ex
+                        .dn
+                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                        .await?;
+                    KeyedScan::One(row.map(|bytes| (key, bytes)))
+                }
+                Some(Target::Range(lo, hi)) => {
+                    KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
+                }
+                Some(Target::Keys(keys)) => KeyedScan::Keys(KeyedRows::new(ex, table, keys)),
+            },
+        ))
     }
 
     pub(super) async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
         match self {
             KeyedScan::One(row) => row.take().map(Ok),
             KeyedScan::Range(rows) => rows.next().await,
+            KeyedScan::Keys(rows) => rows.next_row().await,
         }
     }
 }
@@ -384,6 +437,7 @@ impl<'e> KeyedScan<'e> {
 enum RowScan<'e> {
     One(Option<RowBytes>),
     Range(ClusterScan<'e, RowBytes>),
+    Keys(KeyedRows<'e>),
 }
 
 impl<'e> RowScan<'e> {
@@ -393,25 +447,29 @@ impl<'e> RowScan<'e> {
         access: &Access,
         outer: &[Row],
     ) -> PgResult<Option<RowScan<'e>>> {
-        Ok(Some(match Target::of(ex, access, outer, None).await? {
-            None => return Ok(None),
-            Some(Target::Key(key)) => RowScan::One(
-                ex.dn
-                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                    .await?,
-            ),
-            Some(Target::Range(lo, hi)) => RowScan::Range(
-                ex.dn
-                    .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
-                    .await?,
-            ),
-        }))
+        Ok(Some(
+            match Target::of(ex, table, access, outer, None).await? {
+                None => return Ok(None),
+                Some(Target::Key(key)) => RowScan::One(
+                    ex.dn
+                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                        .await?,
+                ),
+                Some(Target::Range(lo, hi)) => RowScan::Range(
+                    ex.dn
+                        .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
+                        .await?,
+                ),
+                Some(Target::Keys(keys)) => RowScan::Keys(KeyedRows::new(ex, table, keys)),
+            },
+        ))
     }
 
     async fn next_row(&mut self) -> Option<PgResult<RowBytes>> {
         match self {
             RowScan::One(row) => row.take().map(Ok),
             RowScan::Range(rows) => rows.next().await,
+            RowScan::Keys(rows) => rows.next_row().await.map(|r| r.map(|(_, row)| row)),
         }
     }
 }

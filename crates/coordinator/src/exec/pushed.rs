@@ -81,7 +81,9 @@ async fn open<'e>(
     outer: &[Row],
     used: Used,
 ) -> PgResult<State<'e>> {
-    let Some(Target::Range(lo, hi)) = Target::of(ex, &scan.access, outer, None).await? else {
+    let Some(Target::Range(lo, hi)) =
+        Target::of(ex, &scan.table, &scan.access, outer, None).await?
+    else {
         // a NULL bound: no rows (a pushed scan has no primary-key access)
         return Ok(State::Done);
     };

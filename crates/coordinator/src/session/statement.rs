@@ -152,6 +152,8 @@ impl<S: SessionStream> Session<S> {
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)
             | Statement::DropSequence { .. }
+            | Statement::CreateIndex(_)
+            | Statement::DropIndex { .. }
             | Statement::Vacuum { .. } => {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).

@@ -15,6 +15,7 @@ impl<'a> Binder<'a> {
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
         let mut sequences = Vec::new();
+        let mut unique = Vec::new();
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
             let serial =
@@ -62,6 +63,19 @@ impl<'a> Binder<'a> {
                         primary_key = Some(vec![i]);
                         def.not_null = true;
                     }
+                    ast::ColumnOption::Unique(u) => {
+                        let mut all = columns.clone();
+                        all.push(def.clone());
+                        let c = self.unique_constraint(
+                            &name,
+                            &all,
+                            u,
+                            Some(i),
+                            opt.name.as_ref(),
+                            &unique,
+                        )?;
+                        unique.push(c);
+                    }
                     // Refused by unsupported_syntax::column_def, or identity (below).
                     _ => {}
                 }
@@ -103,7 +117,10 @@ impl<'a> Binder<'a> {
                     primary_key = Some(cols);
                 }
                 ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
-                ast::TableConstraint::Unique(_) => return Err(unsupported("UNIQUE constraints")),
+                ast::TableConstraint::Unique(u) => {
+                    let c = self.unique_constraint(&name, &columns, u, None, None, &unique)?;
+                    unique.push(c);
+                }
                 ast::TableConstraint::Check(_) => return Err(unsupported("CHECK constraints")),
                 other => return Err(unsupported(format!("table constraint {other}"))),
             }
@@ -124,6 +141,7 @@ impl<'a> Binder<'a> {
             fillfactor,
             distribution,
             sequences,
+            unique,
         }))
     }
 

@@ -321,7 +321,7 @@ impl<'a> Binder<'a> {
             .as_ref()
             .map(|w| self.predicate(w, &scope))
             .transpose()?;
-        let access = primary_key_access(&table, filter.as_ref());
+        let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&upd.returning, &table, &scope)?;
         Ok(Statement::Update(Update {
             table,
@@ -343,7 +343,7 @@ impl<'a> Binder<'a> {
             .as_ref()
             .map(|w| self.predicate(w, &scope))
             .transpose()?;
-        let access = primary_key_access(&table, filter.as_ref());
+        let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&del.returning, &table, &scope)?;
         Ok(Statement::Delete(Delete {
             table,

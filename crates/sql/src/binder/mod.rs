@@ -20,11 +20,12 @@ mod casts;
 mod ddl;
 mod dml;
 mod expr;
+mod index;
 mod locking;
 mod query;
 mod serial;
 
-pub use access::primary_key_access;
+pub use access::access_path;
 use access::*;
 pub use casts::cast_to;
 use casts::*;
@@ -237,6 +238,7 @@ impl<'a> Binder<'a> {
                         .collect(),
                     if_exists: *if_exists,
                 }),
+                ast::ObjectType::Index => Ok(index::drop_index(names, *if_exists)),
                 other => Err(unsupported(format!("DROP {other}"))),
             },
             S::Truncate(t) => {
@@ -254,7 +256,7 @@ impl<'a> Binder<'a> {
                     stmt.to_string().split_whitespace().nth(1).unwrap_or("")
                 )))
             }
-            S::CreateIndex(_) => Err(unsupported("CREATE INDEX")),
+            S::CreateIndex(ci) => self.create_index(ci),
             S::CreateView(_) => Err(unsupported("CREATE VIEW")),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
