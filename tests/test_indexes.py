@@ -118,6 +118,8 @@ def test_ddl_dml_and_errors_as_postgres(pair):
         "TRUNCATE ix_b",
         "INSERT INTO ix_b VALUES (1, 1, 'x')",
         "SELECT * FROM ix_b WHERE c = 'x'",
+        "CREATE TABLE ab (x int)",
+        "CREATE TABLE IF NOT EXISTS ab (x int)",
         "DROP TABLE ix_b",
         "SELECT count(*) FROM pg_indexes WHERE tablename = 'ix_b'",
     ]:

@@ -39,7 +39,7 @@ pub async fn execute(
     shared.catalog.refresh().await?;
     match stmt {
         Statement::CreateTable(ct) => {
-            if shared.catalog.table(None, &ct.name).is_some() {
+            if crate::index_ddl::relation_exists(shared, &ct.name) {
                 if ct.if_not_exists {
                     notice(
                         out,

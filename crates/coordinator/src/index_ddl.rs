@@ -33,7 +33,7 @@ fn find_index(shared: &Shared, name: &str) -> Option<(Arc<TableDef>, usize)> {
 }
 
 /// Whether a relation (table, primary key or index) is named `name`.
-fn relation_exists(shared: &Shared, name: &str) -> bool {
+pub(crate) fn relation_exists(shared: &Shared, name: &str) -> bool {
     shared.catalog.table(None, name).is_some()
         || shared.catalog.tables().iter().any(|t| {
             t.pk_name.as_deref() == Some(name) || t.indexes.iter().any(|ix| ix.name == name)

@@ -1,0 +1,166 @@
+//! Which access path the binder gives a filter on a table with secondary indexes
+//! (decision 0035): the primary key first, then the index with the best condition.
+
+use sql::binder::bind;
+use sql::catalog::{Catalog, ColumnDef, DataTypeDef, Distribution};
+use sql::index::{IndexColumn, IndexDef};
+use sql::parse::parse;
+use sql::plan::{Access, IndexLookup, Rel, Statement};
+use sql::TableDef;
+use std::sync::Arc;
+use types::DataType;
+
+struct Tables(Vec<Arc<TableDef>>);
+
+impl Catalog for Tables {
+    fn table(&self, _schema: Option<&str>, name: &str) -> Option<Arc<TableDef>> {
+        self.0.iter().find(|t| t.name == name).cloned()
+    }
+    fn table_by_oid(&self, oid: u32) -> Option<Arc<TableDef>> {
+        self.0.iter().find(|t| t.oid == oid).cloned()
+    }
+}
+
+fn index(name: &str, columns: &[usize], unique: bool) -> IndexDef {
+    IndexDef {
+        oid: 20000,
+        name: name.into(),
+        columns: columns
+            .iter()
+            .map(|&column| IndexColumn {
+                column,
+                descending: false,
+                nulls_first: false,
+            })
+            .collect(),
+        unique,
+        constraint_oid: None,
+        rel: 7,
+    }
+}
+
+/// t (id PRIMARY KEY, k, a, u): k_1 on k, t_a_k_idx on (a, k), t_u_key unique on u.
+fn catalog() -> Tables {
+    let column = |name: &str| ColumnDef {
+        name: name.into(),
+        ty: DataTypeDef::from_type(&DataType::Int4),
+        not_null: false,
+        default: None,
+    };
+    Tables(vec![Arc::new(TableDef {
+        oid: 16384,
+        name: "t".into(),
+        columns: ["id", "k", "a", "u"].map(column).to_vec(),
+        primary_key: Some(vec![0]),
+        pk_name: Some("t_pkey".into()),
+        pk_index_oid: Some(16385),
+        rel: 1,
+        fillfactor: None,
+        distribution: Distribution::Hash { column: 0 },
+        indexes: vec![
+            index("k_1", &[1], false),
+            index("t_a_k_idx", &[2, 1], false),
+            index("t_u_key", &[3], true),
+        ],
+    })])
+}
+
+fn access(sql: &str) -> Access {
+    let stmts = parse(sql).unwrap();
+    let (stmt, _) = bind(&stmts[0], &catalog(), &[]).unwrap();
+    let Statement::Query(q) = stmt else {
+        panic!("{sql}")
+    };
+    let mut at = &q.root;
+    loop {
+        match at {
+            Rel::Project { input, .. } | Rel::Filter { input, .. } => at = input,
+            Rel::Scan { access, .. } => return access.clone(),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+}
+
+/// The index an access reads and its lookup's shape: equality prefix lengths, or "range".
+fn index_of(a: &Access) -> Option<(usize, Vec<usize>)> {
+    match a {
+        Access::Index {
+            index,
+            lookup: IndexLookup::Prefixes(p),
+        } => Some((*index, p.iter().map(Vec::len).collect())),
+        Access::Index {
+            index,
+            lookup: IndexLookup::Range { .. },
+        } => Some((*index, Vec::new())),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_primary_key_comes_first() {
+    assert!(matches!(
+        access("SELECT * FROM t WHERE id = 1 AND k = 2"),
+        Access::PrimaryKey(_)
+    ));
+}
+
+#[test]
+fn the_longest_equality_prefix_wins_and_a_whole_unique_key_beats_it() {
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k = 2")),
+        Some((0, vec![1]))
+    );
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k = 2 AND a = 3")),
+        Some((1, vec![2]))
+    );
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k = 2 AND a = 3 AND u = 4")),
+        Some((2, vec![1]))
+    );
+}
+
+#[test]
+fn in_lists_and_ranges_use_a_first_column() {
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k IN (1, 2, 3)")),
+        Some((0, vec![1, 1, 1]))
+    );
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE a BETWEEN 1 AND 5")),
+        Some((1, vec![]))
+    );
+    // k is t_a_k_idx's second column only, and k_1's first: k_1 takes the range
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k > 3")),
+        Some((0, vec![]))
+    );
+}
+
+#[test]
+fn a_widened_integer_column_is_still_a_key_column() {
+    assert_eq!(
+        index_of(&access("SELECT * FROM t WHERE k = 5::int8")),
+        Some((0, vec![1]))
+    );
+    assert!(matches!(
+        access("SELECT * FROM t WHERE id = 5::int8"),
+        Access::PrimaryKey(_)
+    ));
+}
+
+#[test]
+fn conditions_no_index_has_scan_in_full() {
+    assert!(matches!(
+        access("SELECT * FROM t WHERE k + 1 = 2"),
+        Access::Full
+    ));
+    assert!(matches!(
+        access("SELECT * FROM t WHERE k <> 2"),
+        Access::Full
+    ));
+    assert!(matches!(
+        access("SELECT * FROM t WHERE k = a"),
+        Access::Full
+    ));
+}
