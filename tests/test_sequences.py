@@ -227,6 +227,9 @@ def test_identity_columns(pair):
         "INSERT INTO sq_i VALUES (50, 4)",                  # 428C9
         "INSERT INTO sq_i (id, v) SELECT 60, 5",            # 428C9
         "INSERT INTO sq_i (v) SELECT g FROM generate_series(6, 7) g",
+        "UPDATE sq_i SET id = 70 WHERE v = 7",              # 428C9
+        "UPDATE sq_i SET id = DEFAULT, v = 8 WHERE v = 7",
+        "UPDATE sq_d SET id = id + 1",
         "SELECT * FROM sq_i ORDER BY id",
         "INSERT INTO sq_d (v) VALUES (1)",
         "INSERT INTO sq_d VALUES (5, 2)",

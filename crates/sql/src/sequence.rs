@@ -377,6 +377,9 @@ pub fn identity_options(options: &[ast::SequenceOptions]) -> PgResult<Vec<SeqOpt
 /// that order, or None when it has none.
 pub fn identity_options_in_order(text: &str) -> PgResult<Option<String>> {
     let lower = text.to_ascii_lowercase();
+    if !lower.trim_start().starts_with("create") {
+        return Ok(None);
+    }
     let mut out = String::new();
     let mut done = 0;
     let mut from = 0;
@@ -442,6 +445,14 @@ fn number(e: &ast::Expr) -> PgResult<i64> {
 
 /// CREATE SEQUENCE, ALTER SEQUENCE and DROP SEQUENCE; None for any other statement.
 pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
+    // Other statements are not tokenized here (their string literals are not ours).
+    let mut words = text.split_whitespace().map(str::to_ascii_lowercase);
+    let (verb, noun) = (words.next(), words.next());
+    if !matches!(verb.as_deref(), Some("create" | "alter" | "drop"))
+        || noun.as_deref() != Some("sequence")
+    {
+        return Ok(None);
+    }
     let mut t = Tokens::new(text)?;
     let verb = t.word();
     if !matches!(verb.as_deref(), Some("create" | "alter" | "drop"))
@@ -782,6 +793,13 @@ mod tests {
             codes::SYNTAX_ERROR
         );
         assert!(parse_statement("create table t (a int)").unwrap().is_none());
+        assert!(parse_statement("create table t (a text default 'x\"y')")
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            identity_options_in_order("select 'as identity (x)'").unwrap(),
+            None
+        );
         assert_eq!(
             identity_options_in_order(
                 "create table t (a int generated always as identity (start 5 increment 2 cycle), \

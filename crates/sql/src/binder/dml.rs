@@ -307,7 +307,10 @@ impl<'a> Binder<'a> {
                 v if is_default_keyword(v) => self
                     .default_expr(&table, idx)?
                     .unwrap_or(Expr::Const(Value::Null, ty.clone())),
-                v => self.assign_expr(v, &scope, &ty)?,
+                v => {
+                    self.check_always_updated(&table, idx)?;
+                    self.assign_expr(v, &scope, &ty)?
+                }
             };
             if assignments.iter().any(|(i, _)| *i == idx) {
                 return Err(syntax(format!(

@@ -1,6 +1,7 @@
 //! serial and identity columns of CREATE TABLE: each gets a sequence of its own
 //! (`table_column_seq`, owned by the column) and the default `nextval('…'::regclass)`,
-//! as in PostgreSQL; INSERT refuses a value for a GENERATED ALWAYS column (428C9).
+//! as in PostgreSQL; INSERT and UPDATE refuse a value for a GENERATED ALWAYS column
+//! (428C9).
 
 use super::*;
 use crate::sequence::{self, ColumnSequence, Identity, SeqOption};
@@ -73,6 +74,21 @@ impl<'a> Binder<'a> {
             options,
             identity,
         }))
+    }
+
+    /// 428C9 for an UPDATE setting a GENERATED ALWAYS column to anything but DEFAULT.
+    pub(super) fn check_always_updated(&self, table: &TableDef, column: usize) -> PgResult<()> {
+        if self.catalog.identity(table.oid, column) == Some(Identity::Always) {
+            let name = &table.columns[column].name;
+            return Err(PgError::new(
+                codes::GENERATED_ALWAYS,
+                format!("column \"{name}\" can only be updated to DEFAULT"),
+            )
+            .with_detail(format!(
+                "Column \"{name}\" is an identity column defined as GENERATED ALWAYS."
+            )));
+        }
+        Ok(())
     }
 
     /// 428C9 for a value given to a GENERATED ALWAYS column (`columns`: the INSERT's
