@@ -569,9 +569,12 @@ pub(crate) fn key_of_values(values: &[Value]) -> Option<Vec<u8>> {
 /// Storage key for a row of `table` (primary key columns), or None for a table without one.
 pub fn row_key(table: &TableDef, row: &[Value]) -> Option<Vec<u8>> {
     let pk = table.primary_key.as_ref()?;
-    let values: Vec<Value> = pk.iter().map(|&i| row[i].clone()).collect();
-    let mut key = Vec::new();
-    types::codec::encode_key(&values, &mut key);
+    // Column by column (a key's encoding is its values' encodings in a row): no copies of
+    // the values, which were more than half the cost of a bulk load's keys.
+    let mut key = Vec::with_capacity(pk.len() * 9);
+    for &i in pk {
+        types::codec::encode_key(std::slice::from_ref(&row[i]), &mut key);
+    }
     Some(key)
 }
 
