@@ -689,6 +689,8 @@ pub struct CopyLoader {
     count: u64,
     /// Set when the rows go straight into storage (`crate::bulk`).
     bulk: Option<crate::bulk::BulkSink>,
+    /// A bulk-loaded row's encoding, one buffer for all (the sink copies it).
+    encoded: Vec<u8>,
 }
 
 impl CopyLoader {
@@ -706,6 +708,7 @@ impl CopyLoader {
             ids: RowIds::new(),
             count: 0,
             bulk: None,
+            encoded: Vec::new(),
         }
     }
 
@@ -798,7 +801,9 @@ impl CopyLoader {
                         None => Some(self.ids.next(dn, &table, &row).await?),
                         Some(_) => None,
                     };
-                    if bulk.push(&row, &encode(&row), row_id).await? != crate::bulk::Pushed::Taken {
+                    self.encoded.clear();
+                    types::codec::encode_row(&row, &mut self.encoded);
+                    if bulk.push(&row, &self.encoded, row_id).await? != crate::bulk::Pushed::Taken {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }
