@@ -489,7 +489,8 @@ impl<'a> Dml<'a> {
             if rows.is_empty() {
                 break;
             }
-            for src in &rows {
+            let batch_len = rows.len();
+            for src in rows {
                 let row = {
                     let ex = self.reader(txn);
                     insert_row(
@@ -515,7 +516,7 @@ impl<'a> Dml<'a> {
             }
             let ex = self.reader(txn);
             affected.batch_written(&ex).await?;
-            ex.pace(rows.len()).await;
+            ex.pace(batch_len).await;
         }
         affected.finish(&self.reader(txn)).await
     }
@@ -794,7 +795,7 @@ impl CopyLoader {
                     field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty))
                 })
                 .collect::<PgResult<Vec<_>>>()?;
-            let row = insert_row(&ctx, &table, &self.targets, &source)?;
+            let row = insert_row(&ctx, &table, &self.targets, source)?;
             match &mut self.bulk {
                 Some(bulk) => {
                     let row_id = match table.primary_key {

@@ -603,17 +603,21 @@ pub(crate) fn group_key(values: &[Value]) -> Vec<u8> {
     key
 }
 
-/// Build a table row from an INSERT's source row, applying defaults and NOT NULL.
+/// Build a table row from an INSERT's or COPY's source row, applying defaults and NOT
+/// NULL. The source's values are moved, not cloned: no two columns take the same source
+/// position (`insert_targets`).
 pub fn insert_row(
     ctx: &EvalCtx,
     table: &TableDef,
     targets: &[InsertTarget],
-    source: &[Value],
+    mut source: Row,
 ) -> PgResult<Row> {
     let mut row = Vec::with_capacity(targets.len());
     for t in targets {
         row.push(match t {
-            InsertTarget::Source(i) => source.get(*i).cloned().unwrap_or(Value::Null),
+            InsertTarget::Source(i) => source
+                .get_mut(*i)
+                .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
             InsertTarget::Default(Some(e)) => ctx.eval(e, &[])?,
             InsertTarget::Default(None) => Value::Null,
         });
