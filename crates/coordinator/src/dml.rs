@@ -520,7 +520,8 @@ impl<'a> Dml<'a> {
             if rows.is_empty() {
                 break;
             }
-            for src in &rows {
+            let batch_len = rows.len();
+            for src in rows {
                 let row = {
                     let ex = self.reader(txn);
                     insert_row(
@@ -554,7 +555,7 @@ impl<'a> Dml<'a> {
             }
             let ex = self.reader(txn);
             affected.batch_written(&ex).await?;
-            ex.pace(rows.len()).await;
+            ex.pace(batch_len).await;
         }
         affected.finish(&self.reader(txn)).await
     }
@@ -837,6 +838,8 @@ pub struct CopyLoader {
     count: u64,
     /// Set when the rows go straight into storage (`crate::bulk`).
     bulk: Option<crate::bulk::BulkSink>,
+    /// A bulk-loaded row's encoding, one buffer for all (the sink copies it).
+    encoded: Vec<u8>,
 }
 
 impl CopyLoader {
@@ -854,6 +857,7 @@ impl CopyLoader {
             ids: RowIds::new(),
             count: 0,
             bulk: None,
+            encoded: Vec::new(),
         }
     }
 
@@ -940,14 +944,16 @@ impl CopyLoader {
                     field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty))
                 })
                 .collect::<PgResult<Vec<_>>>()?;
-            let row = insert_row(&ctx, &table, &self.targets, &source)?;
+            let row = insert_row(&ctx, &table, &self.targets, source)?;
             match &mut self.bulk {
                 Some(bulk) => {
                     let row_id = match table.primary_key {
                         None => Some(self.ids.next(dn, &table, &row).await?),
                         Some(_) => None,
                     };
-                    if bulk.push(&row, &encode(&row), row_id).await? != crate::bulk::Pushed::Taken {
+                    self.encoded.clear();
+                    types::codec::encode_row(&row, &mut self.encoded);
+                    if bulk.push(&row, &self.encoded, row_id).await? != crate::bulk::Pushed::Taken {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }
