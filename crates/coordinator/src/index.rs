@@ -60,8 +60,24 @@ async fn insert_entry(
         })
         .await
     } else {
+        lock_entry(dn, txn, index, &entry.key).await?;
         dn.put(txn, index.rel, &entry.key, Some(value))
     }
+}
+
+/// Takes an entry's lock, waiting for its holder. A non-unique entry ends with its row's
+/// key, so only the row's lock holder writes it, but the previous holder keeps the
+/// entry's lock until its commit is durable (a row's lock passes on when the commit is
+/// applied): a `put` that does not wait would find it taken.
+async fn lock_entry(
+    dn: &Datanodes,
+    txn: &mut ClusterTxn,
+    index: &IndexDef,
+    key: &[u8],
+) -> PgResult<()> {
+    dn.lock_row(txn, index.rel, key, LockWait::Wait)
+        .await
+        .map(|_| ())
 }
 
 /// Removes the index entries of a deleted row (locked by the caller).
@@ -86,12 +102,10 @@ async fn remove_entry(
     row_key: &[u8],
 ) -> PgResult<()> {
     let entry = index.entry(row, row_key);
-    if entry.unique {
-        // A writer of the same value may hold the entry's lock for a moment (until its
-        // insert fails): wait for it as for a row.
-        dn.lock_row(txn, index.rel, &entry.key, LockWait::Wait)
-            .await?;
-    }
+    // A writer of the same unique value may hold the entry's lock for a moment (until
+    // its insert fails), and a non-unique entry's last writer until its commit is
+    // durable: wait for them as for a row.
+    lock_entry(dn, txn, index, &entry.key).await?;
     dn.put(txn, index.rel, &entry.key, None)
 }
 
