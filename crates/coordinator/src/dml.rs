@@ -26,8 +26,8 @@ use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::{
-    Access, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget, LockedRowWait, OutputColumn,
-    Query, Rel, Update,
+    Access, ConflictUpdate, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget,
+    LockedRowWait, OutputColumn, Query, Rel, Update,
 };
 use sql::TableDef;
 use std::sync::Arc;
@@ -515,6 +515,9 @@ impl<'a> Dml<'a> {
         let mut source = spool.finish()?;
         let mut ids = RowIds::new();
         let mut affected = Affected::new(self.state, &ins.returning);
+        // The keys this statement inserted or updated: ON CONFLICT DO UPDATE touches a row
+        // once at most, as in PostgreSQL.
+        let mut touched = rustc_hash::FxHashSet::default();
         loop {
             let rows = source.next_batch(SOURCE_BATCH)?;
             if rows.is_empty() {
@@ -535,6 +538,19 @@ impl<'a> Dml<'a> {
                         src,
                     )?
                 };
+                if let Some(update) = &ins.on_conflict_update {
+                    self.upsert(
+                        txn,
+                        table,
+                        update,
+                        row,
+                        &mut ids,
+                        &mut touched,
+                        &mut affected,
+                    )
+                    .await?;
+                    continue;
+                }
                 // A row skipped by ON CONFLICT DO NOTHING for a unique index's entry
                 // was written already: undone to here.
                 let skip_to = (ins.on_conflict_do_nothing && !table.indexes.is_empty())
@@ -558,6 +574,81 @@ impl<'a> Dml<'a> {
             ex.pace(batch_len).await;
         }
         affected.finish(&self.reader(txn)).await
+    }
+
+    /// One row of INSERT … ON CONFLICT (primary key) DO UPDATE: inserted, or, if a row
+    /// holds its key, that row locked and updated from itself and the proposed row (when
+    /// the WHERE clause holds). A conflict on another unique index stays an error, as
+    /// PostgreSQL's arbiter is the named key.
+    #[allow(clippy::too_many_arguments)]
+    async fn upsert(
+        &self,
+        txn: &mut ClusterTxn,
+        table: &TableDef,
+        update: &ConflictUpdate,
+        proposed: Row,
+        ids: &mut RowIds,
+        touched: &mut rustc_hash::FxHashSet<Vec<u8>>,
+        affected: &mut Affected<'_>,
+    ) -> PgResult<()> {
+        let key = row_key(table, &proposed)
+            .ok_or_else(|| PgError::internal("ON CONFLICT DO UPDATE needs a primary key"))?;
+        let twice = || {
+            PgError::new(
+                codes::CARDINALITY_VIOLATION,
+                "ON CONFLICT DO UPDATE command cannot affect row a second time",
+            )
+            .with_hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
+        };
+        let undo_to = txn.savepoint();
+        let conflict = match self
+            .lock_wait(write_new_row(self.dn, txn, table, &proposed, ids))
+            .await
+        {
+            Ok(()) => {
+                touched.insert(key);
+                return affected.changed(proposed);
+            }
+            Err(e) if e.code == codes::UNIQUE_VIOLATION => e,
+            Err(e) => return Err(e),
+        };
+        txn.rollback_to(&undo_to)?;
+        let Some(existing) = self
+            .lock_wait(self.dn.lock_row(txn, table.rel, &key, LockWait::Wait))
+            .await?
+        else {
+            return Err(conflict); // not the key's: another unique index's
+        };
+        if !touched.insert(key.clone()) {
+            return Err(twice());
+        }
+        let old = decode(&existing, table)?;
+        let mut both = old.clone();
+        both.extend(proposed);
+        if !self
+            .reader(txn)
+            .matches(&[], update.filter.as_ref(), &both)
+            .await?
+        {
+            return Ok(());
+        }
+        let mut new = old.clone();
+        for (col, e) in &update.assignments {
+            new[*col] = self.reader(txn).eval(&[], e, &both).await?;
+        }
+        check_not_null(table, &new)?;
+        let new_key = row_key(table, &new).unwrap_or_else(|| key.clone());
+        if new_key != key {
+            self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
+                unique_violation(table, &new)
+            }))
+            .await?;
+            self.dn.put(txn, table.rel, &key, None)?;
+        } else {
+            self.dn.put(txn, table.rel, &key, Some(encode(&new)))?;
+        }
+        crate::index::update_entries(self.dn, txn, table, (&old, &key), (&new, &new_key)).await?;
+        affected.changed(new)
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).

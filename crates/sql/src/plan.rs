@@ -577,7 +577,17 @@ pub struct Insert {
     pub source: Rel,
     pub source_types: Vec<DataType>,
     pub on_conflict_do_nothing: bool,
+    /// ON CONFLICT (primary key) DO UPDATE.
+    pub on_conflict_update: Option<Box<ConflictUpdate>>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+}
+
+/// What INSERT … ON CONFLICT DO UPDATE does to the row already under a proposed key: its
+/// expressions read that row's columns followed by the proposed row's (`excluded`).
+#[derive(Debug, Clone)]
+pub struct ConflictUpdate {
+    pub assignments: Vec<(usize, Expr)>,
+    pub filter: Option<Expr>,
 }
 
 #[derive(Debug, Clone)]

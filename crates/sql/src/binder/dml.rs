@@ -195,19 +195,30 @@ impl<'a> Binder<'a> {
             .map(|&c| table.columns[c].ty.to_type())
             .collect();
         let targets = self.insert_targets(&table, &target_cols)?;
-        let on_conflict_do_nothing = match &ins.on {
-            None => false,
+        let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
+        let scope = Self::table_scope(&table, alias);
+        let (on_conflict_do_nothing, on_conflict_update) = match &ins.on {
+            None => (false, None),
             Some(ast::OnInsert::OnConflict(oc)) => {
-                if !matches!(oc.action, ast::OnConflictAction::DoNothing) {
-                    return Err(unsupported("ON CONFLICT … DO UPDATE"));
-                }
                 check_conflict_target(&table, oc.conflict_target.as_ref())?;
-                true
+                match &oc.action {
+                    ast::OnConflictAction::DoNothing => (true, None),
+                    ast::OnConflictAction::DoUpdate(du) => {
+                        if oc.conflict_target.is_none() {
+                            return Err(syntax(
+                                "ON CONFLICT DO UPDATE requires inference specification or constraint name",
+                            )
+                            .with_hint("For example, ON CONFLICT (column_name)."));
+                        }
+                        (
+                            false,
+                            Some(Box::new(self.conflict_update(&table, &scope, du)?)),
+                        )
+                    }
+                }
             }
             Some(_) => return Err(unsupported("ON DUPLICATE KEY UPDATE")),
         };
-        let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
-        let scope = Self::table_scope(&table, alias);
         let returning = self.returning(&ins.returning, &table, &scope)?;
         Ok(Statement::Insert(Insert {
             table,
@@ -215,6 +226,7 @@ impl<'a> Binder<'a> {
             source,
             source_types,
             on_conflict_do_nothing,
+            on_conflict_update,
             returning,
         }))
     }
@@ -283,8 +295,56 @@ impl<'a> Binder<'a> {
     pub(super) fn update(&mut self, upd: &ast::Update) -> PgResult<Statement> {
         crate::unsupported_syntax::update(upd)?;
         let (table, scope) = self.dml_target(&upd.table.relation)?;
+        let assignments = self.assignments(&table, &scope, &upd.assignments)?;
+        let filter = upd
+            .selection
+            .as_ref()
+            .map(|w| self.predicate(w, &scope))
+            .transpose()?;
+        let access = access_path(&table, filter.as_ref());
+        let returning = self.returning(&upd.returning, &table, &scope)?;
+        Ok(Statement::Update(Update {
+            table,
+            access,
+            filter,
+            assignments,
+            returning,
+        }))
+    }
+
+    /// ON CONFLICT (key) DO UPDATE SET … [WHERE …]: bound over the existing row followed
+    /// by the proposed one, `excluded`.
+    fn conflict_update(
+        &mut self,
+        table: &TableDef,
+        scope: &Scope,
+        du: &ast::DoUpdate,
+    ) -> PgResult<ConflictUpdate> {
+        let mut both = scope.clone();
+        let excluded = Self::table_scope(table, Some("excluded".into()));
+        both.columns.extend(excluded.columns);
+        let assignments = self.assignments(table, &both, &du.assignments)?;
+        let filter = du
+            .selection
+            .as_ref()
+            .map(|w| self.predicate(w, &both))
+            .transpose()?;
+        Ok(ConflictUpdate {
+            assignments,
+            filter,
+        })
+    }
+
+    /// SET's assignments (of UPDATE and of INSERT … ON CONFLICT DO UPDATE), each value
+    /// bound over `scope`.
+    fn assignments(
+        &mut self,
+        table: &TableDef,
+        scope: &Scope,
+        targets: &[ast::Assignment],
+    ) -> PgResult<Vec<(usize, Expr)>> {
         let mut assignments = Vec::new();
-        for a in &upd.assignments {
+        for a in targets {
             let name = match &a.target {
                 ast::AssignmentTarget::ColumnName(n) => {
                     object_name_parts(n).pop().unwrap_or_default()
@@ -305,11 +365,11 @@ impl<'a> Binder<'a> {
             let ty = table.columns[idx].ty.to_type();
             let value = match &a.value {
                 v if is_default_keyword(v) => self
-                    .default_expr(&table, idx)?
+                    .default_expr(table, idx)?
                     .unwrap_or(Expr::Const(Value::Null, ty.clone())),
                 v => {
-                    self.check_always_updated(&table, idx)?;
-                    self.assign_expr(v, &scope, &ty)?
+                    self.check_always_updated(table, idx)?;
+                    self.assign_expr(v, scope, &ty)?
                 }
             };
             if assignments.iter().any(|(i, _)| *i == idx) {
@@ -319,20 +379,7 @@ impl<'a> Binder<'a> {
             }
             assignments.push((idx, value));
         }
-        let filter = upd
-            .selection
-            .as_ref()
-            .map(|w| self.predicate(w, &scope))
-            .transpose()?;
-        let access = access_path(&table, filter.as_ref());
-        let returning = self.returning(&upd.returning, &table, &scope)?;
-        Ok(Statement::Update(Update {
-            table,
-            access,
-            filter,
-            assignments,
-            returning,
-        }))
+        Ok(assignments)
     }
 
     pub(super) fn delete(&mut self, del: &ast::Delete) -> PgResult<Statement> {
