@@ -103,6 +103,17 @@ def require_tool(path_or_name: str) -> str:
     return found
 
 
+def run_on_each(servers, statements) -> list:
+    """Runs `statements` on each server in autocommit: the same starting point for a
+    differential test. Returns `servers`."""
+    import psycopg
+    for s in servers:
+        with psycopg.connect(s.dsn, autocommit=True) as c:
+            for sql in statements:
+                c.execute(sql)
+    return list(servers)
+
+
 def pg_tool(name: str) -> str:
     p = PG_BINDIR / name
     if p.exists():

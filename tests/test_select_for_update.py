@@ -12,6 +12,8 @@ import time
 import psycopg
 import pytest
 
+from conftest import run_on_each
+
 SETUP = [
     "DROP TABLE IF EXISTS fu",
     "CREATE TABLE fu (id int PRIMARY KEY, v int, s text)",
@@ -21,11 +23,7 @@ SETUP = [
 
 @pytest.fixture
 def servers(postgres, target):
-    for s in (postgres, target):
-        with psycopg.connect(s.dsn, autocommit=True) as c:
-            for sql in SETUP:
-                c.execute(sql)
-    return [postgres, target]
+    return run_on_each([postgres, target], SETUP)
 
 
 def outcome(conn, sql, params=None):

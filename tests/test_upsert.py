@@ -11,6 +11,8 @@ import threading
 import psycopg
 import pytest
 
+from conftest import run_on_each
+
 SETUP = [
     "DROP TABLE IF EXISTS up",
     "CREATE TABLE up (id int PRIMARY KEY, v int NOT NULL, s text UNIQUE)",
@@ -47,11 +49,7 @@ def outcome(conn, sql):
 
 @pytest.fixture
 def servers(postgres, target):
-    for s in (postgres, target):
-        with psycopg.connect(s.dsn, autocommit=True) as c:
-            for sql in SETUP:
-                c.execute(sql)
-    return [postgres, target]
+    return run_on_each([postgres, target], SETUP)
 
 
 def test_statements_as_postgres(servers):
