@@ -6,7 +6,8 @@
 mod pushed;
 
 use datanode::{
-    ColumnIncrement, Datanode, IncrementOp, Isolation, PreparedTxn, PreparedXact, Savepoint, Txn,
+    ColumnIncrement, Datanode, IncrementOp, Isolation, LockWait, PreparedTxn, PreparedXact,
+    Savepoint, Txn,
 };
 use datanode_proto as proto;
 use datanode_proto::{Link, Queued, Request, Response, TxnCall, TxnId, TxnRequest};
@@ -341,7 +342,7 @@ impl DatanodeService {
             }
             TxnCall::LockRow { rel, key } => Response::Row(dn.lock_row(txn, rel, &key).await?),
             TxnCall::LockRowNoWait { rel, key } => {
-                Response::Row(dn.lock_row_nowait(txn, rel, &key).await?)
+                Response::Row(dn.lock_row_as(txn, rel, &key, LockWait::NoWait).await?)
             }
             TxnCall::Increment {
                 rel,

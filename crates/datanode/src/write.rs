@@ -86,7 +86,9 @@ impl Datanode {
         Ok(())
     }
 
-    /// `lock_row` or `lock_row_nowait` as `wait` says.
+    /// `lock_row`, or with `LockWait::NoWait` one that does not wait: 55P03 if another
+    /// transaction holds the row (SELECT … FOR UPDATE NOWAIT; SKIP LOCKED passes over
+    /// such a row).
     pub async fn lock_row_as(
         &self,
         txn: &mut Txn,
@@ -105,17 +107,6 @@ impl Datanode {
         key: &[u8],
     ) -> PgResult<Option<RowBytes>> {
         self.lock_row_waiting(txn, rel, key, true).await
-    }
-
-    /// `lock_row` that does not wait: 55P03 if another transaction holds the row
-    /// (SELECT … FOR UPDATE NOWAIT; SKIP LOCKED passes over such a row).
-    pub async fn lock_row_nowait(
-        &self,
-        txn: &mut Txn,
-        rel: RelId,
-        key: &[u8],
-    ) -> PgResult<Option<RowBytes>> {
-        self.lock_row_waiting(txn, rel, key, false).await
     }
 
     async fn lock_row_waiting(
