@@ -21,7 +21,7 @@ import threading
 import psycopg
 import pytest
 
-from conftest import pg_tool
+from test_psql_compat import psql
 
 TABLES = ["sq_t", "sq_b", "sq_i", "sq_d", "sq_c", "sq_x"]
 SEQUENCES = ["sq_s", "sq_down", "sq_cyc", "sq_small", "sq_own", "sq_used"]
@@ -247,14 +247,6 @@ def test_identity_columns(pair):
         "DROP TABLE sq_i",
         "SELECT nextval('sq_i_id_seq')",                    # 42P01
     ])
-
-
-def psql(server, command):
-    cmd = [pg_tool("psql"), "-X", "-P", "pager=off", "-h", server.host, "-p", str(server.port),
-           "-U", "postgres", "-d", "postgres", "-c", command]
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PGCONNECT_TIMEOUT": "10"}
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
-    return f"exit={res.returncode}\n{res.stdout}{res.stderr}"
 
 
 def test_psql_describes_sequences_as_postgresql(pair, postgres, target):
