@@ -1,28 +1,58 @@
-//! COPY FROM STDIN: incremental parsing of PostgreSQL's text and CSV formats.
+//! COPY FROM STDIN: incremental parsing of PostgreSQL's text and CSV formats (the
+//! binary format: `copy_binary`).
 
 use pgerror::{codes, PgError, PgResult};
+use sql::copy::{CopyFormat, CopyKind};
+use types::{DataType, Value};
 
-/// One parsed line: a field per column, None for NULL.
-pub type CopyRow = Vec<Option<String>>;
+/// One parsed row: a field per column, None for NULL; text, or binary (`Vec<u8>`).
+pub type CopyRow<F = String> = Vec<Option<F>>;
+
+/// A field as COPY's input carries it, decoded into a value of the column's type.
+pub trait CopyField {
+    fn decode(&self, ty: &DataType) -> PgResult<Value>;
+}
+
+impl CopyField for String {
+    fn decode(&self, ty: &DataType) -> PgResult<Value> {
+        types::io::from_text(self, ty)
+    }
+}
+
+impl CopyField for Vec<u8> {
+    /// As PostgreSQL's receive functions read a field: running out of bytes is the
+    /// message's fault (08P01), bytes left over the value's (22P03).
+    fn decode(&self, ty: &DataType) -> PgResult<Value> {
+        if ty.typlen() > 0 && self.len() < ty.typlen() as usize {
+            return Err(PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                "insufficient data left in message",
+            ));
+        }
+        types::io::from_binary(self, ty)
+    }
+}
 
 pub struct CopyParser {
     pending: Vec<u8>,
     delimiter: u8,
     null_string: String,
-    csv: bool,
+    /// CSV's quote and escape characters; None for the text format.
+    csv: Option<(u8, u8)>,
     skip_header: bool,
     finished: bool,
     pub line: u64,
 }
 
 impl CopyParser {
-    pub fn new(delimiter: u8, null_string: String, csv: bool, header: bool) -> Self {
+    /// A parser of the text or CSV format (not binary: `copy_binary`).
+    pub fn new(format: &CopyFormat) -> Self {
         CopyParser {
             pending: Vec::new(),
-            delimiter,
-            null_string,
-            csv,
-            skip_header: header,
+            delimiter: format.delimiter,
+            null_string: format.null_string.clone(),
+            csv: (format.kind == CopyKind::Csv).then_some((format.quote, format.escape)),
+            skip_header: format.header,
             finished: false,
             line: 0,
         }
@@ -69,19 +99,26 @@ impl CopyParser {
     /// End of the next complete line of `pending` at or after `from` (CSV quotes may
     /// span lines).
     fn next_line_end(&self, pending: &[u8], from: usize) -> Option<usize> {
-        if !self.csv {
+        let Some((quote, escape)) = self.csv else {
             return pending[from..]
                 .iter()
                 .position(|&b| b == b'\n')
                 .map(|p| from + p);
-        }
+        };
         let mut quoted = false;
-        for (i, &b) in pending[from..].iter().enumerate() {
-            match b {
-                b'"' => quoted = !quoted,
-                b'\n' if !quoted => return Some(from + i),
-                _ => {}
+        let mut i = from;
+        while i < pending.len() {
+            let b = pending[i];
+            if quoted && b == escape && escape != quote {
+                i += 2;
+                continue;
             }
+            if b == quote {
+                quoted = !quoted;
+            } else if b == b'\n' && !quoted {
+                return Some(i);
+            }
+            i += 1;
         }
         None
     }
@@ -108,10 +145,9 @@ impl CopyParser {
                 ),
             )
         })?;
-        Ok(Some(if self.csv {
-            self.csv_fields(text)?
-        } else {
-            self.text_fields(text)?
+        Ok(Some(match self.csv {
+            Some((quote, escape)) => self.csv_fields(text, quote as char, escape as char)?,
+            None => self.text_fields(text)?,
         }))
     }
 
@@ -128,7 +164,7 @@ impl CopyParser {
             .collect()
     }
 
-    fn csv_fields(&self, line: &str) -> PgResult<CopyRow> {
+    fn csv_fields(&self, line: &str, quote: char, escape: char) -> PgResult<CopyRow> {
         let delim = self.delimiter as char;
         let mut fields = Vec::new();
         let mut cur = String::new();
@@ -136,20 +172,24 @@ impl CopyParser {
         let mut was_quoted = false;
         let mut chars = line.chars().peekable();
         while let Some(c) = chars.next() {
-            match c {
-                '"' if quoted && chars.peek() == Some(&'"') => {
-                    cur.push('"');
-                    chars.next();
+            if quoted {
+                // Inside quotes the escape character makes a following quote (or escape) literal.
+                match chars.peek() {
+                    Some(&next) if c == escape && (next == quote || next == escape) => {
+                        cur.push(next);
+                        chars.next();
+                    }
+                    _ if c == quote => quoted = false,
+                    _ => cur.push(c),
                 }
-                '"' => {
-                    quoted = !quoted;
-                    was_quoted = true;
-                }
-                c if c == delim && !quoted => {
-                    fields.push(self.csv_field(std::mem::take(&mut cur), was_quoted));
-                    was_quoted = false;
-                }
-                c => cur.push(c),
+            } else if c == quote {
+                quoted = true;
+                was_quoted = true;
+            } else if c == delim {
+                fields.push(self.csv_field(std::mem::take(&mut cur), was_quoted));
+                was_quoted = false;
+            } else {
+                cur.push(c);
             }
         }
         if quoted {
@@ -215,9 +255,44 @@ fn unescape(raw: &str) -> PgResult<String> {
 mod tests {
     use super::*;
 
+    fn text_format() -> CopyFormat {
+        CopyFormat {
+            kind: CopyKind::Text,
+            delimiter: b'\t',
+            null_string: "\\N".into(),
+            header: false,
+            quote: b'"',
+            escape: b'"',
+            force_quote: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn csv_with_an_escape_other_than_the_quote() {
+        let mut p = CopyParser::new(&CopyFormat {
+            kind: CopyKind::Csv,
+            delimiter: b',',
+            null_string: "NULL".into(),
+            header: false,
+            quote: b'\'',
+            escape: b'\\',
+            force_quote: Vec::new(),
+        });
+        let rows = p.feed(b"1,'a\\'b\\\\',NULL,'NULL'\n").unwrap();
+        assert_eq!(
+            rows,
+            vec![vec![
+                Some("1".into()),
+                Some("a'b\\".into()),
+                None,
+                Some("NULL".into())
+            ]]
+        );
+    }
+
     #[test]
     fn text_rows_split_across_chunks() {
-        let mut p = CopyParser::new(b'\t', "\\N".into(), false, false);
+        let mut p = CopyParser::new(&text_format());
         assert!(p.feed(b"1\t1\t0\t").unwrap().is_empty());
         let rows = p.feed(b"\n2\t\\N\ta\\tb\n\\.\n").unwrap();
         assert_eq!(rows.len(), 2);
@@ -236,7 +311,7 @@ mod tests {
 
     #[test]
     fn crlf_lines_split_across_chunks() {
-        let mut p = CopyParser::new(b'\t', "\\N".into(), false, false);
+        let mut p = CopyParser::new(&text_format());
         assert_eq!(p.feed(b"1\tx\r").unwrap(), Vec::<CopyRow>::new());
         assert_eq!(
             p.feed(b"\n2\ty\r\n3").unwrap(),
@@ -253,7 +328,15 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_nulls() {
-        let mut p = CopyParser::new(b',', String::new(), true, true);
+        let mut p = CopyParser::new(&CopyFormat {
+            kind: CopyKind::Csv,
+            delimiter: b',',
+            null_string: String::new(),
+            header: true,
+            quote: b'"',
+            escape: b'"',
+            force_quote: Vec::new(),
+        });
         let rows = p.feed(b"a,b\n1,\"x,\"\"y\"\"\"\n2,\n").unwrap();
         assert_eq!(
             rows,

@@ -12,7 +12,7 @@
 //! concurrent increments of a hot row do not queue behind each other. Its result is the
 //! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
-use crate::copy::CopyRow;
+use crate::copy::{CopyField, CopyRow};
 use crate::exec::memory::Held;
 use crate::exec::{
     check_not_null, decode, encode, insert_row, key_of_values, row_count, row_id_key, row_key,
@@ -186,6 +186,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         S::Insert(ins) => !insert_reads_no_table(ins),
         S::Update(upd) => increments_of(upd).is_none(),
         S::Query(_)
+        | S::CopyTo(_)
         | S::Delete(_)
         | S::CreateTable(_)
         | S::DropTable { .. }
@@ -992,12 +993,12 @@ impl CopyLoader {
         self.count
     }
 
-    pub async fn load(
+    pub async fn load<F: CopyField>(
         &mut self,
         dn: &Datanodes,
         txn: &mut ClusterTxn,
         view: &SessionView<'_>,
-        rows: Vec<CopyRow>,
+        rows: Vec<CopyRow<F>>,
         line: u64,
     ) -> PgResult<()> {
         let table = self.table.clone();
@@ -1031,9 +1032,7 @@ impl CopyLoader {
             let source = fields
                 .into_iter()
                 .zip(&self.field_types)
-                .map(|(field, ty)| {
-                    field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty))
-                })
+                .map(|(field, ty)| field.map_or(Ok(Value::Null), |f| f.decode(ty)))
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, source)?;
             match &mut self.bulk {

@@ -4,6 +4,8 @@
 pub mod bulk;
 pub mod catalog;
 pub mod copy;
+pub mod copy_binary;
+pub mod copy_out;
 pub mod ddl;
 pub mod dml;
 pub mod exec;

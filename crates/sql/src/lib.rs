@@ -4,6 +4,7 @@
 
 pub mod binder;
 pub mod catalog;
+pub mod copy;
 pub mod distribute_by;
 mod drop_index;
 pub mod eval;

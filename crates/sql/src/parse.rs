@@ -27,13 +27,8 @@ pub enum Parsed {
         table: Box<ast::CreateTable>,
         distribute_by: DistributeBy,
     },
-    /// `COPY table [(columns)] FROM STDIN [[WITH] (options)]`, parsed by hand because
-    /// PostgreSQL's option syntax (`freeze on`) is wider than sqlparser's.
-    CopyFrom {
-        table: String,
-        columns: Vec<String>,
-        options: Vec<(String, Option<String>)>,
-    },
+    /// COPY, parsed by hand (`crate::copy`).
+    Copy(crate::copy::CopyStatement),
     Sql(Box<ast::Statement>),
 }
 
@@ -277,7 +272,7 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
                 _ => Ok(None),
             }
         }
-        "copy" => copy_statement(text).map(Some),
+        "copy" => crate::copy::parse(text).map(|c| Some(Parsed::Copy(c))),
         "create" | "alter" | "drop" => {
             crate::sequence::parse_statement(text).map(|s| s.map(Parsed::Ready))
         }
@@ -298,142 +293,6 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         }
         _ => Ok(None),
     }
-}
-
-/// Tokens of a COPY statement: words, quoted strings, parentheses and commas.
-fn copy_tokens(text: &str) -> PgResult<Vec<String>> {
-    let mut tokens = Vec::new();
-    let mut chars = text.trim().trim_end_matches(';').chars().peekable();
-    while let Some(&c) = chars.peek() {
-        match c {
-            c if c.is_whitespace() => {
-                chars.next();
-            }
-            '(' | ')' | ',' => {
-                tokens.push(c.to_string());
-                chars.next();
-            }
-            '\'' | '"' => {
-                let quote = c;
-                chars.next();
-                let mut s = String::from(quote);
-                loop {
-                    match chars.next() {
-                        Some(x) if x == quote && chars.peek() == Some(&quote) => {
-                            s.push(quote);
-                            chars.next();
-                        }
-                        Some(x) if x == quote => break,
-                        Some(x) => s.push(x),
-                        None => {
-                            return Err(PgError::new(
-                                codes::SYNTAX_ERROR,
-                                "unterminated quoted string in COPY",
-                            ))
-                        }
-                    }
-                }
-                tokens.push(s);
-            }
-            _ => {
-                let mut w = String::new();
-                while let Some(&x) = chars.peek() {
-                    if x.is_whitespace() || matches!(x, '(' | ')' | ',') {
-                        break;
-                    }
-                    w.push(x);
-                    chars.next();
-                }
-                tokens.push(w);
-            }
-        }
-    }
-    Ok(tokens)
-}
-
-/// An identifier or string token: quoted keeps its case, bare folds to lower case.
-fn token_value(t: &str) -> String {
-    match t.chars().next() {
-        Some('\'') | Some('"') => t[1..].to_string(),
-        _ => t.to_ascii_lowercase(),
-    }
-}
-
-fn copy_statement(text: &str) -> PgResult<Parsed> {
-    let t = copy_tokens(text)?;
-    let mut i = 1;
-    let table = t
-        .get(i)
-        .map(|x| token_value(x))
-        .ok_or_else(|| syntax_error_at("end of input"))?;
-    i += 1;
-    let mut columns = Vec::new();
-    if t.get(i).map(String::as_str) == Some("(") {
-        i += 1;
-        while let Some(tok) = t.get(i) {
-            i += 1;
-            match tok.as_str() {
-                ")" => break,
-                "," => {}
-                name => columns.push(token_value(name)),
-            }
-        }
-    }
-    match (
-        t.get(i).map(|x| x.to_ascii_lowercase()),
-        t.get(i + 1).map(|x| x.to_ascii_lowercase()),
-    ) {
-        (Some(from), Some(stdin)) if from == "from" && stdin == "stdin" => i += 2,
-        (Some(to), _) if to == "to" => return Err(PgError::unsupported("COPY TO")),
-        (Some(from), Some(_)) if from == "from" => {
-            return Err(PgError::unsupported("COPY FROM a file or program"))
-        }
-        (tok, _) => return Err(syntax_error_at(tok.as_deref().unwrap_or("end of input"))),
-    }
-    if t.get(i).is_some_and(|x| x.eq_ignore_ascii_case("with")) {
-        i += 1;
-    }
-    let mut options = Vec::new();
-    if t.get(i).map(String::as_str) == Some("(") {
-        i += 1;
-        let mut current: Vec<String> = Vec::new();
-        while let Some(tok) = t.get(i) {
-            i += 1;
-            if tok == "," || tok == ")" {
-                if let Some((name, rest)) = current.split_first() {
-                    options.push((
-                        name.to_ascii_lowercase(),
-                        rest.first().map(|v| token_value(v)),
-                    ));
-                }
-                current.clear();
-                if tok == ")" {
-                    break;
-                }
-            } else {
-                current.push(tok.clone());
-            }
-        }
-    } else {
-        // Pre-9.0 syntax: bare keywords (CSV, HEADER, DELIMITER 'x', NULL 'x', BINARY).
-        while let Some(tok) = t.get(i) {
-            let name = tok.to_ascii_lowercase();
-            i += 1;
-            let value = match name.as_str() {
-                "delimiter" | "null" => {
-                    i += 1;
-                    t.get(i - 1).map(|v| token_value(v))
-                }
-                _ => None,
-            };
-            options.push((name, value));
-        }
-    }
-    Ok(Parsed::CopyFrom {
-        table,
-        columns,
-        options,
-    })
 }
 
 fn isolation_from(words: &[String]) -> PgResult<(Option<IsolationLevel>, Option<bool>)> {

@@ -660,10 +660,14 @@ pub struct CopyFrom {
     pub fields: usize,
     /// For each table column: the input field it comes from, or its default.
     pub targets: Vec<InsertTarget>,
-    pub delimiter: u8,
-    pub null_string: String,
-    pub csv: bool,
-    pub header: bool,
+    pub format: crate::copy::CopyFormat,
+}
+
+/// COPY … TO STDOUT: a table's columns are copied as the query selecting them.
+#[derive(Debug, Clone)]
+pub struct CopyTo {
+    pub query: Query,
+    pub format: crate::copy::CopyFormat,
 }
 
 /// A bound statement.
@@ -732,6 +736,7 @@ pub enum Statement {
         name: String,
     },
     CopyFrom(CopyFrom),
+    CopyTo(Box<CopyTo>),
     Discard,
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),

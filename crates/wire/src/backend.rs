@@ -323,27 +323,28 @@ pub fn notice_response_with(out: &mut BytesMut, severity: NoticeSeverity, err: &
     error_fields(out, b'N', severity.as_str(), err);
 }
 
-/// CopyInResponse (`G`) for text COPY: overall format 0 and format 0 for each column.
-pub fn copy_in_response(out: &mut BytesMut, column_count: i16) {
-    copy_response(out, b'G', column_count);
+/// CopyInResponse (`G`): the overall format (0 text or CSV, 1 binary), the same for
+/// each column.
+pub fn copy_in_response(out: &mut BytesMut, column_count: i16, binary: bool) {
+    copy_response(out, b'G', column_count, binary);
 }
 
-/// CopyOutResponse (`H`) for text COPY.
-pub fn copy_out_response(out: &mut BytesMut, column_count: i16) {
-    copy_response(out, b'H', column_count);
+/// CopyOutResponse (`H`), formats as CopyInResponse's.
+pub fn copy_out_response(out: &mut BytesMut, column_count: i16, binary: bool) {
+    copy_response(out, b'H', column_count, binary);
 }
 
-fn copy_response(out: &mut BytesMut, tag: u8, column_count: i16) {
+fn copy_response(out: &mut BytesMut, tag: u8, column_count: i16, binary: bool) {
     assert!(
         column_count >= 0,
         "wire: negative COPY column count {column_count}"
     );
     out.put_u8(tag);
     out.put_i32(4 + 1 + 2 + 2 * column_count as i32);
-    out.put_i8(0);
+    out.put_i8(i8::from(binary));
     out.put_i16(column_count);
     for _ in 0..column_count {
-        out.put_i16(0);
+        out.put_i16(i16::from(binary));
     }
 }
 

@@ -157,10 +157,18 @@ fn exact_bytes_simple_messages() {
     );
     // CopyInResponse format=0 ncols=4 colfmts=[0, 0, 0, 0] (pgbench -i)
     assert_eq!(
-        one(|o| copy_in_response(o, 4)),
+        one(|o| copy_in_response(o, 4, false)),
         b"G\0\0\0\x0f\0\0\x04\0\0\0\0\0\0\0\0"
     );
-    assert_eq!(one(|o| copy_out_response(o, 0)), b"H\0\0\0\x07\0\0\0");
+    assert_eq!(
+        one(|o| copy_out_response(o, 0, false)),
+        b"H\0\0\0\x07\0\0\0"
+    );
+    // CopyOutResponse format=1 ncols=2 colfmts=[1, 1] (COPY … TO STDOUT (FORMAT binary))
+    assert_eq!(
+        one(|o| copy_out_response(o, 2, true)),
+        b"H\0\0\0\x0b\x01\0\x02\0\x01\0\x01"
+    );
     assert_eq!(one(|o| copy_data(o, b"1\t2\n")), b"d\0\0\0\x081\t2\n");
 }
 

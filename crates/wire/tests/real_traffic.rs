@@ -368,8 +368,7 @@ fn reencode(tag: u8, body: &[u8]) -> Option<Vec<u8>> {
         }
         b'G' => {
             let (fmt, n) = (r.bytes(1)[0], r.i16());
-            assert_eq!(fmt, 0);
-            copy_in_response(&mut out, n);
+            copy_in_response(&mut out, n, fmt == 1);
         }
         _ => return None,
     }

@@ -2,9 +2,11 @@
 
 use super::statement::Outcome;
 use super::{view, Session};
-use crate::copy::CopyParser;
+use crate::copy::{CopyParser, CopyRow};
+use crate::copy_binary::BinaryCopyParser;
 use crate::session_io::SessionStream;
 use pgerror::{codes, PgError, PgResult};
+use sql::copy::CopyKind;
 use wire::backend;
 use wire::FrontendMessage;
 
@@ -13,16 +15,16 @@ impl<S: SessionStream> Session<S> {
     pub(super) async fn copy_from(&mut self, copy: &sql::plan::CopyFrom) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         self.check_catalog_current().await?;
-        backend::copy_in_response(&mut self.out, copy.fields as i16);
+        let binary = copy.format.kind == CopyKind::Binary;
+        backend::copy_in_response(&mut self.out, copy.fields as i16, binary);
         self.flush()
             .await
             .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-        let mut parser = CopyParser::new(
-            copy.delimiter,
-            copy.null_string.clone(),
-            copy.csv,
-            copy.header,
-        );
+        let mut parser = if binary {
+            Parser::Binary(BinaryCopyParser::new(copy.fields))
+        } else {
+            Parser::Lines(CopyParser::new(&copy.format))
+        };
         let mut loader = crate::dml::CopyLoader::new(copy);
         // In bulk only where no savepoint could roll part of the transaction back.
         let mut failure: Option<PgError> = None;
@@ -62,12 +64,11 @@ impl<S: SessionStream> Session<S> {
                     .as_mut()
                     .and_then(|t| t.dn_txn.as_mut())
                     .expect("transaction started");
+                let dn = &self.shared.datanodes;
+                let line = parser.line();
                 let result = match rows {
-                    Ok(rows) => {
-                        loader
-                            .load(&self.shared.datanodes, txn, &view, rows, parser.line)
-                            .await
-                    }
+                    Ok(Rows::Lines(rows)) => loader.load(dn, txn, &view, rows, line).await,
+                    Ok(Rows::Binary(rows)) => loader.load(dn, txn, &view, rows, line).await,
                     Err(e) => Err(e),
                 };
                 failure = result.err();
@@ -90,6 +91,40 @@ impl<S: SessionStream> Session<S> {
         match failure {
             Some(e) => Err(e),
             None => Ok(Outcome::tag(format!("COPY {}", loader.count()))),
+        }
+    }
+}
+
+/// COPY FROM's input parser: text and CSV lines, or the binary format.
+enum Parser {
+    Lines(CopyParser),
+    Binary(BinaryCopyParser),
+}
+
+enum Rows {
+    Lines(Vec<CopyRow>),
+    Binary(Vec<CopyRow<Vec<u8>>>),
+}
+
+impl Parser {
+    fn feed(&mut self, data: &[u8]) -> PgResult<Rows> {
+        match self {
+            Parser::Lines(p) => p.feed(data).map(Rows::Lines),
+            Parser::Binary(p) => p.feed(data).map(Rows::Binary),
+        }
+    }
+
+    fn finish(&mut self) -> PgResult<Rows> {
+        match self {
+            Parser::Lines(p) => p.finish().map(Rows::Lines),
+            Parser::Binary(p) => p.finish().map(Rows::Binary),
+        }
+    }
+
+    fn line(&self) -> u64 {
+        match self {
+            Parser::Lines(p) => p.line,
+            Parser::Binary(p) => p.line,
         }
     }
 }

@@ -3,10 +3,12 @@
 //! client or collected.
 
 use super::{view, write_out, Session, FLUSH_THRESHOLD};
+use crate::copy_out::CopyWriter;
 use crate::dml::Locked;
-use crate::exec::{Row, StatementState};
+use crate::exec::{QueryRows, Row, StatementState};
 use crate::output;
 use crate::session_io::{self, SessionStream};
+use bytes::BytesMut;
 use datanode_client::Isolation;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::Statement;
@@ -171,6 +173,7 @@ impl<S: SessionStream> Session<S> {
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
             Statement::Query(_)
+            | Statement::CopyTo(_)
             | Statement::Insert(_)
             | Statement::Update(_)
             | Statement::Delete(_) => self.dml(stmt, params).await,
@@ -247,20 +250,10 @@ impl<S: SessionStream> Session<S> {
                 Some(formats) => {
                     let reader = dml.reader(txn);
                     let mut rows = reader.rows(q);
-                    let mut count = 0u64;
-                    while let Some(batch) = rows.next_batch().await? {
-                        for r in &batch {
-                            output::data_row(&mut self.out, r, &q.columns, &formats, &view);
-                        }
-                        count += batch.len() as u64;
-                        if self.out.len() > FLUSH_THRESHOLD {
-                            write_out(&mut self.stream, &mut self.out)
-                                .await
-                                .map_err(|e| {
-                                    PgError::new(codes::CONNECTION_FAILURE, e.to_string())
-                                })?;
-                        }
-                    }
+                    let count = stream(&mut rows, &mut self.stream, &mut self.out, |r, out| {
+                        output::data_row(out, r, &q.columns, &formats, &view)
+                    })
+                    .await?;
                     Outcome {
                         tag: format!("SELECT {count}"),
                         rows: Vec::new(),
@@ -274,6 +267,32 @@ impl<S: SessionStream> Session<S> {
                     }
                 }
             },
+            Statement::CopyTo(copy) => {
+                let binary = copy.format.kind == sql::copy::CopyKind::Binary;
+                let columns = copy.query.columns.len() as i16;
+                backend::copy_out_response(&mut self.out, columns, binary);
+                let mut writer = CopyWriter::new(&copy.format, &copy.query.columns);
+                let mut data = Vec::new();
+                writer.header(&mut data);
+                if !data.is_empty() {
+                    backend::copy_data(&mut self.out, &data);
+                }
+                let reader = dml.reader(txn);
+                let mut rows = reader.rows(&copy.query);
+                let count = stream(&mut rows, &mut self.stream, &mut self.out, |r, out| {
+                    data.clear();
+                    writer.row(r, &view, &mut data);
+                    backend::copy_data(out, &data);
+                })
+                .await?;
+                data.clear();
+                writer.trailer(&mut data);
+                if !data.is_empty() {
+                    backend::copy_data(&mut self.out, &data);
+                }
+                backend::copy_done(&mut self.out);
+                Outcome::tag(format!("COPY {count}"))
+            }
             Statement::Insert(ins) => {
                 let (rows, n) = dml.insert(txn, ins).await?;
                 Outcome {
@@ -303,6 +322,29 @@ impl<S: SessionStream> Session<S> {
         }
         Ok(outcome)
     }
+}
+
+/// Writes a query's rows into `out` with `write`, sending `out` to the client whenever it
+/// fills, so that a result of any size streams; returns how many rows there were.
+async fn stream<W: tokio::io::AsyncWrite + Unpin>(
+    rows: &mut QueryRows<'_>,
+    client: &mut W,
+    out: &mut BytesMut,
+    mut write: impl FnMut(&Row, &mut BytesMut),
+) -> PgResult<u64> {
+    let mut count = 0u64;
+    while let Some(batch) = rows.next_batch().await? {
+        for r in &batch {
+            write(r, out);
+        }
+        count += batch.len() as u64;
+        if out.len() > FLUSH_THRESHOLD {
+            write_out(client, out)
+                .await
+                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+        }
+    }
+    Ok(count)
 }
 
 /// Never completes without a deadline.

@@ -1,4 +1,4 @@
-//! CREATE TABLE, ALTER TABLE and COPY.
+//! CREATE TABLE and ALTER TABLE.
 
 use super::*;
 use crate::catalog::{is_hashable, Distribution};
@@ -191,88 +191,6 @@ impl<'a> Binder<'a> {
             },
             _ => Err(unsupported("this ALTER TABLE form")),
         }
-    }
-
-    pub(super) fn copy(
-        &mut self,
-        table: &str,
-        columns: &[String],
-        options: &[(String, Option<String>)],
-    ) -> PgResult<Statement> {
-        let table = self.table_by_name(&parse_object_name(table))?;
-        let mut fields: Vec<usize> = Vec::with_capacity(table.columns.len());
-        if columns.is_empty() {
-            fields.extend(0..table.columns.len());
-        }
-        for n in columns {
-            let i = table.column_index(n).ok_or_else(|| {
-                PgError::new(
-                    codes::UNDEFINED_COLUMN,
-                    format!(
-                        "column \"{n}\" of relation \"{}\" does not exist",
-                        table.name
-                    ),
-                )
-            })?;
-            if fields.contains(&i) {
-                return Err(PgError::new(
-                    codes::DUPLICATE_COLUMN,
-                    format!("column \"{n}\" specified more than once"),
-                ));
-            }
-            fields.push(i);
-        }
-        let targets = self.insert_targets(&table, &fields)?;
-        let mut copy = CopyFrom {
-            table,
-            fields: fields.len(),
-            targets,
-            delimiter: b'\t',
-            null_string: "\\N".into(),
-            csv: false,
-            header: false,
-        };
-        let mut delimiter = None;
-        let mut null_string = None;
-        for (name, value) in options {
-            let v = value.as_deref().unwrap_or("");
-            match name.as_str() {
-                "format" => match v.to_ascii_lowercase().as_str() {
-                    "text" => {}
-                    "csv" => copy.csv = true,
-                    other => return Err(unsupported(format!("COPY format \"{other}\""))),
-                },
-                "csv" => copy.csv = true,
-                "freeze" => {}
-                "delimiter" => {
-                    if v.len() != 1 {
-                        return Err(PgError::new(
-                            codes::FEATURE_NOT_SUPPORTED,
-                            "COPY delimiter must be a single one-byte character",
-                        ));
-                    }
-                    delimiter = Some(v.as_bytes()[0]);
-                }
-                "null" => null_string = Some(v.to_string()),
-                "header" => {
-                    copy.header = !matches!(v.to_ascii_lowercase().as_str(), "false" | "off" | "0")
-                }
-                "encoding" if v.eq_ignore_ascii_case("utf8") || v.eq_ignore_ascii_case("utf-8") => {
-                }
-                other => return Err(unsupported(format!("COPY option \"{other}\""))),
-            }
-        }
-        if copy.csv {
-            copy.delimiter = b',';
-            copy.null_string = String::new();
-        }
-        if let Some(d) = delimiter {
-            copy.delimiter = d;
-        }
-        if let Some(n) = null_string {
-            copy.null_string = n;
-        }
-        Ok(Statement::CopyFrom(copy))
     }
 }
 

@@ -17,6 +17,7 @@ use types::{DataType, Value};
 
 mod access;
 mod casts;
+mod copy;
 mod ddl;
 mod dml;
 mod expr;
@@ -130,11 +131,7 @@ pub fn bind(
             table,
             distribute_by,
         } => binder.create_table(table, Some(distribute_by))?,
-        Parsed::CopyFrom {
-            table,
-            columns,
-            options,
-        } => binder.copy(table, columns, options)?,
+        Parsed::Copy(copy) => binder.copy(copy)?,
     };
     if catalog.pushes_down() {
         crate::pushdown::push_down(&mut bound);
