@@ -197,6 +197,8 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
         S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
+        // Neither reads rows; EXECUTE's statement is checked itself when it runs.
+        S::Prepare { .. } | S::Execute { .. } => false,
         // A prepare applies the increments itself; the others end another transaction.
         S::PrepareTransaction(_) | S::CommitPrepared(_) | S::RollbackPrepared(_) => false,
         S::SetTransaction { .. }
@@ -1002,7 +1004,7 @@ impl CopyLoader {
         line: u64,
     ) -> PgResult<()> {
         let table = self.table.clone();
-        let env = DefaultsEnv(view);
+        let env = ConstantEnv(view);
         let ctx = EvalCtx {
             params: &[],
             outer: &[],
@@ -1055,11 +1057,12 @@ impl CopyLoader {
     }
 }
 
-/// What COPY's column defaults are evaluated with: the session's functions (`now()`…);
-/// a default never holds a subquery (CREATE TABLE refuses one).
-struct DefaultsEnv<'a>(&'a SessionView<'a>);
+/// What expressions outside any query are evaluated with (COPY's column defaults,
+/// EXECUTE's arguments): the session's functions (`now()`…); such an expression never
+/// holds a subquery (CREATE TABLE and EXECUTE refuse one).
+pub(crate) struct ConstantEnv<'a>(pub(crate) &'a SessionView<'a>);
 
-impl EvalEnv for DefaultsEnv<'_> {
+impl EvalEnv for ConstantEnv<'_> {
     fn subquery(
         &self,
         _plan: &sql::plan::Query,
@@ -1067,7 +1070,7 @@ impl EvalEnv for DefaultsEnv<'_> {
         _outer: &[Row],
         _row: &[Value],
     ) -> PgResult<Arc<sql::subquery::SubqueryResult>> {
-        Err(PgError::internal("subquery in a column default"))
+        Err(PgError::internal("subquery in a constant expression"))
     }
 
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {

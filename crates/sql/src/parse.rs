@@ -7,7 +7,7 @@ use crate::distribute_by::{char_position, take_distribute_by, DistributeBy};
 use crate::plan::{IsolationLevel, Statement};
 use crate::prepared_xact::prepared_xact_statement;
 use pgerror::{codes, PgError, PgResult};
-use sqlparser::ast;
+pub use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Location;

@@ -737,6 +737,19 @@ pub enum Statement {
     },
     CopyFrom(CopyFrom),
     CopyTo(Box<CopyTo>),
+    /// SQL-level `PREPARE name [(types)] AS statement`: bound by the session as Parse
+    /// binds (declared types as OIDs, 0 = inferred).
+    Prepare {
+        name: String,
+        statement: Box<crate::parse::ParsedStatement>,
+        param_types: Vec<u32>,
+    },
+    /// `EXECUTE name [(args)]`: the arguments are bound once the session has found the
+    /// prepared statement's parameter types (`binder::bind_execute_arguments`).
+    Execute {
+        name: String,
+        args: Vec<sqlparser::ast::Expr>,
+    },
     Discard,
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),

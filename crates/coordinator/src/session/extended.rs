@@ -23,7 +23,7 @@ pub(super) struct Prepared {
     parsed: Option<ParsedStatement>,
     declared_types: Vec<u32>,
     bound: Arc<Statement>,
-    param_types: Vec<DataType>,
+    pub(super) param_types: Vec<DataType>,
     catalog_version: u64,
     /// `bound`'s RowDescription (or NoData) with every column in text format, encoded
     /// once: libpq describes the portal at every execution of a prepared statement.
@@ -31,7 +31,7 @@ pub(super) struct Prepared {
 }
 
 impl Prepared {
-    fn new(
+    pub(super) fn new(
         parsed: Option<ParsedStatement>,
         declared_types: Vec<u32>,
         bound: Statement,
@@ -145,7 +145,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// The prepared statement's plan, bound again if DDL changed the catalog since.
-    fn current_plan(&self, p: &Prepared) -> PgResult<Arc<Statement>> {
+    pub(super) fn current_plan(&self, p: &Prepared) -> PgResult<Arc<Statement>> {
         if p.catalog_version == self.shared.catalog.version() {
             return Ok(p.bound.clone());
         }
@@ -219,7 +219,10 @@ impl<S: SessionStream> Session<S> {
                 }
             });
         }
-        let bound = self.current_plan(&prepared)?;
+        let mut bound = self.current_plan(&prepared)?;
+        if let Statement::Execute { name, args } = &*bound {
+            (bound, values) = self.prepared_execution(name, args)?;
+        }
         output::validate_formats(&result_formats, bound.output_columns().len())?;
         let described_by = (Arc::ptr_eq(&bound, &prepared.bound)
             && result_formats.iter().all(|f| *f == 0))

@@ -8,6 +8,7 @@
 mod copy_in;
 mod extended;
 mod portals;
+mod prepare_sql;
 mod query_cache;
 mod simple_query;
 mod statement;

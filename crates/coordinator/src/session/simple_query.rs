@@ -81,6 +81,14 @@ impl<S: SessionStream> Session<S> {
     /// Run one bound statement of a simple query: RowDescription, DataRows in text
     /// format, CommandComplete.
     pub(super) async fn run_simple(&mut self, bound: &Statement, params: &[Value]) -> PgResult<()> {
+        let executed;
+        let (bound, params) = match bound {
+            Statement::Execute { name, args } => {
+                executed = self.prepared_execution(name, args)?;
+                (&*executed.0, &executed.1[..])
+            }
+            _ => (bound, params),
+        };
         let columns = bound.output_columns();
         let returning = matches!(
             bound,

@@ -140,6 +140,16 @@ impl<S: SessionStream> Session<S> {
                 Ok(Outcome::tag("DEALLOCATE"))
             }
             Statement::Empty => Ok(Outcome::tag("")),
+            Statement::Prepare {
+                name,
+                statement,
+                param_types,
+            } => {
+                self.prepare_sql(name, statement, param_types).await?;
+                Ok(Outcome::tag("PREPARE"))
+            }
+            // Resolved to the prepared statement before it runs (`prepared_execution`).
+            Statement::Execute { .. } => Err(PgError::internal("EXECUTE not resolved")),
             Statement::Explain(explained) => Ok(Outcome {
                 rows: crate::explain::explain(&self.shared, explained)
                     .into_iter()

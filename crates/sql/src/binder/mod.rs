@@ -23,6 +23,7 @@ mod dml;
 mod expr;
 mod index;
 mod locking;
+mod prepare;
 mod query;
 mod serial;
 
@@ -32,6 +33,7 @@ pub use casts::cast_to;
 use casts::*;
 use dml::*;
 use expr::*;
+pub use prepare::bind_execute_arguments;
 use query::*;
 
 /// A column visible to expressions at some level of the query.
@@ -105,15 +107,7 @@ pub fn bind(
             }
         })
         .collect::<PgResult<Vec<_>>>()?;
-    let mut binder = Binder {
-        catalog,
-        params,
-        outer: Vec::new(),
-        escapes: 0,
-        ctes: Vec::new(),
-        lockable: 0,
-        appended_items: 0,
-    };
+    let mut binder = Binder::new(catalog, params);
     let mut bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
         Parsed::Vacuum { tables, analyze } => {
@@ -211,6 +205,20 @@ fn output_column(name: &str, ty: DataType) -> OutputColumn {
 }
 
 impl<'a> Binder<'a> {
+    fn new(catalog: &'a dyn Catalog, params: Vec<DataType>) -> Self {
+        Binder {
+            catalog,
+            params,
+            outer: Vec::new(),
+            escapes: 0,
+            ctes: Vec::new(),
+            lockable: 0,
+            appended_items: 0,
+        }
+    }
+}
+
+impl<'a> Binder<'a> {
     fn statement(&mut self, stmt: &ast::Statement) -> PgResult<Statement> {
         use ast::Statement as S;
         match stmt {
@@ -266,9 +274,23 @@ impl<'a> Binder<'a> {
                 options,
                 ..
             } => self.explain(*analyze, statement, format.as_ref(), options.as_deref()),
-            S::Prepare { .. } | S::Execute { .. } | S::Deallocate { .. } => {
-                Err(unsupported("SQL-level PREPARE/EXECUTE"))
-            }
+            S::Prepare {
+                name,
+                data_types,
+                statement,
+            } => self.prepare(name, data_types, statement),
+            S::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                ..
+            } if into.is_empty() && using.is_empty() => Ok(Statement::Execute {
+                name: object_name_parts(name).pop().unwrap_or_default(),
+                args: parameters.clone(),
+            }),
+            S::Deallocate { name, .. } => Ok(Statement::Deallocate(Some(ident_name(name)))),
             other => {
                 let word = other
                     .to_string()
