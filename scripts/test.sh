@@ -136,6 +136,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_prepared_xacts.py tests/test_cluster_differential.py tests/test_explain.py \
   tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py \
   tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py \
+  tests/test_information_schema.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

@@ -14,6 +14,7 @@ mod explain;
 pub mod hot_future;
 pub mod index;
 pub mod index_ddl;
+pub mod information_schema;
 pub mod nodes;
 pub mod output;
 pub mod plan_cache;

@@ -558,6 +558,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgExtension
         // Read from the datanodes (`read`).
         | PgPreparedXacts => Vec::new(),
+        Information(view) => crate::information_schema::rows(view, session),
     };
     for r in &mut rows {
         debug_assert_eq!(r.len(), width, "{table:?} row width");
@@ -1256,7 +1257,7 @@ pub fn session_function(
 
 /// A column default as pg_get_expr deparses it: PostgreSQL shows string constants and
 /// negative numbers with an explicit cast to the column type (`'x'::text`, `'-1'::integer`).
-fn deparse_default(d: &str, ty: &DataType) -> String {
+pub(crate) fn deparse_default(d: &str, ty: &DataType) -> String {
     let t = d.trim();
     let type_name = || match ty {
         DataType::Bpchar { .. } => "bpchar".to_string(),

@@ -11,6 +11,7 @@ pub mod eval;
 pub mod explain;
 pub mod functions;
 pub mod index;
+pub mod information_schema;
 pub mod normalize;
 pub mod parse;
 pub mod plan;

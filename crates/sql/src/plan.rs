@@ -397,6 +397,8 @@ pub enum SystemTable {
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
     MeridianNodes,
+    /// A view of `information_schema` (`crate::information_schema`).
+    Information(crate::information_schema::InformationView),
 }
 
 #[derive(Debug, Clone)]

@@ -96,6 +96,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         MeridianNodes => 12006,
         PgPreparedXacts => 12007,
         PgIndexes => 12020,
+        Information(v) => crate::information_schema::information_view_oid(v),
     }
 }
 
@@ -502,5 +503,6 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("grantor", Oid),
             ("admin_option", Bool),
         ],
+        Information(v) => crate::information_schema::information_view_columns(v),
     }
 }

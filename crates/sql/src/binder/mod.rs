@@ -372,24 +372,28 @@ impl<'a> Binder<'a> {
         } else {
             None
         };
-        if schema.is_none() || schema == Some("pg_catalog") || schema == Some("information_schema")
-        {
-            if let Some(sys) = system_table(&name) {
-                let cols = system_columns(sys)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (n, t))| ScopeColumn {
-                        qualifier: Some(name.clone()),
-                        name: n.to_string(),
-                        ty: t.clone(),
-                        table_oid: system_table_oid(sys),
-                        attnum: i as i16 + 1,
-                        merged_away: false,
-                        scalar_function: false,
-                    })
-                    .collect();
-                return Ok((Rel::System { table: sys }, cols, name));
+        let system = match schema {
+            None | Some("pg_catalog") => system_table(&name),
+            Some("information_schema") => {
+                crate::information_schema::information_view(&name).map(SystemTable::Information)
             }
+            Some(_) => None,
+        };
+        if let Some(sys) = system {
+            let cols = system_columns(sys)
+                .iter()
+                .enumerate()
+                .map(|(i, (n, t))| ScopeColumn {
+                    qualifier: Some(name.clone()),
+                    name: n.to_string(),
+                    ty: t.clone(),
+                    table_oid: system_table_oid(sys),
+                    attnum: i as i16 + 1,
+                    merged_away: false,
+                    scalar_function: false,
+                })
+                .collect();
+            return Ok((Rel::System { table: sys }, cols, name));
         }
         let table = self.table_by_name(parts)?;
         let cols = table
