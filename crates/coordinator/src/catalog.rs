@@ -207,16 +207,29 @@ impl LiveCatalog {
     pub async fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
-        let replaces = self.state.read().by_oid.contains_key(&table.oid);
+        let old_name = self
+            .state
+            .read()
+            .by_oid
+            .get(&table.oid)
+            .map(|t| t.name.clone());
         let name_key = name_key(&table.name);
         let oid_bytes = table.oid.to_le_bytes().to_vec();
-        let batch = WriteBatch {
-            expect: vec![(name_key.clone(), replaces.then(|| oid_bytes.clone()))],
+        let mut batch = WriteBatch {
+            expect: vec![(
+                name_key.clone(),
+                (old_name.as_ref() == Some(&table.name)).then(|| oid_bytes.clone()),
+            )],
             puts: vec![
                 (table_key(table.oid), Some(bytes)),
-                (name_key, Some(oid_bytes)),
+                (name_key, Some(oid_bytes.clone())),
             ],
         };
+        // Renamed: the old name is released in the same write.
+        if let Some(old) = old_name.filter(|n| *n != table.name) {
+            batch.expect.push((self::name_key(&old), Some(oid_bytes)));
+            batch.puts.push((self::name_key(&old), None));
+        }
         let version = self.written(batch, &table.name).await?;
         let table = Arc::new(table);
         self.place(&table);
