@@ -1,5 +1,6 @@
-//! DDL: CREATE/DROP/TRUNCATE TABLE, ALTER TABLE … ADD PRIMARY KEY, VACUUM; the sequence
-//! statements are `sequence_ddl`'s.
+//! DDL: CREATE/DROP/TRUNCATE TABLE, VACUUM, and the primary-key build of ALTER TABLE …
+//! ADD PRIMARY KEY; ALTER TABLE is `alter_table`'s, the sequence statements are
+//! `sequence_ddl`'s.
 //!
 //! DDL takes effect immediately and is not rolled back with the surrounding transaction
 //! (recorded in docs/architecture.md). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
@@ -119,15 +120,6 @@ pub async fn execute(
             }
             Ok("TRUNCATE TABLE".into())
         }
-        Statement::AddPrimaryKey {
-            table,
-            columns,
-            constraint_name,
-        } => {
-            let table = current(shared, table)?;
-            add_primary_key(shared, &table, columns, constraint_name.clone()).await?;
-            Ok("ALTER TABLE".into())
-        }
         Statement::CreateIndex(ci) => {
             crate::index_ddl::create_index(shared, ci, out).await?;
             Ok("CREATE INDEX".into())
@@ -207,18 +199,12 @@ async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
 }
 
 /// Rebuild the table keyed by the new primary key, checking NOT NULL and uniqueness.
-async fn add_primary_key(
+pub(crate) async fn add_primary_key(
     shared: &Shared,
     table: &TableDef,
     columns: &[usize],
     name: Option<String>,
 ) -> PgResult<()> {
-    if !table.indexes.is_empty() {
-        // Rows would move to new keys, and their index entries with them.
-        return Err(PgError::unsupported(
-            "ALTER TABLE … ADD PRIMARY KEY on a table with indexes",
-        ));
-    }
     if table.primary_key.is_some() {
         return Err(PgError::new(
             codes::INVALID_TABLE_DEFINITION,
@@ -226,6 +212,12 @@ async fn add_primary_key(
                 "multiple primary keys for table \"{}\" are not allowed",
                 table.name
             ),
+        ));
+    }
+    if !table.indexes.is_empty() {
+        // Rows would move to new keys, and their index entries with them.
+        return Err(PgError::unsupported(
+            "ALTER TABLE … ADD PRIMARY KEY on a table with indexes",
         ));
     }
     let name = name.unwrap_or_else(|| format!("{}_pkey", table.name));

@@ -194,7 +194,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::DropIndex { .. } => true,
         // Sequences are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
-        S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
+        S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
         // A prepare applies the increments itself; the others end another transaction.
         S::PrepareTransaction(_) | S::CommitPrepared(_) | S::RollbackPrepared(_) => false,

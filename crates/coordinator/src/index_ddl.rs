@@ -1,5 +1,5 @@
-//! CREATE INDEX, DROP INDEX, and the indexes of CREATE TABLE's UNIQUE constraints,
-//! TRUNCATE and DROP TABLE (decision 0035).
+//! CREATE INDEX, DROP INDEX, and the indexes of UNIQUE constraints (CREATE TABLE's and
+//! ALTER TABLE's), TRUNCATE, DROP TABLE and ALTER COLUMN TYPE (decision 0035).
 //!
 //! An index is built over the rows at one snapshot, in a transaction of its own that
 //! reads the table a batch at a time and writes the batch's entries, and becomes part
@@ -134,6 +134,54 @@ pub async fn create_index(shared: &Shared, ci: &CreateIndex, out: &mut BytesMut)
     def.indexes.push(index);
     shared.catalog.put(def).await?;
     Ok(())
+}
+
+/// ALTER TABLE … ADD [CONSTRAINT name] UNIQUE (columns): the constraint's index, built
+/// over the rows of `table` (whose definition the caller then stores with it).
+pub async fn unique_constraint(
+    shared: &Shared,
+    table: &TableDef,
+    columns: &[usize],
+    name: Option<&str>,
+) -> PgResult<IndexDef> {
+    let taken = |n: &str| relation_exists(shared, n) || table.indexes.iter().any(|i| i.name == n);
+    let name = match name {
+        Some(name) if taken(name) => {
+            return Err(PgError::new(
+                codes::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ))
+        }
+        Some(name) => name.to_string(),
+        None => {
+            let names: Vec<&str> = columns
+                .iter()
+                .map(|&c| table.columns[c].name.as_str())
+                .collect();
+            sql::index::default_name(&table.name, &names, "key", &taken)
+        }
+    };
+    let index = new_index(shared, table, name, plain_columns(columns), true, true).await?;
+    if let Err(e) = build(shared, table, &index).await {
+        shared.datanodes.drop_rel(index.rel).await?;
+        return Err(e);
+    }
+    Ok(index)
+}
+
+/// `index` under a fresh relation built over `table`'s rows (ALTER COLUMN TYPE changed
+/// a column it covers); the caller drops the old relation once nothing reads it.
+pub async fn rebuilt(shared: &Shared, table: &TableDef, index: &IndexDef) -> PgResult<IndexDef> {
+    let mut fresh = index.clone();
+    fresh.rel = shared
+        .datanodes
+        .create_rel(RelPlacement::of_index(table, index))
+        .await?;
+    if let Err(e) = build(shared, table, &fresh).await {
+        shared.datanodes.drop_rel(fresh.rel).await?;
+        return Err(e);
+    }
+    Ok(fresh)
 }
 
 /// Writes the entries of `table`'s rows into the new `index`, a batch of rows at a time

@@ -1,6 +1,7 @@
 //! The coordinator (see README.md): accepts PostgreSQL connections, binds and plans
 //! statements, runs transactions against the GTM and the datanode.
 
+pub mod alter_table;
 pub mod bulk;
 pub mod catalog;
 pub mod copy;

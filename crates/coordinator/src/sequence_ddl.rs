@@ -181,6 +181,30 @@ pub async fn drop_owned(shared: &Shared, table: u32) -> PgResult<()> {
     Ok(())
 }
 
+/// The sequences owned by columns of table `table` after ALTER TABLE moved its columns
+/// (`origin`: each column's position before): each follows its column, and goes with it
+/// where it was dropped, as in PostgreSQL.
+pub async fn follow_columns(shared: &Shared, table: u32, origin: &[Option<usize>]) -> PgResult<()> {
+    for s in shared.catalog.sequences() {
+        let Some(owned_by) = s.owned_by.filter(|o| o.table == table) else {
+            continue;
+        };
+        match origin.iter().position(|&o| o == Some(owned_by.column)) {
+            None => {
+                shared.catalog.remove_sequence(s.oid).await?;
+                shared.sequences.forget(s.oid);
+            }
+            Some(column) if column != owned_by.column => {
+                let mut moved = (*s).clone();
+                moved.owned_by = Some(OwnedBy { table, column });
+                shared.catalog.put_sequence(moved).await?;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// The columns whose default is the sequence's nextval (serial columns among them).
 fn defaults_using(shared: &Shared, s: &SequenceDef) -> Vec<(std::sync::Arc<TableDef>, usize)> {
     let mut users = Vec::new();

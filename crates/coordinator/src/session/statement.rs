@@ -148,7 +148,6 @@ impl<S: SessionStream> Session<S> {
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::Truncate { .. }
-            | Statement::AddPrimaryKey { .. }
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)
             | Statement::DropSequence { .. }
@@ -168,6 +167,22 @@ impl<S: SessionStream> Session<S> {
                     .and_then(|t| t.dn_txn.as_mut());
                 let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
+            }
+            Statement::AlterTable(at) => {
+                let shared = self.shared.clone();
+                let view = view(
+                    &shared,
+                    &self.state,
+                    &self.tx,
+                    types::datetime::now_timestamp(),
+                );
+                let state = StatementState::new(&self.limits, &shared.spill);
+                let eval = crate::alter_table::Evaluation {
+                    view: &view,
+                    state: &state,
+                };
+                crate::alter_table::execute(&shared, at, eval, &mut self.out).await?;
+                Ok(Outcome::tag("ALTER TABLE"))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
             Statement::Query(_)
