@@ -1,25 +1,28 @@
 //! ALTER TABLE: the statement's actions applied in order to a copy of the table's
 //! definition; where one changes the stored rows (a column added with a default,
 //! dropped, or given a new type) or needs them checked (NOT NULL), one pass over the
-//! rows at one snapshot rewrites them into a fresh relation, a row at a time, which the
-//! new definition switches to as TRUNCATE's does; the constraints added come last, each
-//! building its index.
+//! rows in the statement's transaction rewrites them into a fresh relation, a batch at a
+//! time, which the new definition switches to as TRUNCATE's does (the old one is dropped
+//! when the transaction commits); the constraints added come last, each building its
+//! index.
 
-use crate::bulk::BulkSink;
 use crate::ddl::notice;
-use crate::exec::{decode, Executor, SessionView, StatementState};
+use crate::ddl::InTxn;
+use crate::ddl_log::DdlLog;
+use crate::exec::{decode, encode, Executor, SessionView, StatementState};
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode_client::Isolation;
-use distribution::{ClusterTxn, RelPlacement};
+use distribution::RelPlacement;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Distribution;
-use sql::index::IndexDef;
 use sql::plan::{AlterAction, AlterTable, Expr};
 use sql::TableDef;
 use std::ops::Bound;
 use std::sync::Arc;
 use types::{DataType, Value};
+
+/// Rows read (and written) per batch of a rewrite.
+const REWRITE_BATCH: usize = 1000;
 
 /// What a rewrite evaluates a new column's default with.
 pub struct Evaluation<'a> {
@@ -50,14 +53,14 @@ struct Altered<'a> {
     origin: Vec<Option<usize>>,
     /// Indexes to rebuild (a column they cover changed type), by name.
     rebuild: Vec<String>,
-    /// Index relations to drop once the new definition is in place.
-    dropped: Vec<IndexDef>,
     /// Constraints to add, their columns by name: (primary key?, columns, name).
     keys: Vec<(bool, &'a [String], Option<&'a str>)>,
 }
 
 pub async fn execute(
     shared: &Shared,
+    log: &mut DdlLog,
+    rows: &mut InTxn<'_>,
     at: &AlterTable,
     eval: Evaluation<'_>,
     out: &mut BytesMut,
@@ -71,7 +74,6 @@ pub async fn execute(
         check_not_null: vec![false; width],
         origin: (0..width).map(Some).collect(),
         rebuild: Vec::new(),
-        dropped: Vec::new(),
         keys: Vec::new(),
     };
     for action in &at.actions {
@@ -83,7 +85,6 @@ pub async fn execute(
         check_not_null,
         origin,
         rebuild,
-        dropped,
         keys,
     } = altered;
     let rewrites = changes
@@ -91,7 +92,7 @@ pub async fn execute(
         .any(|c| !matches!(c, RowChange::Append(None)));
     if rewrites || check_not_null.contains(&true) {
         if rewrites {
-            def.rel = shared.datanodes.create_rel(RelPlacement::of(&def)).await?;
+            def.rel = log.create_rel(shared, RelPlacement::of(&def)).await?;
         }
         let def = Arc::new(def.clone());
         let pass = RowPass {
@@ -101,33 +102,16 @@ pub async fn execute(
             check_not_null: &check_not_null,
             rewrites,
         };
-        if let Err(e) = pass.run(shared, &eval).await {
-            if rewrites {
-                shared.datanodes.drop_rel(def.rel).await?;
-            }
-            return Err(e);
-        }
+        pass.run(shared, &eval, rows).await?;
     }
     // Indexes built over the new rows before the definition that holds them is stored,
-    // so that a failing build (23505) leaves the table as it was.
-    let mut built = Vec::new();
-    let mut replaced = Vec::new();
-    let indexed =
-        index_new_rows(shared, &mut def, &rebuild, &keys, &mut built, &mut replaced).await;
-    if let Err(e) = indexed {
-        crate::index_ddl::drop_relations(shared, &built).await?;
-        if def.rel != old.rel {
-            shared.datanodes.drop_rel(def.rel).await?;
-        }
-        return Err(e);
-    }
-    shared.catalog.put(def.clone()).await?;
-    if def.rel != old.rel {
-        shared.datanodes.drop_rel(old.rel).await?;
-    }
-    crate::index_ddl::drop_relations(shared, &dropped).await?;
-    crate::index_ddl::drop_relations(shared, &replaced).await?;
-    crate::sequence_ddl::follow_columns(shared, def.oid, &origin).await?;
+    // so that a failing build (23505) leaves the table as it was (what the statement
+    // created goes with its transaction's rollback).
+    index_new_rows(shared, log, rows, &mut def, &rebuild, &keys).await?;
+    // The relations the new definition no longer refers to (the old rows', dropped and
+    // rebuilt indexes') are dropped when the transaction commits.
+    log.put(shared, def.clone()).await?;
+    crate::sequence_ddl::follow_columns(shared, log, def.oid, &origin).await?;
     // A new primary key rebuilds the table under it, last.
     for (_, columns, name) in keys.iter().filter(|(primary, ..)| *primary) {
         let table = crate::ddl::current(shared, &def)?;
@@ -135,33 +119,32 @@ pub async fn execute(
         if table.primary_key.is_none() {
             table.distribution.check_key(&columns)?;
         }
-        crate::ddl::add_primary_key(shared, &table, &columns, name.map(str::to_string)).await?;
+        crate::ddl::add_primary_key(shared, log, &table, &columns, name.map(str::to_string))
+            .await?;
     }
     Ok(())
 }
 
 /// Rebuilds the indexes named in `rebuild` and builds the UNIQUE constraints among `keys`
-/// over `def`'s rows, into `def`; `built` collects the relations written, `replaced` the
-/// definitions rebuilt ones replace.
+/// over `def`'s rows, into `def`.
 async fn index_new_rows(
     shared: &Shared,
+    log: &mut DdlLog,
+    rows: &mut InTxn<'_>,
     def: &mut TableDef,
     rebuild: &[String],
     keys: &[(bool, &[String], Option<&str>)],
-    built: &mut Vec<IndexDef>,
-    replaced: &mut Vec<IndexDef>,
 ) -> PgResult<()> {
     for i in 0..def.indexes.len() {
         if rebuild.contains(&def.indexes[i].name) {
-            let fresh = crate::index_ddl::rebuilt(shared, def, &def.indexes[i]).await?;
-            built.push(fresh.clone());
-            replaced.push(std::mem::replace(&mut def.indexes[i], fresh));
+            let fresh = crate::index_ddl::rebuilt(shared, log, rows, def, &def.indexes[i]).await?;
+            def.indexes[i] = fresh;
         }
     }
     for (_, columns, name) in keys.iter().filter(|(primary, ..)| !*primary) {
         let columns = key_columns(def, columns)?;
-        let index = crate::index_ddl::unique_constraint(shared, def, &columns, *name).await?;
-        built.push(index.clone());
+        let index =
+            crate::index_ddl::unique_constraint(shared, log, rows, def, &columns, *name).await?;
         def.indexes.push(index);
     }
     Ok(())
@@ -329,7 +312,6 @@ impl<'a> Altered<'a> {
                     Some(i) => {
                         let index = self.def.indexes.remove(i);
                         self.rebuild.retain(|n| *n != index.name);
-                        self.dropped.push(index);
                     }
                     None if self.def.pk_name.as_deref() == Some(name) => {
                         return Err(PgError::unsupported(
@@ -378,7 +360,6 @@ impl<'a> Altered<'a> {
             .partition(|ix| ix.columns.iter().any(|c| c.column == i));
         self.rebuild
             .retain(|n| !gone.iter().any(|ix| ix.name == *n));
-        self.dropped.extend(gone);
         def.indexes = kept;
         for index in &mut def.indexes {
             for c in &mut index.columns {
@@ -409,9 +390,11 @@ fn no_column(name: &str, table: &str) -> PgError {
     )
 }
 
-/// One pass over the table's rows at one snapshot: each row changed as `changes` say and
-/// checked for NULLs where `check_not_null` says, and (`rewrites`) loaded into the new
-/// definition's relation under its key (or row id) as stored, in a transaction of its own.
+/// One pass over the table's rows at the statement's snapshot, in its transaction (the
+/// transaction's own writes included): each row changed as `changes` say and checked
+/// for NULLs where `check_not_null` says, and (`rewrites`) written into the new
+/// definition's relation under its key (or row id) as stored, a batch at a time (a large
+/// rewrite's writes spill as any large transaction's do, decision 0020).
 struct RowPass<'p> {
     old: &'p TableDef,
     new: &'p Arc<TableDef>,
@@ -421,105 +404,86 @@ struct RowPass<'p> {
 }
 
 impl RowPass<'_> {
-    async fn run(&self, shared: &Shared, eval: &Evaluation<'_>) -> PgResult<()> {
-        let dn = &shared.datanodes;
-        let start = shared.gtm.begin().await?;
-        let mut txn = dn.begin(start, Isolation::RepeatableRead);
-        if self.rewrites {
-            // Nobody knows the new relation yet; owning it lets the rows go in bulk.
-            dn.own_relation(&mut txn, self.new.rel);
-        }
-        match self.rows(shared, eval, &mut txn).await {
-            Ok(()) => dn.commit(txn, &shared.gtm).await.map(drop),
-            Err(e) => {
-                dn.abort(txn, &shared.gtm).await;
-                Err(e)
-            }
-        }
-    }
-
-    async fn rows(
+    async fn run(
         &self,
         shared: &Shared,
         eval: &Evaluation<'_>,
-        txn: &mut ClusterTxn,
+        rows: &mut InTxn<'_>,
     ) -> PgResult<()> {
         let dn = &shared.datanodes;
-        let start = txn.start_ts();
-        let mut sink = match self.rewrites {
-            true => Some(BulkSink::start_in_order(dn, txn, self.new.clone())?),
-            false => None,
-        };
-        let ex = Executor {
-            dn,
-            txn: &*txn,
-            snapshot: start,
-            params: &[],
-            session: eval.view,
-            state: eval.state,
-        };
-        let mut rows = dn
-            .scan(
-                &*txn,
-                self.old.rel,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                start,
-            )
-            .await?;
-        let mut encoded = Vec::new();
-        while let Some(item) = rows.next().await {
-            let (key, bytes) = item?;
-            let mut row = decode(&bytes, self.old)?;
-            for change in self.changes {
-                match change {
-                    RowChange::Append(None) => row.push(Value::Null),
-                    RowChange::Append(Some(default)) => {
-                        let value = ex.eval(&[], default, &row).await?;
-                        row.push(value);
-                    }
-                    RowChange::Remove(i) => {
-                        row.remove(*i);
-                    }
-                    RowChange::Cast { column, from, to } => {
-                        let value = std::mem::replace(&mut row[*column], Value::Null);
-                        row[*column] = types::cast::cast(value, from, to, false)?;
-                    }
-                }
-            }
-            for (c, _) in self.check_not_null.iter().enumerate().filter(|(_, &n)| n) {
-                if row[c].is_null() {
-                    return Err(PgError::new(
-                        codes::NOT_NULL_VIOLATION,
-                        format!(
-                            "column \"{}\" of relation \"{}\" contains null values",
-                            self.new.columns[c].name, self.new.name
-                        ),
-                    ));
-                }
-            }
-            if let Some(sink) = &mut sink {
-                encoded.clear();
-                types::codec::encode_row(&row, &mut encoded);
-                let row_id = match self.new.primary_key {
-                    Some(_) => None,
-                    None => Some(row_id(&key)?),
+        let snapshot = rows.snapshot;
+        let txn = &mut *rows.txn;
+        let mut after = Bound::Unbounded;
+        loop {
+            // A batch read (the scan borrows the transaction), then written.
+            let mut batch = Vec::with_capacity(REWRITE_BATCH);
+            {
+                let ex = Executor {
+                    dn,
+                    txn: &*txn,
+                    snapshot,
+                    params: &[],
+                    session: eval.view,
+                    state: eval.state,
                 };
-                sink.push(&row, &encoded, row_id).await?;
+                let mut scan = dn
+                    .scan(
+                        &*txn,
+                        self.old.rel,
+                        after.clone(),
+                        Bound::Unbounded,
+                        snapshot,
+                    )
+                    .await?;
+                while batch.len() < REWRITE_BATCH {
+                    let Some(item) = scan.next().await else { break };
+                    let (key, bytes) = item?;
+                    let row = self.changed(&ex, &bytes).await?;
+                    batch.push((key, row));
+                }
+            }
+            let Some((last, _)) = batch.last() else {
+                return Ok(());
+            };
+            after = Bound::Excluded(last.clone());
+            if self.rewrites {
+                for (key, row) in &batch {
+                    dn.put(txn, self.new.rel, key, Some(encode(row)))?;
+                }
             }
         }
-        drop(rows); // the scan borrows the transaction that finishing the load writes
-        if let Some(sink) = sink {
-            let duplicate = |_: &[Value]| PgError::internal("a rewritten row's key taken twice");
-            sink.finish(dn, txn, start, &duplicate).await?;
-        }
-        Ok(())
     }
-}
 
-/// The row id a row of a table without a primary key is stored under.
-fn row_id(key: &[u8]) -> PgResult<u64> {
-    key.try_into()
-        .map(u64::from_be_bytes)
-        .map_err(|_| PgError::internal("a row id key of unexpected length"))
+    /// The stored row `bytes` as a row of the new definition, checked for NULLs.
+    async fn changed(&self, ex: &Executor<'_>, bytes: &[u8]) -> PgResult<Vec<Value>> {
+        let mut row = decode(bytes, self.old)?;
+        for change in self.changes {
+            match change {
+                RowChange::Append(None) => row.push(Value::Null),
+                RowChange::Append(Some(default)) => {
+                    let value = ex.eval(&[], default, &row).await?;
+                    row.push(value);
+                }
+                RowChange::Remove(i) => {
+                    row.remove(*i);
+                }
+                RowChange::Cast { column, from, to } => {
+                    let value = std::mem::replace(&mut row[*column], Value::Null);
+                    row[*column] = types::cast::cast(value, from, to, false)?;
+                }
+            }
+        }
+        for (c, _) in self.check_not_null.iter().enumerate().filter(|(_, &n)| n) {
+            if row[c].is_null() {
+                return Err(PgError::new(
+                    codes::NOT_NULL_VIOLATION,
+                    format!(
+                        "column \"{}\" of relation \"{}\" contains null values",
+                        self.new.columns[c].name, self.new.name
+                    ),
+                ));
+            }
+        }
+        Ok(row)
+    }
 }

@@ -6,6 +6,7 @@ pub mod bulk;
 pub mod catalog;
 pub mod copy;
 pub mod ddl;
+pub mod ddl_log;
 pub mod dml;
 pub mod exec;
 pub mod executors;
