@@ -5,8 +5,9 @@
 //! `version` numbers this coordinator's view: it moves whenever the cached tables change,
 //! and prepared statements compare against it to know when to bind again. The view
 //! follows the metadata service's version: a coordinator that sees a newer one on a GTM
-//! answer (`catch_up`), or misses a table by name (`refresh`), reloads. DDL is applied
-//! immediately (not transactional yet; see docs/architecture.md).
+//! answer (`catch_up`), or misses a table by name (`refresh`), reloads. DDL writes here
+//! as it runs, through its transaction's `DdlLog`, which undoes it on rollback
+//! (decision 0038).
 
 use distribution::{Datanodes, RelPlacement};
 use meta::nodes::Node;
@@ -207,16 +208,29 @@ impl LiveCatalog {
     pub async fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
-        let replaces = self.state.read().by_oid.contains_key(&table.oid);
+        let old_name = self
+            .state
+            .read()
+            .by_oid
+            .get(&table.oid)
+            .map(|t| t.name.clone());
         let name_key = name_key(&table.name);
         let oid_bytes = table.oid.to_le_bytes().to_vec();
-        let batch = WriteBatch {
-            expect: vec![(name_key.clone(), replaces.then(|| oid_bytes.clone()))],
+        let mut batch = WriteBatch {
+            expect: vec![(
+                name_key.clone(),
+                (old_name.as_ref() == Some(&table.name)).then(|| oid_bytes.clone()),
+            )],
             puts: vec![
                 (table_key(table.oid), Some(bytes)),
-                (name_key, Some(oid_bytes)),
+                (name_key, Some(oid_bytes.clone())),
             ],
         };
+        // Renamed: the old name is released in the same write.
+        if let Some(old) = old_name.filter(|n| *n != table.name) {
+            batch.expect.push((self::name_key(&old), Some(oid_bytes)));
+            batch.puts.push((self::name_key(&old), None));
+        }
         let version = self.written(batch, &table.name).await?;
         let table = Arc::new(table);
         self.place(&table);
@@ -300,7 +314,8 @@ impl LiveCatalog {
         Ok(sequence)
     }
 
-    /// Drops a sequence: its definition, its name and its counter.
+    /// Drops a sequence's definition and name (its counter stays until
+    /// `drop_sequence_counter`: a rollback may bring the sequence back).
     pub async fn remove_sequence(&self, oid: u32) -> PgResult<()> {
         let _writing = self.writes.lock().await;
         let Some(old) = self.state.read().sequences_by_oid.get(&oid).cloned() else {
@@ -308,11 +323,7 @@ impl LiveCatalog {
         };
         let batch = WriteBatch {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
-            puts: vec![
-                (sequence_key(oid), None),
-                (name_key(&old.name), None),
-                (Self::sequence_counter_key(oid), None),
-            ],
+            puts: vec![(sequence_key(oid), None), (name_key(&old.name), None)],
         };
         let version = self.written(batch, &old.name).await?;
         self.apply(version, |st| {
@@ -320,6 +331,15 @@ impl LiveCatalog {
             st.sequences_by_name.remove(&old.name);
         })
         .await
+    }
+
+    /// Removes the counter of a dropped sequence.
+    pub async fn drop_sequence_counter(&self, oid: u32) -> PgResult<()> {
+        let batch = WriteBatch {
+            expect: Vec::new(),
+            puts: vec![(Self::sequence_counter_key(oid), None)],
+        };
+        self.meta.write(batch).await.map(drop)
     }
 
     /// Stores `batch`; a conflict on the table's name means another coordinator created

@@ -1,14 +1,17 @@
-//! DDL: CREATE/DROP/TRUNCATE TABLE, ALTER TABLE … ADD PRIMARY KEY, VACUUM; the sequence
-//! statements are `sequence_ddl`'s.
+//! DDL: CREATE/DROP/TRUNCATE TABLE, VACUUM, and the primary-key build of ALTER TABLE …
+//! ADD PRIMARY KEY; ALTER TABLE is `alter_table`'s, the sequence statements are
+//! `sequence_ddl`'s.
 //!
-//! DDL takes effect immediately and is not rolled back with the surrounding transaction
-//! (recorded in docs/architecture.md). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
-//! fresh storage relation and switch the table to it, like PostgreSQL's relfilenode swap.
+//! DDL takes effect immediately; the transaction's `DdlLog` undoes it if the transaction
+//! rolls back (decision 0038). Rewrites (TRUNCATE, ADD PRIMARY KEY) write into a
+//! fresh storage relation and switch the table to it, like PostgreSQL's relfilenode swap;
+//! the old relation is dropped when the transaction commits.
 
 use crate::bulk::{BulkSink, Pushed};
+use crate::ddl_log::DdlLog;
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode_client::Isolation;
+use datanode_client::{Isolation, Timestamp};
 use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{CreateTable, Statement};
@@ -25,12 +28,21 @@ pub(crate) fn notice(out: &mut BytesMut, code: &'static str, message: String) {
     backend::notice_response_with(out, NoticeSeverity::Notice, &PgError::new(code, message));
 }
 
-/// Execute a DDL statement; returns the command tag. `txn` is the datanode transaction of
-/// the surrounding transaction block, if any: it owns the relations its TRUNCATE creates.
+/// The statement's transaction and snapshot, for DDL that reads or writes rows.
+pub struct InTxn<'t> {
+    pub txn: &'t mut ClusterTxn,
+    pub snapshot: Timestamp,
+}
+
+/// Execute a DDL statement; returns the command tag. `rows` is the statement's
+/// transaction where it has one (always for CREATE INDEX, which reads the rows; inside a
+/// block for TRUNCATE, whose transaction owns the relations it creates). Catalog changes
+/// go through the transaction's `log`.
 pub async fn execute(
     shared: &Shared,
     stmt: &Statement,
-    mut txn: Option<&mut ClusterTxn>,
+    mut rows: Option<InTxn<'_>>,
+    log: &mut DdlLog,
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
@@ -53,15 +65,9 @@ pub async fn execute(
                     format!("relation \"{}\" already exists", ct.name),
                 ));
             }
-            create_table(shared, ct).await?;
-            if let Err(e) = crate::sequence_ddl::create_column_sequences(shared, ct).await {
-                if let Some(t) = shared.catalog.table(None, &ct.name) {
-                    shared.catalog.remove(t.oid).await?;
-                    crate::sequence_ddl::drop_owned(shared, t.oid).await?;
-                    shared.datanodes.drop_rel(t.rel).await?;
-                }
-                return Err(e);
-            }
+            // A failure leaves the table to the transaction's rollback.
+            create_table(shared, log, ct).await?;
+            crate::sequence_ddl::create_column_sequences(shared, log, ct).await?;
             Ok("CREATE TABLE".into())
         }
         Statement::DropTable { names, if_exists } => {
@@ -86,54 +92,39 @@ pub async fn execute(
                 }
             }
             for t in tables {
-                shared.catalog.remove(t.oid).await?;
-                crate::sequence_ddl::drop_owned(shared, t.oid).await?;
-                shared.datanodes.drop_rel(t.rel).await?;
-                crate::index_ddl::drop_relations(shared, &t.indexes).await?;
+                log.remove(shared, t.oid).await?;
+                crate::sequence_ddl::drop_owned(shared, log, t.oid).await?;
             }
             Ok("DROP TABLE".into())
         }
         Statement::Truncate { tables } => {
             for t in tables {
                 let current = current(shared, t)?;
-                let rel = shared
-                    .datanodes
-                    .create_rel(RelPlacement::of(&current))
-                    .await?;
-                if let Some(txn) = txn.as_deref_mut() {
+                let rel = log.create_rel(shared, RelPlacement::of(&current)).await?;
+                let mut owner = rows.as_mut().map(|r| &mut *r.txn);
+                if let Some(txn) = owner.as_deref_mut() {
                     // Before anyone can see the relation.
                     shared.datanodes.own_relation(txn, rel);
                 }
-                let indexes =
-                    crate::index_ddl::truncated(shared, &current, txn.as_deref_mut()).await?;
-                shared
-                    .catalog
-                    .put(TableDef {
-                        rel,
-                        indexes,
-                        ..(*current).clone()
-                    })
-                    .await?;
-                shared.datanodes.drop_rel(current.rel).await?;
-                crate::index_ddl::drop_relations(shared, &current.indexes).await?;
+                let indexes = crate::index_ddl::truncated(shared, &current, log, owner).await?;
+                let truncated = TableDef {
+                    rel,
+                    indexes,
+                    ..(*current).clone()
+                };
+                log.put(shared, truncated).await?;
             }
             Ok("TRUNCATE TABLE".into())
         }
-        Statement::AddPrimaryKey {
-            table,
-            columns,
-            constraint_name,
-        } => {
-            let table = current(shared, table)?;
-            add_primary_key(shared, &table, columns, constraint_name.clone()).await?;
-            Ok("ALTER TABLE".into())
-        }
         Statement::CreateIndex(ci) => {
-            crate::index_ddl::create_index(shared, ci, out).await?;
+            let rows = rows
+                .as_mut()
+                .ok_or_else(|| PgError::internal("CREATE INDEX outside a transaction"))?;
+            crate::index_ddl::create_index(shared, log, rows, ci, out).await?;
             Ok("CREATE INDEX".into())
         }
         Statement::DropIndex { names, if_exists } => {
-            crate::index_ddl::drop_indexes(shared, names, *if_exists, out).await?;
+            crate::index_ddl::drop_indexes(shared, log, names, *if_exists, out).await?;
             Ok("DROP INDEX".into())
         }
         Statement::Vacuum { tables, analyze } => {
@@ -152,11 +143,11 @@ pub async fn execute(
             })
         }
         Statement::CreateSequence(cs) => {
-            crate::sequence_ddl::create(shared, cs, out).await?;
+            crate::sequence_ddl::create(shared, log, cs, out).await?;
             Ok("CREATE SEQUENCE".into())
         }
         Statement::AlterSequence(alter) => {
-            crate::sequence_ddl::alter(shared, alter, out).await?;
+            crate::sequence_ddl::alter(shared, log, alter, out).await?;
             Ok("ALTER SEQUENCE".into())
         }
         Statement::DropSequence {
@@ -164,7 +155,7 @@ pub async fn execute(
             if_exists,
             cascade,
         } => {
-            crate::sequence_ddl::drop(shared, names, *if_exists, *cascade, out).await?;
+            crate::sequence_ddl::drop(shared, log, names, *if_exists, *cascade, out).await?;
             Ok("DROP SEQUENCE".into())
         }
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
@@ -182,7 +173,7 @@ pub(crate) fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> 
     })
 }
 
-async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
+async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> PgResult<()> {
     let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE).await?;
     let has_pk = ct.primary_key.is_some();
     let mut table = TableDef {
@@ -197,28 +188,20 @@ async fn create_table(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
         distribution: ct.distribution,
         indexes: Vec::new(),
     };
-    table.rel = shared
-        .datanodes
-        .create_rel(RelPlacement::of(&table))
-        .await?;
-    table.indexes = crate::index_ddl::constraint_indexes(shared, &table, &ct.unique).await?;
-    shared.catalog.put(table).await?;
+    table.rel = log.create_rel(shared, RelPlacement::of(&table)).await?;
+    table.indexes = crate::index_ddl::constraint_indexes(shared, log, &table, &ct.unique).await?;
+    log.put(shared, table).await?;
     Ok(())
 }
 
 /// Rebuild the table keyed by the new primary key, checking NOT NULL and uniqueness.
-async fn add_primary_key(
+pub(crate) async fn add_primary_key(
     shared: &Shared,
+    log: &mut DdlLog,
     table: &TableDef,
     columns: &[usize],
     name: Option<String>,
 ) -> PgResult<()> {
-    if !table.indexes.is_empty() {
-        // Rows would move to new keys, and their index entries with them.
-        return Err(PgError::unsupported(
-            "ALTER TABLE … ADD PRIMARY KEY on a table with indexes",
-        ));
-    }
     if table.primary_key.is_some() {
         return Err(PgError::new(
             codes::INVALID_TABLE_DEFINITION,
@@ -226,6 +209,12 @@ async fn add_primary_key(
                 "multiple primary keys for table \"{}\" are not allowed",
                 table.name
             ),
+        ));
+    }
+    if !table.indexes.is_empty() {
+        // Rows would move to new keys, and their index entries with them.
+        return Err(PgError::unsupported(
+            "ALTER TABLE … ADD PRIMARY KEY on a table with indexes",
         ));
     }
     let name = name.unwrap_or_else(|| format!("{}_pkey", table.name));
@@ -236,10 +225,7 @@ async fn add_primary_key(
     for &c in columns {
         new_def.columns[c].not_null = true;
     }
-    let new_rel = shared
-        .datanodes
-        .create_rel(RelPlacement::of(&new_def))
-        .await?;
+    let new_rel = log.create_rel(shared, RelPlacement::of(&new_def)).await?;
     new_def.rel = new_rel;
 
     let dn = &shared.datanodes;
@@ -255,14 +241,12 @@ async fn add_primary_key(
         match load_under_key(shared, table, &new_def, &mut txn, sorted).await {
             Ok(Pushed::Taken) => {
                 dn.commit(txn, &shared.gtm).await?;
-                shared.catalog.put((*new_def).clone()).await?;
-                dn.drop_rel(table.rel).await?;
+                log.put(shared, (*new_def).clone()).await?;
                 return Ok(());
             }
             Ok(Pushed::NotAscending) => dn.abort(txn, &shared.gtm).await,
             Err(e) => {
                 dn.abort(txn, &shared.gtm).await;
-                dn.drop_rel(new_rel).await?;
                 return Err(e);
             }
         }

@@ -195,7 +195,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::DropIndex { .. } => true,
         // Sequences are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
-        S::AddPrimaryKey { .. } | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
+        S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
         // Neither reads rows; EXECUTE's statement is checked itself when it runs.
         S::Prepare { .. } | S::Execute { .. } => false,

@@ -1,14 +1,16 @@
-//! CREATE INDEX, DROP INDEX, and the indexes of CREATE TABLE's UNIQUE constraints,
-//! TRUNCATE and DROP TABLE (decision 0035).
+//! CREATE INDEX, DROP INDEX, and the indexes of UNIQUE constraints (CREATE TABLE's and
+//! ALTER TABLE's), TRUNCATE, DROP TABLE and ALTER COLUMN TYPE (decision 0035).
 //!
-//! An index is built over the rows at one snapshot, in a transaction of its own that
-//! reads the table a batch at a time and writes the batch's entries, and becomes part
-//! of the table's definition (so every later writer maintains it) once that commits.
+//! An index is built over the rows at the statement's snapshot, in the statement's
+//! transaction (so its own uncommitted rows are indexed too), reading the table a batch
+//! at a time and writing the batch's entries; it becomes part of the table's definition,
+//! so every later writer maintains it, and commits or rolls back with the transaction.
 
+use crate::ddl::InTxn;
+use crate::ddl_log::DdlLog;
 use crate::exec::decode;
 use crate::server::Shared;
 use bytes::BytesMut;
-use datanode_client::Isolation;
 use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Catalog;
@@ -54,6 +56,7 @@ fn plain_columns(columns: &[usize]) -> Vec<IndexColumn> {
 /// A new index's definition with a fresh relation placed for `table`.
 async fn new_index(
     shared: &Shared,
+    log: &mut DdlLog,
     table: &TableDef,
     name: String,
     columns: Vec<IndexColumn>,
@@ -69,9 +72,8 @@ async fn new_index(
         constraint_oid: constraint.then_some(oid + 1),
         rel: 0,
     };
-    index.rel = shared
-        .datanodes
-        .create_rel(RelPlacement::of_index(table, &index))
+    index.rel = log
+        .create_rel(shared, RelPlacement::of_index(table, &index))
         .await?;
     Ok(index)
 }
@@ -80,6 +82,7 @@ async fn new_index(
 /// is nothing to build).
 pub async fn constraint_indexes(
     shared: &Shared,
+    log: &mut DdlLog,
     table: &TableDef,
     unique: &[UniqueConstraint],
 ) -> PgResult<Vec<IndexDef>> {
@@ -92,12 +95,18 @@ pub async fn constraint_indexes(
             ));
         }
         let columns = plain_columns(&u.columns);
-        indexes.push(new_index(shared, table, u.name.clone(), columns, true, true).await?);
+        indexes.push(new_index(shared, log, table, u.name.clone(), columns, true, true).await?);
     }
     Ok(indexes)
 }
 
-pub async fn create_index(shared: &Shared, ci: &CreateIndex, out: &mut BytesMut) -> PgResult<()> {
+pub async fn create_index(
+    shared: &Shared,
+    log: &mut DdlLog,
+    rows: &mut InTxn<'_>,
+    ci: &CreateIndex,
+    out: &mut BytesMut,
+) -> PgResult<()> {
     let table = crate::ddl::current(shared, &ci.table)?;
     let name = match &ci.name {
         Some(name) if relation_exists(shared, name) => {
@@ -124,42 +133,85 @@ pub async fn create_index(shared: &Shared, ci: &CreateIndex, out: &mut BytesMut)
             sql::index::default_name(&table.name, &names, "idx", &|n| relation_exists(shared, n))
         }
     };
-    let index = new_index(shared, &table, name, ci.columns.clone(), ci.unique, false).await?;
-    if let Err(e) = build(shared, &table, &index).await {
-        shared.datanodes.drop_rel(index.rel).await?;
-        return Err(e);
-    }
+    let index = new_index(
+        shared,
+        log,
+        &table,
+        name,
+        ci.columns.clone(),
+        ci.unique,
+        false,
+    )
+    .await?;
+    build(shared, &table, &index, rows).await?;
     // The table as it is now (a TRUNCATE meanwhile would have replaced its relation).
     let mut def = (*crate::ddl::current(shared, &table)?).clone();
     def.indexes.push(index);
-    shared.catalog.put(def).await?;
+    log.put(shared, def).await?;
     Ok(())
+}
+
+/// ALTER TABLE … ADD [CONSTRAINT name] UNIQUE (columns): the constraint's index, built
+/// over the rows of `table` (whose definition the caller then stores with it).
+pub async fn unique_constraint(
+    shared: &Shared,
+    log: &mut DdlLog,
+    rows: &mut InTxn<'_>,
+    table: &TableDef,
+    columns: &[usize],
+    name: Option<&str>,
+) -> PgResult<IndexDef> {
+    let taken = |n: &str| relation_exists(shared, n) || table.indexes.iter().any(|i| i.name == n);
+    let name = match name {
+        Some(name) if taken(name) => {
+            return Err(PgError::new(
+                codes::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ))
+        }
+        Some(name) => name.to_string(),
+        None => {
+            let names: Vec<&str> = columns
+                .iter()
+                .map(|&c| table.columns[c].name.as_str())
+                .collect();
+            sql::index::default_name(&table.name, &names, "key", &taken)
+        }
+    };
+    let index = new_index(shared, log, table, name, plain_columns(columns), true, true).await?;
+    build(shared, table, &index, rows).await?;
+    Ok(index)
+}
+
+/// `index` under a fresh relation built over `table`'s rows (ALTER COLUMN TYPE changed
+/// a column it covers); the caller drops the old relation once nothing reads it.
+pub async fn rebuilt(
+    shared: &Shared,
+    log: &mut DdlLog,
+    rows: &mut InTxn<'_>,
+    table: &TableDef,
+    index: &IndexDef,
+) -> PgResult<IndexDef> {
+    let mut fresh = index.clone();
+    fresh.rel = log
+        .create_rel(shared, RelPlacement::of_index(table, index))
+        .await?;
+    build(shared, table, &fresh, rows).await?;
+    Ok(fresh)
 }
 
 /// Writes the entries of `table`'s rows into the new `index`, a batch of rows at a time
 /// at one snapshot; a unique index fails at its first duplicate (23505, PostgreSQL's
 /// message for a build).
-async fn build(shared: &Shared, table: &TableDef, index: &IndexDef) -> PgResult<()> {
-    let dn = &shared.datanodes;
-    let start = shared.gtm.begin().await?;
-    let mut txn = dn.begin(start, Isolation::RepeatableRead);
-    match build_in(shared, table, index, &mut txn).await {
-        Ok(()) => dn.commit(txn, &shared.gtm).await.map(drop),
-        Err(e) => {
-            dn.abort(txn, &shared.gtm).await;
-            Err(e)
-        }
-    }
-}
-
-async fn build_in(
+async fn build(
     shared: &Shared,
     table: &TableDef,
     index: &IndexDef,
-    txn: &mut ClusterTxn,
+    rows: &mut InTxn<'_>,
 ) -> PgResult<()> {
     let dn = &shared.datanodes;
-    let start = txn.start_ts();
+    let start = rows.snapshot;
+    let txn = &mut *rows.txn;
     let mut after = Bound::Unbounded;
     loop {
         let mut batch = Vec::with_capacity(BUILD_BATCH);
@@ -201,6 +253,7 @@ async fn build_in(
 /// failing name drops none (as PostgreSQL's one transaction does).
 pub async fn drop_indexes(
     shared: &Shared,
+    log: &mut DdlLog,
     names: &[String],
     if_exists: bool,
     out: &mut BytesMut,
@@ -232,9 +285,8 @@ pub async fn drop_indexes(
             continue;
         };
         let mut def = (*table).clone();
-        let index = def.indexes.remove(i);
-        shared.catalog.put(def).await?;
-        shared.datanodes.drop_rel(index.rel).await?;
+        def.indexes.remove(i);
+        log.put(shared, def).await?;
     }
     Ok(())
 }
@@ -270,25 +322,17 @@ fn requires(shared: &Shared, name: &str) -> PgError {
 pub async fn truncated(
     shared: &Shared,
     table: &TableDef,
+    log: &mut DdlLog,
     mut txn: Option<&mut ClusterTxn>,
 ) -> PgResult<Vec<IndexDef>> {
     let mut indexes = table.indexes.clone();
     for index in &mut indexes {
-        index.rel = shared
-            .datanodes
-            .create_rel(RelPlacement::of_index(table, index))
+        index.rel = log
+            .create_rel(shared, RelPlacement::of_index(table, index))
             .await?;
         if let Some(txn) = txn.as_deref_mut() {
             shared.datanodes.own_relation(txn, index.rel);
         }
     }
     Ok(indexes)
-}
-
-/// Drops the relations of `indexes` (their table was dropped or truncated).
-pub async fn drop_relations(shared: &Shared, indexes: &[IndexDef]) -> PgResult<()> {
-    for index in indexes {
-        shared.datanodes.drop_rel(index.rel).await?;
-    }
-    Ok(())
 }

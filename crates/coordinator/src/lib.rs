@@ -1,12 +1,14 @@
 //! The coordinator (see README.md): accepts PostgreSQL connections, binds and plans
 //! statements, runs transactions against the GTM and the datanode.
 
+pub mod alter_table;
 pub mod bulk;
 pub mod catalog;
 pub mod copy;
 pub mod copy_binary;
 pub mod copy_out;
 pub mod ddl;
+pub mod ddl_log;
 pub mod dml;
 pub mod exec;
 pub mod executors;

@@ -1,6 +1,6 @@
 //! CREATE/ALTER/DROP SEQUENCE, and the sequences of serial and identity columns, which
 //! CREATE TABLE creates and DROP TABLE drops with their table (decision 0034). Like the
-//! other DDL, applied immediately.
+//! other DDL, applied immediately and undone by a rollback (`DdlLog`).
 
 use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
@@ -11,6 +11,7 @@ use sql::TableDef;
 use wire::backend::{self, NoticeSeverity};
 
 use crate::catalog::LiveCatalog;
+use crate::ddl_log::DdlLog;
 use crate::server::Shared;
 
 fn notice(out: &mut BytesMut, code: &'static str, message: String) {
@@ -21,7 +22,12 @@ fn relation_exists(shared: &Shared, name: &str) -> bool {
     shared.catalog.table(None, name).is_some() || shared.catalog.sequence(name).is_some()
 }
 
-pub async fn create(shared: &Shared, cs: &CreateSequence, out: &mut BytesMut) -> PgResult<()> {
+pub async fn create(
+    shared: &Shared,
+    log: &mut DdlLog,
+    cs: &CreateSequence,
+    out: &mut BytesMut,
+) -> PgResult<()> {
     if relation_exists(shared, &cs.name) {
         if cs.if_not_exists {
             notice(
@@ -39,11 +45,16 @@ pub async fn create(shared: &Shared, cs: &CreateSequence, out: &mut BytesMut) ->
     let (mut def, _) = SequenceDef::define(0, &cs.name, &cs.options, None)?;
     def.owned_by = owner(shared, &cs.options, None)?;
     def.oid = shared.catalog.allocate_oids(1).await?;
-    shared.catalog.put_sequence(def).await?;
+    log.put_sequence(shared, def).await?;
     Ok(())
 }
 
-pub async fn alter(shared: &Shared, alter: &AlterSequence, out: &mut BytesMut) -> PgResult<()> {
+pub async fn alter(
+    shared: &Shared,
+    log: &mut DdlLog,
+    alter: &AlterSequence,
+    out: &mut BytesMut,
+) -> PgResult<()> {
     let Some(old) = shared.catalog.sequence(&alter.name) else {
         if shared.catalog.table(None, &alter.name).is_some() {
             return Err(not_a_sequence(&alter.name, None));
@@ -63,7 +74,7 @@ pub async fn alter(shared: &Shared, alter: &AlterSequence, out: &mut BytesMut) -
     };
     let (mut def, restart) = SequenceDef::define(old.oid, &old.name, &alter.options, Some(&old))?;
     def.owned_by = owner(shared, &alter.options, old.owned_by)?;
-    shared.catalog.put_sequence(def).await?;
+    log.put_sequence(shared, def).await?;
     // Other changes apply to the range this coordinator uses as it goes on
     // (`SequenceValues::nextval`); the one reserved ahead is reserved again.
     if let Some(next) = restart {
@@ -80,6 +91,7 @@ pub async fn alter(shared: &Shared, alter: &AlterSequence, out: &mut BytesMut) -
 
 pub async fn drop(
     shared: &Shared,
+    log: &mut DdlLog,
     names: &[String],
     if_exists: bool,
     cascade: bool,
@@ -135,16 +147,19 @@ pub async fn drop(
             );
             let mut changed = (*table).clone();
             changed.columns[column].default = None;
-            shared.catalog.put(changed).await?;
+            log.put(shared, changed).await?;
         }
-        shared.catalog.remove_sequence(s.oid).await?;
-        shared.sequences.forget(s.oid);
+        log.remove_sequence(shared, s.oid).await?;
     }
     Ok(())
 }
 
 /// Creates the sequences of a new table's serial and identity columns, owned by them.
-pub async fn create_column_sequences(shared: &Shared, ct: &CreateTable) -> PgResult<()> {
+pub async fn create_column_sequences(
+    shared: &Shared,
+    log: &mut DdlLog,
+    ct: &CreateTable,
+) -> PgResult<()> {
     if ct.sequences.is_empty() {
         return Ok(());
     }
@@ -165,17 +180,42 @@ pub async fn create_column_sequences(shared: &Shared, ct: &CreateTable) -> PgRes
         });
         def.identity = cs.identity;
         def.oid = shared.catalog.allocate_oids(1).await?;
-        shared.catalog.put_sequence(def).await?;
+        log.put_sequence(shared, def).await?;
     }
     Ok(())
 }
 
 /// Drops the sequences owned by the columns of a table being dropped.
-pub async fn drop_owned(shared: &Shared, table: u32) -> PgResult<()> {
+pub async fn drop_owned(shared: &Shared, log: &mut DdlLog, table: u32) -> PgResult<()> {
     for s in shared.catalog.sequences() {
         if s.owned_by.is_some_and(|o| o.table == table) {
-            shared.catalog.remove_sequence(s.oid).await?;
-            shared.sequences.forget(s.oid);
+            log.remove_sequence(shared, s.oid).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The sequences owned by columns of table `table` after ALTER TABLE moved its columns
+/// (`origin`: each column's position before): each follows its column, and goes with it
+/// where it was dropped, as in PostgreSQL.
+pub async fn follow_columns(
+    shared: &Shared,
+    log: &mut DdlLog,
+    table: u32,
+    origin: &[Option<usize>],
+) -> PgResult<()> {
+    for s in shared.catalog.sequences() {
+        let Some(owned_by) = s.owned_by.filter(|o| o.table == table) else {
+            continue;
+        };
+        match origin.iter().position(|&o| o == Some(owned_by.column)) {
+            None => log.remove_sequence(shared, s.oid).await?,
+            Some(column) if column != owned_by.column => {
+                let mut moved = (*s).clone();
+                moved.owned_by = Some(OwnedBy { table, column });
+                log.put_sequence(shared, moved).await?;
+            }
+            Some(_) => {}
         }
     }
     Ok(())

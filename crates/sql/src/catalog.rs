@@ -114,6 +114,29 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// Each datanode enforces a primary key on its own rows only, so all rows that could
+    /// share a key must live on one datanode: a hash-distributed table's key contains the
+    /// hash column, and a round-robin table has none (Postgres-XL's rule and messages).
+    pub fn check_key(self, key: &[usize]) -> pgerror::PgResult<()> {
+        let refuse = |message: &str| {
+            Err(pgerror::PgError::new(
+                pgerror::codes::FEATURE_NOT_SUPPORTED,
+                message,
+            ))
+        };
+        match self {
+            Distribution::Hash { column } if !key.contains(&column) => refuse(
+                "Unique index of partitioned table must contain the hash distribution column.",
+            ),
+            Distribution::RoundRobin => {
+                refuse("Cannot locally enforce a unique index on round robin distributed table.")
+            }
+            Distribution::Hash { .. } | Distribution::Replication => Ok(()),
+        }
+    }
+}
+
 /// Whether rows can be placed by a value of this type: its key encoding is the same for
 /// values equal in SQL (`types::codec::encode_key`).
 pub fn is_hashable(ty: &DataType) -> bool {

@@ -1,6 +1,6 @@
 //! Bound statements: names resolved, types known, ready to execute.
 
-use crate::catalog::TableDef;
+use crate::catalog::{ColumnDef, DataTypeDef, TableDef};
 use crate::functions::{AggFunc, ScalarFunc};
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -672,6 +672,59 @@ pub struct CopyTo {
     pub format: crate::copy::CopyFormat,
 }
 
+/// ALTER TABLE: its actions in the order written, each applied to the table as the
+/// actions before it left it (so columns are named, and resolved when it runs).
+#[derive(Debug, Clone)]
+pub struct AlterTable {
+    pub table: Arc<TableDef>,
+    pub actions: Vec<AlterAction>,
+}
+
+#[derive(Debug, Clone)]
+pub enum AlterAction {
+    /// ADD COLUMN; `fill` is the bound default that existing rows take (None: NULL).
+    AddColumn {
+        column: ColumnDef,
+        if_not_exists: bool,
+        fill: Option<Expr>,
+    },
+    DropColumn {
+        name: String,
+        if_exists: bool,
+    },
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    RenameTable(String),
+    /// SET DEFAULT (Some: the default as SQL text, already checked to bind) or DROP DEFAULT.
+    SetDefault {
+        column: String,
+        default: Option<String>,
+    },
+    SetNotNull {
+        column: String,
+        not_null: bool,
+    },
+    /// ALTER COLUMN TYPE: stored values converted by the assignment cast.
+    SetType {
+        column: String,
+        ty: DataTypeDef,
+    },
+    AddPrimaryKey {
+        columns: Vec<String>,
+        name: Option<String>,
+    },
+    AddUnique {
+        columns: Vec<String>,
+        name: Option<String>,
+    },
+    DropConstraint {
+        name: String,
+        if_exists: bool,
+    },
+}
+
 /// A bound statement.
 #[derive(Debug, Clone)]
 pub enum Statement {
@@ -699,11 +752,7 @@ pub enum Statement {
         names: Vec<String>,
         if_exists: bool,
     },
-    AddPrimaryKey {
-        table: Arc<TableDef>,
-        columns: Vec<usize>,
-        constraint_name: Option<String>,
-    },
+    AlterTable(AlterTable),
     /// VACUUM [ANALYZE] or ANALYZE (`analyze`: the command was ANALYZE).
     Vacuum {
         tables: Vec<Arc<TableDef>>,

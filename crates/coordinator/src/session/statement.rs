@@ -160,7 +160,6 @@ impl<S: SessionStream> Session<S> {
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::Truncate { .. }
-            | Statement::AddPrimaryKey { .. }
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)
             | Statement::DropSequence { .. }
@@ -169,17 +168,51 @@ impl<S: SessionStream> Session<S> {
             | Statement::Vacuum { .. } => {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).
+                // CREATE INDEX reads the rows, its transaction's own among them.
                 let in_block = self.tx.as_ref().is_some_and(|t| t.explicit);
-                if in_block && matches!(stmt, Statement::Truncate { .. }) {
-                    self.ensure_started().await?;
-                }
-                let owner = self
-                    .tx
+                let snapshot = match stmt {
+                    Statement::Truncate { .. } if in_block => Some(self.ensure_started().await?),
+                    Statement::CreateIndex(_) => Some(self.ensure_started().await?),
+                    _ => None,
+                };
+                self.ensure_transaction();
+                let t = self.tx.as_mut().expect("ensured above");
+                let rows = t
+                    .dn_txn
                     .as_mut()
-                    .filter(|_| in_block)
-                    .and_then(|t| t.dn_txn.as_mut());
-                let tag = crate::ddl::execute(&self.shared, stmt, owner, &mut self.out).await?;
+                    .zip(snapshot)
+                    .map(|(txn, snapshot)| crate::ddl::InTxn { txn, snapshot });
+                let log = &mut t.ddl;
+                let tag = crate::ddl::execute(&self.shared, stmt, rows, log, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
+            }
+            Statement::AlterTable(at) => {
+                let shared = self.shared.clone();
+                let snapshot = self.ensure_started().await?;
+                let view = view(
+                    &shared,
+                    &self.state,
+                    &self.tx,
+                    types::datetime::now_timestamp(),
+                );
+                let state = StatementState::new(&self.limits, &shared.spill);
+                let eval = crate::alter_table::Evaluation {
+                    view: &view,
+                    state: &state,
+                };
+                let t = self.tx.as_mut().expect("started above");
+                let txn = t.dn_txn.as_mut().expect("started above");
+                let mut rows = crate::ddl::InTxn { txn, snapshot };
+                crate::alter_table::execute(
+                    &shared,
+                    &mut t.ddl,
+                    &mut rows,
+                    at,
+                    eval,
+                    &mut self.out,
+                )
+                .await?;
+                Ok(Outcome::tag("ALTER TABLE"))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
             Statement::Query(_)

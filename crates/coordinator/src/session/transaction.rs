@@ -5,6 +5,7 @@
 
 use super::statement::Outcome;
 use super::Session;
+use crate::ddl_log::DdlLog;
 use crate::session_io::SessionStream;
 use datanode_client::{Isolation, PreparedXact, Timestamp};
 use distribution::{ClusterSavepoint, ClusterTxn};
@@ -20,7 +21,10 @@ pub struct Transaction {
     pub(super) isolation: Isolation,
     pub(super) read_only: bool,
     pub(super) txn_time: i64,
-    pub(super) savepoints: Vec<(String, ClusterSavepoint)>,
+    /// Each savepoint with where the DDL log stood when it was set.
+    pub(super) savepoints: Vec<(String, ClusterSavepoint, usize)>,
+    /// The catalog changes of the transaction's DDL, undone if it rolls back.
+    pub(super) ddl: DdlLog,
 }
 
 /// PostgreSQL's GIDSIZE: a gid is shorter than this many bytes.
@@ -199,7 +203,7 @@ impl<S: SessionStream> Session<S> {
                 self.ensure_started().await?;
                 let t = self.tx.as_mut().unwrap();
                 let sp = t.dn_txn.as_ref().unwrap().savepoint();
-                t.savepoints.push((name.clone(), sp));
+                t.savepoints.push((name.clone(), sp, t.ddl.mark()));
                 Ok(Outcome::tag("SAVEPOINT"))
             }
             Statement::Release(name) => {
@@ -208,7 +212,7 @@ impl<S: SessionStream> Session<S> {
                 let pos = t
                     .savepoints
                     .iter()
-                    .rposition(|(n, _)| n == name)
+                    .rposition(|(n, ..)| n == name)
                     .ok_or_else(|| no_savepoint(name))?;
                 t.savepoints.truncate(pos);
                 Ok(Outcome::tag("RELEASE"))
@@ -219,12 +223,13 @@ impl<S: SessionStream> Session<S> {
                 let pos = t
                     .savepoints
                     .iter()
-                    .rposition(|(n, _)| n == name)
+                    .rposition(|(n, ..)| n == name)
                     .ok_or_else(|| no_savepoint(name))?;
                 t.savepoints.truncate(pos + 1);
                 if let Some(dn) = t.dn_txn.as_mut() {
                     dn.rollback_to(&t.savepoints[pos].1)?;
                 }
+                t.ddl.rollback_to(&self.shared, t.savepoints[pos].2).await;
                 t.failed = false;
                 Ok(Outcome::tag("ROLLBACK"))
             }
@@ -282,11 +287,8 @@ impl<S: SessionStream> Session<S> {
         }
         // One that did nothing yet still gets a start timestamp and its gid.
         self.ensure_started().await?;
-        let dn = self
-            .tx
-            .take()
-            .and_then(|t| t.dn_txn)
-            .expect("started above");
+        let t = self.tx.take().expect("started above");
+        let (dn, mut ddl) = (t.dn_txn.expect("started above"), t.ddl);
         self.end_local_settings();
         let xact = PreparedXact {
             gid: gid.to_string(),
@@ -296,10 +298,18 @@ impl<S: SessionStream> Session<S> {
             database: self.state.database.clone(),
         };
         let gtm = &self.shared.gtm;
-        self.shared
+        if let Err(e) = self
+            .shared
             .datanodes
             .prepare_transaction(dn, xact, gtm)
-            .await?;
+            .await
+        {
+            ddl.rollback_to(&self.shared, 0).await;
+            return Err(e);
+        }
+        // The catalog keeps no prepared state: its DDL stays, whichever way the prepared
+        // transaction ends (decision 0038).
+        ddl.commit(&self.shared).await;
         Ok(Outcome::tag("PREPARE TRANSACTION"))
     }
 
@@ -340,6 +350,15 @@ impl<S: SessionStream> Session<S> {
             read_only: defaults.read_only,
             txn_time: types::datetime::now_timestamp(),
             savepoints: Vec::new(),
+            ddl: DdlLog::default(),
+        }
+    }
+
+    /// The transaction a DDL statement runs in (an implicit one if there is none, so
+    /// that what it changes commits or rolls back with it).
+    pub(super) fn ensure_transaction(&mut self) {
+        if self.tx.is_none() {
+            self.tx = Some(self.new_transaction(false));
         }
     }
 
@@ -379,17 +398,28 @@ impl<S: SessionStream> Session<S> {
 
     async fn commit(&mut self, t: Transaction) -> PgResult<()> {
         self.end_local_settings();
-        if let Some(dn) = t.dn_txn {
-            self.shared.datanodes.commit(dn, &self.shared.gtm).await?;
+        let Transaction {
+            dn_txn, mut ddl, ..
+        } = t;
+        if let Some(dn) = dn_txn {
+            if let Err(e) = self.shared.datanodes.commit(dn, &self.shared.gtm).await {
+                ddl.rollback_to(&self.shared, 0).await;
+                return Err(e);
+            }
         }
+        ddl.commit(&self.shared).await;
         Ok(())
     }
 
     async fn abort(&mut self, t: Transaction) {
         self.end_local_settings();
-        if let Some(dn) = t.dn_txn {
+        let Transaction {
+            dn_txn, mut ddl, ..
+        } = t;
+        if let Some(dn) = dn_txn {
             self.shared.datanodes.abort(dn, &self.shared.gtm).await;
         }
+        ddl.rollback_to(&self.shared, 0).await;
     }
 
     fn end_local_settings(&mut self) {

@@ -131,7 +131,7 @@ impl<'a> Binder<'a> {
             None => Distribution::default_for(&columns, primary_key.as_deref()),
         };
         if let Some(key) = &primary_key {
-            check_key_placement(distribution, key)?;
+            distribution.check_key(key)?;
         }
         Ok(Statement::CreateTable(CreateTable {
             name,
@@ -147,51 +147,248 @@ impl<'a> Binder<'a> {
 
     pub(super) fn alter_table(&mut self, at: &ast::AlterTable) -> PgResult<Statement> {
         let table = self.table_by_name(&object_name_parts(&at.name))?;
-        match at.operations.as_slice() {
-            [ast::AlterTableOperation::AddConstraint {
+        let mut actions = Vec::with_capacity(at.operations.len());
+        for op in &at.operations {
+            self.alter_action(&table, op, &mut actions)?;
+        }
+        Ok(Statement::AlterTable(AlterTable { table, actions }))
+    }
+
+    /// Binds one ALTER TABLE operation onto `actions` (a column's inline PRIMARY KEY or
+    /// UNIQUE becomes an action of its own, after the column's).
+    fn alter_action(
+        &mut self,
+        table: &TableDef,
+        op: &ast::AlterTableOperation,
+        actions: &mut Vec<AlterAction>,
+    ) -> PgResult<()> {
+        use ast::AlterTableOperation as Op;
+        let action = match op {
+            Op::AddColumn {
+                column_keyword: _,
+                if_not_exists,
+                column_def,
+                column_position: None,
+            } => return self.add_column(column_def, *if_not_exists, actions),
+            Op::DropColumn {
+                has_column_keyword: _,
+                column_names,
+                if_exists,
+                drop_behavior: _,
+            } => {
+                for name in column_names {
+                    actions.push(AlterAction::DropColumn {
+                        name: ident_name(name),
+                        if_exists: *if_exists,
+                    });
+                }
+                return Ok(());
+            }
+            Op::RenameColumn {
+                old_column_name,
+                new_column_name,
+            } => AlterAction::RenameColumn {
+                from: ident_name(old_column_name),
+                to: ident_name(new_column_name),
+            },
+            Op::RenameTable { table_name } => {
+                let (ast::RenameTableNameKind::To(name) | ast::RenameTableNameKind::As(name)) =
+                    table_name;
+                AlterAction::RenameTable(object_name_parts(name).pop().unwrap_or_default())
+            }
+            Op::AlterColumn { column_name, op } => {
+                let column = ident_name(column_name);
+                let ty = column_type(table, actions, &column)?;
+                match op {
+                    ast::AlterColumnOperation::SetNotNull => AlterAction::SetNotNull {
+                        column,
+                        not_null: true,
+                    },
+                    ast::AlterColumnOperation::DropNotNull => AlterAction::SetNotNull {
+                        column,
+                        not_null: false,
+                    },
+                    ast::AlterColumnOperation::SetDefault { value } => {
+                        self.check_default(value, &ty)?;
+                        AlterAction::SetDefault {
+                            column,
+                            default: Some(value.to_string()),
+                        }
+                    }
+                    ast::AlterColumnOperation::DropDefault => AlterAction::SetDefault {
+                        column,
+                        default: None,
+                    },
+                    ast::AlterColumnOperation::SetDataType {
+                        data_type,
+                        using: None,
+                        had_set: _,
+                    } => {
+                        let to = self.data_type(data_type)?;
+                        if !types::cast::can_assign(&ty, &to) {
+                            return Err(PgError::new(
+                                codes::DATATYPE_MISMATCH,
+                                format!(
+                                    "column \"{column}\" cannot be cast automatically to type {to}"
+                                ),
+                            )
+                            .with_hint(format!(
+                                "You might need to specify \"USING {column}::{to}\"."
+                            )));
+                        }
+                        AlterAction::SetType {
+                            column,
+                            ty: DataTypeDef::from_type(&to),
+                        }
+                    }
+                    other => return Err(unsupported(format!("ALTER COLUMN {other}"))),
+                }
+            }
+            Op::AddConstraint {
                 constraint,
                 not_valid: false,
-            }] => match constraint {
+            } => match constraint {
                 ast::TableConstraint::PrimaryKey(pk) => {
                     crate::unsupported_syntax::primary_key(pk)?;
-                    let columns = pk
-                        .columns
-                        .iter()
-                        .map(|ic| {
-                            let n = ic
-                                .column
-                                .expr
-                                .to_string()
-                                .trim_matches('"')
-                                .to_ascii_lowercase();
-                            table.column_index(&n).ok_or_else(|| {
-                                PgError::new(
-                                    codes::UNDEFINED_COLUMN,
-                                    format!(
-                                        "column \"{n}\" of relation \"{}\" does not exist",
-                                        table.name
-                                    ),
-                                )
-                            })
-                        })
-                        .collect::<PgResult<Vec<_>>>()?;
-                    // A second key is refused as PostgreSQL does (42P16) when it runs.
-                    if table.primary_key.is_none() {
-                        check_key_placement(table.distribution, &columns)?;
+                    let columns = key_column_names(&pk.columns)?;
+                    // Refused early where the key's columns exist already (a second key is
+                    // refused as PostgreSQL does, 42P16, when it runs).
+                    let existing: Option<Vec<usize>> =
+                        columns.iter().map(|c| table.column_index(c)).collect();
+                    if let (Some(key), None) = (existing, &table.primary_key) {
+                        table.distribution.check_key(&key)?;
                     }
-                    let constraint_name = pk.name.as_ref().map(ident_name);
-                    Ok(Statement::AddPrimaryKey {
-                        table,
+                    AlterAction::AddPrimaryKey {
                         columns,
-                        constraint_name,
-                    })
+                        name: pk.name.as_ref().map(ident_name),
+                    }
                 }
-                ast::TableConstraint::ForeignKey(_) => Err(unsupported("foreign keys")),
-                other => Err(unsupported(format!("ALTER TABLE ADD {other}"))),
+                ast::TableConstraint::Unique(u) => {
+                    crate::unsupported_syntax::unique_constraint(u)?;
+                    AlterAction::AddUnique {
+                        columns: key_column_names(&u.columns)?,
+                        name: u.name.as_ref().map(ident_name),
+                    }
+                }
+                ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
+                ast::TableConstraint::Check(_) => return Err(unsupported("CHECK constraints")),
+                other => return Err(unsupported(format!("ALTER TABLE ADD {other}"))),
             },
-            _ => Err(unsupported("this ALTER TABLE form")),
+            Op::DropConstraint {
+                if_exists,
+                name,
+                drop_behavior: _,
+            } => AlterAction::DropConstraint {
+                name: ident_name(name),
+                if_exists: *if_exists,
+            },
+            other => return Err(unsupported(format!("ALTER TABLE {other}"))),
+        };
+        actions.push(action);
+        Ok(())
+    }
+
+    fn add_column(
+        &mut self,
+        col: &ast::ColumnDef,
+        if_not_exists: bool,
+        actions: &mut Vec<AlterAction>,
+    ) -> PgResult<()> {
+        crate::unsupported_syntax::column_def(col)?;
+        if crate::sequence::serial_type(&col.data_type.to_string().to_ascii_lowercase()).is_some() {
+            return Err(unsupported("ALTER TABLE ADD COLUMN of a serial column"));
+        }
+        let ty = self.data_type(&col.data_type)?;
+        let mut column = ColumnDef {
+            name: ident_name(&col.name),
+            ty: DataTypeDef::from_type(&ty),
+            not_null: false,
+            default: None,
+        };
+        let mut fill = None;
+        let mut constraints = Vec::new();
+        for opt in &col.options {
+            match &opt.option {
+                ast::ColumnOption::NotNull => column.not_null = true,
+                ast::ColumnOption::Null => column.not_null = false,
+                ast::ColumnOption::Default(e) => {
+                    fill = Some(self.check_default(e, &ty)?);
+                    column.default = Some(e.to_string());
+                }
+                ast::ColumnOption::PrimaryKey(_) => {
+                    column.not_null = true;
+                    constraints.push(AlterAction::AddPrimaryKey {
+                        columns: vec![column.name.clone()],
+                        name: opt.name.as_ref().map(ident_name),
+                    });
+                }
+                ast::ColumnOption::Unique(_) => constraints.push(AlterAction::AddUnique {
+                    columns: vec![column.name.clone()],
+                    name: opt.name.as_ref().map(ident_name),
+                }),
+                ast::ColumnOption::Generated { .. } => {
+                    return Err(unsupported("ALTER TABLE ADD COLUMN of an identity column"))
+                }
+                // Refused by unsupported_syntax::column_def.
+                _ => {}
+            }
+        }
+        actions.push(AlterAction::AddColumn {
+            column,
+            if_not_exists,
+            fill,
+        });
+        actions.extend(constraints);
+        Ok(())
+    }
+
+    /// A column default: no subquery, and it binds and assigns to the column's type.
+    fn check_default(&mut self, e: &ast::Expr, ty: &DataType) -> PgResult<Expr> {
+        if has_subquery(e) {
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                "cannot use subquery in DEFAULT expression",
+            ));
+        }
+        self.assign_expr(e, &Scope::default(), ty)
+    }
+}
+
+/// The type of column `name` as the earlier actions of an ALTER TABLE leave it (42703
+/// if there is none).
+fn column_type(table: &TableDef, earlier: &[AlterAction], name: &str) -> PgResult<DataType> {
+    let mut ty = table
+        .column_index(name)
+        .map(|i| table.columns[i].ty.clone());
+    for action in earlier {
+        match action {
+            AlterAction::AddColumn { column, .. } if column.name == name => {
+                ty = Some(column.ty.clone())
+            }
+            AlterAction::SetType { column, ty: to } if column == name => ty = Some(to.clone()),
+            _ => {}
         }
     }
+    ty.map(|t| t.to_type()).ok_or_else(|| {
+        PgError::new(
+            codes::UNDEFINED_COLUMN,
+            format!(
+                "column \"{name}\" of relation \"{}\" does not exist",
+                table.name
+            ),
+        )
+    })
+}
+
+/// The column names of a key (PRIMARY KEY or UNIQUE); expressions are refused.
+fn key_column_names(columns: &[ast::IndexColumn]) -> PgResult<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(ident) => Ok(ident_name(ident)),
+            _ => Err(unsupported("expression indexes")),
+        })
+        .collect()
 }
 
 /// The distribution a `DISTRIBUTE BY` clause names, its column resolved and checked.
@@ -224,22 +421,6 @@ fn distribution(clause: &DistributeBy, columns: &[ColumnDef]) -> PgResult<Distri
             Distribution::Hash { column: index }
         }
     })
-}
-
-/// Each datanode enforces a primary key on its own rows only, so all rows that could
-/// share a key must live on one datanode: a hash-distributed table's key contains the
-/// hash column, and a round-robin table has none (Postgres-XL's rule and messages).
-fn check_key_placement(distribution: Distribution, key: &[usize]) -> PgResult<()> {
-    let refuse = |message: &str| Err(PgError::new(codes::FEATURE_NOT_SUPPORTED, message));
-    match distribution {
-        Distribution::Hash { column } if !key.contains(&column) => {
-            refuse("Unique index of partitioned table must contain the hash distribution column.")
-        }
-        Distribution::RoundRobin => {
-            refuse("Cannot locally enforce a unique index on round robin distributed table.")
-        }
-        Distribution::Hash { .. } | Distribution::Replication => Ok(()),
-    }
 }
 
 /// The storage parameters of `WITH (…)`: fillfactor is kept; the others (autovacuum
