@@ -1032,7 +1032,9 @@ impl CopyLoader {
                 .into_iter()
                 .zip(&self.field_types)
                 .map(|(field, ty)| {
-                    field.map_or(Ok(Value::Null), |text| types::io::from_text(&text, ty))
+                    field.map_or(Ok(Value::Null), |text| {
+                        types::io::from_text_in(&text, ty, &view.zone)
+                    })
                 })
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, source)?;
@@ -1073,5 +1075,9 @@ impl EvalEnv for DefaultsEnv<'_> {
 
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         crate::system::session_function(self.0, func, args)
+    }
+
+    fn zone(&self) -> &types::timezone::Zone {
+        &self.0.zone
     }
 }

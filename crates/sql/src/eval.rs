@@ -7,6 +7,7 @@ use pgerror::{codes, PgError, PgResult};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use types::ops::{self, BinaryOp};
+use types::timezone::Zone;
 use types::Value;
 
 /// What expression evaluation needs from the session that runs it.
@@ -25,6 +26,8 @@ pub trait EvalEnv: Sync {
     ) -> PgResult<std::sync::Arc<SubqueryResult>>;
     /// Evaluate a function that needs session or catalog state.
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
+    /// The session's time zone (TimeZone): timestamptz casts read and show values in it.
+    fn zone(&self) -> &Zone;
 }
 
 /// A strict binary operator: NULL if either operand is.
@@ -146,7 +149,7 @@ impl<'a> EvalCtx<'a> {
                 if v.is_null() {
                     Value::Null
                 } else {
-                    types::cast::cast(v, from, to, *explicit)?
+                    types::cast::cast_in(v, from, to, *explicit, self.env.zone())?
                 }
             }
             Expr::Func { func, args, .. } => {

@@ -8,6 +8,7 @@ pub mod datetime;
 pub mod io;
 pub mod numeric;
 pub mod ops;
+pub mod timezone;
 pub mod value;
 
 pub use datatype::DataType;

@@ -1440,13 +1440,16 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
                 _ => name,
             }
         }
+        ast::Expr::TypedString(ts) => type_column_name(&ts.data_type),
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Cast {
             expr, data_type, ..
         } => match expr.as_ref() {
             // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
-            ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),
+            ast::Expr::Value(_) | ast::Expr::Cast { .. } | ast::Expr::TypedString(_) => {
+                type_column_name(data_type)
+            }
             ast::Expr::Nested(n)
                 if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) =>
             {
