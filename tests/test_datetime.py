@@ -262,3 +262,77 @@ def test_random_wall_clocks_and_instants(conns, zone, when, utc):
     text = when.isoformat(sep=" ") + ("+00" if utc else "")
     same(conns, f"SELECT '{text}'::timestamptz, '{text}'::timestamptz::timestamp, "
                 f"'{text}'::timestamptz::date")
+
+
+# --------------------------------------------------------------------------------------
+# interval literals, date/time functions and arithmetic in each zone
+# --------------------------------------------------------------------------------------
+
+FUNCTION_STATEMENTS = [
+    "select interval '1 day 2 hours', interval '1-2', interval '-1-2', interval '1' day, interval '1.5' year, interval '2' hour to minute, interval 'P1Y2M', interval '@ 1 hour ago'",
+    "select interval '1 day 2 hours 3 minutes 4.5 seconds' hour to minute, interval '10', interval '3' month, interval '1 year 5 months' year",
+    "select extract(year from timestamptz '2021-06-01 23:30:00+00'), extract(hour from timestamptz '2021-06-01 23:30:00+00'), extract(epoch from timestamptz '2021-06-01 23:30:00.5+00'), extract(timezone from timestamptz '2021-06-01 23:30:00+00'), extract(dow from timestamptz '2021-06-01 23:30:00+00')",
+    "select extract(second from timestamp '2021-06-01 12:00:30.5'), extract(milliseconds from timestamp '2021-06-01 12:00:30.5'), extract(microseconds from timestamp '2021-06-01 12:00:30.5'), extract(week from date '2021-01-03'), extract(isoyear from date '2021-01-03'), extract(doy from date '2021-12-31'), extract(quarter from date '2021-08-01')",
+    "select extract(century from date '2001-01-01'), extract(millennium from date '2000-12-31'), extract(decade from date '1999-01-01'), extract(year from date '0044-03-15 BC'), extract(epoch from date '2021-06-01'), extract(julian from date '2021-06-01'), extract(isodow from date '2021-06-06')",
+    "select extract(epoch from interval '1 year 2 days 3 sec'), extract(hour from interval '25 hours'), extract(month from interval '14 months'), extract(year from 'infinity'::timestamp), extract(hour from 'infinity'::timestamp)",
+    "select date_part('year', timestamptz '2021-06-01 23:30+00'), date_part('epoch', timestamp '2021-06-01 12:00:30.5'), date_part('day', date '2021-06-05'), date_part('hour', interval '5 hours'), date_part('julian', timestamp '2021-06-01 12:00')",
+    "select date_part('foo', now())",
+    "select extract(hour from date '2021-01-01')",
+    "select date_trunc('day', timestamptz '2021-03-28 12:00+00'), date_trunc('hour', timestamptz '2021-10-31 01:30+00'), date_trunc('month', timestamptz '2021-06-15 12:00+00'), date_trunc('week', timestamp '2021-06-03 12:00'), date_trunc('year', timestamp '2021-06-03 12:00'), date_trunc('quarter', timestamp '2021-08-03 12:00')",
+    "select date_trunc('century', timestamp '2021-06-03 12:00'), date_trunc('millennium', timestamp '2021-06-03 12:00'), date_trunc('decade', timestamp '2021-06-03 12:00'), date_trunc('minute', timestamp '2021-06-03 12:34:56.789'), date_trunc('milliseconds', timestamp '2021-06-03 12:34:56.789123')",
+    "select date_trunc('day', timestamptz '2021-06-01 12:00+00', 'Asia/Tokyo'), date_trunc('foo', timestamp '2021-06-01')",
+    "select timestamptz '2021-06-01 12:00+00' at time zone 'America/New_York', timestamp '2021-06-01 12:00' at time zone 'Europe/Rome', timezone('UTC+3', timestamp '2021-06-01 12:00'), timestamptz '2021-06-01 12:00+00' at time zone interval '+05:30', timestamptz '2021-06-01 12:00+00' at time zone 'EST'",
+    "select now() at time zone 'Nowhere'",
+    "select timestamptz '2021-03-27 12:00+00' + interval '1 day', timestamptz '2021-03-27 12:00+00' + interval '24 hours', timestamptz '2021-10-30 12:00+00' + interval '1 day', timestamptz '2021-01-31 12:00+00' + interval '1 month', timestamptz '2021-03-29 12:00+00' - interval '1 day 1 hour', interval '1 day' + timestamptz '2021-03-27 12:00+00'",
+    "select age(timestamp '2021-06-01', timestamp '2020-01-15 12:00'), age(timestamp '2020-01-15', timestamp '2021-06-01 12:00'), age(timestamptz '2021-03-31 00:00+00', timestamptz '2021-02-28 12:00+00'), age(timestamp '2021-03-01', timestamp '2021-01-31')",
+    "select isfinite(date '2021-01-01'), isfinite('infinity'::timestamp), isfinite(interval '1 day'), isfinite(timestamptz '-infinity')",
+    "select justify_days(interval '35 days'), justify_hours(interval '27 hours'), justify_interval(interval '1 mon -1 hour'), justify_days(interval '-35 days'), justify_interval(interval '-1 mon 2 days')",
+    "select make_date(2021, 2, 28), make_date(-44, 3, 15), make_time(12, 30, 15.5), make_timestamp(2021, 6, 1, 12, 0, 30.25), make_timestamptz(2021, 6, 1, 12, 0, 0), make_timestamptz(2021, 6, 1, 12, 0, 0, 'Asia/Kolkata')",
+    "select make_interval(1, 2, 3, 4, 5, 6, 7.5), make_interval(0, 0, 0, 1), make_date(2021, 2, 30)",
+    "select to_timestamp(1622548800.5), to_timestamp(0), to_timestamp('infinity'::float8)",
+    "select localtimestamp = now()::timestamp, current_date = now()::date, pg_typeof(localtimestamp)",
+    "select timestamptz '2021-06-01 12:00+00' - timestamptz '2021-01-01 00:00+00', date '2021-06-01' - date '2021-01-01', timestamp '2021-06-01 12:00' - interval '1 month'",
+]
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome", "America/New_York", "Asia/Kolkata",
+                                  "Australia/Lord_Howe", "+05:30", "UTC+3"])
+def test_functions_and_arithmetic_in_each_zone(conns, zone):
+    set_zone(conns, zone)
+    for sql in FUNCTION_STATEMENTS:
+        same(conns, sql)
+
+
+FIELDS = ["microseconds", "milliseconds", "second", "minute", "hour", "day", "week",
+          "month", "quarter", "year", "decade", "century", "millennium", "dow", "isodow",
+          "doy", "isoyear", "epoch", "timezone", "timezone_hour", "timezone_minute"]
+TRUNC_UNITS = ["microseconds", "milliseconds", "second", "minute", "hour", "day", "week",
+               "month", "quarter", "year", "decade", "century", "millennium"]
+INTERVALS = st.builds(
+    lambda y, mo, d, h, mi, s: f"{y} years {mo} mons {d} days {h} hours {mi} mins {s} secs",
+    st.integers(-3, 3), st.integers(-13, 13), st.integers(-40, 40), st.integers(-30, 30),
+    st.integers(-70, 70), st.integers(-70, 70))
+
+
+@settings(**SETTINGS)
+@given(zone=st.sampled_from(ZONES),
+       when=st.datetimes(min_value=dt.datetime(1890, 1, 1), max_value=dt.datetime(2060, 12, 31)),
+       interval=INTERVALS, field=st.sampled_from(FIELDS), unit=st.sampled_from(TRUNC_UNITS))
+def test_random_arithmetic_fields_and_truncation(conns, zone, when, interval, field, unit):
+    """timestamptz/timestamp/date ± interval (DST-aware for timestamptz), EXTRACT,
+    date_part, date_trunc, AT TIME ZONE and age on random values, in a random zone."""
+    set_zone(conns, zone)
+    ts = when.isoformat(sep=" ")
+    same(conns, f"SELECT '{ts}'::timestamptz + '{interval}'::interval, "
+                f"'{ts}'::timestamptz - '{interval}'::interval, "
+                f"'{ts}'::timestamp + '{interval}'::interval, "
+                f"'{ts}'::date - '{interval}'::interval, "
+                f"'{interval}'::interval * 1.5, '{interval}'::interval + interval '1 day 1 hour', "
+                f"justify_interval('{interval}'::interval), '{interval}'::interval > interval '1 mon'")
+    same(conns, f"SELECT extract({field} from '{ts}'::timestamptz), "
+                f"date_part('{field}', '{ts}'::timestamptz), "
+                f"date_trunc('{unit}', '{ts}'::timestamptz), date_trunc('{unit}', '{ts}'::timestamp)")
+    same(conns, f"SELECT '{ts}'::timestamptz AT TIME ZONE 'America/New_York', "
+                f"'{ts}'::timestamp AT TIME ZONE 'Australia/Lord_Howe', "
+                f"age('{ts}'::timestamptz, timestamptz '2000-02-29 12:00+00'), "
+                f"age(timestamp '2000-02-29 12:00', '{ts}'::timestamp)")

@@ -661,7 +661,14 @@ pub fn pushable(e: &Expr) -> bool {
         ok &= match x {
             Expr::Subquery { .. } => false,
             Expr::Column { depth, .. } => *depth == 0,
-            Expr::Func { func, .. } => !func.needs_session() && *func != ScalarFunc::Random,
+            // timestamptz ± interval counts days on the session zone's wall clock
+            Expr::Binary {
+                ty: DataType::TimestampTz,
+                ..
+            } => false,
+            Expr::Func { func, .. } => {
+                !func.needs_session() && !func.needs_zone() && *func != ScalarFunc::Random
+            }
             // casts to and from the reg* types read the catalog, timestamptz casts the
             // session's time zone
             Expr::Cast { from, to, .. } => {

@@ -1065,6 +1065,27 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
 }
 
 /// interval_in (postgres/ SQL-ish verbose syntax, "@ ... ago", "HH:MM:SS", ISO 8601 "P1Y2M3DT4H5M6S").
+/// The SQL-standard year-month form `[+-]Y-M` (the sign applies to both): its months,
+/// None inside if they overflow; None if `s` is not of that form.
+fn sql_standard_year_month(s: &str) -> Option<Option<i32>> {
+    let (negative, body) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (y, m) = body.split_once('-')?;
+    let (y, m) = (parse_digits(y)?, parse_digits(m)?);
+    if m > 11 {
+        return None;
+    }
+    let months = y.checked_mul(12).and_then(|v| v.checked_add(m));
+    Some(
+        months
+            .map(|v| if negative { -v } else { v })
+            .and_then(|v| i32::try_from(v).ok()),
+    )
+}
+
 pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let err = || bad_syntax("interval", input);
     let overflow = || {
@@ -1076,6 +1097,9 @@ pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let s = input.trim();
     if s.is_empty() || !s.is_ascii() {
         return Err(err());
+    }
+    if let Some(months) = sql_standard_year_month(s) {
+        return Ok((months.ok_or_else(overflow)?, 0, 0));
     }
     let mut acc = [0.0f64; 3]; // months, days, micros
     fn add(acc: &mut [f64; 3], unit: &str, v: f64) -> bool {

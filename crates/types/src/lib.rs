@@ -5,6 +5,7 @@ pub mod cast;
 pub mod codec;
 pub mod datatype;
 pub mod datetime;
+pub mod datetime_fields;
 pub mod io;
 pub mod numeric;
 pub mod ops;

@@ -1441,6 +1441,9 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
             }
         }
         ast::Expr::TypedString(ts) => type_column_name(&ts.data_type),
+        ast::Expr::Interval(_) => "interval".into(),
+        ast::Expr::AtTimeZone { .. } => "timezone".into(),
+        ast::Expr::Extract { .. } => "extract".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Cast {
