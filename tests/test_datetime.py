@@ -336,3 +336,26 @@ def test_random_arithmetic_fields_and_truncation(conns, zone, when, interval, fi
                 f"'{ts}'::timestamp AT TIME ZONE 'Australia/Lord_Howe', "
                 f"age('{ts}'::timestamptz, timestamptz '2000-02-29 12:00+00'), "
                 f"age(timestamp '2000-02-29 12:00', '{ts}'::timestamp)")
+
+
+SERIES_STATEMENTS = [
+    "select * from generate_series(timestamptz '2021-03-27 12:00+00', timestamptz '2021-04-02 00:00+00', interval '1 day')",
+    "select * from generate_series(timestamp '2021-01-31', timestamp '2021-06-30', interval '1 month')",
+    "select g, g + interval '1 hour' from generate_series(timestamptz '2021-10-31 00:00+00', timestamptz '2021-10-31 04:00+00', interval '30 minutes') g",
+    "select count(*) from generate_series(timestamptz '2021-01-01', timestamptz '2021-12-31', interval '1 week')",
+    "select * from generate_series(timestamp '2021-06-10', timestamp '2021-06-01', interval '-2 days')",
+    "select * from generate_series(date '2021-06-01', date '2021-06-03', interval '1 day')",
+    "select * from generate_series(timestamp '2021-06-01', timestamp '2021-06-03', interval '0 days')",
+    "select * from generate_series('2021-06-01'::timestamptz, '2021-06-02'::timestamptz, '6 hours')",
+    "select * from generate_series(1, 5, 2)",
+]
+
+
+@pytest.mark.parametrize("zone", ["Europe/Rome", "America/New_York", "Australia/Lord_Howe",
+                                  "UTC+3"])
+def test_generate_series_over_timestamps(conns, zone):
+    """Each value the one before plus the step: across DST changes a day stays a calendar
+    day in the session's zone, a month after Jan 31 is Feb 28, then Mar 28."""
+    set_zone(conns, zone)
+    for sql in SERIES_STATEMENTS:
+        same(conns, sql)
