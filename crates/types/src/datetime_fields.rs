@@ -133,6 +133,23 @@ fn field_value(n: i64, scale: u32, numeric_result: bool) -> Value {
     }
 }
 
+/// microseconds, milliseconds or second from the seconds and µs of a minute (`sec_us`):
+/// exact for EXTRACT, and for date_part computed as PostgreSQL does in floating point
+/// (`sec + fsec / 1e6` is not always `sec_us / 1e6`).
+fn seconds_field(u: &str, sec_us: i64, numeric_result: bool) -> Value {
+    let (sec, fsec) = (
+        (sec_us / USECS_PER_SEC) as f64,
+        (sec_us % USECS_PER_SEC) as f64,
+    );
+    match (u, numeric_result) {
+        ("microseconds", _) => field_value(sec_us, 0, numeric_result),
+        ("milliseconds", true) => field_value(sec_us, 3, true),
+        ("milliseconds", false) => Value::Float8(sec * 1000.0 + fsec / 1000.0),
+        (_, true) => field_value(sec_us, 6, true),
+        (_, false) => Value::Float8(sec + fsec / 1_000_000.0),
+    }
+}
+
 fn infinity_value(positive: bool, numeric_result: bool) -> Value {
     let text = if positive { "Infinity" } else { "-Infinity" };
     match numeric::parse(text) {
@@ -185,9 +202,9 @@ pub fn extract(unit: &str, v: &Value, zone: &Zone, numeric_result: bool) -> PgRe
         Value::Time(t) => {
             let (sec, us) = ((t / USECS_PER_SEC) % 60, t % USECS_PER_SEC);
             Ok(match u {
-                "microseconds" => field_value(sec * USECS_PER_SEC + us, 0, numeric_result),
-                "milliseconds" => field_value(sec * USECS_PER_SEC + us, 3, numeric_result),
-                "second" => field_value(sec * USECS_PER_SEC + us, 6, numeric_result),
+                "microseconds" | "milliseconds" | "second" => {
+                    seconds_field(u, sec * USECS_PER_SEC + us, numeric_result)
+                }
                 "minute" => field_value(t / USECS_PER_MINUTE % 60, 0, numeric_result),
                 "hour" => field_value(t / USECS_PER_HOUR, 0, numeric_result),
                 "epoch" => field_value(*t, 6, numeric_result),
@@ -238,9 +255,9 @@ pub fn extract(unit: &str, v: &Value, zone: &Zone, numeric_result: bool) -> PgRe
             let f = fields(ts + offset * USECS_PER_SEC);
             let sec_us = f.tod % USECS_PER_MINUTE;
             Ok(match u {
-                "microseconds" => field_value(sec_us, 0, numeric_result),
-                "milliseconds" => field_value(sec_us, 3, numeric_result),
-                "second" => field_value(sec_us, 6, numeric_result),
+                "microseconds" | "milliseconds" | "second" => {
+                    seconds_field(u, sec_us, numeric_result)
+                }
                 "minute" => field_value(f.tod / USECS_PER_MINUTE % 60, 0, numeric_result),
                 "hour" => field_value(f.tod / USECS_PER_HOUR, 0, numeric_result),
                 "epoch" => field_value(
@@ -354,9 +371,7 @@ fn extract_interval(
     let (years, mons) = (months as i64 / 12, months as i64 % 12);
     let sec_us = micros % USECS_PER_MINUTE;
     Ok(match u {
-        "microseconds" => field_value(sec_us, 0, numeric_result),
-        "milliseconds" => field_value(sec_us, 3, numeric_result),
-        "second" => field_value(sec_us, 6, numeric_result),
+        "microseconds" | "milliseconds" | "second" => seconds_field(u, sec_us, numeric_result),
         "minute" => field_value(micros / USECS_PER_MINUTE % 60, 0, numeric_result),
         "hour" => field_value(micros / USECS_PER_HOUR, 0, numeric_result),
         "day" => field_value(days as i64, 0, numeric_result),
@@ -368,10 +383,12 @@ fn extract_interval(
         "millennium" => field_value(years / 1000, 0, numeric_result),
         "epoch" => {
             // years count 365.25 days, other months 30 (PG's interval_part)
-            let secs_x4 =
-                years * 1_461 * 86_400 + mons * 4 * 30 * 86_400 + days as i64 * 4 * 86_400;
-            let us = (secs_x4 / 4) * USECS_PER_SEC + (secs_x4 % 4) * USECS_PER_SEC / 4 + micros;
-            field_value(us, 6, numeric_result)
+            let secs = years * 31_557_600 + mons * 30 * 86_400 + days as i64 * 86_400;
+            if numeric_result {
+                field_value(secs * USECS_PER_SEC + micros, 6, true)
+            } else {
+                Value::Float8(micros as f64 / 1_000_000.0 + secs as f64)
+            }
         }
         _ => return Err(unit_not_supported(lower, v)),
     })
