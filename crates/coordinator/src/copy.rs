@@ -3,6 +3,7 @@
 
 use pgerror::{codes, PgError, PgResult};
 use sql::copy::{CopyFormat, CopyKind};
+use types::timezone::Zone;
 use types::{DataType, Value};
 
 /// One parsed row: a field per column, None for NULL; text, or binary (`Vec<u8>`).
@@ -10,19 +11,20 @@ pub type CopyRow<F = String> = Vec<Option<F>>;
 
 /// A field as COPY's input carries it, decoded into a value of the column's type.
 pub trait CopyField {
-    fn decode(&self, ty: &DataType) -> PgResult<Value>;
+    /// `zone`: the session's, in which text timestamptz is read.
+    fn decode(&self, ty: &DataType, zone: &Zone) -> PgResult<Value>;
 }
 
 impl CopyField for String {
-    fn decode(&self, ty: &DataType) -> PgResult<Value> {
-        types::io::from_text(self, ty)
+    fn decode(&self, ty: &DataType, zone: &Zone) -> PgResult<Value> {
+        types::io::from_text_in(self, ty, zone)
     }
 }
 
 impl CopyField for Vec<u8> {
     /// As PostgreSQL's receive functions read a field: running out of bytes is the
     /// message's fault (08P01), bytes left over the value's (22P03).
-    fn decode(&self, ty: &DataType) -> PgResult<Value> {
+    fn decode(&self, ty: &DataType, _zone: &Zone) -> PgResult<Value> {
         if ty.typlen() > 0 && self.len() < ty.typlen() as usize {
             return Err(PgError::new(
                 codes::PROTOCOL_VIOLATION,

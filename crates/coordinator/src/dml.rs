@@ -1034,7 +1034,7 @@ impl CopyLoader {
             let source = fields
                 .into_iter()
                 .zip(&self.field_types)
-                .map(|(field, ty)| field.map_or(Ok(Value::Null), |f| f.decode(ty)))
+                .map(|(field, ty)| field.map_or(Ok(Value::Null), |f| f.decode(ty, &view.zone)))
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, source)?;
             match &mut self.bulk {
@@ -1075,5 +1075,9 @@ impl EvalEnv for ConstantEnv<'_> {
 
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         crate::system::session_function(self.0, func, args)
+    }
+
+    fn zone(&self) -> &types::timezone::Zone {
+        &self.0.zone
     }
 }

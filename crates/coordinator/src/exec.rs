@@ -39,6 +39,7 @@ use sql::subquery::SubqueryResult;
 use sql::TableDef;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use types::timezone::Zone;
 use types::Value;
 
 pub type Row = Vec<Value>;
@@ -80,6 +81,8 @@ pub struct SessionView<'a> {
     pub sequence_state: &'a Mutex<crate::sequences::SessionSequences>,
     pub user: &'a str,
     pub database: &'a str,
+    /// The session's TimeZone as the statement started.
+    pub zone: Zone,
 }
 
 /// What one statement's executors share: its memory account, the subquery results
@@ -548,6 +551,10 @@ impl EvalEnv for Executor<'_> {
 
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         system::session_function(self.session, func, args)
+    }
+
+    fn zone(&self) -> &Zone {
+        &self.session.zone
     }
 }
 

@@ -106,6 +106,6 @@ pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec
             Some(n) => out.extend_from_slice(n.as_bytes()),
             None => out.extend_from_slice(o.to_string().as_bytes()),
         },
-        _ => types::io::to_text(v, ty, out),
+        _ => types::io::to_text_in(v, ty, &session.zone, out),
     }
 }

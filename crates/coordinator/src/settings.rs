@@ -2,6 +2,7 @@
 
 use pgerror::{codes, PgError, PgResult};
 use std::collections::BTreeMap;
+use types::timezone::Zone;
 
 /// The version string clients see; it must parse as 15.x (drivers check it).
 pub const SERVER_VERSION: &str = "15.0 (Meridian 0.1.0)";
@@ -76,6 +77,8 @@ pub struct Settings {
     txn_defaults: TxnDefaults,
     /// Derived from `values` like `txn_defaults`: read by every statement.
     limits: StatementLimits,
+    /// TimeZone, read: timestamptz values are shown and read in it.
+    zone: Zone,
 }
 
 /// What a statement takes from the session's settings. Durations in milliseconds, 0 for
@@ -127,6 +130,10 @@ impl Settings {
         self.limits
     }
 
+    pub fn zone(&self) -> &Zone {
+        &self.zone
+    }
+
     fn values_changed(&mut self) {
         self.txn_defaults = TxnDefaults {
             repeatable_read: matches!(
@@ -142,6 +149,11 @@ impl Settings {
                 == Some("on"),
         };
         // Stored values are already validated (normalised by `validate`).
+        self.zone = self
+            .values
+            .get("TimeZone")
+            .and_then(|v| Zone::from_setting(v).ok())
+            .map_or(Zone::UTC, |(zone, _)| zone);
         let ms = |name: &str| {
             self.values
                 .get(name)
@@ -305,15 +317,7 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
         "IntervalStyle" if lower != "postgres" => {
             return Err(PgError::unsupported(format!("IntervalStyle \"{v}\"")))
         }
-        "TimeZone" => match lower.as_str() {
-            "utc" | "etc/utc" | "gmt" | "z" | "zulu" | "universal" | "etc/universal" | "0"
-            | "+00" | "+00:00" => "Etc/UTC".to_string(),
-            _ => {
-                return Err(PgError::unsupported(format!(
-                    "time zone \"{v}\" (only UTC is supported)"
-                )))
-            }
-        },
+        "TimeZone" => Zone::from_setting(v)?.1,
         "standard_conforming_strings" if !matches!(lower.as_str(), "on" | "true" | "1") => {
             return Err(PgError::unsupported("standard_conforming_strings = off"));
         }

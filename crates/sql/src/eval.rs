@@ -7,7 +7,8 @@ use pgerror::{codes, PgError, PgResult};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use types::ops::{self, BinaryOp};
-use types::Value;
+use types::timezone::Zone;
+use types::{DataType, Value};
 
 /// What expression evaluation needs from the session that runs it.
 pub trait EvalEnv: Sync {
@@ -25,6 +26,8 @@ pub trait EvalEnv: Sync {
     ) -> PgResult<std::sync::Arc<SubqueryResult>>;
     /// Evaluate a function that needs session or catalog state.
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value>;
+    /// The session's time zone (TimeZone): timestamptz casts read and show values in it.
+    fn zone(&self) -> &Zone;
 }
 
 /// A strict binary operator: NULL if either operand is.
@@ -40,6 +43,32 @@ pub fn binary(op: BinaryOp, l: &Value, r: &Value) -> PgResult<Value> {
         }
     }
     ops::eval_binary(op, l, r)
+}
+
+/// timestamptz ± interval, with the months and days on the wall clock of the session's
+/// zone (a day stays a calendar day across a DST change); None for other operands.
+fn zoned_interval_arithmetic(
+    op: BinaryOp,
+    l: &Value,
+    r: &Value,
+    zone: &Zone,
+) -> PgResult<Option<Value>> {
+    let (ts, interval, sign) = match (op, l, r) {
+        (BinaryOp::Add, Value::TimestampTz(t), i @ Value::Interval { .. }) => (*t, i, 1),
+        (BinaryOp::Sub, Value::TimestampTz(t), i @ Value::Interval { .. }) => (*t, i, -1),
+        (BinaryOp::Add, i @ Value::Interval { .. }, Value::TimestampTz(t)) => (*t, i, 1),
+        _ => return Ok(None),
+    };
+    let Value::Interval {
+        months,
+        days,
+        micros,
+    } = *interval
+    else {
+        return Ok(None);
+    };
+    let t = types::datetime_fields::timestamptz_add_interval(ts, months, days, micros, sign, zone)?;
+    Ok(Some(Value::TimestampTz(t)))
 }
 
 fn integer(v: &Value) -> Option<i64> {
@@ -89,8 +118,19 @@ impl<'a> EvalCtx<'a> {
                 outer.get(*index).cloned().unwrap_or(Value::Null)
             }
             Expr::Binary {
-                op, left, right, ..
-            } => binary(*op, &*self.operand(left, row)?, &*self.operand(right, row)?)?,
+                op,
+                left,
+                right,
+                ty,
+            } => {
+                let (l, r) = (self.operand(left, row)?, self.operand(right, row)?);
+                if *ty == DataType::TimestampTz {
+                    if let Some(v) = zoned_interval_arithmetic(*op, &l, &r, self.env.zone())? {
+                        return Ok(v);
+                    }
+                }
+                binary(*op, &l, &r)?
+            }
             Expr::Unary { op, operand, .. } => {
                 let v = self.eval(operand, row)?;
                 if v.is_null() {
@@ -146,7 +186,7 @@ impl<'a> EvalCtx<'a> {
                 if v.is_null() {
                     Value::Null
                 } else {
-                    types::cast::cast(v, from, to, *explicit)?
+                    types::cast::cast_in(v, from, to, *explicit, self.env.zone())?
                 }
             }
             Expr::Func { func, args, .. } => {
@@ -156,6 +196,8 @@ impl<'a> EvalCtx<'a> {
                 }
                 if func.needs_session() {
                     self.env.session_function(*func, values)?
+                } else if func.needs_zone() {
+                    crate::functions::datetime::eval(*func, values, self.env.zone())?
                 } else {
                     eval_pure(*func, values)?
                 }

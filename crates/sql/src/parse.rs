@@ -255,6 +255,9 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
                     let name = match rest.join(" ").to_ascii_lowercase().as_str() {
                         "transaction isolation level" => "transaction_isolation".to_string(),
                         "session authorization" => "session_authorization".to_string(),
+                        "time zone" | "timezone" => "TimeZone".to_string(),
+                        "datestyle" => "DateStyle".to_string(),
+                        "intervalstyle" => "IntervalStyle".to_string(),
                         _ => rest.join(" "),
                     };
                     ready(Statement::Show { name })

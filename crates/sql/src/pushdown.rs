@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use types::ops::{self, BinaryOp};
+use types::timezone::Zone;
 use types::{DataType, Value};
 
 /// A table scan whose `work` runs on the datanodes (`Rel::PushedScan`).
@@ -167,7 +168,14 @@ impl EvalEnv for NoSession {
             "{func:?} needs the session and was pushed to a datanode"
         )))
     }
+
+    /// Never read: `pushable` keeps out the casts that depend on the zone.
+    fn zone(&self) -> &Zone {
+        &UTC
+    }
 }
+
+static UTC: Zone = Zone::UTC;
 
 /// The groups of a partial aggregation on a datanode, in first-seen order.
 pub struct PartialGroups<'w> {
@@ -653,9 +661,21 @@ pub fn pushable(e: &Expr) -> bool {
         ok &= match x {
             Expr::Subquery { .. } => false,
             Expr::Column { depth, .. } => *depth == 0,
-            Expr::Func { func, .. } => !func.needs_session() && *func != ScalarFunc::Random,
-            // casts to and from the reg* types read the catalog
-            Expr::Cast { from, to, .. } => !reads_catalog(from) && !reads_catalog(to),
+            // timestamptz ± interval counts days on the session zone's wall clock
+            Expr::Binary {
+                ty: DataType::TimestampTz,
+                ..
+            } => false,
+            Expr::Func { func, .. } => {
+                !func.needs_session() && !func.needs_zone() && *func != ScalarFunc::Random
+            }
+            // casts to and from the reg* types read the catalog, timestamptz casts the
+            // session's time zone
+            Expr::Cast { from, to, .. } => {
+                !reads_catalog(from)
+                    && !reads_catalog(to)
+                    && !types::cast::depends_on_zone(from, to)
+            }
             _ => true,
         }
     });

@@ -5,6 +5,7 @@ use crate::datetime;
 use crate::io;
 use crate::numeric;
 use crate::numeric::Numeric;
+use crate::timezone::Zone;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
 
@@ -132,7 +133,31 @@ fn rtrim_spaces(mut s: String) -> String {
 
 /// Casts `v` (of type `from`) to `to`. `explicit` is CAST/:: (strings truncate); otherwise
 /// an assignment/implicit coercion (too-long strings are 22001). Null stays Null.
+/// timestamptz values are read and shown in UTC (see `cast_in`).
 pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResult<Value> {
+    cast_in(v, from, to, explicit, &Zone::UTC)
+}
+
+/// Whether casting `from` to `to` depends on the session's time zone (PostgreSQL's
+/// stable casts: timestamptz to or from text, date, time and timestamp), so that it
+/// cannot be evaluated once at bind time or by a datanode.
+pub fn depends_on_zone(from: &DataType, to: &DataType) -> bool {
+    let has_tz = |t: &DataType| {
+        matches!(t, DataType::TimestampTz)
+            || t.element()
+                .is_some_and(|e| matches!(e, DataType::TimestampTz))
+    };
+    has_tz(from) != has_tz(to)
+}
+
+/// `cast` with timestamptz values read and shown in `zone` (the session's TimeZone).
+pub fn cast_in(
+    v: Value,
+    from: &DataType,
+    to: &DataType,
+    explicit: bool,
+    zone: &Zone,
+) -> PgResult<Value> {
     use DataType as T;
     if v.is_null() {
         return Ok(Value::Null);
@@ -159,13 +184,13 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
                 T::Char => Ok(Value::Text(
                     s.chars().next().map(String::from).unwrap_or_default(),
                 )),
-                _ => io::from_text(&s, to),
+                _ => io::from_text_in(&s, to, zone),
             };
         }
         // a value not in text form (e.g. an untyped parameter bound in binary): fall through
         let natural = v.natural_type();
         if natural.without_typmod() != from.without_typmod() && !matches!(natural, T::Text) {
-            return cast(v, &natural, to, explicit);
+            return cast_in(v, &natural, to, explicit, zone);
         }
         return Err(cannot_cast(from, to));
     }
@@ -192,7 +217,7 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
         match v {
             // bool → text is booltext(): "true"/"false", not boolout's "t"/"f"
             Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
-            _ => io::to_text(&v, from, &mut out),
+            _ => io::to_text_in(&v, from, zone, &mut out),
         }
         let s = String::from_utf8(out).map_err(|_| PgError::internal("non-UTF-8 text output"))?;
         return match to {
@@ -244,22 +269,19 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
         },
         (Value::Bool(b), T::Int4) if explicit => Ok(Value::Int4(b as i32)),
         (Value::Date(d), T::Timestamp) => Ok(Value::Timestamp(datetime::date_to_timestamp(d)?)),
-        (Value::Date(d), T::TimestampTz) => Ok(Value::TimestampTz(datetime::date_to_timestamp(d)?)),
-        (Value::Timestamp(t) | Value::TimestampTz(t), target) => match target {
-            T::Date => Ok(Value::Date(datetime::timestamp_to_date(t))),
-            T::Timestamp => Ok(Value::Timestamp(t)),
-            T::TimestampTz => Ok(Value::TimestampTz(t)),
-            T::Time => {
-                if t == i64::MIN || t == i64::MAX {
-                    return Err(PgError::new(
-                        codes::DATETIME_FIELD_OVERFLOW,
-                        "timestamp out of range",
-                    ));
-                }
-                Ok(Value::Time(t.rem_euclid(datetime::USECS_PER_DAY)))
-            }
-            _ => Err(cannot_cast(from, to)),
-        },
+        (Value::Date(d), T::TimestampTz) => Ok(Value::TimestampTz(local_to_utc(
+            datetime::date_to_timestamp(d)?,
+            zone,
+        )?)),
+        (Value::Timestamp(t) | Value::TimestampTz(t), target) => {
+            // a timestamptz is read as its wall clock in `zone`, a timestamp as it is
+            let wall_clock = if matches!(from, T::TimestampTz) {
+                utc_to_local(t, zone)?
+            } else {
+                t
+            };
+            timestamp_cast(t, wall_clock, target, zone, from, to)
+        }
         (Value::Time(t), T::Interval) => Ok(Value::Interval {
             months: 0,
             days: 0,
@@ -274,12 +296,67 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
             Ok(Value::Array(
                 items
                     .into_iter()
-                    .map(|it| cast(it, &fe, &te, explicit))
+                    .map(|it| cast_in(it, &fe, &te, explicit, zone))
                     .collect::<PgResult<_>>()?,
             ))
         }
         _ => Err(cannot_cast(from, to)),
     }
+}
+
+/// A timestamp or timestamptz `t` (`wall_clock` its time of day in `zone`) to `target`.
+fn timestamp_cast(
+    t: i64,
+    wall_clock: i64,
+    target: &DataType,
+    zone: &Zone,
+    from: &DataType,
+    to: &DataType,
+) -> PgResult<Value> {
+    match target {
+        DataType::Date => Ok(Value::Date(datetime::timestamp_to_date(wall_clock))),
+        DataType::Timestamp => Ok(Value::Timestamp(wall_clock)),
+        DataType::TimestampTz if matches!(from, DataType::TimestampTz) => Ok(Value::TimestampTz(t)),
+        DataType::TimestampTz => Ok(Value::TimestampTz(local_to_utc(t, zone)?)),
+        DataType::Time => {
+            if t == i64::MIN || t == i64::MAX {
+                return Err(PgError::new(
+                    codes::DATETIME_FIELD_OVERFLOW,
+                    "timestamp out of range",
+                ));
+            }
+            Ok(Value::Time(wall_clock.rem_euclid(datetime::USECS_PER_DAY)))
+        }
+        _ => Err(cannot_cast(from, to)),
+    }
+}
+
+fn timestamp_out_of_range() -> PgError {
+    PgError::new(codes::DATETIME_FIELD_OVERFLOW, "timestamp out of range")
+}
+
+/// The wall clock in `zone` at instant `t` (infinities stay).
+fn utc_to_local(t: i64, zone: &Zone) -> PgResult<i64> {
+    if t == datetime::TS_NOBEGIN || t == datetime::TS_NOEND {
+        return Ok(t);
+    }
+    let local = zone.to_local(t);
+    if !datetime::timestamp_in_range(local) {
+        return Err(timestamp_out_of_range());
+    }
+    Ok(local)
+}
+
+/// The instant at which the wall clock in `zone` reads `t` (infinities stay).
+fn local_to_utc(t: i64, zone: &Zone) -> PgResult<i64> {
+    if t == datetime::TS_NOBEGIN || t == datetime::TS_NOEND {
+        return Ok(t);
+    }
+    let utc = zone.to_utc(t);
+    if !datetime::timestamp_in_range(utc) {
+        return Err(timestamp_out_of_range());
+    }
+    Ok(utc)
 }
 
 fn float_cast(f: f64, is_f4: bool, from: &DataType, to: &DataType) -> PgResult<Value> {

@@ -5,6 +5,7 @@
 //! `i32::MIN`/`i32::MAX` (dates) and `i64::MIN`/`i64::MAX` (timestamps) are -infinity/infinity,
 //! as in PostgreSQL.
 
+use crate::timezone::{format_offset, Zone};
 use pgerror::{codes, PgError, PgResult};
 
 pub const POSTGRES_EPOCH_JDATE: i64 = 2_451_545;
@@ -185,22 +186,35 @@ pub fn format_time(us: i64) -> String {
     s
 }
 
-/// `tz`: append "+00" (timestamptz output in UTC).
-pub fn format_timestamp(ts: i64, tz: bool) -> String {
-    match ts {
+/// timestamp output (ISO).
+pub fn format_timestamp(ts: i64) -> String {
+    format_wall_clock(ts, None)
+}
+
+/// timestamptz output (ISO): the wall clock in `zone` and its offset there.
+pub fn format_timestamptz(ts: i64, zone: &Zone) -> String {
+    if ts == TS_NOBEGIN || ts == TS_NOEND {
+        return format_wall_clock(ts, None);
+    }
+    format_wall_clock(zone.to_local(ts), Some(zone.offset_at(ts)))
+}
+
+/// `local` as "YYYY-MM-DD HH:MM:SS[.ffffff]", then the offset east if any, then " BC".
+fn format_wall_clock(local: i64, offset: Option<i32>) -> String {
+    match local {
         TS_NOBEGIN => return "-infinity".into(),
         TS_NOEND => return "infinity".into(),
         _ => {}
     }
-    let days = ts.div_euclid(USECS_PER_DAY);
-    let tod = ts.rem_euclid(USECS_PER_DAY);
+    let days = local.div_euclid(USECS_PER_DAY);
+    let tod = local.rem_euclid(USECS_PER_DAY);
     let (y, m, d) = j2date(days + POSTGRES_EPOCH_JDATE);
     let mut s = String::with_capacity(32);
     push_year(&mut s, y);
     s.push_str(&format!("-{:02}-{:02} ", m, d));
     s.push_str(&format_time(tod));
-    if tz {
-        s.push_str("+00");
+    if let Some(east) = offset {
+        s.push_str(&format_offset(east));
     }
     push_bc(&mut s, y);
     s
@@ -328,6 +342,8 @@ struct DtParts {
     date: Option<(i64, u32, u32)>,
     time: Option<i64>,
     tz_secs: Option<i64>,
+    /// A zone named in the literal ("Europe/Rome", "EST").
+    zone: Option<Zone>,
     special: Option<Special>,
 }
 
@@ -613,9 +629,13 @@ fn parse_datetime(input: &str, tyname: &str, want_time: bool) -> PgResult<DtPart
             loose_nums.push(n);
             continue;
         }
-        if p.tz_secs.is_none() {
+        if p.tz_secs.is_none() && p.zone.is_none() {
             if let Some(z) = parse_tz(t) {
                 p.tz_secs = Some(z);
+                continue;
+            }
+            if let Some(z) = Zone::from_literal_token(t)? {
+                p.zone = Some(z);
                 continue;
             }
         }
@@ -690,25 +710,42 @@ pub fn parse_date(input: &str) -> PgResult<i32> {
     })
 }
 
-/// timestamp_in / timestamptz_in. For `tz == false` a zone in the input is ignored (as PG);
-/// for `tz == true` it is applied (no zone = UTC, the session zone Meridian assumes).
-pub fn parse_timestamp(input: &str, tz: bool) -> PgResult<i64> {
-    let tyname = if tz {
+/// timestamp_in: a zone in the input is ignored (as PG).
+pub fn parse_timestamp(input: &str) -> PgResult<i64> {
+    parse_timestamp_in(input, None)
+}
+
+/// timestamptz_in: the input's offset or zone, else `zone` (the session's), says which
+/// instant the wall-clock time is.
+pub fn parse_timestamptz(input: &str, zone: &Zone) -> PgResult<i64> {
+    parse_timestamp_in(input, Some(zone))
+}
+
+fn parse_timestamp_in(input: &str, zone: Option<&Zone>) -> PgResult<i64> {
+    let tyname = if zone.is_some() {
         "timestamp with time zone"
     } else {
         "timestamp"
     };
     let p = parse_datetime(input, tyname, true)?;
     if let Some(sp) = p.special {
-        let today = today_utc() as i64 * USECS_PER_DAY;
+        // today, tomorrow and yesterday are midnights of the session's zone
+        let now = now_timestamp();
+        let midnight = |days: i64| {
+            let today = zone
+                .map_or(now, |z| z.to_local(now))
+                .div_euclid(USECS_PER_DAY);
+            let local = (today + days) * USECS_PER_DAY;
+            zone.map_or(local, |z| z.to_utc(local))
+        };
         return Ok(match sp {
             Special::Infinity => TS_NOEND,
             Special::NegInfinity => TS_NOBEGIN,
             Special::Epoch => (UNIX_EPOCH_JDATE - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY,
-            Special::Now => now_timestamp(),
-            Special::Today => today,
-            Special::Tomorrow => today + USECS_PER_DAY,
-            Special::Yesterday => today - USECS_PER_DAY,
+            Special::Now => now,
+            Special::Today => midnight(0),
+            Special::Tomorrow => midnight(1),
+            Special::Yesterday => midnight(-1),
         });
     }
     let (y, m, d) = p.date.expect("parsed date");
@@ -723,10 +760,12 @@ pub fn parse_timestamp(input: &str, tz: bool) -> PgResult<i64> {
         return Err(out_of_range());
     }
     let mut ts = (j - POSTGRES_EPOCH_JDATE) * USECS_PER_DAY + p.time.unwrap_or(0);
-    if tz {
-        if let Some(z) = p.tz_secs {
-            ts -= z * USECS_PER_SEC;
-        }
+    if let Some(session_zone) = zone {
+        ts = match (p.tz_secs, &p.zone) {
+            (Some(z), _) => ts - z * USECS_PER_SEC,
+            (None, Some(named)) => named.to_utc(ts),
+            (None, None) => session_zone.to_utc(ts),
+        };
     }
     if !(MIN_TIMESTAMP..END_TIMESTAMP).contains(&ts) {
         return Err(out_of_range());
@@ -1026,6 +1065,27 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
 }
 
 /// interval_in (postgres/ SQL-ish verbose syntax, "@ ... ago", "HH:MM:SS", ISO 8601 "P1Y2M3DT4H5M6S").
+/// The SQL-standard year-month form `[+-]Y-M` (the sign applies to both): its months,
+/// None inside if they overflow; None if `s` is not of that form.
+fn sql_standard_year_month(s: &str) -> Option<Option<i32>> {
+    let (negative, body) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (y, m) = body.split_once('-')?;
+    let (y, m) = (parse_digits(y)?, parse_digits(m)?);
+    if m > 11 {
+        return None;
+    }
+    let months = y.checked_mul(12).and_then(|v| v.checked_add(m));
+    Some(
+        months
+            .map(|v| if negative { -v } else { v })
+            .and_then(|v| i32::try_from(v).ok()),
+    )
+}
+
 pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let err = || bad_syntax("interval", input);
     let overflow = || {
@@ -1037,6 +1097,9 @@ pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
     let s = input.trim();
     if s.is_empty() || !s.is_ascii() {
         return Err(err());
+    }
+    if let Some(months) = sql_standard_year_month(s) {
+        return Ok((months.ok_or_else(overflow)?, 0, 0));
     }
     let mut acc = [0.0f64; 3]; // months, days, micros
     fn add(acc: &mut [f64; 3], unit: &str, v: f64) -> bool {

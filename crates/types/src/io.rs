@@ -3,6 +3,7 @@
 
 use crate::datetime;
 use crate::numeric;
+use crate::timezone::Zone;
 use crate::{DataType, Value};
 use pgerror::{codes, PgError, PgResult};
 
@@ -214,8 +215,14 @@ fn array_elem_needs_quotes(s: &[u8]) -> bool {
         })
 }
 
-/// Text output of a value of type `ty` (Null writes nothing; callers send SQL NULL).
+/// Text output of a value of type `ty` (Null writes nothing; callers send SQL NULL), a
+/// timestamptz in UTC.
 pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
+    to_text_in(v, ty, &Zone::UTC, out)
+}
+
+/// Text output with timestamptz values shown in `zone` (the session's TimeZone).
+pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
     match v {
         Value::Null => {}
         Value::Bool(b) => out.push(if *b { b't' } else { b'f' }),
@@ -231,11 +238,13 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
         Value::Bytea(b) => push_hex(out, b),
         Value::Date(d) => out.extend_from_slice(datetime::format_date(*d).as_bytes()),
         Value::Time(t) => out.extend_from_slice(datetime::format_time(*t).as_bytes()),
-        Value::Timestamp(t) => out.extend_from_slice(
-            datetime::format_timestamp(*t, matches!(ty, DataType::TimestampTz)).as_bytes(),
-        ),
-        Value::TimestampTz(t) => out.extend_from_slice(
-            datetime::format_timestamp(*t, !matches!(ty, DataType::Timestamp)).as_bytes(),
+        Value::Timestamp(t) | Value::TimestampTz(t) => out.extend_from_slice(
+            if matches!(ty, DataType::Timestamp) {
+                datetime::format_timestamp(*t)
+            } else {
+                datetime::format_timestamptz(*t, zone)
+            }
+            .as_bytes(),
         ),
         Value::Interval {
             months,
@@ -250,7 +259,7 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
                     if i > 0 {
                         out.push(b' ');
                     }
-                    to_text(it, &elem_ty, out);
+                    to_text_in(it, &elem_ty, zone, out);
                 }
                 return;
             }
@@ -265,7 +274,7 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
                     continue;
                 }
                 buf.clear();
-                to_text(it, &elem_ty, &mut buf);
+                to_text_in(it, &elem_ty, zone, &mut buf);
                 if array_elem_needs_quotes(&buf) {
                     out.push(b'"');
                     for &c in &buf {
@@ -542,7 +551,7 @@ fn malformed_array(s: &str, detail: &str) -> PgError {
 }
 
 /// array_in for one-dimensional arrays: `{a,"b c",NULL}`.
-fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
+fn parse_array(s: &str, elem: &DataType, zone: &Zone) -> PgResult<Vec<Value>> {
     let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
     let b = t.as_bytes();
     if b.first() != Some(&b'{') {
@@ -631,7 +640,7 @@ fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
         if !quoted && text.eq_ignore_ascii_case("NULL") {
             items.push(Value::Null);
         } else {
-            items.push(from_text(&text, elem)?);
+            items.push(from_text_in(&text, elem, zone)?);
         }
         if i >= b.len() {
             return Err(malformed_array(s, "Unexpected end of input."));
@@ -651,8 +660,14 @@ fn parse_array(s: &str, elem: &DataType) -> PgResult<Vec<Value>> {
     }
 }
 
-/// Text input for type `ty` with PostgreSQL's errors.
+/// Text input for type `ty` with PostgreSQL's errors; a timestamptz without a zone is
+/// read in UTC.
 pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
+    from_text_in(s, ty, &Zone::UTC)
+}
+
+/// Text input with timestamptz values without a zone read in `zone` (the session's).
+pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
     Ok(match ty {
         DataType::Bool => Value::Bool(parse_bool(s).ok_or_else(|| invalid_syntax("boolean", s))?),
         DataType::Int2 => {
@@ -676,8 +691,8 @@ pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
         DataType::Date => Value::Date(datetime::parse_date(s)?),
         DataType::Time => Value::Time(datetime::parse_time(s)?),
-        DataType::Timestamp => Value::Timestamp(datetime::parse_timestamp(s, false)?),
-        DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamp(s, true)?),
+        DataType::Timestamp => Value::Timestamp(datetime::parse_timestamp(s)?),
+        DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
         DataType::Interval => {
             let (months, days, micros) = datetime::parse_interval(s)?;
             Value::Interval {
@@ -707,11 +722,11 @@ pub fn from_text(s: &str, ty: &DataType) -> PgResult<Value> {
             let elem = ty.element().expect("vector element").clone();
             let items = s
                 .split_ascii_whitespace()
-                .map(|w| from_text(w, &elem))
+                .map(|w| from_text_in(w, &elem, zone))
                 .collect::<PgResult<Vec<_>>>()?;
             Value::Array(items)
         }
-        DataType::Array(elem) => Value::Array(parse_array(s, elem)?),
+        DataType::Array(elem) => Value::Array(parse_array(s, elem, zone)?),
     })
 }
 
@@ -1013,27 +1028,27 @@ mod tests {
     #[test]
     fn text_output_pg15() {
         // checked against PostgreSQL 15
-        let ts = datetime::parse_timestamp("2026-11-22 02:15:55.123456", false).unwrap();
+        let ts = datetime::parse_timestamp("2026-11-22 02:15:55.123456").unwrap();
         assert_eq!(
             text(&Value::Timestamp(ts), &DataType::Timestamp),
             "2026-11-22 02:15:55.123456"
         );
-        let ts = datetime::parse_timestamp("2026-11-22T02:15:55.1234567", false).unwrap();
+        let ts = datetime::parse_timestamp("2026-11-22T02:15:55.1234567").unwrap();
         assert_eq!(
             text(&Value::Timestamp(ts), &DataType::Timestamp),
             "2026-11-22 02:15:55.123457"
         );
-        let tz = datetime::parse_timestamp("2026-11-22 02:15:55+02", true).unwrap();
+        let tz = datetime::parse_timestamptz("2026-11-22 02:15:55+02", &Zone::UTC).unwrap();
         assert_eq!(
             text(&Value::TimestampTz(tz), &DataType::TimestampTz),
             "2026-11-22 00:15:55+00"
         );
-        let tz = datetime::parse_timestamp("2026-11-22 02:15:55 -05:30", true).unwrap();
+        let tz = datetime::parse_timestamptz("2026-11-22 02:15:55 -05:30", &Zone::UTC).unwrap();
         assert_eq!(
             text(&Value::TimestampTz(tz), &DataType::TimestampTz),
             "2026-11-22 07:45:55+00"
         );
-        let tz = datetime::parse_timestamp("2026-11-22 02:15:55+0530", true).unwrap();
+        let tz = datetime::parse_timestamptz("2026-11-22 02:15:55+0530", &Zone::UTC).unwrap();
         assert_eq!(
             text(&Value::TimestampTz(tz), &DataType::TimestampTz),
             "2026-11-21 20:45:55+00"

@@ -5,9 +5,11 @@ pub mod cast;
 pub mod codec;
 pub mod datatype;
 pub mod datetime;
+pub mod datetime_fields;
 pub mod io;
 pub mod numeric;
 pub mod ops;
+pub mod timezone;
 pub mod value;
 
 pub use datatype::DataType;

@@ -544,13 +544,59 @@ impl Node for ValuesNode<'_> {
     }
 }
 
-/// generate_series(start, stop[, step]) over integers, produced as pulled.
+/// generate_series(start, stop[, step]) over integers, or over timestamps with an
+/// interval step, produced as pulled.
 struct Series<'e> {
     ex: &'e Executor<'e>,
     exprs: (&'e Expr, &'e Expr, Option<&'e Expr>),
     outer: Outer,
-    /// (next value, last value, step, int4 output); None until evaluated.
-    state: Option<Option<(i64, i64, i64, bool)>>,
+    /// None until evaluated; then None if an argument is NULL.
+    state: Option<Option<SeriesState>>,
+}
+
+enum SeriesState {
+    /// (next value, last value, step, int4 output)
+    Integers(i64, i64, i64, bool),
+    /// (next value, last value, step, step > 0): timestamps or timestamptzs, each the one
+    /// before plus the step (a month after Jan 31 is Feb 28, then Mar 28, as in PG), a
+    /// timestamptz's on the session zone's wall clock
+    Moments(Value, Value, Value, bool),
+}
+
+impl Series<'_> {
+    fn start(s: Value, e: Value, st: Value) -> PgResult<Option<SeriesState>> {
+        let zero_step = || {
+            PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                "step size cannot equal zero",
+            )
+        };
+        if [&s, &e, &st].iter().any(|v| v.is_null()) {
+            return Ok(None);
+        }
+        if let Value::Interval { .. } = st {
+            let zero = Value::Interval {
+                months: 0,
+                days: 0,
+                micros: 0,
+            };
+            let sign = types::ops::compare(&st, &zero).ok_or_else(zero_step)?;
+            if sign == std::cmp::Ordering::Equal {
+                return Err(zero_step());
+            }
+            return Ok(Some(SeriesState::Moments(s, e, st, sign.is_gt())));
+        }
+        Ok(match (s.as_i64(), e.as_i64(), st.as_i64()) {
+            (Some(_), Some(_), Some(0)) => return Err(zero_step()),
+            (Some(a), Some(b), Some(step)) => Some(SeriesState::Integers(
+                a,
+                b,
+                step,
+                matches!(s, Value::Int4(_)),
+            )),
+            _ => None,
+        })
+    }
 }
 
 impl Node for Series<'_> {
@@ -564,23 +610,33 @@ impl Node for Series<'_> {
                     Some(x) => self.ex.eval(&self.outer, x, &[]).await?,
                     None => Value::Int8(1),
                 };
-                self.state = Some(match (s.as_i64(), e.as_i64(), st.as_i64()) {
-                    (Some(_), Some(_), Some(0)) => {
-                        return Err(PgError::new(
-                            codes::INVALID_PARAMETER_VALUE,
-                            "step size cannot equal zero",
-                        ))
-                    }
-                    (Some(a), Some(b), Some(step)) => {
-                        Some((a, b, step, matches!(s, Value::Int4(_))))
-                    }
-                    _ => None,
-                });
+                self.state = Some(Self::start(s, e, st)?);
             }
-            let Some(Some((next, last, step, int4))) = &mut self.state else {
-                return Ok(None);
-            };
             let mut batch = Vec::new();
+            let (next, last, step, int4) = match &mut self.state {
+                Some(Some(SeriesState::Integers(next, last, step, int4))) => {
+                    (next, last, step, int4)
+                }
+                Some(Some(SeriesState::Moments(next, last, step, ascending))) => {
+                    let zone = &self.ex.session.zone;
+                    while batch.len() < BATCH {
+                        let past = match types::ops::compare(next, last) {
+                            Some(o) if *ascending => o.is_gt(),
+                            Some(o) => o.is_lt(),
+                            None => true,
+                        };
+                        if past {
+                            break;
+                        }
+                        let value = next.clone();
+                        *next = moment_plus(&value, step, zone)?;
+                        batch.push(vec![value]);
+                    }
+                    self.ex.pace(batch.len()).await;
+                    return Ok((!batch.is_empty()).then_some(batch));
+                }
+                _ => return Ok(None),
+            };
             while batch.len() < BATCH
                 && ((*step > 0 && *next <= *last) || (*step < 0 && *next >= *last))
             {
@@ -601,6 +657,27 @@ impl Node for Series<'_> {
             Ok((!batch.is_empty()).then_some(batch))
         })
     }
+}
+
+/// A timestamp or timestamptz plus an interval (a timestamptz's on `zone`'s wall clock).
+fn moment_plus(v: &Value, step: &Value, zone: &types::timezone::Zone) -> PgResult<Value> {
+    let Value::Interval {
+        months,
+        days,
+        micros,
+    } = *step
+    else {
+        return Err(PgError::internal("generate_series step is not an interval"));
+    };
+    Ok(match *v {
+        Value::TimestampTz(t) => Value::TimestampTz(
+            types::datetime_fields::timestamptz_add_interval(t, months, days, micros, 1, zone)?,
+        ),
+        Value::Timestamp(t) => {
+            Value::Timestamp(types::ops::timestamp_add_interval(t, months, days, micros)?)
+        }
+        _ => return Err(PgError::internal("generate_series over a non-timestamp")),
+    })
 }
 
 struct FilterNode<'e> {

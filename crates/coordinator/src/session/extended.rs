@@ -215,7 +215,7 @@ impl<S: SessionStream> Session<S> {
                             "invalid byte sequence for encoding \"UTF8\"",
                         )
                     })?;
-                    types::io::from_text(text, ty)?
+                    types::io::from_text_in(text, ty, self.state.settings.lock().zone())?
                 }
             });
         }

@@ -340,5 +340,6 @@ fn view<'a>(
         sequence_state: &state.sequences,
         user: &state.user,
         database: &state.database,
+        zone: state.settings.lock().zone().clone(),
     }
 }

@@ -151,11 +151,12 @@ impl<S: SessionStream> Session<S> {
         else {
             unreachable!("only bound plans are returned")
         };
+        let zone = self.state.settings.lock().zone().clone();
         let params = norm
             .literals
             .iter()
             .zip(param_types)
-            .map(|((literal, _), ty)| types::io::from_text(literal, ty))
+            .map(|((literal, _), ty)| types::io::from_text_in(literal, ty, &zone))
             .collect::<PgResult<Vec<Value>>>()?;
         let produced = self.out.len();
         match self.run_simple(bound, &params).await {

@@ -13,7 +13,7 @@ use datanode_client::Isolation;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::Statement;
 use types::Value;
-use wire::backend;
+use wire::backend::{self, NoticeSeverity};
 
 /// Result of running one statement.
 pub(super) struct Outcome {
@@ -83,6 +83,15 @@ impl<S: SessionStream> Session<S> {
             | Statement::CommitPrepared(_)
             | Statement::RollbackPrepared(_) => self.transaction_control(stmt).await,
             Statement::Set { name, value, local } => {
+                // outside a transaction block SET LOCAL would last no longer than itself
+                if *local && !self.tx.as_ref().is_some_and(|t| t.explicit) {
+                    self.notice(
+                        NoticeSeverity::Warning,
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "SET LOCAL can only be used in transaction blocks",
+                    );
+                    return Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }));
+                }
                 let report = self
                     .state
                     .settings

@@ -16,9 +16,13 @@ pub(super) fn cast_with(e: Expr, to: &DataType, assignment: bool) -> PgResult<Ex
         // Untyped literal: convert now (errors surface as PostgreSQL's input errors).
         return Ok(match e {
             Expr::Const(Value::Null, _) => Expr::Const(Value::Null, to.clone()),
-            Expr::Const(Value::Text(s), _) => {
+            Expr::Const(Value::Text(s), _)
+                if !types::cast::depends_on_zone(&DataType::Text, to) =>
+            {
                 Expr::Const(types::io::from_text(&s, to)?, to.clone())
             }
+            // A timestamptz literal is read in the zone of the session that runs the
+            // plan (plans are shared between sessions): a cast evaluated then.
             other => Expr::Cast {
                 operand: Box::new(other),
                 from: DataType::Text,
@@ -133,7 +137,9 @@ pub(super) fn cast_to_explicit(e: Expr, to: &DataType) -> PgResult<Expr> {
     }
     match e {
         Expr::Const(Value::Null, _) => Ok(Expr::Const(Value::Null, to.clone())),
-        Expr::Const(Value::Text(s), DataType::Unknown) => {
+        Expr::Const(Value::Text(s), DataType::Unknown)
+            if !types::cast::depends_on_zone(&DataType::Text, to) =>
+        {
             Ok(Expr::Const(types::io::from_text(&s, to)?, to.clone()))
         }
         other => {
@@ -164,6 +170,10 @@ pub(super) fn fold(e: Expr) -> PgResult<Expr> {
         if let Expr::Const(v, _) = operand.as_ref() {
             if v.is_null() {
                 return Ok(Expr::Const(Value::Null, to.clone()));
+            }
+            // evaluated with the zone of the session that runs the plan
+            if types::cast::depends_on_zone(from, to) {
+                return Ok(e);
             }
             return Ok(Expr::Const(
                 types::cast::cast(v.clone(), from, to, *explicit)?,

@@ -730,7 +730,22 @@ impl<'a> Binder<'a> {
                 }
                 self.call_scalar(trim_function(trim_where.as_ref()), args)?
             }
-            E::Interval(_) => return Err(unsupported("interval literals")),
+            E::Interval(iv) => interval_literal(iv)?,
+            E::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => {
+                let args = vec![child(self, time_zone)?, child(self, timestamp)?];
+                self.call_scalar("timezone", args)?
+            }
+            E::Extract { field, expr, .. } => {
+                let unit = extract_unit(field);
+                let args = vec![
+                    const_expr(Value::Text(unit), DataType::Text),
+                    child(self, expr)?,
+                ];
+                self.call_scalar("extract", args)?
+            }
             E::Tuple(_) => return Err(unsupported("row constructors")),
             other => return Err(unsupported(format!("expression \"{other}\""))),
         })
@@ -895,8 +910,10 @@ impl<'a> Binder<'a> {
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
-                    "current_timestamp" | "localtimestamp" | "now" => {
-                        self.call_scalar("now", vec![])
+                    "current_timestamp" | "now" => self.call_scalar("now", vec![]),
+                    "localtimestamp" => {
+                        let now = self.call_scalar("now", vec![])?;
+                        cast_to_explicit(now, &DataType::Timestamp)
                     }
                     "current_date" => {
                         let now = self.call_scalar("now", vec![])?;
@@ -1051,4 +1068,52 @@ pub(super) fn comparison_op(op: &ast::BinaryOperator) -> PgResult<BinaryOp> {
         B::GtEq => BinaryOp::GtEq,
         other => return Err(unsupported(format!("operator {other} with ANY/ALL"))),
     })
+}
+
+/// The unit EXTRACT names, as date_part spells it.
+fn extract_unit(field: &ast::DateTimeField) -> String {
+    match field {
+        ast::DateTimeField::Custom(id) => id.value.to_ascii_lowercase(),
+        other => other.to_string().to_ascii_lowercase(),
+    }
+}
+
+/// `INTERVAL '…' [field [TO field]]`: a lone number counts the last field's units, and
+/// the value is truncated to that field (PostgreSQL's interval typmod range).
+fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
+    use types::datetime::{USECS_PER_HOUR, USECS_PER_MINUTE};
+    let text = match iv.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::EscapedStringLiteral(s) => s.clone(),
+            _ => return Err(unsupported("interval literals that are not strings")),
+        },
+        _ => return Err(unsupported("interval literals that are not strings")),
+    };
+    let last = iv
+        .last_field
+        .as_ref()
+        .or(iv.leading_field.as_ref())
+        .map(|f| f.to_string().to_ascii_lowercase());
+    let (mut months, mut days, mut micros) = match &last {
+        Some(unit) if text.trim().parse::<f64>().is_ok() => {
+            types::datetime::parse_interval(&format!("{} {unit}", text.trim()))?
+        }
+        _ => types::datetime::parse_interval(&text)?,
+    };
+    match last.as_deref() {
+        Some("year") => (months, days, micros) = (months / 12 * 12, 0, 0),
+        Some("month") => (days, micros) = (0, 0),
+        Some("day") => micros = 0,
+        Some("hour") => micros -= micros % USECS_PER_HOUR,
+        Some("minute") => micros -= micros % USECS_PER_MINUTE,
+        _ => {}
+    }
+    Ok(const_expr(
+        Value::Interval {
+            months,
+            days,
+            micros,
+        },
+        DataType::Interval,
+    ))
 }

@@ -678,15 +678,36 @@ impl<'a> Binder<'a> {
                 "function generate_series with these arguments does not exist",
             ));
         }
-        let ty = if exprs.iter().any(|e| e.ty() == DataType::Int8) {
-            DataType::Int8
-        } else {
-            DataType::Int4
+        // over timestamps (with an interval step) or integers
+        let moment = [DataType::Timestamp, DataType::TimestampTz, DataType::Date]
+            .iter()
+            .find(|t| exprs.iter().take(2).any(|e| e.ty() == **t))
+            .or((exprs.get(2).map(Expr::ty) == Some(DataType::Interval))
+                .then_some(&DataType::TimestampTz));
+        let ty = match moment {
+            Some(DataType::Timestamp) => DataType::Timestamp,
+            Some(_) => DataType::TimestampTz,
+            None if exprs.iter().any(|e| e.ty() == DataType::Int8) => DataType::Int8,
+            None => DataType::Int4,
         };
-        let mut it = exprs.into_iter().map(|e| cast_to(e, &ty));
-        let start = it.next().unwrap()?;
-        let stop = it.next().unwrap()?;
-        let step = it.next().transpose()?;
+        let step_ty = if moment.is_some() {
+            if exprs.len() < 3 {
+                return Err(PgError::new(
+                    codes::UNDEFINED_FUNCTION,
+                    format!(
+                        "function generate_series({0}, {0}) does not exist",
+                        ty.format_type()
+                    ),
+                ));
+            }
+            DataType::Interval
+        } else {
+            ty.clone()
+        };
+        let mut it = exprs.into_iter();
+        let start = cast_to(it.next().unwrap(), &ty)?;
+        let stop = cast_to(it.next().unwrap(), &ty)?;
+        let step = it.next().map(|e| cast_to(e, &step_ty)).transpose()?;
         Ok((
             Rel::GenerateSeries { start, stop, step },
             function_scope("generate_series", alias, ty),
@@ -1440,13 +1461,19 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
                 _ => name,
             }
         }
+        ast::Expr::TypedString(ts) => type_column_name(&ts.data_type),
+        ast::Expr::Interval(_) => "interval".into(),
+        ast::Expr::AtTimeZone { .. } => "timezone".into(),
+        ast::Expr::Extract { .. } => "extract".into(),
         ast::Expr::Ceil { .. } => "ceil".into(),
         ast::Expr::Floor { .. } => "floor".into(),
         ast::Expr::Cast {
             expr, data_type, ..
         } => match expr.as_ref() {
             // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
-            ast::Expr::Value(_) | ast::Expr::Cast { .. } => type_column_name(data_type),
+            ast::Expr::Value(_) | ast::Expr::Cast { .. } | ast::Expr::TypedString(_) => {
+                type_column_name(data_type)
+            }
             ast::Expr::Nested(n)
                 if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) =>
             {

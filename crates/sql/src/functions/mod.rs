@@ -3,6 +3,8 @@
 //! catalog (settings, `now()`, `format_type` of catalog state…) are evaluated by the
 //! coordinator through `eval::EvalEnv::session_function`.
 
+pub mod datetime;
+
 use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
 use types::{DataType, Value};
@@ -107,6 +109,23 @@ pub enum ScalarFunc {
     Repeat,
     Replace,
     Md5,
+    /// Date/time functions (`datetime.rs`), evaluated with the session's time zone.
+    DatePart,
+    Extract,
+    DateTrunc,
+    /// AT TIME ZONE
+    Timezone,
+    Age,
+    IsFinite,
+    JustifyDays,
+    JustifyHours,
+    JustifyInterval,
+    MakeDate,
+    MakeTime,
+    MakeTimestamp,
+    MakeTimestamptz,
+    MakeInterval,
+    ToTimestamp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -363,6 +382,9 @@ pub fn resolve_scalar(
         ("replace", 3) => (F::Replace, text_args(), Text),
         ("md5", 1) => (F::Md5, text_args(), Text),
         _ => {
+            if let Some(found) = datetime::resolve(name, args) {
+                return Ok(found);
+            }
             let shown: Vec<String> = args.iter().map(|t| t.format_type()).collect();
             return Err(PgError::new(
                 codes::UNDEFINED_FUNCTION,

@@ -1,0 +1,203 @@
+//! Date/time functions: EXTRACT/date_part, date_trunc, AT TIME ZONE (`timezone`), age,
+//! isfinite, justify_*, make_*, to_timestamp(float). The value logic is
+//! `types::datetime_fields`; these read timestamptz fields in the session's zone, so
+//! they are evaluated with it (`ScalarFunc::needs_zone`) and never on a datanode.
+
+use super::ScalarFunc;
+use pgerror::PgResult;
+use types::datetime_fields as fields;
+use types::timezone::Zone;
+use types::{DataType, Value};
+
+impl ScalarFunc {
+    /// Whether evaluation needs the session's time zone (the functions of this module).
+    pub fn needs_zone(self) -> bool {
+        use ScalarFunc as F;
+        matches!(
+            self,
+            F::DatePart
+                | F::Extract
+                | F::DateTrunc
+                | F::Timezone
+                | F::Age
+                | F::IsFinite
+                | F::JustifyDays
+                | F::JustifyHours
+                | F::JustifyInterval
+                | F::MakeDate
+                | F::MakeTime
+                | F::MakeTimestamp
+                | F::MakeTimestamptz
+                | F::MakeInterval
+                | F::ToTimestamp
+        )
+    }
+}
+
+/// A date/time value's type after PostgreSQL's coercion for these functions: an untyped
+/// literal or a date is read as a timestamptz (the preferred type of the category).
+fn moment(t: &DataType) -> DataType {
+    match t {
+        DataType::Timestamp | DataType::Interval | DataType::Time => t.clone(),
+        _ => DataType::TimestampTz,
+    }
+}
+
+/// Resolution of this module's functions: (function, argument types, result type).
+pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataType>, DataType)> {
+    use DataType::*;
+    use ScalarFunc as F;
+    let n = args.len();
+    let second = args.get(1).cloned().unwrap_or(Unknown);
+    Some(match (name, n) {
+        ("date_part", 2) => {
+            let t = match second {
+                Date => Date,
+                other => moment(&other),
+            };
+            (F::DatePart, vec![Text, t], Float8)
+        }
+        // EXTRACT(field FROM x), bound as extract(field, x)
+        ("extract", 2) => {
+            let t = match second {
+                Date => Date,
+                other => moment(&other),
+            };
+            (F::Extract, vec![Text, t], DataType::NUMERIC)
+        }
+        ("date_trunc", 2) if second != Time => {
+            let t = moment(&second);
+            (F::DateTrunc, vec![Text, t.clone()], t)
+        }
+        ("date_trunc", 3) => (F::DateTrunc, vec![Text, TimestampTz, Text], TimestampTz),
+        ("timezone", 2) => {
+            let zone = if args[0] == Interval { Interval } else { Text };
+            match moment(&second) {
+                Timestamp => (F::Timezone, vec![zone, Timestamp], TimestampTz),
+                _ => (F::Timezone, vec![zone, TimestampTz], Timestamp),
+            }
+        }
+        ("age", 1) => {
+            let t = if args[0] == Timestamp {
+                Timestamp
+            } else {
+                TimestampTz
+            };
+            (F::Age, vec![t], Interval)
+        }
+        ("age", 2) => {
+            let t = if args.iter().all(|t| matches!(t, Timestamp | Unknown))
+                && args.contains(&Timestamp)
+            {
+                Timestamp
+            } else {
+                TimestampTz
+            };
+            (F::Age, vec![t.clone(), t], Interval)
+        }
+        ("isfinite", 1) => {
+            let t = match &args[0] {
+                Date | Timestamp | Interval => args[0].clone(),
+                _ => TimestampTz,
+            };
+            (F::IsFinite, vec![t], Bool)
+        }
+        ("justify_days", 1) => (F::JustifyDays, vec![Interval], Interval),
+        ("justify_hours", 1) => (F::JustifyHours, vec![Interval], Interval),
+        ("justify_interval", 1) => (F::JustifyInterval, vec![Interval], Interval),
+        ("make_date", 3) => (F::MakeDate, vec![Int4; 3], Date),
+        ("make_time", 3) => (F::MakeTime, vec![Int4, Int4, Float8], Time),
+        ("make_timestamp", 6) => (
+            F::MakeTimestamp,
+            vec![Int4, Int4, Int4, Int4, Int4, Float8],
+            Timestamp,
+        ),
+        ("make_timestamptz", 6 | 7) => {
+            let mut want = vec![Int4, Int4, Int4, Int4, Int4, Float8];
+            if n == 7 {
+                want.push(Text);
+            }
+            (F::MakeTimestamptz, want, TimestampTz)
+        }
+        ("make_interval", 0..=7) => {
+            let mut want = vec![Int4; n.min(6)];
+            if n == 7 {
+                want.push(Float8);
+            }
+            (F::MakeInterval, want, Interval)
+        }
+        ("to_timestamp", 1) if args[0] != Text => (F::ToTimestamp, vec![Float8], TimestampTz),
+        _ => return None,
+    })
+}
+
+/// Evaluates one of this module's functions (NULL in, NULL out) with timestamptz fields
+/// read in `zone`.
+pub fn eval(func: ScalarFunc, args: Vec<Value>, zone: &Zone) -> PgResult<Value> {
+    use ScalarFunc as F;
+    if args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let text = |i: usize| args[i].as_str().unwrap_or_default().to_string();
+    let int = |i: usize| args.get(i).and_then(Value::as_i64).unwrap_or(0);
+    let float = |i: usize| args.get(i).and_then(Value::as_f64).unwrap_or(0.0);
+    let interval = |v: &Value| match *v {
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => (months, days, micros),
+        _ => (0, 0, 0),
+    };
+    Ok(match func {
+        F::DatePart => fields::extract(&text(0), &args[1], zone, false)?,
+        F::Extract => fields::extract(&text(0), &args[1], zone, true)?,
+        F::DateTrunc if args.len() == 3 => {
+            let named = fields::zone_argument(&args[2])?;
+            fields::date_trunc(&text(0), &args[1], &named)?
+        }
+        F::DateTrunc => fields::date_trunc(&text(0), &args[1], zone)?,
+        F::Timezone => fields::at_time_zone(&args[1], &fields::zone_argument(&args[0])?)?,
+        F::Age if args.len() == 1 => {
+            // age(x) is age(current_date, x): midnight of today in the session's zone
+            let today = types::datetime::parse_timestamptz("today", zone)?;
+            let start = match args[0] {
+                Value::Timestamp(_) => Value::Timestamp(zone.to_local(today)),
+                _ => Value::TimestampTz(today),
+            };
+            fields::age(&start, &args[0], zone)?
+        }
+        F::Age => fields::age(&args[0], &args[1], zone)?,
+        F::IsFinite => Value::Bool(fields::is_finite(&args[0])),
+        F::JustifyDays => {
+            let (m, d, u) = interval(&args[0]);
+            fields::justify_days(m, d, u)?
+        }
+        F::JustifyHours => {
+            let (m, d, u) = interval(&args[0]);
+            fields::justify_hours(m, d, u)?
+        }
+        F::JustifyInterval => {
+            let (m, d, u) = interval(&args[0]);
+            fields::justify_interval(m, d, u)?
+        }
+        F::MakeDate => fields::make_date(int(0), int(1), int(2))?,
+        F::MakeTime => fields::make_time(int(0), int(1), float(2))?,
+        F::MakeTimestamp => {
+            fields::make_timestamp([int(0), int(1), int(2), int(3), int(4)], float(5), None)?
+        }
+        F::MakeTimestamptz => {
+            let named = match args.get(6) {
+                Some(z) => fields::zone_argument(z)?,
+                None => zone.clone(),
+            };
+            let parts = [int(0), int(1), int(2), int(3), int(4)];
+            fields::make_timestamp(parts, float(5), Some(&named))?
+        }
+        F::MakeInterval => {
+            fields::make_interval([int(0), int(1), int(2), int(3), int(4), int(5)], float(6))?
+        }
+        F::ToTimestamp => fields::to_timestamp_epoch(float(0))?,
+        _ => return Err(pgerror::PgError::internal("not a date/time function")),
+    })
+}
