@@ -24,7 +24,6 @@ UNSUPPORTED = [
     ("CREATE TABLE unsup_fk2 (id int REFERENCES unsup_parent (id))", "foreign keys"),
     ("CREATE INDEX unsup_idx ON unsup_parent ((id + 1))", "expression indexes"),
     ("COPY unsup_parent TO STDOUT", "COPY TO"),
-    ("SELECT count(*) OVER () FROM unsup_parent", "window functions"),
 ]
 
 

@@ -24,6 +24,7 @@ mod index;
 mod locking;
 mod query;
 mod serial;
+mod window;
 
 pub use access::access_path;
 use access::*;
@@ -32,6 +33,7 @@ use casts::*;
 use dml::*;
 use expr::*;
 use query::*;
+use window::*;
 
 /// A column visible to expressions at some level of the query.
 #[derive(Debug, Clone)]
@@ -85,6 +87,8 @@ pub struct Binder<'a> {
     /// Select-list items the binder appended (a locking query's key columns): not
     /// positions an ORDER BY may name.
     appended_items: usize,
+    /// Where a window call met now may be bound.
+    windows: WindowSlot,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -112,6 +116,7 @@ pub fn bind(
         ctes: Vec::new(),
         lockable: 0,
         appended_items: 0,
+        windows: WindowSlot::NotAllowed,
     };
     let mut bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
