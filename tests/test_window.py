@@ -285,6 +285,8 @@ BIG_ROWS = 1_000_000
 
 @pytest.fixture(scope="module")
 def small_memory(server_kind, tmp_path_factory):
+    if server_kind != "meridian":
+        pytest.skip("--query-memory is set through `meridian start`'s settings file")
     config = tmp_path_factory.mktemp("window") / "meridian.toml"
     config.write_text('query_memory = "64MB"\n')  # read by Meridian only
     server = start_server(server_kind, config=str(config))

@@ -1151,7 +1151,7 @@ impl<'a> Binder<'a> {
         crate::unsupported_syntax::aggregate_call(f)?;
         // In a window aggregate an aggregate argument is the grouped query's (`child`).
         let nested = |e: &ast::Expr| f.over.is_none() && contains_aggregate(e);
-        if f.over.is_none() && contains_window(&ast::Expr::Function(f.clone())) {
+        if f.over.is_none() && contains_window(f) {
             return Err(PgError::new(
                 codes::GROUPING_ERROR,
                 "aggregate function calls cannot contain window function calls",

@@ -36,7 +36,7 @@ fn windowing(message: impl Into<String>) -> PgError {
 }
 
 /// Whether a window call occurs in `e` (not counting those inside subqueries).
-pub(super) fn contains_window(e: &ast::Expr) -> bool {
+pub(super) fn contains_window(e: &impl sqlparser::ast::Visit) -> bool {
     struct Finder {
         depth: usize,
     }
@@ -59,13 +59,12 @@ pub(super) fn contains_window(e: &ast::Expr) -> bool {
             }
         }
     }
-    use sqlparser::ast::Visit;
     e.visit(&mut Finder { depth: 0 }).is_break()
 }
 
 /// PostgreSQL's 42P20 for a window call in a clause that is evaluated before windows.
 pub(super) fn refuse_windows_in(clause: &str, exprs: &[&ast::Expr]) -> PgResult<()> {
-    if exprs.iter().any(|e| contains_window(e)) {
+    if exprs.iter().any(|e| contains_window(*e)) {
         return Err(windowing(format!(
             "window functions are not allowed in {clause}"
         )));
@@ -386,12 +385,12 @@ impl<'a> Binder<'a> {
             "first_value" => WindowFunc::FirstValue,
             "last_value" => WindowFunc::LastValue,
             "nth_value" => WindowFunc::NthValue,
-            _ => return Err(PgError::new(
-                codes::WRONG_OBJECT_TYPE,
-                format!(
+            _ => {
+                let message = format!(
                     "OVER specified, but {name} is not a window function nor an aggregate function"
-                ),
-            )),
+                );
+                return Err(PgError::new(codes::WRONG_OBJECT_TYPE, message));
+            }
         };
         if f.filter.is_some() {
             return Err(unsupported_as_postgres(
