@@ -280,6 +280,18 @@ def test_explain_shows_window_agg_and_unique(servers):
         assert "Unique" in plan and "Sort" in plan, plan
 
 
+def test_statement_timeout_ends_a_window_computation(target):
+    """A frame that moves its start re-aggregates per row: over 300,000 rows that is
+    days of work, which statement_timeout must end (57014), leaving the session usable."""
+    with target.connect() as conn:
+        conn.execute("SET statement_timeout = '300ms'")
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT max(s) FROM (SELECT sum(g) OVER (ORDER BY g ROWS BETWEEN CURRENT ROW "
+                         "AND UNBOUNDED FOLLOWING) AS s FROM generate_series(1, 300000) g) t")
+        conn.rollback()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
 BIG_ROWS = 1_000_000
 
 

@@ -78,7 +78,7 @@ impl<'e> WindowNode<'e> {
     }
 
     /// Computes the partition held and queues its rows for output.
-    fn finish_partition(&mut self) -> PgResult<()> {
+    async fn finish_partition(&mut self) -> PgResult<()> {
         self.held.clear();
         let partition = std::mem::take(&mut self.partition);
         if partition.is_empty() {
@@ -88,7 +88,7 @@ impl<'e> WindowNode<'e> {
             self.offsets = Some(self.frame_offsets()?);
         }
         let offsets = self.offsets.as_ref().expect("evaluated above");
-        let computed = Partition::new(self, &partition, offsets).compute()?;
+        let computed = Partition::new(self, &partition, offsets).compute().await?;
         self.output.extend(
             partition
                 .into_iter()
@@ -167,7 +167,7 @@ impl Node for WindowNode<'_> {
                 }
                 let Some(rows) = self.input.next().await? else {
                     self.done = true;
-                    self.finish_partition()?;
+                    self.finish_partition().await?;
                     continue;
                 };
                 let count = rows.len();
@@ -179,7 +179,7 @@ impl Node for WindowNode<'_> {
                         .last()
                         .is_some_and(|(_, last)| !self.same_partition(last, &values))
                     {
-                        self.finish_partition()?;
+                        self.finish_partition().await?;
                     }
                     self.held.charge(row_size(&row) + row_size(&values))?;
                     self.partition.push((row, values));
@@ -202,8 +202,12 @@ fn equal_values(a: &[Value], b: &[Value]) -> bool {
 }
 
 /// One complete partition and its peer groups (rows with equal order keys).
-struct Partition<'p, 'e> {
-    node: &'p WindowNode<'e>,
+struct Partition<'p> {
+    ex: &'p Executor<'p>,
+    window: &'p Window,
+    /// As `WindowNode`'s.
+    call_values: &'p [usize],
+    aggs: &'p [AggCall],
     rows: &'p [(Row, Row)],
     offsets: &'p (Option<Value>, Option<Value>),
     /// The first row of each peer group, then the partition's length.
@@ -212,18 +216,14 @@ struct Partition<'p, 'e> {
     group_of: Vec<usize>,
 }
 
-impl<'p, 'e> Partition<'p, 'e> {
+impl<'p> Partition<'p> {
     fn new(
-        node: &'p WindowNode<'e>,
+        node: &'p WindowNode<'p>,
         rows: &'p [(Row, Row)],
         offsets: &'p (Option<Value>, Option<Value>),
     ) -> Self {
-        let keys = node.window.partition_by.len()
-            ..node
-                .call_values
-                .first()
-                .copied()
-                .unwrap_or(node.exprs.len());
+        let window = node.window;
+        let keys = window.partition_by.len()..window.partition_by.len() + window.order_by.len();
         let mut group_starts = Vec::new();
         let mut group_of = Vec::with_capacity(rows.len());
         for (i, (_, values)) in rows.iter().enumerate() {
@@ -234,7 +234,10 @@ impl<'p, 'e> Partition<'p, 'e> {
         }
         group_starts.push(rows.len());
         Partition {
-            node,
+            ex: node.ex,
+            window,
+            call_values: &node.call_values,
+            aggs: &node.aggs,
             rows,
             offsets,
             group_starts,
@@ -242,25 +245,29 @@ impl<'p, 'e> Partition<'p, 'e> {
         }
     }
 
-    /// Per row, the value of each call.
-    fn compute(&self) -> PgResult<Vec<Row>> {
+    /// Per row, the value of each call (pacing, so that cancel and statement_timeout
+    /// are seen however large the partition).
+    async fn compute(&self) -> PgResult<Vec<Row>> {
         let n = self.rows.len();
         let mut out: Vec<Row> = (0..n)
-            .map(|_| Vec::with_capacity(self.node.window.calls.len()))
+            .map(|_| Vec::with_capacity(self.window.calls.len()))
             .collect();
         let frames = (0..n)
             .map(|i| self.frame(i))
             .collect::<PgResult<Vec<_>>>()?;
-        let aggregates = if self.node.aggs.is_empty() {
+        let aggregates = if self.aggs.is_empty() {
             Vec::new()
         } else {
-            self.aggregates(&frames)?
+            self.aggregates(&frames).await?
         };
         let mut agg_at = 0;
-        for (c, call) in self.node.window.calls.iter().enumerate() {
-            let at = self.node.call_values[c];
+        for (c, call) in self.window.calls.iter().enumerate() {
+            let at = self.call_values[c];
             let arg = |row: usize, k: usize| &self.rows[row].1[at + k];
             for i in 0..n {
+                if i % BATCH == BATCH - 1 {
+                    self.ex.pace(BATCH).await;
+                }
                 let g = self.group_of[i];
                 let (s, e) = frames[i];
                 let v = match &call.func {
@@ -336,12 +343,11 @@ impl<'p, 'e> Partition<'p, 'e> {
     /// Per row, the values of the window's aggregates over its frame: the frame grown
     /// row by row while it starts at the partition's start, else aggregated afresh
     /// (once per distinct frame).
-    fn aggregates(&self, frames: &[(usize, usize)]) -> PgResult<Vec<Row>> {
-        let node = self.node;
-        let account = &node.ex.state.memory;
-        let growing = matches!(node.window.frame.start, FrameBound::UnboundedPreceding);
+    async fn aggregates(&self, frames: &[(usize, usize)]) -> PgResult<Vec<Row>> {
+        let account = &self.ex.state.memory;
+        let growing = matches!(self.window.frame.start, FrameBound::UnboundedPreceding);
         let mut out: Vec<Row> = Vec::with_capacity(frames.len());
-        let mut running = Aggregator::new(&[], &node.aggs, account);
+        let mut running = Aggregator::new(&[], self.aggs, account);
         let mut pushed = 0;
         for (i, &(s, e)) in frames.iter().enumerate() {
             if i > 0 && frames[i - 1] == (s, e) {
@@ -353,15 +359,17 @@ impl<'p, 'e> Partition<'p, 'e> {
                 for r in pushed..e {
                     running.push(&mut self.contribution(r))?;
                 }
+                self.ex.pace(e - pushed).await;
                 pushed = e;
                 out.push(running.current()?);
                 continue;
             }
-            let mut fresh = Aggregator::new(&[], &node.aggs, account);
+            let mut fresh = Aggregator::new(&[], self.aggs, account);
             for r in s..e {
                 fresh.push(&mut self.contribution(r))?;
             }
             out.push(fresh.current()?);
+            self.ex.pace(e - s).await;
         }
         Ok(out)
     }
@@ -370,12 +378,12 @@ impl<'p, 'e> Partition<'p, 'e> {
     /// count(*)), or None where its FILTER is not true.
     fn contribution(&self, r: usize) -> AggInput {
         let values = &self.rows[r].1;
-        let mut args = Vec::with_capacity(self.node.aggs.len());
-        for (c, call) in self.node.window.calls.iter().enumerate() {
+        let mut args = Vec::with_capacity(self.aggs.len());
+        for (c, call) in self.window.calls.iter().enumerate() {
             let WindowFunc::Aggregate(a) = &call.func else {
                 continue;
             };
-            let at = self.node.call_values[c];
+            let at = self.call_values[c];
             let arg = match &a.arg {
                 Some(_) => values[at].clone(),
                 None => Value::Bool(true),
@@ -395,7 +403,7 @@ impl<'p, 'e> Partition<'p, 'e> {
     /// Row `i`'s frame, as the rows `s..e` of the partition.
     fn frame(&self, i: usize) -> PgResult<(usize, usize)> {
         let n = self.rows.len();
-        let frame = &self.node.window.frame;
+        let frame = &self.window.frame;
         let g = self.group_of[i];
         let groups = self.group_starts.len() - 1;
         let count =
@@ -452,7 +460,7 @@ impl<'p, 'e> Partition<'p, 'e> {
         offset: Option<&Value>,
         start: bool,
     ) -> PgResult<usize> {
-        let window = &self.node.window;
+        let window = &self.window;
         let key_at = window.partition_by.len();
         let sort = &window.order_by[0];
         let key_type = sort.expr.ty();
