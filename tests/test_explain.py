@@ -135,6 +135,16 @@ def test_plan_tree_in_postgres_layout(pair, target):
     ], plan
 
 
+def test_window_and_distinct_on_plans_as_postgres(pair, target):
+    """WindowAgg over the sort by its partition and order keys, Unique over DISTINCT
+    ON's sort: PostgreSQL's plan shapes."""
+    meridian_only(target)
+    for sql in ["EXPLAIN (COSTS OFF) SELECT id, rank() OVER (PARTITION BY g ORDER BY id) FROM ex_a",
+                "EXPLAIN (COSTS OFF) SELECT DISTINCT ON (g) g, id FROM ex_a ORDER BY g, id"]:
+        want, got = (explain(c, sql) for c in pair)
+        assert [line for line in got if "Datanode" not in line] == want, (sql, got, want)
+
+
 def test_subqueries_are_subplans(pair, target):
     meridian_only(target)
     plan = explain(pair[1], "EXPLAIN SELECT id FROM ex_a WHERE g IN (SELECT w FROM ex_b)"

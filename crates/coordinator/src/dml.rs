@@ -318,7 +318,8 @@ fn rel_reads_table(r: &Rel, rel: u64) -> bool {
             limit,
             offset,
         } => input(i) || limit.iter().chain(offset).any(expr),
-        Rel::Distinct { input: i } => input(i),
+        Rel::Distinct { input: i } | Rel::Unique { input: i, .. } => input(i),
+        Rel::WindowAgg { input: i, window } => input(i) || window.exprs().any(expr),
         Rel::Union { left, right, .. } => input(left) || input(right),
         Rel::RecursiveUnion {
             base, recursive, ..

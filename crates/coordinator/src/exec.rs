@@ -21,6 +21,7 @@ mod nodes;
 pub(crate) use nodes::row_count;
 mod pushed;
 mod spilling;
+mod window;
 
 use crate::catalog::LiveCatalog;
 use crate::settings::Settings;

@@ -10,6 +10,7 @@
 use crate::catalog::TableDef;
 use crate::plan::{
     Access, AggCall, Expr, IndexLookup, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind,
+    WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::ops::UnaryOp;
@@ -371,6 +372,20 @@ impl Builder<'_> {
                 node.children.push(self.rel(input, Vec::new()));
                 node
             }
+            Rel::Unique { input, .. } => {
+                let mut node = Node::new("Unique".into());
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
+            Rel::WindowAgg { input, window } => {
+                let mut node = Node::new("WindowAgg".into());
+                let input_names = columns(input, self.qualify);
+                for e in window.exprs() {
+                    self.text(&mut node, e, &input_names);
+                }
+                node.children.push(self.rel(input, Vec::new()));
+                node
+            }
             Rel::Distinct { input } => {
                 let mut node = Node::new("HashAggregate".into());
                 node.props.push(format!("Group Key: {}", names.join(", ")));
@@ -417,7 +432,9 @@ fn joins(rel: &Rel) -> bool {
         | Rel::Aggregate { input, .. }
         | Rel::Sort { input, .. }
         | Rel::Limit { input, .. }
-        | Rel::Distinct { input } => joins(input),
+        | Rel::Distinct { input }
+        | Rel::Unique { input, .. }
+        | Rel::WindowAgg { input, .. } => joins(input),
         Rel::Union { left, right, .. } => joins(left) || joins(right),
         Rel::RecursiveUnion {
             base, recursive, ..
@@ -556,7 +573,19 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
         Rel::Filter { input, .. }
         | Rel::Sort { input, .. }
         | Rel::Limit { input, .. }
-        | Rel::Distinct { input } => columns(input, qualify),
+        | Rel::Distinct { input }
+        | Rel::Unique { input, .. } => columns(input, qualify),
+        Rel::WindowAgg { input, window } => {
+            let mut names = columns(input, qualify);
+            names.extend(window.calls.iter().map(|c| {
+                let name = match &c.func {
+                    WindowFunc::Aggregate(a) => snake(&format!("{:?}", a.func)),
+                    f => snake(&format!("{f:?}")),
+                };
+                format!("{name}() OVER (?)")
+            }));
+            names
+        }
         Rel::Project { input, exprs } => {
             let names = columns(input, qualify);
             exprs.iter().map(|e| expr(e, &names, &mut 0)).collect()

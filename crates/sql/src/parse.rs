@@ -183,8 +183,17 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
         .unwrap_or(text);
     let reordered = crate::sequence::identity_options_in_order(sql)?;
     let sql = reordered.as_deref().unwrap_or(sql);
-    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql)
-        .map_err(|e| syntax_error(text, &e.to_string()))?;
+    let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
+        let message = e.to_string();
+        match found_token(&message) {
+            // sqlparser reads no frame exclusion (PostgreSQL does): refused, not a
+            // syntax error
+            Some(t) if t.eq_ignore_ascii_case("exclude") && is_window_frame_context(text) => {
+                PgError::unsupported("EXCLUDE in a window frame")
+            }
+            _ => syntax_error(text, &message),
+        }
+    })?;
     match stmts.len() {
         1 => match (stmts.remove(0), distribute_by) {
             (ast::Statement::CreateTable(table), Some((_, distribute_by))) => {
@@ -493,12 +502,23 @@ fn syntax_error_at(token: &str) -> PgError {
     )
 }
 
-/// Turn a sqlparser message into PostgreSQL's "syntax error at or near" with a position.
-fn syntax_error(text: &str, message: &str) -> PgError {
-    let found = message
+/// The token a sqlparser message says it found instead of what it expected.
+fn found_token(message: &str) -> Option<&str> {
+    message
         .split("found: ")
         .nth(1)
-        .map(|r| r.split(" at Line:").next().unwrap_or(r).trim());
+        .map(|r| r.split(" at Line:").next().unwrap_or(r).trim())
+}
+
+/// Whether `text` has a window (OVER or WINDOW) for a frame's EXCLUDE to belong to.
+fn is_window_frame_context(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    lower.contains("over") || lower.contains("window")
+}
+
+/// Turn a sqlparser message into PostgreSQL's "syntax error at or near" with a position.
+fn syntax_error(text: &str, message: &str) -> PgError {
+    let found = found_token(message);
     let position = message.split("Line: ").nth(1).and_then(|r| {
         let mut it = r.split(", Column: ");
         let line = it.next()?.trim().parse().ok()?;
@@ -574,6 +594,15 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn frame_exclusion_is_refused_not_a_syntax_error() {
+        let e = parse("SELECT sum(x) OVER (ORDER BY x ROWS 1 PRECEDING EXCLUDE TIES) FROM t")
+            .unwrap_err();
+        assert_eq!(e.code, codes::FEATURE_NOT_SUPPORTED, "{}", e.message);
+        let e = parse("SELECT 1 EXCLUDE").unwrap_err();
+        assert_eq!(e.code, codes::SYNTAX_ERROR, "{}", e.message);
     }
 
     #[test]

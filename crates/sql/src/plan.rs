@@ -215,6 +215,55 @@ impl Expr {
         }
     }
 
+    /// `visit` with each expression given mutably, children first.
+    pub fn visit_mut(&mut self, f: &mut dyn FnMut(&mut Expr)) {
+        let mut each = |e: &mut Expr| e.visit_mut(f);
+        match self {
+            Expr::Const(..) | Expr::Param { .. } | Expr::Column { .. } => {}
+            Expr::Binary { left, right, .. }
+            | Expr::And(left, right)
+            | Expr::Or(left, right)
+            | Expr::IsDistinctFrom { left, right, .. } => {
+                each(left);
+                each(right);
+            }
+            Expr::Unary { operand, .. }
+            | Expr::Not(operand)
+            | Expr::IsNull { operand, .. }
+            | Expr::Cast { operand, .. } => each(operand),
+            Expr::Func { args, .. }
+            | Expr::Coalesce { args, .. }
+            | Expr::Array { elements: args, .. } => args.iter_mut().for_each(each),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+                ..
+            } => {
+                operand.iter_mut().for_each(|o| each(o));
+                for (w, t) in whens {
+                    each(w);
+                    each(t);
+                }
+                otherwise.iter_mut().for_each(|o| each(o));
+            }
+            Expr::InList { operand, list, .. } => {
+                each(operand);
+                list.iter_mut().for_each(each);
+            }
+            Expr::AnyArray { left, array, .. } => {
+                each(left);
+                each(array);
+            }
+            Expr::Subquery {
+                kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. },
+                ..
+            } => each(left),
+            Expr::Subquery { .. } => {}
+        }
+        f(self);
+    }
+
     /// The equalities `l = r` among the conjuncts of this join condition with `l` over
     /// the left side's columns only and `r` over the right side's (or the reverse), of one
     /// type family, so that equal values have equal key encodings: what a hash join hashes
@@ -455,6 +504,19 @@ pub enum Rel {
     Distinct {
         input: Box<Rel>,
     },
+    /// DISTINCT ON: the first of each run of rows (sorted by `columns` first) whose
+    /// values at `columns` are equal (NULLs equal).
+    Unique {
+        input: Box<Rel>,
+        columns: Vec<usize>,
+    },
+    /// Window functions over the input (sorted by the window's partition and order
+    /// keys): each input row followed by the value of each of `window.calls`
+    /// (decision 0037).
+    WindowAgg {
+        input: Box<Rel>,
+        window: Box<Window>,
+    },
     Union {
         left: Box<Rel>,
         right: Box<Rel>,
@@ -494,6 +556,89 @@ pub struct AggCall {
     /// `FILTER (WHERE …)`: only rows for which it is true reach the aggregate.
     pub filter: Option<Expr>,
     pub ty: DataType,
+}
+
+/// One window (`OVER (PARTITION BY … ORDER BY … frame)`) and the calls evaluated over it.
+#[derive(Debug, Clone)]
+pub struct Window {
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub frame: WindowFrame,
+    pub calls: Vec<WindowCall>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WindowFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// A frame bound; the offsets are constant expressions (int8 for ROWS and GROUPS, of the
+/// ORDER BY key's type, or interval, for RANGE).
+#[derive(Debug, Clone)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Expr),
+    CurrentRow,
+    Following(Expr),
+    UnboundedFollowing,
+}
+
+#[derive(Debug, Clone)]
+pub struct WindowCall {
+    pub func: WindowFunc,
+    /// The arguments of the ranking and value functions (an aggregate holds its own).
+    pub args: Vec<Expr>,
+    pub ty: DataType,
+}
+
+#[derive(Debug, Clone)]
+pub enum WindowFunc {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    Ntile,
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    NthValue,
+    Aggregate(AggCall),
+}
+
+impl Window {
+    /// Every expression of the window and its calls.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        let bounds = [&self.frame.start, &self.frame.end]
+            .into_iter()
+            .filter_map(|b| match b {
+                FrameBound::Preceding(e) | FrameBound::Following(e) => Some(e),
+                _ => None,
+            });
+        self.partition_by
+            .iter()
+            .chain(self.order_by.iter().map(|k| &k.expr))
+            .chain(bounds)
+            .chain(self.calls.iter().flat_map(|c| {
+                let agg = match &c.func {
+                    WindowFunc::Aggregate(a) => Some(a),
+                    _ => None,
+                };
+                c.args
+                    .iter()
+                    .chain(agg.into_iter().flat_map(|a| a.arg.iter().chain(&a.filter)))
+            }))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -920,7 +1065,11 @@ impl Rel {
                     .chain(offset.iter())
                     .for_each(|e| visit_expr_deep(e, f));
             }
-            Rel::Distinct { input } => input.visit_exprs_deep(f),
+            Rel::Distinct { input } | Rel::Unique { input, .. } => input.visit_exprs_deep(f),
+            Rel::WindowAgg { input, window } => {
+                input.visit_exprs_deep(f);
+                window.exprs().for_each(|e| visit_expr_deep(e, f));
+            }
             Rel::Union { left, right, .. } => {
                 left.visit_exprs_deep(f);
                 right.visit_exprs_deep(f);
@@ -949,7 +1098,9 @@ impl Rel {
             Rel::Filter { input, .. }
             | Rel::Sort { input, .. }
             | Rel::Limit { input, .. }
-            | Rel::Distinct { input } => input.width(),
+            | Rel::Distinct { input }
+            | Rel::Unique { input, .. } => input.width(),
+            Rel::WindowAgg { input, window } => input.width() + window.calls.len(),
             Rel::Union { left, .. } => left.width(),
             Rel::RecursiveUnion { base, .. } => base.width(),
             Rel::WorkTable { width, .. } => *width,

@@ -305,11 +305,14 @@ fn rewrite(rel: &mut Rel, limited: bool) {
         return;
     }
     match rel {
-        Rel::Aggregate { input, .. } | Rel::Sort { input, .. } => rewrite(input, false),
-        Rel::Limit { input, .. } => rewrite(input, true),
-        Rel::Filter { input, .. } | Rel::Project { input, .. } | Rel::Distinct { input } => {
-            rewrite(input, limited)
+        Rel::Aggregate { input, .. } | Rel::Sort { input, .. } | Rel::WindowAgg { input, .. } => {
+            rewrite(input, false)
         }
+        Rel::Limit { input, .. } => rewrite(input, true),
+        Rel::Filter { input, .. }
+        | Rel::Project { input, .. }
+        | Rel::Distinct { input }
+        | Rel::Unique { input, .. } => rewrite(input, limited),
         Rel::Join { left, right, .. } | Rel::Union { left, right, .. } => {
             rewrite(left, limited);
             rewrite(right, limited);

@@ -5,7 +5,7 @@
 //! fails to compile here until someone decides whether binding reads it or refuses it.
 //! Fields only other dialects produce are refused too (the parser is shared).
 
-use pgerror::{PgError, PgResult};
+use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast;
 
 fn unsupported(what: impl std::fmt::Display) -> PgError {
@@ -117,7 +117,7 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
     let ast::Select {
         select_token: _,
         optimizer_hints,
-        distinct,
+        distinct: _, // DISTINCT and DISTINCT ON: read by the binder
         select_modifiers,
         top,
         top_before_distinct: _,
@@ -134,17 +134,13 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
         distribute_by,
         sort_by,
         having: _,
-        named_window,
+        named_window: _, // the WINDOW clause: read by the binder (binder/window.rs)
         qualify,
         window_before_qualify: _,
         value_table_mode,
         flavor: _,
     } = sel;
     refuse_if(!optimizer_hints.is_empty(), "optimizer hints")?;
-    refuse_if(
-        matches!(distinct, Some(ast::Distinct::On(_))),
-        "SELECT DISTINCT ON",
-    )?;
     refuse_if(select_modifiers.is_some(), "SELECT modifiers")?;
     refuse_if(top.is_some(), "SELECT TOP")?;
     for item in projection {
@@ -183,7 +179,6 @@ pub fn select(sel: &ast::Select) -> PgResult<()> {
     refuse_if(!cluster_by.is_empty(), "CLUSTER BY")?;
     refuse_if(!distribute_by.is_empty(), "DISTRIBUTE BY")?;
     refuse_if(!sort_by.is_empty(), "SORT BY")?;
-    refuse_if(!named_window.is_empty(), "WINDOW clauses")?;
     refuse_if(qualify.is_some(), "QUALIFY")?;
     refuse_if(value_table_mode.is_some(), "SELECT AS STRUCT/VALUE")
 }
@@ -351,9 +346,8 @@ pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
         within_group,
         filter,
         null_treatment,
-        over,
+        over: _, // a call with OVER is a window call (binder/window.rs)
     } = f;
-    refuse_if(over.is_some(), "window functions")?;
     refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
     refuse_if(
         !matches!(parameters, ast::FunctionArguments::None),
@@ -390,6 +384,51 @@ pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
     Ok(aggregate_clause)
 }
 
+/// A call of a ranking or value window function: plain arguments only (the binder
+/// reads its OVER, and refuses its FILTER as PostgreSQL does).
+pub fn window_function_call(f: &ast::Function) -> PgResult<()> {
+    let ast::Function {
+        name: _,
+        uses_odbc_syntax,
+        parameters,
+        args,
+        within_group,
+        filter: _,
+        null_treatment,
+        over: _,
+    } = f;
+    refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
+    refuse_if(
+        !matches!(parameters, ast::FunctionArguments::None),
+        "parametric functions",
+    )?;
+    refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
+    refuse_if(
+        !within_group.is_empty(),
+        "WITHIN GROUP (ordered-set aggregates)",
+    )?;
+    if let ast::FunctionArguments::List(ast::FunctionArgumentList {
+        duplicate_treatment,
+        args: _,
+        clauses,
+    }) = args
+    {
+        if matches!(duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) {
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                "DISTINCT is not implemented for window functions",
+            ));
+        }
+        if !clauses.is_empty() {
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                "aggregate ORDER BY is not implemented for window functions",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// An aggregate call: the binder reads its arguments, DISTINCT/ALL, ORDER BY and FILTER.
 pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
     let ast::Function {
@@ -400,9 +439,8 @@ pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
         within_group,
         filter: _,
         null_treatment,
-        over,
+        over: _, // a call with OVER is a window call (binder/window.rs)
     } = f;
-    refuse_if(over.is_some(), "window functions")?;
     refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
     refuse_if(
         !matches!(parameters, ast::FunctionArguments::None),

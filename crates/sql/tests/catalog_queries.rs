@@ -49,7 +49,9 @@ fn contains(rel: &Rel, pred: &dyn Fn(&Rel) -> bool) -> bool {
         | Rel::Aggregate { input, .. }
         | Rel::Sort { input, .. }
         | Rel::Limit { input, .. }
-        | Rel::Distinct { input } => contains(input, pred),
+        | Rel::Distinct { input }
+        | Rel::Unique { input, .. }
+        | Rel::WindowAgg { input, .. } => contains(input, pred),
         Rel::Join { left, right, .. } | Rel::Union { left, right, .. } => {
             contains(left, pred) || contains(right, pred)
         }

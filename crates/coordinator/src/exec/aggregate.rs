@@ -178,6 +178,20 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         Ok(())
     }
 
+    /// The values of the aggregates (of an aggregation without GROUP BY) over what was
+    /// pushed so far: a window aggregate's over a frame that grows.
+    pub(super) fn current(&self) -> PgResult<Row> {
+        let states = self
+            .groups
+            .first()
+            .map_or(&self.init, |(_, states, _)| states);
+        states
+            .iter()
+            .zip(self.aggs)
+            .map(|(s, a)| finish(s.clone(), a))
+            .collect()
+    }
+
     pub(super) fn finish(mut self) -> PgResult<Vec<Row>> {
         if self.groups.is_empty() && self.group_by.is_empty() {
             self.groups

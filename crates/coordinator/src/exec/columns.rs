@@ -6,7 +6,7 @@
 //! column (the subquery gets the whole row as its outer row), and DISTINCT, UNION, the
 //! statement's result and LATERAL's left side read every column.
 
-use sql::plan::{AggCall, Expr, SortKey};
+use sql::plan::{AggCall, Expr, SortKey, Window};
 
 /// Per column of a relation's rows, whether it is read; None: every column is.
 pub(super) type Used = Option<Vec<bool>>;
@@ -34,6 +34,14 @@ pub(super) fn read_by_aggregate(width: usize, group_by: &[Expr], aggs: &[AggCall
 /// What a sort reads: what its consumer reads and its keys.
 pub(super) fn adding_sort_keys(used: Used, keys: &[SortKey]) -> Used {
     adding(used, keys.iter().map(|k| &k.expr))
+}
+
+/// What a window aggregation reads of its input: what its consumer reads of the input's
+/// columns, and the window's expressions.
+pub(super) fn of_window_input(used: Used, input_width: usize, window: &Window) -> Used {
+    let mut cols = used?;
+    cols.truncate(input_width);
+    adding(Some(cols), window.exprs())
 }
 
 /// What a join reads of its two sides: what its consumer reads of the joined row and

@@ -166,6 +166,22 @@ fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used
             })
         }
         Rel::Distinct { input } => Box::new(DistinctNode::new(ex, vec![open(ex, input, outer)])),
+        Rel::Unique { input, columns } => Box::new(UniqueNode {
+            input: open(ex, input, outer),
+            columns,
+            last: None,
+        }),
+        Rel::WindowAgg { input, window } => {
+            let input_node = open_reading(
+                ex,
+                input,
+                outer.clone(),
+                columns::of_window_input(used, input.width(), window),
+            );
+            Box::new(super::window::WindowNode::new(
+                ex, window, input_node, outer,
+            ))
+        }
         Rel::Union {
             left,
             right,
@@ -791,6 +807,37 @@ pub(super) async fn eval_row<'x>(
     match now {
         Err(err) => ex.recompute(err, outer, exprs.clone(), row, compute).await,
         done => done,
+    }
+}
+
+/// DISTINCT ON: of each run of rows equal at `columns` (NULLs equal), the first.
+struct UniqueNode<'e> {
+    input: BoxNode<'e>,
+    columns: &'e [usize],
+    /// The group key of the values at `columns` of the last row handed up.
+    last: Option<Vec<u8>>,
+}
+
+impl Node for UniqueNode<'_> {
+    fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
+        Box::pin(async move {
+            while let Some(batch) = self.input.next().await? {
+                let mut kept = Vec::new();
+                for row in batch {
+                    let values: Row = self.columns.iter().map(|&c| row[c].clone()).collect();
+                    let key = group_key(&values);
+                    if self.last.as_ref() == Some(&key) {
+                        continue;
+                    }
+                    self.last = Some(key);
+                    kept.push(row);
+                }
+                if !kept.is_empty() {
+                    return Ok(Some(kept));
+                }
+            }
+            Ok(None)
+        })
     }
 }
 

@@ -16,17 +16,7 @@ impl<'a> Binder<'a> {
         scope: &Scope,
     ) -> PgResult<Expr> {
         let b = self.expr(e, scope)?;
-        match b.ty() {
-            DataType::Bool => Ok(b),
-            DataType::Unknown => cast_to(b, &DataType::Bool),
-            other => Err(PgError::new(
-                codes::DATATYPE_MISMATCH,
-                format!(
-                    "argument of {clause} must be type boolean, not type {}",
-                    other.format_type()
-                ),
-            )),
-        }
+        boolean_clause(clause, b)
     }
 
     /// Bind and coerce to `ty` with assignment rules (INSERT/UPDATE targets).
@@ -895,7 +885,7 @@ impl<'a> Binder<'a> {
         let parts = object_name_parts(&f.name);
         let name = parts.last().cloned().unwrap_or_default();
         if f.over.is_some() {
-            return Err(unsupported("window functions"));
+            return self.window_call(f, &name, child);
         }
         if is_aggregate_name(&name) {
             return Err(PgError::new(
@@ -1116,4 +1106,18 @@ fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
         },
         DataType::Interval,
     ))
+}
+/// The bound argument `b` of `clause` as a boolean (42804 if it is of another type).
+pub(super) fn boolean_clause(clause: &str, b: Expr) -> PgResult<Expr> {
+    match b.ty() {
+        DataType::Bool => Ok(b),
+        DataType::Unknown => cast_to(b, &DataType::Bool),
+        other => Err(PgError::new(
+            codes::DATATYPE_MISMATCH,
+            format!(
+                "argument of {clause} must be type boolean, not type {}",
+                other.format_type()
+            ),
+        )),
+    }
 }

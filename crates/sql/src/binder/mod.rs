@@ -26,6 +26,7 @@ mod locking;
 mod prepare;
 mod query;
 mod serial;
+mod window;
 
 pub use access::access_path;
 use access::*;
@@ -35,6 +36,7 @@ use dml::*;
 use expr::*;
 pub use prepare::bind_execute_arguments;
 use query::*;
+use window::*;
 
 /// A column visible to expressions at some level of the query.
 #[derive(Debug, Clone)]
@@ -88,6 +90,8 @@ pub struct Binder<'a> {
     /// Select-list items the binder appended (a locking query's key columns): not
     /// positions an ORDER BY may name.
     appended_items: usize,
+    /// Where a window call met now may be bound.
+    windows: WindowSlot,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -214,6 +218,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             lockable: 0,
             appended_items: 0,
+            windows: WindowSlot::NotAllowed,
         }
     }
 }

@@ -722,6 +722,8 @@ impl<'a> Binder<'a> {
         crate::unsupported_syntax::select(sel)?;
         let appended = std::mem::take(&mut self.appended_items);
         let (mut rel, scope) = self.bind_from(&sel.from)?;
+        refuse_windows_in("WHERE", &sel.selection.iter().collect::<Vec<_>>())?;
+        refuse_windows_in("HAVING", &sel.having.iter().collect::<Vec<_>>())?;
         if let Some(w) = &sel.selection {
             if contains_aggregate(w) {
                 return Err(PgError::new(
@@ -736,6 +738,18 @@ impl<'a> Binder<'a> {
             ast::GroupByExpr::Expressions(e, _) => e.clone(),
             ast::GroupByExpr::All(_) => return Err(unsupported("GROUP BY ALL")),
         };
+        refuse_windows_in("GROUP BY", &group_by.iter().collect::<Vec<_>>())?;
+        let windowed = sel.projection.iter().any(|p| match p {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                contains_window(e)
+            }
+            _ => false,
+        }) || order_by.iter().any(|o| contains_window(&o.expr));
+        let windows = match windowed {
+            true => WindowSlot::Open(Box::new(WindowState::new(&sel.named_window)?)),
+            false => WindowSlot::NotAllowed,
+        };
+        let outer_windows = std::mem::replace(&mut self.windows, windows);
         let aggregating = !group_by.is_empty()
             || sel.having.is_some()
             || sel.projection.iter().any(|p| match p {
@@ -875,10 +889,10 @@ impl<'a> Binder<'a> {
                     Expr::Column {
                         depth: 0, index, ..
                     },
-                ) => (
-                    scope.columns[*index].table_oid,
-                    scope.columns[*index].attnum,
-                ),
+                ) => scope
+                    .columns
+                    .get(*index) // not a window call's column
+                    .map_or((0, 0), |c| (c.table_oid, c.attnum)),
                 _ => (0, 0),
             };
             let ty = bound.ty();
@@ -897,10 +911,27 @@ impl<'a> Binder<'a> {
             }
             _ => None,
         };
-        // ORDER BY: output names/positions, else expressions appended as hidden columns.
+        // ORDER BY, then DISTINCT ON: output names/positions, else expressions appended as
+        // hidden columns.
+        let distinct_on: &[ast::Expr] = match &sel.distinct {
+            Some(ast::Distinct::On(on)) => on,
+            _ => &[],
+        };
+        let keyed: Vec<ast::OrderByExpr> = order_by
+            .iter()
+            .cloned()
+            .chain(distinct_on.iter().map(|e| ast::OrderByExpr {
+                expr: e.clone(),
+                options: ast::OrderByOptions {
+                    sort: None,
+                    nulls_first: None,
+                },
+                with_fill: None,
+            }))
+            .collect();
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
-        for o in order_by {
+        for o in &keyed {
             let descending = o.options.sort == Some(ast::OrderBySort::Desc);
             let nulls_first = o.options.nulls_first.unwrap_or(descending);
             let index = match &o.expr {
@@ -948,6 +979,8 @@ impl<'a> Binder<'a> {
             });
         }
 
+        let on_keys = sort_keys.split_off(order_by.len());
+        let windows = std::mem::replace(&mut self.windows, outer_windows);
         if let Some(ctx) = agg_ctx {
             let group_by_exprs = ctx
                 .group_exprs
@@ -972,6 +1005,17 @@ impl<'a> Binder<'a> {
                 };
             }
         }
+        if let WindowSlot::Open(state) = windows {
+            rel = window_aggs(*state, rel, &mut exprs);
+        }
+        // DISTINCT ON: the rows sorted so, and the select-list columns it compares.
+        let distinct_on = match on_keys.is_empty() {
+            true => None,
+            false => Some((
+                distinct_on_order(std::mem::take(&mut sort_keys), on_keys.clone(), &exprs)?,
+                on_keys.iter().map(sort_column).collect::<Vec<_>>(),
+            )),
+        };
         let total = exprs.len();
         rel = Rel::Project {
             input: Box::new(rel),
@@ -984,7 +1028,16 @@ impl<'a> Binder<'a> {
                     input: Box::new(rel),
                 }
             }
-            Some(ast::Distinct::On(_)) => return Err(unsupported("SELECT DISTINCT ON")),
+            Some(ast::Distinct::On(_)) => {}
+        }
+        if let Some((keys, columns)) = distinct_on {
+            rel = Rel::Unique {
+                input: Box::new(Rel::Sort {
+                    input: Box::new(rel),
+                    keys,
+                }),
+                columns,
+            };
         }
         if !sort_keys.is_empty() {
             rel = Rel::Sort {
@@ -1063,7 +1116,9 @@ impl<'a> Binder<'a> {
                         ty: ctx.aggs[j].ty.clone(),
                     });
                 }
-                let (call, order) = self.aggregate_call(&name, f, &ctx.input_scope)?;
+                let scope = &ctx.input_scope;
+                let (call, order) =
+                    self.aggregate_call(&name, f, &mut |b, arg| b.expr(arg, scope))?;
                 match (&ctx.input_order, order) {
                     (_, None) => {}
                     (None, Some(keys)) => ctx.input_order = Some(keys),
@@ -1105,14 +1160,24 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// An aggregate call and the order it needs its input in, if any.
+    /// An aggregate call and the order it needs its input in, if any; `child` binds its
+    /// arguments (over the rows it aggregates, or for a window aggregate over those the
+    /// window reads, which may be a grouped query's aggregates).
     pub(super) fn aggregate_call(
         &mut self,
         name: &str,
         f: &ast::Function,
-        scope: &Scope,
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
     ) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
         crate::unsupported_syntax::aggregate_call(f)?;
+        // In a window aggregate an aggregate argument is the grouped query's (`child`).
+        let nested = |e: &ast::Expr| f.over.is_none() && contains_aggregate(e);
+        if f.over.is_none() && contains_window(f) {
+            return Err(PgError::new(
+                codes::GROUPING_ERROR,
+                "aggregate function calls cannot contain window function calls",
+            ));
+        }
         let (args, distinct) = match &f.args {
             ast::FunctionArguments::List(list) => (
                 list.args.clone(),
@@ -1124,13 +1189,13 @@ impl<'a> Binder<'a> {
             _ => (Vec::new(), false),
         };
         let filter = match &f.filter {
-            Some(w) if contains_aggregate(w) => {
+            Some(w) if nested(w) => {
                 return Err(PgError::new(
                     codes::GROUPING_ERROR,
                     "aggregate functions are not allowed in FILTER",
                 ));
             }
-            Some(w) => Some(self.clause_predicate("FILTER", w, scope)?),
+            Some(w) => Some(boolean_clause("FILTER", child(self, w)?)?),
             None => None,
         };
         let arg = match args.as_slice() {
@@ -1141,15 +1206,15 @@ impl<'a> Binder<'a> {
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(d))]
                 if name == "string_agg" =>
             {
-                if contains_aggregate(v) || contains_aggregate(d) {
+                if nested(v) || nested(d) {
                     return Err(PgError::new(
                         codes::GROUPING_ERROR,
                         "aggregate function calls cannot be nested",
                     ));
                 }
-                let v = self.expr(v, scope)?;
+                let v = child(self, v)?;
                 let v = self.infer_param(v, &DataType::Text);
-                let d = self.expr(d, scope)?;
+                let d = child(self, d)?;
                 let d = self.infer_param(d, &DataType::Text);
                 let elements = vec![cast_to(v, &DataType::Text)?, cast_to(d, &DataType::Text)?];
                 Some(Expr::Array {
@@ -1158,13 +1223,13 @@ impl<'a> Binder<'a> {
                 })
             }
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
-                if contains_aggregate(e) {
+                if nested(e) {
                     return Err(PgError::new(
                         codes::GROUPING_ERROR,
                         "aggregate function calls cannot be nested",
                     ));
                 }
-                Some(self.expr(e, scope)?)
+                Some(child(self, e)?)
             }
             _ => {
                 return Err(PgError::new(
@@ -1215,14 +1280,14 @@ impl<'a> Binder<'a> {
                         "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
                     ));
                 }
-                if contains_aggregate(&o.expr) {
+                if nested(&o.expr) {
                     return Err(PgError::new(
                         codes::GROUPING_ERROR,
                         "aggregate function calls cannot be nested",
                     ));
                 }
                 let descending = o.options.sort == Some(ast::OrderBySort::Desc);
-                let expr = self.expr(&o.expr, scope)?;
+                let expr = child(self, &o.expr)?;
                 let expr = if expr.ty() == DataType::Unknown {
                     cast_to(expr, &DataType::Text)?
                 } else {
@@ -1257,6 +1322,55 @@ impl<'a> Binder<'a> {
             order,
         ))
     }
+}
+
+/// The column of the select list a key of its ORDER BY or DISTINCT ON sorts by.
+fn sort_column(key: &SortKey) -> usize {
+    match key.expr {
+        Expr::Column { index, .. } => index,
+        _ => unreachable!("select-list sort keys are its columns"),
+    }
+}
+
+/// The order a DISTINCT ON query's rows are sorted in before the first of each group is
+/// kept: its ORDER BY, which must begin with the DISTINCT ON expressions (in any order;
+/// 42P10 otherwise, as PostgreSQL), followed by those it does not list.
+fn distinct_on_order(
+    mut order: Vec<SortKey>,
+    on: Vec<SortKey>,
+    exprs: &[Expr],
+) -> PgResult<Vec<SortKey>> {
+    // Equal bound expressions at two positions are one key (no PartialEq on plans).
+    let same = |a: &SortKey, b: &SortKey| {
+        let (a, b) = (sort_column(a), sort_column(b));
+        a == b || format!("{:?}", exprs[a]) == format!("{:?}", exprs[b])
+    };
+    let mut covered = vec![false; on.len()];
+    for key in &order {
+        if covered.iter().all(|c| *c) {
+            break;
+        }
+        let mut matched = false;
+        for (d, c) in on.iter().zip(covered.iter_mut()) {
+            if same(d, key) {
+                *c = true;
+                matched = true;
+            }
+        }
+        if !matched {
+            return Err(PgError::new(
+                codes::INVALID_COLUMN_REFERENCE,
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+            ));
+        }
+    }
+    order.extend(
+        on.into_iter()
+            .zip(covered)
+            .filter(|(_, c)| !c)
+            .map(|(d, _)| d),
+    );
+    Ok(order)
 }
 
 /// The position of the USING column `name` among one side's columns (42703 if absent,
