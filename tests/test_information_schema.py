@@ -42,9 +42,10 @@ QUERIES = [
     "AND table_name LIKE 'is\\_%' ORDER BY constraint_name, ordinal_position",
     "SELECT * FROM information_schema.constraint_column_usage WHERE table_schema = 'public' "
     "AND table_name LIKE 'is\\_%' ORDER BY constraint_name, column_name",
-    "SELECT * FROM information_schema.check_constraints WHERE constraint_schema = 'public' "
-    "AND check_clause IN ('id IS NOT NULL', 'code IS NOT NULL', 'k IS NOT NULL') "
-    "ORDER BY check_clause",
+    # PostgreSQL is shared by the test modules: only this module's tables' constraints.
+    "SELECT cc.* FROM information_schema.check_constraints cc "
+    "JOIN information_schema.table_constraints tc ON tc.constraint_name = cc.constraint_name "
+    "WHERE tc.table_name LIKE 'is\\_%' ORDER BY tc.table_name, cc.check_clause",
     "SELECT * FROM information_schema.sequences WHERE sequence_schema = 'public' "
     "AND sequence_name LIKE 'is\\_%' ORDER BY sequence_name",
     "SELECT * FROM information_schema.schemata ORDER BY schema_name",
