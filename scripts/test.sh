@@ -135,7 +135,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py \
   tests/test_prepared_xacts.py tests/test_cluster_differential.py tests/test_explain.py \
   tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py \
-  tests/test_upsert.py \
+  tests/test_upsert.py tests/test_strings.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
