@@ -9,6 +9,8 @@ use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
 use types::{DataType, Value};
 
+mod string;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ScalarFunc {
     // Session / catalog functions (evaluated by the coordinator).
@@ -126,6 +128,21 @@ pub enum ScalarFunc {
     MakeTimestamptz,
     MakeInterval,
     ToTimestamp,
+    // String functions (string.rs).
+    Chr,
+    Ascii,
+    Lpad,
+    Rpad,
+    SplitPart,
+    Strpos,
+    Initcap,
+    Reverse,
+    Translate,
+    StartsWith,
+    ToHex,
+    OctetLength,
+    BitLength,
+    ConcatWs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,17 +402,24 @@ pub fn resolve_scalar(
             if let Some(found) = datetime::resolve(name, args) {
                 return Ok(found);
             }
-            let shown: Vec<String> = args.iter().map(|t| t.format_type()).collect();
-            return Err(PgError::new(
+            match string::resolve(name, args) {
+                Some(resolved) => resolved,
+                None => return Err(undefined_function(name, args)),
+            }
+        }
+    };
+    Ok(r)
+}
+
+fn undefined_function(name: &str, args: &[DataType]) -> PgError {
+    let shown: Vec<String> = args.iter().map(|t| t.format_type()).collect();
+    PgError::new(
                 codes::UNDEFINED_FUNCTION,
                 format!("function {}({}) does not exist", name, shown.join(", ")),
             )
             .with_hint(
                 "No function matches the given name and argument types. You might need to add explicit type casts.",
-            ));
-        }
-    };
-    Ok(r)
+            )
 }
 
 impl ScalarFunc {
@@ -411,7 +435,13 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
     // Every pure function except these returns NULL on any NULL argument.
     let null_tolerant = matches!(
         func,
-        F::Concat | F::Greatest | F::Least | F::NullIf | F::ArrayToString | F::PgTypeof
+        F::Concat
+            | F::ConcatWs
+            | F::Greatest
+            | F::Least
+            | F::NullIf
+            | F::ArrayToString
+            | F::PgTypeof
     );
     if !null_tolerant && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -643,6 +673,20 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         }
         F::Replace => Value::Text(text(&args[0]).replace(&text(&args[1]), &text(&args[2]))),
         F::Md5 => return Err(PgError::unsupported("function md5")),
+        F::Chr
+        | F::Ascii
+        | F::Lpad
+        | F::Rpad
+        | F::SplitPart
+        | F::Strpos
+        | F::Initcap
+        | F::Reverse
+        | F::Translate
+        | F::StartsWith
+        | F::ToHex
+        | F::OctetLength
+        | F::BitLength
+        | F::ConcatWs => string::eval(func, &args)?,
         session => {
             return Err(PgError::internal(format!(
                 "{session:?} must be evaluated by the session"
