@@ -18,6 +18,8 @@ from .transactions import Inputs, Rollback
 MIX = {"new_order": 45, "payment": 43, "order_status": 4, "delivery": 4, "stock_level": 4}
 RETRYABLE = {"40001", "40P01"}
 MAX_ATTEMPTS = 20
+# a terminal still inside a transaction this long after the end is reported as hung
+HANG_SECONDS = 30
 
 
 @dataclass
@@ -26,7 +28,8 @@ class Results:
     committed: Counter = field(default_factory=Counter)
     rollbacks: int = 0  # New-Order's intended 1 %
     retries: Counter = field(default_factory=Counter)
-    errors: list = field(default_factory=list)  # (type, SQLSTATE or class, message)
+    errors: list = field(default_factory=list)  # (type, SQLSTATE or class, message, input)
+    running: dict = field(default_factory=dict)  # terminal -> (type, input) in progress
 
     @property
     def tpmc(self) -> float:
@@ -55,8 +58,11 @@ def _terminal(dsn: str, scale: Scale, number: int, deadline: float, seed: int,
         while time.monotonic() < deadline:
             kind = rng.choices(kinds, weights)[0]
             params = _input(inputs, kind, stock_district)
+            with lock:
+                results.running[number] = (kind, params)
             outcome, retries = _run(conn, kind, params)
             with lock:
+                del results.running[number]
                 results.retries[kind] += retries
                 if outcome == "committed":
                     results.committed[kind] += 1
@@ -87,12 +93,16 @@ def _run(conn, kind: str, params: dict):
 def run(dsn: str, scale: Scale, terminals: int, seconds: float, seed: int = 1) -> Results:
     results, lock = Results(), threading.Lock()
     start = time.monotonic()
-    threads = [threading.Thread(target=_terminal,
+    threads = [threading.Thread(target=_terminal, daemon=True,
                                 args=(dsn, scale, n, start + seconds, seed, results, lock))
                for n in range(terminals)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        t.join(max(0.0, start + seconds + HANG_SECONDS - time.monotonic()))
     results.seconds = time.monotonic() - start
+    with lock:
+        results.errors += [(kind, "hung", f"terminal {n} still running after"
+                            f" {results.seconds:.0f} s", params)
+                           for n, (kind, params) in results.running.items()]
     return results
