@@ -1,7 +1,10 @@
 """TPC-C on the server under test (issue 31, acceptance 2): a scaled-down load of two
 warehouses, eight terminals running the standard mix for a minute, the consistency
-conditions 1-4 afterwards, index access for every statement the transactions issue,
-and the specification's foreign keys (expected to fail on Meridian until issue 31 item 3).
+conditions 1-4 afterwards, index access for every statement the transactions issue
+(expected to fail on Meridian until composite primary-key prefixes are planned, issue 31
+item 2), and the specification's foreign keys (expected to fail on Meridian until issue
+31 item 3). Both expectations are strict: the day either works, the test fails until the
+expectation is removed.
 
 The same file runs unchanged on PostgreSQL 15 (MERIDIAN_TEST_TARGETS=postgres), which
 validates the driver itself."""
@@ -97,23 +100,17 @@ def issued_statements(dsn) -> dict:
     return statements
 
 
-# The spec's queries that are ranges over a key prefix (clause 2.6.2.2, 2.7.4.2, 2.8.2.2):
-# a Seq Scan of that table is accepted for them, and for them only.
-KEY_PREFIX_RANGES = {
-    "order_line": "FROM order_line WHERE ol_w_id = %s AND ol_d_id = %s AND ol_o_id ",
-    "update order_line": "UPDATE order_line SET ol_delivery_d = %s WHERE ol_w_id = %s"
-                         " AND ol_d_id = %s AND ol_o_id = %s",
-    "new_order": "FROM new_order WHERE no_w_id = %s AND no_d_id = %s ORDER BY no_o_id",
-}
+def seq_scans(plan: list[str]) -> set[str]:
+    return {line.split("Seq Scan on ")[1].split()[0] for line in plan if "Seq Scan on " in line}
 
 
-def seq_scans_allowed(sql: str, plan: list[str]) -> bool:
-    tables = {line.split("Seq Scan on ")[1].split()[0] for line in plan if "Seq Scan on " in line}
-    return all(any(key.endswith(table) and fragment in sql
-                   for key, fragment in KEY_PREFIX_RANGES.items()) for table in tables)
-
-
-def test_every_statement_uses_index_access(loaded):
+def test_every_statement_uses_index_access(loaded, request):
+    if loaded.kind != "postgres":
+        # Ranges and IN-lists over a prefix of a composite primary key (order_line,
+        # new_order, stock by s_i_id = ANY) are full scans today.
+        request.applymarker(pytest.mark.xfail(
+            strict=True, raises=AssertionError,
+            reason="composite primary-key prefix access (issue 31 item 2) not yet planned"))
     statements = issued_statements(loaded.dsn)
     assert len(statements) >= 25, statements
     with psycopg.connect(loaded.dsn, autocommit=True) as conn:
@@ -121,12 +118,12 @@ def test_every_statement_uses_index_access(loaded):
             # PostgreSQL rightly prefers a Seq Scan over tables this small
             conn.execute("SET enable_seqscan = off")
         cur = psycopg.ClientCursor(conn)
-        seq_scans = {}
+        full_scans = {}
         for sql, params in statements.items():
             plan = [row[0] for row in cur.execute("EXPLAIN " + cur.mogrify(sql, params))]
-            if not seq_scans_allowed(sql, plan):
-                seq_scans[sql] = plan
-    assert seq_scans == {}
+            if seq_scans(plan):
+                full_scans[sql] = plan
+    assert full_scans == {}
 
 
 def test_foreign_keys(loaded, request):
