@@ -138,7 +138,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py \
   tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py \
   tests/test_information_schema.py tests/test_ddl.py tests/test_datetime.py \
-  tests/test_window.py tests/test_strings.py \
+  tests/test_window.py tests/test_strings.py tests/test_key_access.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

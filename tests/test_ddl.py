@@ -15,6 +15,7 @@ datanodes.
 from __future__ import annotations
 
 import psycopg
+import pytest
 
 from test_indexes import pair, reset, same  # noqa: F401 (pair is a fixture)
 from test_psql_compat import psql
@@ -364,3 +365,34 @@ def test_committed_ddl_survives_kill9(meridian):
         cur = c.execute("SELECT * FROM dd_k WHERE id = 1")
         assert [d.name for d in cur.description] == ["id", "v", "w"]
         assert cur.fetchall() == [(1, "v1", 7)]
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "catalog records are written when the DDL statement runs, so they survive a crash of"
+    " their open transaction, and a TRUNCATE's or rewrite's table points at relations"
+    " whose rows never committed: decision 0038, 'Atomicity across a crash'"))
+def test_uncommitted_ddl_is_gone_after_kill9(meridian):
+    """DDL of a transaction still open at a kill -9 never took effect: a table truncated
+    (and loaded again), dropped or altered in it has its committed rows and columns
+    after the restart, and a table it created does not exist."""
+    with psycopg.connect(meridian.dsn, autocommit=True) as c:
+        for t in ("dd_u_trunc", "dd_u_drop", "dd_u_alter"):
+            c.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            c.execute(f"INSERT INTO {t} SELECT i, 'v' || i FROM generate_series(1, 50) i")
+    open_txn = psycopg.connect(meridian.dsn)
+    open_txn.execute("TRUNCATE dd_u_trunc")
+    with open_txn.cursor().copy("COPY dd_u_trunc FROM STDIN") as copy:
+        copy.write_row((1, "new"))
+    open_txn.execute("DROP TABLE dd_u_drop")
+    open_txn.execute("ALTER TABLE dd_u_alter ADD COLUMN w int DEFAULT 7, DROP COLUMN v")
+    open_txn.execute("CREATE TABLE dd_u_new (id int PRIMARY KEY)")
+    open_txn.execute("INSERT INTO dd_u_new VALUES (1)")
+    meridian.kill9()
+    open_txn.close()
+    meridian.restart()
+    with psycopg.connect(meridian.dsn, autocommit=True) as c:
+        for t in ("dd_u_trunc", "dd_u_drop", "dd_u_alter"):
+            cur = c.execute(f"SELECT * FROM {t} ORDER BY id")
+            assert [d.name for d in cur.description] == ["id", "v"], t
+            assert cur.fetchall() == [(i, f"v{i}") for i in range(1, 51)], t
+        assert c.execute("SELECT to_regclass('dd_u_new')").fetchone() == (None,)

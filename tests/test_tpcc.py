@@ -1,10 +1,8 @@
 """TPC-C on the server under test (issue 31, acceptance 2): a scaled-down load of two
 warehouses, eight terminals running the standard mix for a minute, the consistency
-conditions 1-4 afterwards, index access for every statement the transactions issue
-(expected to fail on Meridian until composite primary-key prefixes are planned, issue 31
-item 2), and the specification's foreign keys (expected to fail on Meridian until issue
-31 item 3). Both expectations are strict: the day either works, the test fails until the
-expectation is removed.
+conditions 1-4 afterwards, index access for every statement the transactions issue,
+and the specification's foreign keys (expected to fail on Meridian until issue 31 item
+3; the expectation is strict: the day they work, the test fails until it is removed).
 
 The same file runs unchanged on PostgreSQL 15 (MERIDIAN_TEST_TARGETS=postgres), which
 validates the driver itself."""
@@ -104,13 +102,7 @@ def seq_scans(plan: list[str]) -> set[str]:
     return {line.split("Seq Scan on ")[1].split()[0] for line in plan if "Seq Scan on " in line}
 
 
-def test_every_statement_uses_index_access(loaded, request):
-    if loaded.kind != "postgres":
-        # Ranges and IN-lists over a prefix of a composite primary key (order_line,
-        # new_order, stock by s_i_id = ANY) are full scans today.
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=AssertionError,
-            reason="composite primary-key prefix access (issue 31 item 2) not yet planned"))
+def test_every_statement_uses_index_access(loaded):
     statements = issued_statements(loaded.dsn)
     assert len(statements) >= 25, statements
     with psycopg.connect(loaded.dsn, autocommit=True) as conn:

@@ -237,7 +237,10 @@ fn streams(
 ) -> bool {
     // An index's entries move when the statement changes their columns: its rows are
     // read first.
-    if matches!(access, Access::PrimaryKey(_) | Access::Index { .. }) {
+    if matches!(
+        access,
+        Access::PrimaryKey(_) | Access::PrimaryKeys { .. } | Access::Index { .. }
+    ) {
         return false;
     }
     let pk = table.primary_key.as_deref().unwrap_or_default();
@@ -269,9 +272,10 @@ fn access_reads_table(access: &Access, rel: u64) -> bool {
     let expr = |e: &Expr| reads_table(e, rel);
     match access {
         Access::Full => false,
-        Access::PrimaryKey(exprs) => exprs.iter().any(expr),
-        Access::KeyRange { lower, upper }
-        | Access::Index {
+        Access::PrimaryKey(_) | Access::PrimaryKeys { .. } | Access::KeyRange { .. } => {
+            access.key_exprs().any(expr)
+        }
+        Access::Index {
             lookup: IndexLookup::Range { lower, upper },
             ..
         } => [lower, upper].into_iter().flatten().any(|b| expr(&b.value)),

@@ -18,7 +18,7 @@ mod aggregate;
 mod columns;
 pub mod memory;
 mod nodes;
-pub(crate) use nodes::row_count;
+pub(crate) use nodes::{key_range, row_count};
 mod pushed;
 mod spilling;
 mod window;

@@ -170,35 +170,11 @@ pub async fn row_keys(
             }
         }
         IndexLookup::Range { lower, upper } => {
-            let mut ends = [Bound::Unbounded, Bound::Unbounded];
-            for (is_lower, (slot, b)) in [true, false]
-                .into_iter()
-                .zip(ends.iter_mut().zip([lower, upper]))
-            {
-                let Some(b) = b else {
-                    if !is_lower {
-                        // NULLs sort last: an open upper end stops before them.
-                        let mut null = Vec::new();
-                        types::codec::encode_key(&[Value::Null], &mut null);
-                        *slot = Bound::Excluded(null);
-                    }
-                    continue;
-                };
-                let Some(key) = eval_key(std::slice::from_ref(&b.value)).await? else {
-                    return Ok(Vec::new());
-                };
-                *slot = match (is_lower, b.inclusive) {
-                    (true, true) => Bound::Included(key),
-                    // past every entry whose first value is the bound
-                    (true, false) => match prefix_end(&key) {
-                        Bound::Excluded(k) => Bound::Included(k),
-                        other => other,
-                    },
-                    (false, true) => prefix_end(&key),
-                    (false, false) => Bound::Excluded(key),
-                };
-            }
-            let [lo, hi] = ends;
+            let range =
+                crate::exec::key_range(ex, outer, &[], lower.as_ref(), upper.as_ref()).await?;
+            let Some((lo, hi)) = range else {
+                return Ok(Vec::new());
+            };
             scan(ex, index, lo, hi, &mut found).await?;
         }
     }

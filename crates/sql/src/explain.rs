@@ -9,8 +9,8 @@
 
 use crate::catalog::TableDef;
 use crate::plan::{
-    Access, AggCall, Expr, IndexLookup, JoinKind, Query, Rel, SortKey, Statement, SubqueryKind,
-    WindowFunc,
+    Access, AggCall, Expr, IndexLookup, JoinKind, KeyValues, Query, Rel, SortKey, Statement,
+    SubqueryKind, WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::ops::UnaryOp;
@@ -180,7 +180,9 @@ impl Builder<'_> {
     ) -> Node {
         let mut node = match access {
             Access::Full => Node::new(format!("Seq Scan on {}", table.name)),
-            Access::PrimaryKey(_) | Access::KeyRange { .. } => Node::new(index_scan_title(table)),
+            Access::PrimaryKey(_) | Access::PrimaryKeys { .. } | Access::KeyRange { .. } => {
+                Node::new(index_scan_title(table))
+            }
             Access::Index { index, .. } => Node::new(format!(
                 "Index Scan using {} on {}",
                 table.indexes[*index].name, table.name
@@ -196,8 +198,42 @@ impl Builder<'_> {
                     conds.push(format!("({c} = {v})"));
                 }
             }
-            Access::KeyRange { lower, upper } => {
-                let column = key.first().cloned().unwrap_or_default();
+            Access::PrimaryKeys {
+                before,
+                values,
+                after,
+            } => {
+                for (c, v) in key.iter().zip(before) {
+                    let v = self.text(&mut node, v, names);
+                    conds.push(format!("({c} = {v})"));
+                }
+                let column = &key[before.len()];
+                let any = match values {
+                    KeyValues::List(list) => {
+                        let list: Vec<String> = list
+                            .iter()
+                            .map(|v| self.text(&mut node, v, names))
+                            .collect();
+                        format!("ARRAY[{}]", list.join(", "))
+                    }
+                    KeyValues::Array(array) => self.text(&mut node, array, names),
+                };
+                conds.push(format!("({column} = ANY ({any}))"));
+                for (c, v) in key[before.len() + 1..].iter().zip(after) {
+                    let v = self.text(&mut node, v, names);
+                    conds.push(format!("({c} = {v})"));
+                }
+            }
+            Access::KeyRange {
+                prefix,
+                lower,
+                upper,
+            } => {
+                for (c, v) in key.iter().zip(prefix) {
+                    let v = self.text(&mut node, v, names);
+                    conds.push(format!("({c} = {v})"));
+                }
+                let column = key.get(prefix.len()).cloned().unwrap_or_default();
                 for (bound, ops) in [(lower, (">=", ">")), (upper, ("<=", "<"))] {
                     if let Some(b) = bound {
                         let op = if b.inclusive { ops.0 } else { ops.1 };

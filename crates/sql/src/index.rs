@@ -100,6 +100,41 @@ pub fn prefix_end(prefix: &[u8]) -> Bound<Vec<u8>> {
     Bound::Unbounded
 }
 
+/// The lower and upper end of a range of storage keys.
+pub type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+/// The keys that start with `prefix` (encoded values) and whose next value lies between
+/// `lower` and `upper` (encoded, with whether the bound is inclusive; open if None), as
+/// storage bounds. An open upper end stops before NULL, which sorts last (a primary key
+/// holds none). None if no key can lie there.
+pub fn key_range(
+    prefix: &[u8],
+    lower: Option<(&[u8], bool)>,
+    upper: Option<(&[u8], bool)>,
+) -> Option<KeyBounds> {
+    let with = |value: &[u8]| [prefix, value].concat();
+    let lo = match lower {
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => Bound::Included(prefix.to_vec()),
+        Some((value, true)) => Bound::Included(with(value)),
+        // past every key whose next value is the bound
+        Some((value, false)) => match prefix_end(&with(value)) {
+            Bound::Excluded(end) => Bound::Included(end),
+            _ => return None,
+        },
+    };
+    let hi = match upper {
+        None => {
+            let mut null = prefix.to_vec();
+            types::codec::encode_key(&[types::Value::Null], &mut null);
+            Bound::Excluded(null)
+        }
+        Some((value, true)) => prefix_end(&with(value)),
+        Some((value, false)) => Bound::Excluded(with(value)),
+    };
+    Some((lo, hi))
+}
+
 /// PostgreSQL's default name for an index on `table` over `columns` (`t_a_b_idx`, or
 /// `t_a_key` for a UNIQUE constraint), made unique against `taken` by a number as
 /// PostgreSQL does (`t_a_idx1`); names are cut to 63 bytes.

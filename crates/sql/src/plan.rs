@@ -342,14 +342,42 @@ pub enum Access {
     Full,
     /// Exactly the row whose primary key equals these expressions (in key order).
     PrimaryKey(Vec<Expr>),
-    /// Rows of a single-column primary key between two bounds (either may be open).
+    /// Rows whose leading primary-key columns equal `prefix` (in key order) and whose
+    /// next key column lies between two bounds (either may be open; both open only with
+    /// a prefix).
     KeyRange {
+        prefix: Vec<Expr>,
         lower: Option<KeyBound>,
         upper: Option<KeyBound>,
+    },
+    /// The rows whose primary key is one of several: `before`, one of `values`, then
+    /// `after`, in key order (`k1 = a AND k2 IN (…)`, `k = ANY ($1)`).
+    PrimaryKeys {
+        before: Vec<Expr>,
+        values: KeyValues,
+        after: Vec<Expr>,
     },
     /// Rows found through the table's secondary index `index` (a position in
     /// `TableDef::indexes`), then read by their storage keys (decision 0035).
     Index { index: usize, lookup: IndexLookup },
+}
+
+/// The values one primary-key column may take in `Access::PrimaryKeys`.
+#[derive(Debug, Clone)]
+pub enum KeyValues {
+    /// An IN list's.
+    List(Vec<Expr>),
+    /// The elements of an array (`= ANY (array)`); NULL elements match nothing.
+    Array(Expr),
+}
+
+impl KeyValues {
+    fn exprs(&self) -> &[Expr] {
+        match self {
+            KeyValues::List(list) => list,
+            KeyValues::Array(array) => std::slice::from_ref(array),
+        }
+    }
 }
 
 /// Which entries of a secondary index an `Access::Index` reads.
@@ -366,12 +394,36 @@ pub enum IndexLookup {
 }
 
 impl Access {
+    /// The expressions a primary-key access evaluates to find its rows.
+    pub fn key_exprs(&self) -> Box<dyn Iterator<Item = &Expr> + '_> {
+        match self {
+            Access::Full | Access::Index { .. } => Box::new(std::iter::empty()),
+            Access::PrimaryKey(exprs) => Box::new(exprs.iter()),
+            Access::KeyRange {
+                prefix,
+                lower,
+                upper,
+            } => Box::new(
+                prefix
+                    .iter()
+                    .chain(lower.iter().chain(upper.iter()).map(|b| &b.value)),
+            ),
+            Access::PrimaryKeys {
+                before,
+                values,
+                after,
+            } => Box::new(before.iter().chain(values.exprs()).chain(after.iter())),
+        }
+    }
+
     fn visit_exprs_deep<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
         match self {
             Access::Full => {}
             Access::PrimaryKey(exprs) => exprs.iter().for_each(|e| visit_expr_deep(e, f)),
-            Access::KeyRange { lower, upper }
-            | Access::Index {
+            Access::PrimaryKeys { .. } | Access::KeyRange { .. } => {
+                self.key_exprs().for_each(|e| visit_expr_deep(e, f))
+            }
+            Access::Index {
                 lookup: IndexLookup::Range { lower, upper },
                 ..
             } => lower

@@ -5,7 +5,7 @@ use sql::binder::bind;
 use sql::catalog::{Catalog, ColumnDef, DataTypeDef, Distribution};
 use sql::index::{IndexColumn, IndexDef};
 use sql::parse::parse;
-use sql::plan::{Access, IndexLookup, Rel, Statement};
+use sql::plan::{Access, IndexLookup, KeyValues, Rel, Statement};
 use sql::TableDef;
 use std::sync::Arc;
 use types::DataType;
@@ -39,7 +39,8 @@ fn index(name: &str, columns: &[usize], unique: bool) -> IndexDef {
     }
 }
 
-/// t (id PRIMARY KEY, k, a, u): k_1 on k, t_a_k_idx on (a, k), t_u_key unique on u.
+/// t (id PRIMARY KEY, k, a, u): k_1 on k, t_a_k_idx on (a, k), t_u_key unique on u;
+/// ol (w, d, o, n, i) with PRIMARY KEY (w, d, o, n): ol_w_d_i_idx on (w, d, i).
 fn catalog() -> Tables {
     let column = |name: &str| ColumnDef {
         name: name.into(),
@@ -47,22 +48,37 @@ fn catalog() -> Tables {
         not_null: false,
         default: None,
     };
-    Tables(vec![Arc::new(TableDef {
-        oid: 16384,
-        name: "t".into(),
-        columns: ["id", "k", "a", "u"].map(column).to_vec(),
-        primary_key: Some(vec![0]),
-        pk_name: Some("t_pkey".into()),
-        pk_index_oid: Some(16385),
-        rel: 1,
+    let ol = TableDef {
+        oid: 16390,
+        name: "ol".into(),
+        columns: ["w", "d", "o", "n", "i"].map(column).to_vec(),
+        primary_key: Some(vec![0, 1, 2, 3]),
+        pk_name: Some("ol_pkey".into()),
+        pk_index_oid: Some(16391),
+        rel: 2,
         fillfactor: None,
         distribution: Distribution::Hash { column: 0 },
-        indexes: vec![
-            index("k_1", &[1], false),
-            index("t_a_k_idx", &[2, 1], false),
-            index("t_u_key", &[3], true),
-        ],
-    })])
+        indexes: vec![index("ol_w_d_i_idx", &[0, 1, 4], false)],
+    };
+    Tables(vec![
+        Arc::new(ol),
+        Arc::new(TableDef {
+            oid: 16384,
+            name: "t".into(),
+            columns: ["id", "k", "a", "u"].map(column).to_vec(),
+            primary_key: Some(vec![0]),
+            pk_name: Some("t_pkey".into()),
+            pk_index_oid: Some(16385),
+            rel: 1,
+            fillfactor: None,
+            distribution: Distribution::Hash { column: 0 },
+            indexes: vec![
+                index("k_1", &[1], false),
+                index("t_a_k_idx", &[2, 1], false),
+                index("t_u_key", &[3], true),
+            ],
+        }),
+    ])
 }
 
 fn access(sql: &str) -> Access {
@@ -163,4 +179,97 @@ fn conditions_no_index_has_scan_in_full() {
         access("SELECT * FROM t WHERE k = a"),
         Access::Full
     ));
+}
+
+/// A composite primary key's access: (equality prefix length, bounds set, listed values).
+fn key_access(a: &Access) -> Option<(usize, usize, Option<usize>)> {
+    match a {
+        Access::PrimaryKey(key) => Some((key.len(), 0, None)),
+        Access::KeyRange {
+            prefix,
+            lower,
+            upper,
+        } => Some((
+            prefix.len(),
+            lower.is_some() as usize + upper.is_some() as usize,
+            None,
+        )),
+        Access::PrimaryKeys {
+            before,
+            values,
+            after,
+        } => {
+            let listed = match values {
+                KeyValues::List(list) => list.len(),
+                KeyValues::Array(_) => 0,
+            };
+            Some((before.len() + after.len(), 0, Some(listed)))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn a_composite_key_prefix_is_a_key_range() {
+    let a = |sql| key_access(&access(sql));
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND d = 2 AND o = 3"),
+        Some((3, 0, None))
+    );
+    assert_eq!(
+        a("SELECT * FROM ol WHERE d = 2 AND w = 1"),
+        Some((2, 0, None))
+    );
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND d = 2 AND o < 9 AND o >= 3"),
+        Some((2, 2, None))
+    );
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND o = 3"),
+        Some((1, 0, None))
+    );
+    assert_eq!(a("SELECT * FROM ol WHERE w > 1"), Some((0, 1, None)));
+    assert!(matches!(
+        access("SELECT * FROM ol WHERE d = 2"),
+        Access::Full
+    ));
+}
+
+#[test]
+fn a_list_on_one_key_column_with_the_others_pinned_reads_keys() {
+    let a = |sql| key_access(&access(sql));
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND d = 2 AND o IN (3, 4) AND n = 5"),
+        Some((3, 0, Some(2)))
+    );
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND d = ANY ('{1,2}'::int[]) AND o = 3 AND n = 1"),
+        Some((3, 0, Some(0)))
+    );
+    assert_eq!(
+        a("SELECT * FROM t WHERE id IN (1, 2, 3)"),
+        Some((0, 0, Some(3)))
+    );
+    // short of a whole key: the range under the equalities before the list
+    assert_eq!(
+        a("SELECT * FROM ol WHERE w = 1 AND d IN (1, 2) AND o = 3"),
+        Some((1, 0, None))
+    );
+}
+
+#[test]
+fn an_index_pinning_more_columns_beats_a_key_prefix() {
+    assert_eq!(
+        index_of(&access("SELECT * FROM ol WHERE w = 1 AND d = 2 AND i = 7")),
+        Some((0, vec![3]))
+    );
+    // a range under the same prefix narrows the key's side further
+    assert_eq!(
+        key_access(&access("SELECT * FROM ol WHERE w = 1 AND d = 2 AND o > 5")),
+        Some((2, 1, None))
+    );
+    assert_eq!(
+        key_access(&access("SELECT * FROM ol WHERE w = 1 AND d = 2")),
+        Some((2, 0, None))
+    );
 }

@@ -334,28 +334,101 @@ impl Target {
                 let keys = crate::index::row_keys(ex, table, *index, lookup, outer).await?;
                 return Ok(Some(Target::Keys(keys)));
             }
-            Access::Full => (Bound::Unbounded, Bound::Unbounded),
-            Access::KeyRange { lower, upper } => {
-                let mut bounds = [Bound::Unbounded, Bound::Unbounded];
-                for (slot, b) in bounds.iter_mut().zip([lower, upper]) {
-                    let Some(b) = b else { continue };
-                    let Some(key) = key_of(std::slice::from_ref(&b.value)).await? else {
-                        return Ok(None);
-                    };
-                    *slot = if b.inclusive {
-                        Bound::Included(key)
-                    } else {
-                        Bound::Excluded(key)
-                    };
+            Access::PrimaryKeys {
+                before,
+                values,
+                after: rest,
+            } => {
+                if after.is_some() {
+                    // `dml::streams`: listed keys are read at once.
+                    return Err(PgError::internal("a key list resumed after a key"));
                 }
-                let [lo, hi] = bounds;
-                (lo, hi)
+                let (Some(before), Some(rest)) = (key_of(before).await?, key_of(rest).await?)
+                else {
+                    return Ok(None);
+                };
+                let mut keys = Vec::new();
+                for value in listed_values(ex, outer, values).await? {
+                    let mut key = before.clone();
+                    types::codec::encode_key(&[value], &mut key);
+                    key.extend_from_slice(&rest);
+                    keys.push(key);
+                }
+                // A list may name a key twice; its row is read once, in key order.
+                keys.sort();
+                keys.dedup();
+                return Ok(Some(Target::Keys(keys)));
             }
+            Access::Full => (Bound::Unbounded, Bound::Unbounded),
+            Access::KeyRange {
+                prefix,
+                lower,
+                upper,
+            } => match key_range(ex, outer, prefix, lower.as_ref(), upper.as_ref()).await? {
+                Some(range) => range,
+                None => return Ok(None),
+            },
         };
         // A key the scan returned lies within its bounds: past it is past the lower bound.
         let lo = after.map_or(lo, |after| Bound::Excluded(after.to_vec()));
         Ok(Some(Target::Range(lo, hi)))
     }
+}
+
+/// The values an `Access::PrimaryKeys` column may take (NULLs match nothing).
+async fn listed_values(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    values: &KeyValues,
+) -> PgResult<Vec<Value>> {
+    let mut out = Vec::new();
+    match values {
+        KeyValues::List(list) => {
+            for e in list {
+                out.push(ex.eval(outer, e, &[]).await?);
+            }
+        }
+        KeyValues::Array(array) => {
+            // A NULL array lists nothing.
+            if let Value::Array(items) = ex.eval(outer, array, &[]).await? {
+                out = items;
+            }
+        }
+    }
+    out.retain(|v| !v.is_null());
+    Ok(out)
+}
+
+/// The storage bounds of the keys that start with the values of `prefix` and whose next
+/// value lies between `lower` and `upper`: a primary-key range or a secondary index's
+/// (`sql::index::key_range`). None if no key can lie there (a NULL value or bound).
+pub(crate) async fn key_range(
+    ex: &Executor<'_>,
+    outer: &[Row],
+    prefix: &[Expr],
+    lower: Option<&KeyBound>,
+    upper: Option<&KeyBound>,
+) -> PgResult<Option<sql::index::KeyBounds>> {
+    let mut encoded = Vec::with_capacity(prefix.len() + 2);
+    for exprs in std::iter::once(prefix).chain(
+        [lower, upper]
+            .into_iter()
+            .flatten()
+            .map(|b| std::slice::from_ref(&b.value)),
+    ) {
+        let mut values = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            values.push(ex.eval(outer, e, &[]).await?);
+        }
+        match key_of_values(&values) {
+            Some(key) => encoded.push(key),
+            None => return Ok(None),
+        }
+    }
+    let mut ends = encoded.iter().skip(1);
+    let mut end = |b: Option<&KeyBound>| b.map(|b| (ends.next().unwrap().as_slice(), b.inclusive));
+    let (lower, upper) = (end(lower), end(upper));
+    Ok(sql::index::key_range(&encoded[0], lower, upper))
 }
 
 /// A table's rows with their storage keys, by primary key, key range or in full.

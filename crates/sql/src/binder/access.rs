@@ -23,20 +23,43 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
     }
 }
 
-/// How `table`'s rows that may pass `filter` are found: by primary key (point or range)
-/// where the filter allows, else through a secondary index where one applies (a cheap
-/// rule: any index condition beats a full scan), else in full. The filter is still
-/// applied to the rows fetched.
+/// How `table`'s rows that may pass `filter` are found: by primary key (a point, a
+/// list of keys, or a range under an equality prefix) or through a secondary index,
+/// whichever pins more leading key columns (a cheap rule in place of costs; the primary
+/// key wins ties), else in full. The filter is still applied to the rows fetched.
 pub fn access_path(table: &TableDef, filter: Option<&Expr>) -> Access {
     let Some(filter) = filter else {
         return Access::Full;
     };
     let mut conjuncts = Vec::new();
     collect_conjuncts(filter, &mut conjuncts);
-    match primary_key_access(table, &conjuncts) {
-        Access::Full => index_access(table, &conjuncts),
-        access => access,
+    let by_key = primary_key_access(table, &conjuncts);
+    match index_access(table, &conjuncts) {
+        Some((rank, access)) if by_key.as_ref().is_none_or(|(r, _)| rank > *r) => access,
+        _ => by_key.map_or(Access::Full, |(_, access)| access),
     }
+}
+
+/// How good a lookup is, for choosing between access paths: equality on `equal` leading
+/// columns, then a range on the next or an IN list (`narrowed`); a lookup of whole keys
+/// of a unique key beats every other.
+fn rank(equal: usize, narrowed: Narrowed, whole_unique: bool) -> usize {
+    if whole_unique {
+        return 1000 + equal;
+    }
+    let narrowed = match narrowed {
+        Narrowed::No => 0,
+        Narrowed::Range => 1,
+        Narrowed::List => 2,
+    };
+    3 * equal + narrowed
+}
+
+#[derive(Clone, Copy)]
+enum Narrowed {
+    No,
+    Range,
+    List,
 }
 
 /// (op, value) of the conjuncts that compare column `col` with a row-independent value,
@@ -105,39 +128,92 @@ fn bounds(conjuncts: &[&Expr], col: usize) -> (Option<KeyBound>, Option<KeyBound
     (lower, upper)
 }
 
-/// If the conjuncts pin every primary-key column to a row-independent value, the row can
-/// be fetched by key; bounds on a single-column key give a key range.
-fn primary_key_access(table: &TableDef, conjuncts: &[&Expr]) -> Access {
-    let Some(pk) = &table.primary_key else {
-        return Access::Full;
-    };
-    let comparisons = |col| comparisons(conjuncts, col);
-    let mut key = Vec::with_capacity(pk.len());
-    for &col in pk {
-        match comparisons(col)
-            .into_iter()
-            .find(|(op, _)| *op == BinaryOp::Eq)
-        {
-            Some((_, e)) => key.push(e),
-            None => break,
+/// The row-independent values an `col IN (…)` or `col = ANY (array)` conjunct allows.
+fn key_values(conjuncts: &[&Expr], col: usize) -> Option<KeyValues> {
+    if let Some(list) = in_list(conjuncts, col) {
+        return Some(KeyValues::List(list));
+    }
+    conjuncts.iter().find_map(|c| match c {
+        Expr::AnyArray {
+            op: BinaryOp::Eq,
+            left,
+            array,
+            all: false,
+        } if left.key_column() == Some(col) && row_independent(array) => {
+            Some(KeyValues::Array((**array).clone()))
         }
-    }
-    if key.len() == pk.len() {
-        return Access::PrimaryKey(key);
-    }
-    if pk.len() != 1 {
-        return Access::Full;
-    }
-    match bounds(conjuncts, pk[0]) {
-        (None, None) => Access::Full,
-        (lower, upper) => Access::KeyRange { lower, upper },
-    }
+        _ => None,
+    })
 }
 
-/// The best secondary-index lookup the conjuncts allow: equality on the most leading
-/// columns (a unique index's every column first), else an IN list on a first column,
-/// else bounds on a first column; the first index listed wins ties.
-fn index_access(table: &TableDef, conjuncts: &[&Expr]) -> Access {
+/// The primary-key access the conjuncts allow, with its rank: the row by its key when
+/// they pin every key column; several rows by key when an IN list or `= ANY` gives one
+/// column several values and equality pins the rest; else a range of keys under the
+/// leading columns that equality pins, bounded on the next column if the conjuncts
+/// bound it.
+fn primary_key_access(table: &TableDef, conjuncts: &[&Expr]) -> Option<(usize, Access)> {
+    let pk = table.primary_key.as_ref()?;
+    let equal = |col| {
+        comparisons(conjuncts, col)
+            .into_iter()
+            .find(|(op, _)| *op == BinaryOp::Eq)
+            .map(|(_, e)| e)
+    };
+    let mut prefix = Vec::with_capacity(pk.len());
+    let mut listed: Option<(Vec<Expr>, KeyValues)> = None;
+    for &col in pk {
+        if let Some(e) = equal(col) {
+            prefix.push(e);
+        } else if let Some(values) = listed
+            .is_none()
+            .then(|| key_values(conjuncts, col))
+            .flatten()
+        {
+            listed = Some((std::mem::take(&mut prefix), values));
+        } else {
+            break;
+        }
+    }
+    match listed {
+        None if prefix.len() == pk.len() => {
+            // One row, read by its key: nothing beats it.
+            return Some((usize::MAX, Access::PrimaryKey(prefix)));
+        }
+        Some((before, values)) if before.len() + 1 + prefix.len() == pk.len() => {
+            let access = Access::PrimaryKeys {
+                before,
+                values,
+                after: prefix,
+            };
+            return Some((rank(pk.len(), Narrowed::No, true), access));
+        }
+        // A list short of a whole key: the range under the equalities before it.
+        Some((before, _)) => prefix = before,
+        None => {}
+    }
+    let (lower, upper) = bounds(conjuncts, pk[prefix.len()]);
+    let narrowed = if lower.is_some() || upper.is_some() {
+        Narrowed::Range
+    } else if prefix.is_empty() {
+        return None;
+    } else {
+        Narrowed::No
+    };
+    let rank = rank(prefix.len(), narrowed, false);
+    Some((
+        rank,
+        Access::KeyRange {
+            prefix,
+            lower,
+            upper,
+        },
+    ))
+}
+
+/// The best secondary-index lookup the conjuncts allow, with its rank: equality on the
+/// most leading columns (a unique index's every column first), else an IN list on a
+/// first column, else bounds on a first column; the first index listed wins ties.
+fn index_access(table: &TableDef, conjuncts: &[&Expr]) -> Option<(usize, Access)> {
     let mut best: Option<(usize, usize, IndexLookup)> = None;
     for (i, index) in table.indexes.iter().enumerate() {
         let mut prefix = Vec::new();
@@ -154,28 +230,28 @@ fn index_access(table: &TableDef, conjuncts: &[&Expr]) -> Access {
         let (rank, lookup) = if !prefix.is_empty() {
             let whole_unique = index.unique && prefix.len() == index.columns.len();
             (
-                3 + 2 * prefix.len() + whole_unique as usize * 1000,
+                rank(prefix.len(), Narrowed::No, whole_unique),
                 IndexLookup::Prefixes(vec![prefix]),
             )
         } else if let Some(list) = in_list(conjuncts, first) {
             (
-                2,
+                rank(0, Narrowed::List, false),
                 IndexLookup::Prefixes(list.into_iter().map(|e| vec![e]).collect()),
             )
         } else {
             match bounds(conjuncts, first) {
                 (None, None) => continue,
-                (lower, upper) => (1, IndexLookup::Range { lower, upper }),
+                (lower, upper) => (
+                    rank(0, Narrowed::Range, false),
+                    IndexLookup::Range { lower, upper },
+                ),
             }
         };
         if best.as_ref().is_none_or(|(r, ..)| rank > *r) {
             best = Some((rank, i, lookup));
         }
     }
-    match best {
-        Some((_, index, lookup)) => Access::Index { index, lookup },
-        None => Access::Full,
-    }
+    best.map(|(rank, index, lookup)| (rank, Access::Index { index, lookup }))
 }
 
 pub(super) fn collect_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
