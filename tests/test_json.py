@@ -8,7 +8,9 @@ operators -> ->> #> #>> @> <@ ? ?| ?& || - #-, comparisons and ordering (random
 documents sorted on both servers), casts (json, jsonb, text, numeric, integers, floats,
 bool), jsonb_build_object/array, json_build_object/array, to_jsonb/to_json of scalars,
 jsonb_agg, json_agg, jsonb_object_agg, jsonb_typeof, jsonb_array_length,
-jsonb_extract_path(_text), jsonb_set, jsonb_strip_nulls, jsonb_pretty; a table with
+jsonb_extract_path(_text), jsonb_set, jsonb_strip_nulls, jsonb_pretty; the
+set-returning jsonb_array_elements(_text), jsonb_object_keys and jsonb_each(_text) (also
+LATERAL over a table's column); a table with
 jsonb and json columns (INSERT, UPDATE, WHERE, ORDER BY, GROUP BY, DISTINCT, COPY in and
 out in text, CSV and binary); psycopg loading Python objects from both servers.
 """
@@ -327,3 +329,40 @@ def test_json_operators_are_refused(conns, target):
                 "SELECT '[1]'::json #> '{0}'", "SELECT json_build_object('a', '{}'::json)",
                 "SELECT jsonb_build_object('a', '{}'::json)", "SELECT to_jsonb('1'::json)"]:
         assert run(ours, sql)[:2] == ("error", "0A000"), sql
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT * FROM jsonb_array_elements('[1, \"a\", null, [2], {{\"b\": 1}}]')",
+    "SELECT value, pg_typeof(value) FROM jsonb_array_elements_text('[1, \"a\", null, [2]]')",
+    "SELECT * FROM jsonb_array_elements('[]')",
+    "SELECT * FROM jsonb_array_elements(NULL)",
+    "SELECT * FROM jsonb_array_elements('{}')",
+    "SELECT * FROM jsonb_array_elements_text('1')",
+    f"SELECT * FROM jsonb_each({DOC})",
+    f"SELECT key, value FROM jsonb_each_text({DOC}) ORDER BY key",
+    f"SELECT e.key, e.value -> 'b' FROM jsonb_each({DOC}) AS e WHERE e.key = 'a'",
+    f"SELECT k, v FROM jsonb_each({DOC}) AS e(k, v) ORDER BY v, k",
+    "SELECT * FROM jsonb_each('[1]')",
+    "SELECT * FROM jsonb_each_text('1')",
+    f"SELECT * FROM jsonb_object_keys({DOC})",
+    f"SELECT k FROM jsonb_object_keys({DOC}) AS k ORDER BY k DESC",
+    "SELECT * FROM jsonb_object_keys('{\"bb\": 1, \"a\": 2, \"ccc\": 3, \"b\": 4}')",
+    "SELECT * FROM jsonb_object_keys('[1]')",
+    "SELECT * FROM jsonb_object_keys('1')",
+    "SELECT count(*), sum(value::numeric) FROM jsonb_array_elements_text('[1, 2.5, 3]')",
+])
+def test_set_returning_functions(conns, sql):
+    same(conns, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    # the CASE keeps other documents away whatever order the filter and the join run in
+    "SELECT d.id, e.value FROM docs d, jsonb_array_elements("
+    "CASE WHEN jsonb_typeof(d.body) = 'array' THEN d.body END) e ORDER BY d.id, e.value",
+    "SELECT d.id, k FROM docs d CROSS JOIN LATERAL jsonb_object_keys("
+    "CASE WHEN jsonb_typeof(d.body) = 'object' THEN d.body END) k ORDER BY d.id, k",
+    "SELECT key, count(*) FROM docs, jsonb_each("
+    "CASE WHEN jsonb_typeof(docs.body) = 'object' THEN docs.body END) GROUP BY key ORDER BY key",
+])
+def test_set_returning_functions_over_a_table(conns, docs, sql):
+    same(conns, sql)

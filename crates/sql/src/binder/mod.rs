@@ -22,6 +22,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod index;
+mod json_table;
 mod locking;
 mod prepare;
 mod query;

@@ -658,6 +658,9 @@ impl<'a> Binder<'a> {
                 function_scope("unnest", alias, elem),
             ));
         }
+        if let Some(found) = self.json_table_function(name, args, alias)? {
+            return Ok(found);
+        }
         if name != "generate_series" {
             return Err(PgError::new(
                 codes::UNDEFINED_FUNCTION,

@@ -313,12 +313,53 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         },
         F::JsonbStripNulls => boxed(owned(0)?.strip_nulls()),
         F::JsonbPretty => Value::Text(jsonb(&args[0])?.pretty()),
+        F::JsonbSetCount => Value::Int4(set_count(jsonb(&args[0])?, text(1))? as i32),
+        F::JsonbSetItem => {
+            let at = (int(1) - 1).max(0) as usize;
+            let (key, value) = match jsonb(&args[0])? {
+                Jsonb::Array(items) => (None, items.get(at)),
+                Jsonb::Object(pairs) => match pairs.get(at) {
+                    Some((k, v)) => (Some(k), Some(v)),
+                    None => (None, None),
+                },
+                _ => (None, None),
+            };
+            match text(2) {
+                "key" => key.map_or(Value::Null, |k| Value::Text(k.clone())),
+                "value" => some_jsonb(value),
+                _ => some_text(value),
+            }
+        }
         other => {
             return Err(PgError::internal(format!(
                 "{other:?} is not a json function"
             )))
         }
     })
+}
+
+/// The number of rows jsonb_array_elements(_text), jsonb_object_keys or
+/// jsonb_each(_text) (`function`) give for `j`, or PostgreSQL's 22023 for a document they
+/// do not take.
+fn set_count(j: &Jsonb, function: &str) -> PgResult<usize> {
+    let refuse = |message: String| Err(PgError::new(codes::INVALID_PARAMETER_VALUE, message));
+    match (j, function) {
+        (Jsonb::Array(items), "jsonb_array_elements" | "jsonb_array_elements_text") => {
+            Ok(items.len())
+        }
+        (Jsonb::Object(_), "jsonb_array_elements" | "jsonb_array_elements_text") => {
+            refuse("cannot extract elements from an object".into())
+        }
+        (_, "jsonb_array_elements" | "jsonb_array_elements_text") => {
+            refuse("cannot extract elements from a scalar".into())
+        }
+        (Jsonb::Object(pairs), _) => Ok(pairs.len()),
+        (Jsonb::Array(_), "jsonb_object_keys") => {
+            refuse("cannot call jsonb_object_keys on an array".into())
+        }
+        (_, "jsonb_object_keys") => refuse("cannot call jsonb_object_keys on a scalar".into()),
+        (_, each) => refuse(format!("cannot call {each} on a non-object")),
+    }
 }
 
 /// Evaluate a function that builds json from SQL values (`builds_json`), with the

@@ -175,6 +175,11 @@ pub enum ScalarFunc {
     JsonbBuildArray,
     JsonBuildObject,
     JsonBuildArray,
+    /// jsonb's set-returning functions (binder/json_table.rs): how many rows
+    /// (document, function name), and the row at a 1-based position (document,
+    /// position, "key" | "value" | "value_text").
+    JsonbSetCount,
+    JsonbSetItem,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -786,7 +791,9 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::JsonbTypeof
         | F::JsonbArrayLength
         | F::JsonbStripNulls
-        | F::JsonbPretty => json::eval(func, &args)?,
+        | F::JsonbPretty
+        | F::JsonbSetCount
+        | F::JsonbSetItem => json::eval(func, &args)?,
         session => {
             return Err(PgError::internal(format!(
                 "{session:?} must be evaluated by the session"
