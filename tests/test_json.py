@@ -366,3 +366,26 @@ def test_set_returning_functions(conns, sql):
 ])
 def test_set_returning_functions_over_a_table(conns, docs, sql):
     same(conns, sql)
+
+
+NESTED = ("WITH RECURSIVE n(i, j) AS (SELECT 0, '1'::jsonb UNION ALL"
+          " SELECT i + 1, jsonb_build_array(j) FROM n WHERE i < {depth})"
+          " SELECT j FROM n WHERE i = {depth}")
+
+
+def test_deep_documents(conns, target):
+    """Documents nested 120 levels are built, stored and read back as PostgreSQL's;
+    deeper ones are refused by Meridian (54001) instead of being stored unreadable."""
+    for conn in conns:
+        conn.execute("DROP TABLE IF EXISTS deep")
+        conn.execute("CREATE TABLE deep (id int PRIMARY KEY, j jsonb)")
+        conn.execute(f"INSERT INTO deep SELECT 1, j FROM ({NESTED.format(depth=120)}) s")
+    same(conns, "SELECT j, j #> '{0,0,0,0}' FROM deep")
+    same(conns, "SELECT jsonb_typeof(j), j = j || '[]' FROM deep")
+    if target.kind != "postgres":
+        ours, _ = conns
+        got = run(ours, NESTED.format(depth=200))
+        assert got[:2] == ("error", "54001"), got
+        assert run(ours, "SELECT count(*) FROM deep") == ("ok", [(1,)])
+    for conn in conns:
+        conn.execute("DROP TABLE deep")

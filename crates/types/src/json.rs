@@ -12,6 +12,8 @@ use std::cmp::Ordering;
 
 /// SQLSTATE 22P05 untranslatable_character.
 const UNTRANSLATABLE_CHARACTER: &str = "22P05";
+/// SQLSTATE 54001 statement_too_complex.
+const STATEMENT_TOO_COMPLEX: &str = "54001";
 
 /// A jsonb value. Objects hold their pairs in PostgreSQL's storage order (`key_order`),
 /// each key once.
@@ -85,6 +87,24 @@ fn number(s: &str) -> PgResult<Numeric> {
     })
 }
 
+/// The deepest nesting of arrays and objects serde_json reads (its recursion limit).
+/// Stored jsonb is parsed again when read, so functions that build deeper documents
+/// refuse them (`check_depth`) rather than store what could not be read back.
+pub const MAX_DEPTH: usize = 127;
+
+/// `j` if it is at most `MAX_DEPTH` deep, else 54001 (PostgreSQL's error when nesting
+/// exhausts its stack).
+pub fn check_depth(j: Jsonb) -> PgResult<Jsonb> {
+    if j.depth() > MAX_DEPTH {
+        return Err(
+            PgError::new(STATEMENT_TOO_COMPLEX, "stack depth limit exceeded").with_detail(format!(
+                "jsonb values are nested at most {MAX_DEPTH} levels deep in Meridian."
+            )),
+        );
+    }
+    Ok(j)
+}
+
 /// jsonb's key order: shorter keys first, then bytewise.
 pub fn key_order(a: &str, b: &str) -> Ordering {
     a.len()
@@ -99,6 +119,15 @@ impl Jsonb {
         pairs.sort_by(|a, b| key_order(&a.0, &b.0));
         pairs.dedup_by(|later, first| later.0 == first.0);
         Jsonb::Object(pairs)
+    }
+
+    /// Levels of arrays and objects (0 for a scalar).
+    pub fn depth(&self) -> usize {
+        match self {
+            Jsonb::Array(items) => 1 + items.iter().map(Jsonb::depth).max().unwrap_or(0),
+            Jsonb::Object(pairs) => 1 + pairs.iter().map(|(_, v)| v.depth()).max().unwrap_or(0),
+            _ => 0,
+        }
     }
 
     pub fn is_scalar(&self) -> bool {
@@ -677,6 +706,10 @@ mod tests {
             "{\n    \"a\": [\n        1,\n        {\n        }\n    ]\n}"
         );
         assert!(parse("{").is_err() && parse("\"\\u0000\"").is_err() && validate("[1,]").is_err());
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert_eq!(parse(&nested(MAX_DEPTH)).unwrap().depth(), MAX_DEPTH);
+        assert!(parse(&nested(MAX_DEPTH + 1)).is_err());
+        assert!(check_depth(Jsonb::Array(vec![parse(&nested(MAX_DEPTH)).unwrap()])).is_err());
     }
 
     #[test]

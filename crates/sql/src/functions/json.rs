@@ -8,7 +8,7 @@
 use super::ScalarFunc as F;
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast::BinaryOperator as B;
-use types::json::{escape_into, Jsonb};
+use types::json::{check_depth, escape_into, Jsonb};
 use types::numeric::Numeric;
 use types::timezone::Zone;
 use types::{DataType, Value};
@@ -282,7 +282,7 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
                 present.all(|p| p)
             })
         }
-        F::JsonbConcat => boxed(owned(0)?.concat(owned(1)?)),
+        F::JsonbConcat => boxed(check_depth(owned(0)?.concat(owned(1)?))?),
         F::JsonbDeleteKey => boxed(owned(0)?.delete_key(text(1))?),
         F::JsonbDeleteKeys => {
             let mut j = owned(0)?;
@@ -295,7 +295,8 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         F::JsonbDeletePath => boxed(owned(0)?.delete_path(&path_of(&args[1]))?),
         F::JsonbSet => {
             let create = args.get(3).and_then(Value::as_bool).unwrap_or(true);
-            boxed(owned(0)?.set_path(&path_of(&args[1]), owned(2)?, create)?)
+            let set = owned(0)?.set_path(&path_of(&args[1]), owned(2)?, create)?;
+            boxed(check_depth(set)?)
         }
         F::JsonbTypeof => Value::Text(jsonb(&args[0])?.type_name().to_string()),
         F::JsonbArrayLength => match jsonb(&args[0])? {
@@ -383,13 +384,13 @@ pub fn eval_zoned(func: F, args: Vec<Value>, zone: &Zone) -> PgResult<Value> {
     }
     Ok(match func {
         F::ToJsonb | F::ToJson if args[0].is_null() => Value::Null,
-        F::ToJsonb => Value::Jsonb(Box::new(to_jsonb(&args[0], zone)?)),
+        F::ToJsonb => Value::Jsonb(Box::new(check_depth(to_jsonb(&args[0], zone)?)?)),
         F::ToJson => Value::Text(to_json(&args[0], zone)?),
-        F::JsonbBuildArray => Value::Jsonb(Box::new(Jsonb::Array(
+        F::JsonbBuildArray => Value::Jsonb(Box::new(check_depth(Jsonb::Array(
             args.iter()
                 .map(|v| to_jsonb(v, zone))
                 .collect::<PgResult<_>>()?,
-        ))),
+        ))?)),
         F::JsonBuildArray => {
             let items = args
                 .iter()
@@ -405,7 +406,7 @@ pub fn eval_zoned(func: F, args: Vec<Value>, zone: &Zone) -> PgResult<Value> {
                     to_jsonb(&kv[1], zone)?,
                 ));
             }
-            Value::Jsonb(Box::new(Jsonb::object(pairs)))
+            Value::Jsonb(Box::new(check_depth(Jsonb::object(pairs))?))
         }
         F::JsonBuildObject => {
             let mut out = String::from("{");
@@ -436,9 +437,9 @@ pub fn finish_aggregate(func: super::AggFunc, items: Vec<Value>) -> PgResult<Val
         _ => Jsonb::Null,
     };
     Ok(match func {
-        A::JsonbAgg => Value::Jsonb(Box::new(Jsonb::Array(
+        A::JsonbAgg => Value::Jsonb(Box::new(check_depth(Jsonb::Array(
             items.into_iter().map(element).collect(),
-        ))),
+        ))?)),
         A::JsonAgg => {
             let texts: Vec<String> = items
                 .into_iter()
@@ -463,7 +464,7 @@ pub fn finish_aggregate(func: super::AggFunc, items: Vec<Value>) -> PgResult<Val
                 };
                 pairs.push((key, pair.next().map_or(Jsonb::Null, element)));
             }
-            Value::Jsonb(Box::new(Jsonb::object(pairs)))
+            Value::Jsonb(Box::new(check_depth(Jsonb::object(pairs))?))
         }
         other => {
             return Err(PgError::internal(format!(
