@@ -90,6 +90,9 @@ fn builtin_types() -> Vec<DataType> {
         RegType,
         RegNamespace,
         PgNodeTree,
+        Uuid,
+        Json,
+        Jsonb,
         Unknown,
     ];
     let arrays: Vec<DataType> = [
@@ -111,6 +114,9 @@ fn builtin_types() -> Vec<DataType> {
         Numeric {
             precision_scale: None,
         },
+        Uuid,
+        Json,
+        Jsonb,
     ]
     .into_iter()
     .map(|t| Array(Box::new(t)))
@@ -713,6 +719,9 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
         RegNamespace => [4084, 4085, 4086, 4087],
         PgNodeTree => [195, 196, 197, 198],
         Unknown => [109, 110, 2416, 2417],
+        Uuid => [2952, 2953, 2961, 2962],
+        Json => [321, 322, 323, 324],
+        Jsonb => [3806, 3804, 3805, 3803],
     }
 }
 
@@ -720,6 +729,18 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
 pub fn proc_name(o: u32) -> Option<&'static str> {
     const NAMES: &[(u32, &str)] = &[
         (750, "array_in"),
+        (2952, "uuid_in"),
+        (321, "json_in"),
+        (322, "json_out"),
+        (323, "json_recv"),
+        (324, "json_send"),
+        (3806, "jsonb_in"),
+        (3804, "jsonb_out"),
+        (3805, "jsonb_recv"),
+        (3803, "jsonb_send"),
+        (2953, "uuid_out"),
+        (2961, "uuid_recv"),
+        (2962, "uuid_send"),
         (751, "array_out"),
         (2400, "array_recv"),
         (2401, "array_send"),
@@ -868,7 +889,7 @@ pub fn proc_name(o: u32) -> Option<&'static str> {
 fn type_align(ty: &DataType) -> char {
     use DataType::*;
     match ty {
-        Bool | Char | Name | Unknown => 'c',
+        Bool | Char | Name | Unknown | Uuid => 'c',
         Int2 => 's',
         Int8 | Float8 | Timestamp | TimestampTz | Time | Interval => 'd',
         Array(e) => match e.as_ref() {

@@ -140,7 +140,10 @@ impl Distribution {
 /// Whether rows can be placed by a value of this type: its key encoding is the same for
 /// values equal in SQL (`types::codec::encode_key`).
 pub fn is_hashable(ty: &DataType) -> bool {
-    !matches!(ty, DataType::Array(_) | DataType::Unknown)
+    !matches!(
+        ty,
+        DataType::Array(_) | DataType::Unknown | DataType::Json | DataType::Jsonb
+    )
 }
 
 impl TableDef {

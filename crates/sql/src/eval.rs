@@ -197,7 +197,7 @@ impl<'a> EvalCtx<'a> {
                 if func.needs_session() {
                     self.env.session_function(*func, values)?
                 } else if func.needs_zone() {
-                    crate::functions::datetime::eval(*func, values, self.env.zone())?
+                    crate::functions::eval_zoned(*func, values, self.env.zone())?
                 } else {
                     eval_pure(*func, values)?
                 }

@@ -670,7 +670,7 @@ pub fn pushable(e: &Expr) -> bool {
                 ..
             } => false,
             Expr::Func { func, .. } => {
-                !func.needs_session() && !func.needs_zone() && *func != ScalarFunc::Random
+                !func.needs_session() && !func.needs_zone() && !func.is_volatile()
             }
             // casts to and from the reg* types read the catalog, timestamptz casts the
             // session's time zone

@@ -168,6 +168,12 @@ pub fn cast_in(
     if from.without_typmod() == to.without_typmod() {
         return apply_typmod(v, to, explicit);
     }
+    match (from, to, &v) {
+        (T::Json, T::Jsonb, Value::Text(s)) => return io::from_text_in(s, to, zone),
+        (T::Jsonb, T::Json, Value::Jsonb(j)) => return Ok(Value::Text(j.to_text())),
+        (T::Jsonb, _, Value::Jsonb(j)) if !to.is_string() => return jsonb_to_scalar(j, to),
+        _ => {}
+    }
     // Unknown literals and strings: through text input.
     if matches!(from, T::Unknown) || from.is_string() || matches!(from, T::Char | T::PgNodeTree) {
         if let Value::Text(s) = v {
@@ -301,6 +307,45 @@ pub fn cast_in(
             ))
         }
         _ => Err(cannot_cast(from, to)),
+    }
+}
+
+/// jsonb → numeric, integers, floats and bool: the scalar of that kind, else 22023.
+fn jsonb_to_scalar(j: &crate::json::Jsonb, to: &DataType) -> PgResult<Value> {
+    use crate::json::Jsonb;
+    match (j, to) {
+        (Jsonb::Number(n), DataType::Numeric { precision_scale }) => {
+            with_numeric_typmod(n.clone(), precision_scale)
+        }
+        (Jsonb::Number(n), DataType::Int2 | DataType::Int4 | DataType::Int8) => {
+            numeric_to_int(n, to)
+        }
+        (Jsonb::Number(n), DataType::Float4) => {
+            Ok(Value::Float4(numeric::to_float(n, true)? as f32))
+        }
+        (Jsonb::Number(n), DataType::Float8) => Ok(Value::Float8(numeric::to_float(n, false)?)),
+        (Jsonb::Bool(b), DataType::Bool) => Ok(Value::Bool(*b)),
+        (
+            _,
+            DataType::Numeric { .. }
+            | DataType::Int2
+            | DataType::Int4
+            | DataType::Int8
+            | DataType::Float4
+            | DataType::Float8
+            | DataType::Bool,
+        ) => Err(PgError::new(
+            codes::INVALID_PARAMETER_VALUE,
+            format!(
+                "cannot cast jsonb {} to type {}",
+                match j {
+                    Jsonb::Number(_) => "numeric",
+                    other => other.type_name(),
+                },
+                to.format_type_be()
+            ),
+        )),
+        _ => Err(cannot_cast(&DataType::Jsonb, to)),
     }
 }
 
@@ -438,6 +483,7 @@ pub fn can_assign(from: &DataType, to: &DataType) -> bool {
         (T::Timestamp, T::Date | T::Time) => true,
         (T::TimestampTz, T::Date | T::Time | T::Timestamp) => true,
         (T::Interval, T::Time) => true,
+        (T::Json, T::Jsonb) | (T::Jsonb, T::Json) => true,
         _ => false,
     }
 }
@@ -451,6 +497,12 @@ pub fn can_cast_explicitly(from: &DataType, to: &DataType) -> bool {
     matches!(
         (from, to),
         (T::Bool, T::Int4) | (T::Int4, T::Bool) | (T::Int4, T::Char) | (T::Char, T::Int4)
+    ) || matches!(
+        (from, to),
+        (
+            T::Jsonb,
+            T::Numeric { .. } | T::Int2 | T::Int4 | T::Int8 | T::Float4 | T::Float8 | T::Bool
+        )
     ) || matches!((from, to), (T::Array(a), T::Array(b)) if can_cast_explicitly(a, b))
 }
 

@@ -43,6 +43,9 @@ mod tag {
     pub const TEXT_PADDED: u8 = 18;
     /// A kind byte (`numeric_kind`), then for finite values dscale (u16) and the coefficient.
     pub const NUMERIC: u8 = 19;
+    pub const UUID: u8 = 20;
+    /// jsonb: its text (`Jsonb::to_text`), parsed again when read.
+    pub const JSONB: u8 = 21;
 }
 
 /// What follows `tag::NUMERIC`.
@@ -273,6 +276,16 @@ fn encode_value(v: &Value, out: &mut Vec<u8>) {
             out.push(tag::OID);
             out.extend_from_slice(&o.to_le_bytes())
         }
+        Value::Uuid(u) => {
+            out.push(tag::UUID);
+            out.extend_from_slice(u)
+        }
+        Value::Jsonb(j) => {
+            let text = j.to_text();
+            out.push(tag::JSONB);
+            put_varint(out, text.len() as u64);
+            out.extend_from_slice(text.as_bytes())
+        }
         Value::Array(items) => {
             out.push(tag::ARRAY);
             put_varint(out, items.len() as u64);
@@ -328,6 +341,15 @@ fn decode_value(r: &mut Reader<'_>, depth: usize) -> PgResult<Value> {
             micros: i64::from_le_bytes(r.arr()?),
         },
         tag::OID => Value::Oid(u32::from_le_bytes(r.arr()?)),
+        tag::UUID => Value::Uuid(r.arr()?),
+        tag::JSONB => {
+            let n = r.len()?;
+            let text =
+                std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in jsonb"))?;
+            Value::Jsonb(Box::new(
+                crate::json::parse(text).map_err(|_| corrupted("invalid jsonb"))?,
+            ))
+        }
         tag::ARRAY => {
             if depth >= MAX_ARRAY_DEPTH {
                 return Err(corrupted("arrays nested too deep"));
@@ -351,12 +373,12 @@ fn skip_value(r: &mut Reader<'_>, depth: usize) -> PgResult<()> {
         tag::INT2 => 2,
         tag::INT4 | tag::FLOAT4 | tag::DATE | tag::OID => 4,
         tag::INT8 | tag::FLOAT8 | tag::TIME | tag::TIMESTAMP | tag::TIMESTAMPTZ => 8,
-        tag::NUMERIC_DECIMAL96 | tag::INTERVAL => 16,
+        tag::NUMERIC_DECIMAL96 | tag::INTERVAL | tag::UUID => 16,
         tag::NUMERIC => {
             decode_numeric(r)?;
             return Ok(());
         }
-        tag::TEXT | tag::BYTEA => {
+        tag::TEXT | tag::BYTEA | tag::JSONB => {
             let n = r.len()?;
             r.take(n)?;
             return Ok(());
@@ -460,6 +482,9 @@ pub mod ktag {
     pub const INTERVAL: u8 = 0x68;
     pub const OID: u8 = 0x70;
     pub const ARRAY: u8 = 0x78;
+    pub const UUID: u8 = 0x80;
+    /// jsonb: `json::encode_key`'s bytes, escaped and terminated as text.
+    pub const JSONB: u8 = 0x88;
     /// NULL sorts after every value (ASC NULLS LAST).
     pub const NULL: u8 = 0xFF;
 }
@@ -488,7 +513,7 @@ fn key_f64(out: &mut Vec<u8>, v: f64) {
 }
 
 /// Bytes with 0x00 escaped as 0x00 0xFF and terminated by 0x00 0x01, so a prefix sorts first.
-fn key_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn key_bytes(out: &mut Vec<u8>, b: &[u8]) {
     for &c in b {
         out.push(c);
         if c == 0 {
@@ -501,7 +526,7 @@ fn key_bytes(out: &mut Vec<u8>, b: &[u8]) {
 /// Numeric as class, decimal exponent and digits (trailing zeros dropped, so 1.5 and 1.50
 /// encode identically — they are equal in SQL). Classes order -Infinity < negative < zero
 /// < positive < +Infinity < NaN, as PostgreSQL sorts numerics.
-fn key_numeric(out: &mut Vec<u8>, n: &Numeric) {
+pub(crate) fn key_numeric(out: &mut Vec<u8>, n: &Numeric) {
     let class = match n.parts() {
         Parts::NegInf => 0x00,
         Parts::PosInf => 0x04,
@@ -589,6 +614,16 @@ fn encode_key_value(v: &Value, out: &mut Vec<u8>) {
             out.push(ktag::OID);
             out.extend_from_slice(&o.to_be_bytes())
         }
+        Value::Uuid(u) => {
+            out.push(ktag::UUID);
+            out.extend_from_slice(u)
+        }
+        Value::Jsonb(j) => {
+            let mut key = Vec::new();
+            crate::json::encode_key(j, &mut key);
+            out.push(ktag::JSONB);
+            key_bytes(out, &key)
+        }
         Value::Array(items) => {
             out.push(ktag::ARRAY);
             for it in items {
@@ -623,8 +658,8 @@ pub fn key_value_len(key: &[u8]) -> Option<usize> {
         ktag::BOOL => 1,
         ktag::INT | ktag::FLOAT | ktag::TIMESTAMP | ktag::TIME => 8,
         ktag::DATE | ktag::OID => 4,
-        ktag::INTERVAL => 16,
-        ktag::TEXT | ktag::BYTEA => escaped_bytes_len(body)?,
+        ktag::INTERVAL | ktag::UUID => 16,
+        ktag::TEXT | ktag::BYTEA | ktag::JSONB => escaped_bytes_len(body)?,
         ktag::NUMERIC => match *body.first()? {
             0x01 => 5 + body.get(5..)?.iter().position(|&b| b == 0xFF)? + 1,
             0x03 => 5 + body.get(5..)?.iter().position(|&b| b == 0x00)? + 1,

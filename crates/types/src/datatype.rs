@@ -56,6 +56,12 @@ pub mod oid {
     pub const REGCLASS_ARRAY: u32 = 2210;
     pub const REGTYPE_ARRAY: u32 = 2211;
     pub const REGNAMESPACE_ARRAY: u32 = 4090;
+    pub const UUID: u32 = 2950;
+    pub const UUID_ARRAY: u32 = 2951;
+    pub const JSON: u32 = 114;
+    pub const JSON_ARRAY: u32 = 199;
+    pub const JSONB: u32 = 3802;
+    pub const JSONB_ARRAY: u32 = 3807;
 }
 
 /// A SQL data type, with the modifiers PostgreSQL keeps in `atttypmod`.
@@ -96,6 +102,11 @@ pub enum DataType {
     PgNodeTree,
     Int2Vector,
     OidVector,
+    Uuid,
+    /// `json`: its text as given (a `Value::Text`).
+    Json,
+    /// `jsonb`: a `Value::Jsonb`.
+    Jsonb,
     /// One-dimensional array of the element type.
     Array(Box<DataType>),
     /// An untyped literal or a parameter whose type is not known yet.
@@ -148,6 +159,9 @@ impl DataType {
             PgNodeTree => oid::PG_NODE_TREE,
             Int2Vector => oid::INT2VECTOR,
             OidVector => oid::OIDVECTOR,
+            Uuid => oid::UUID,
+            Json => oid::JSON,
+            Jsonb => oid::JSONB,
             Unknown => oid::UNKNOWN,
             Array(e) => match e.as_ref() {
                 Bool => oid::BOOL_ARRAY,
@@ -175,6 +189,9 @@ impl DataType {
                 RegNamespace => oid::REGNAMESPACE_ARRAY,
                 Int2Vector => oid::INT2VECTOR_ARRAY,
                 OidVector => oid::OIDVECTOR_ARRAY,
+                Uuid => oid::UUID_ARRAY,
+                Json => oid::JSON_ARRAY,
+                Jsonb => oid::JSONB_ARRAY,
                 PgNodeTree | Unknown | Array(_) => 0,
             },
         }
@@ -211,6 +228,9 @@ impl DataType {
                 oid::PG_NODE_TREE => PgNodeTree,
                 oid::INT2VECTOR => Int2Vector,
                 oid::OIDVECTOR => OidVector,
+                oid::UUID => Uuid,
+                oid::JSON => Json,
+                oid::JSONB => Jsonb,
                 oid::UNKNOWN => Unknown,
                 _ => return None,
             })
@@ -244,6 +264,9 @@ impl DataType {
             oid::REGNAMESPACE_ARRAY => oid::REGNAMESPACE,
             oid::INT2VECTOR_ARRAY => oid::INT2VECTOR,
             oid::OIDVECTOR_ARRAY => oid::OIDVECTOR,
+            oid::UUID_ARRAY => oid::UUID,
+            oid::JSON_ARRAY => oid::JSON,
+            oid::JSONB_ARRAY => oid::JSONB,
             _ => return None,
         };
         scalar(elem).map(|e| Array(Box::new(e)))
@@ -295,7 +318,7 @@ impl DataType {
             Int2 => 2,
             Int4 | Float4 | Date | Oid | RegClass | RegProc | RegType | RegNamespace => 4,
             Int8 | Float8 | Time | Timestamp | TimestampTz => 8,
-            Interval => 16,
+            Interval | Uuid => 16,
             Name => 64,
             Unknown => -2,
             _ => -1,
@@ -337,6 +360,9 @@ impl DataType {
             PgNodeTree => "pg_node_tree",
             Int2Vector => "int2vector",
             OidVector => "oidvector",
+            Uuid => "uuid",
+            Json => "json",
+            Jsonb => "jsonb",
             Unknown => "unknown",
             Array(e) => match e.as_ref() {
                 Bool => "_bool",
@@ -364,6 +390,9 @@ impl DataType {
                 RegNamespace => "_regnamespace",
                 Int2Vector => "_int2vector",
                 OidVector => "_oidvector",
+                Uuid => "_uuid",
+                Json => "_json",
+                Jsonb => "_jsonb",
                 PgNodeTree | Unknown | Array(_) => "???",
             },
         }
@@ -426,7 +455,7 @@ impl DataType {
             | RegNamespace => 'N',
             Text | Varchar { .. } | Bpchar { .. } | Name => 'S',
             Char | PgNodeTree => 'Z',
-            Bytea => 'U',
+            Bytea | Uuid | Json | Jsonb => 'U',
             Date | Time | Timestamp | TimestampTz => 'D',
             Interval => 'T',
             Int2Vector | OidVector | Array(_) => 'A',
@@ -654,6 +683,9 @@ impl DataType {
             "pg_node_tree" => no_mods(DataType::PgNodeTree)?,
             "int2vector" => no_mods(DataType::Int2Vector)?,
             "oidvector" => no_mods(DataType::OidVector)?,
+            "uuid" => no_mods(DataType::Uuid)?,
+            "json" => no_mods(DataType::Json)?,
+            "jsonb" => no_mods(DataType::Jsonb)?,
             "unknown" => no_mods(DataType::Unknown)?,
             other => {
                 if let Some(elem) = other.strip_prefix('_') {
@@ -695,6 +727,9 @@ impl DataType {
             "regproc" => DataType::RegProc,
             "regtype" => DataType::RegType,
             "regnamespace" => DataType::RegNamespace,
+            "uuid" => DataType::Uuid,
+            "json" => DataType::Json,
+            "jsonb" => DataType::Jsonb,
             _ => return Err(PgError::new(codes::UNDEFINED_OBJECT, "no such type")),
         };
         Ok(t)

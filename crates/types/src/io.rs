@@ -2,6 +2,7 @@
 //! IntervalStyle postgres; TimeZone UTC).
 
 use crate::datetime;
+use crate::json;
 use crate::numeric;
 use crate::timezone::Zone;
 use crate::{DataType, Value};
@@ -252,6 +253,8 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
             micros,
         } => out.extend_from_slice(datetime::format_interval(*months, *days, *micros).as_bytes()),
         Value::Oid(o) => push_int(out, *o as i64),
+        Value::Uuid(u) => crate::uuid::format(u, out),
+        Value::Jsonb(j) => out.extend_from_slice(j.to_text().as_bytes()),
         Value::Array(items) => {
             let elem_ty = ty.element().cloned().unwrap_or(DataType::Unknown);
             if matches!(ty, DataType::Int2Vector | DataType::OidVector) {
@@ -727,6 +730,12 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
             Value::Array(items)
         }
         DataType::Array(elem) => Value::Array(parse_array(s, elem, zone)?),
+        DataType::Uuid => Value::Uuid(crate::uuid::parse(s)?),
+        DataType::Json => {
+            json::validate(s)?;
+            Value::Text(s.to_string())
+        }
+        DataType::Jsonb => Value::Jsonb(Box::new(json::parse(s)?)),
     })
 }
 
@@ -772,6 +781,12 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             out.extend_from_slice(&months.to_be_bytes());
         }
         Value::Oid(o) => out.extend_from_slice(&o.to_be_bytes()),
+        Value::Uuid(u) => out.extend_from_slice(u),
+        Value::Jsonb(j) => {
+            // jsonb_send: a version byte, then the text
+            out.push(1);
+            out.extend_from_slice(j.to_text().as_bytes())
+        }
         Value::Array(items) => {
             let elem = ty.element().cloned().unwrap_or(DataType::Unknown);
             let has_null = items.iter().any(|v| v.is_null());
@@ -900,6 +915,22 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
         | DataType::RegProc
         | DataType::RegType
         | DataType::RegNamespace => Value::Oid(u32::from_be_bytes(fixed(b, ty)?)),
+        DataType::Uuid => Value::Uuid(fixed(b, ty)?),
+        DataType::Json => {
+            let s = utf8(b)?;
+            json::validate(&s)?;
+            Value::Text(s)
+        }
+        DataType::Jsonb => match b.split_first() {
+            Some((1, text)) => Value::Jsonb(Box::new(json::parse(&utf8(text)?)?)),
+            Some((version, _)) => {
+                return Err(PgError::new(
+                    codes::INVALID_BINARY_REPRESENTATION,
+                    format!("unsupported jsonb version number {version}"),
+                ))
+            }
+            None => return Err(bad_binary(ty)),
+        },
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
             let elem = ty.element().expect("array element").clone();
             let rd_i32 = |at: usize| -> PgResult<i32> {

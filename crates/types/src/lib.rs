@@ -7,9 +7,11 @@ pub mod datatype;
 pub mod datetime;
 pub mod datetime_fields;
 pub mod io;
+pub mod json;
 pub mod numeric;
 pub mod ops;
 pub mod timezone;
+pub mod uuid;
 pub mod value;
 
 pub use datatype::DataType;

@@ -179,6 +179,8 @@ fn comparison_type(l: &DataType, r: &DataType) -> Option<(DataType, DataType)> {
         (T::Char, s) | (s, T::Char) if s.is_string() => Some((T::Text, T::Text)),
         (T::Bool, T::Bool)
         | (T::Bytea, T::Bytea)
+        | (T::Uuid, T::Uuid)
+        | (T::Jsonb, T::Jsonb)
         | (T::Time, T::Time)
         | (T::Interval, T::Interval)
         | (T::Date, T::Date) => Some((l.clone(), r.clone())),
@@ -404,6 +406,8 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         }
         (V::Text(x), V::Text(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
         (V::Bytea(x), V::Bytea(y)) => Some(x.cmp(y)),
+        (V::Uuid(x), V::Uuid(y)) => Some(x.cmp(y)),
+        (V::Jsonb(x), V::Jsonb(y)) => Some(crate::json::compare(x, y)),
         (V::Date(x), V::Date(y)) => Some(x.cmp(y)),
         (V::Date(x), V::Timestamp(y) | V::TimestampTz(y)) => {
             Some(date_as_ts(*x).cmp(&(*y as i128)))
@@ -464,7 +468,9 @@ fn variant_rank(v: &Value) -> u8 {
         Value::Time(_) => 5,
         Value::Interval { .. } => 6,
         Value::Array(_) => 7,
-        Value::Null => 8,
+        Value::Uuid(_) => 8,
+        Value::Jsonb(_) => 9,
+        Value::Null => 10,
     }
 }
 

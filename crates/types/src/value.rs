@@ -33,6 +33,8 @@ pub enum Value {
     Oid(u32),
     /// One-dimensional array; elements may be Null.
     Array(Vec<Value>),
+    Uuid([u8; 16]),
+    Jsonb(Box<crate::json::Jsonb>),
 }
 
 impl Value {
@@ -101,6 +103,8 @@ impl Value {
             Value::TimestampTz(_) => DataType::TimestampTz,
             Value::Interval { .. } => DataType::Interval,
             Value::Oid(_) => DataType::Oid,
+            Value::Uuid(_) => DataType::Uuid,
+            Value::Jsonb(_) => DataType::Jsonb,
             Value::Array(items) => DataType::Array(Box::new(
                 items
                     .iter()
@@ -185,6 +189,17 @@ impl Value {
             } => {
                 h.write_u8(15);
                 h.write_i128(Value::interval_span(*months, *days, *micros))
+            }
+            Value::Uuid(u) => {
+                h.write_u8(17);
+                h.write(u)
+            }
+            Value::Jsonb(j) => {
+                // through the key encoding, in which equal values (1.0 and 1) are alike
+                let mut key = Vec::new();
+                crate::json::encode_key(j, &mut key);
+                h.write_u8(18);
+                h.write(&key)
             }
             Value::Array(items) => {
                 h.write_u8(16);

@@ -66,7 +66,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                     sum: Value::Null,
                     count: 0,
                 },
-                AggFunc::ArrayAgg | AggFunc::StringAgg => AggState::Array(Vec::new()),
+                f if f.is_ordered() => AggState::Array(Vec::new()),
                 _ => AggState::Value(Value::Null),
             })
             .collect();
@@ -157,7 +157,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
         let (_, states, seen) = &mut self.groups[slot];
         for (i, (a, v)) in self.aggs.iter().zip(args).enumerate() {
             let Some(v) = v.take() else { continue };
-            if v.is_null() && a.func != AggFunc::ArrayAgg {
+            if v.is_null() && !a.func.keeps_nulls() {
                 continue;
             }
             if !a.distinct && accumulate_in_place(&mut states[i], a.func, &v) {
@@ -304,7 +304,13 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                 AggFunc::BoolOr => {
                     Value::Bool(cur.as_bool().unwrap_or(false) || v.as_bool().unwrap_or(false))
                 }
-                AggFunc::Count | AggFunc::Avg | AggFunc::ArrayAgg | AggFunc::StringAgg => {
+                AggFunc::Count
+                | AggFunc::Avg
+                | AggFunc::ArrayAgg
+                | AggFunc::StringAgg
+                | AggFunc::JsonbAgg
+                | AggFunc::JsonAgg
+                | AggFunc::JsonbObjectAgg => {
                     unreachable!("handled by their own states")
                 }
             };
@@ -335,6 +341,14 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
                 }
             }
             out.map(Value::Text).unwrap_or(Value::Null)
+        }
+        AggState::Array(items)
+            if matches!(
+                agg.func,
+                AggFunc::JsonbAgg | AggFunc::JsonAgg | AggFunc::JsonbObjectAgg
+            ) =>
+        {
+            sql::functions::json::finish_aggregate(agg.func, items)?
         }
         AggState::Array(items) => {
             if items.is_empty() {
@@ -371,7 +385,7 @@ impl AggInput {
     pub(super) fn take_row(&mut self, aggs: &[AggCall]) -> Row {
         let mut row = std::mem::take(&mut self.keys);
         row.extend(self.args.drain(..).zip(aggs).map(|(arg, a)| match arg {
-            Some(v) if a.func == AggFunc::ArrayAgg => Value::Array(vec![v]),
+            Some(v) if a.func.keeps_nulls() => Value::Array(vec![v]),
             Some(v) => v,
             None => Value::Null,
         }));
@@ -384,7 +398,7 @@ impl AggInput {
             .drain(keys..)
             .zip(aggs)
             .map(|(v, a)| match v {
-                Value::Array(mut v) if a.func == AggFunc::ArrayAgg => v.pop(),
+                Value::Array(mut v) if a.func.keeps_nulls() => v.pop(),
                 Value::Null => None,
                 v => Some(v),
             })

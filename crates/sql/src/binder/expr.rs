@@ -299,6 +299,14 @@ impl<'a> Binder<'a> {
                 use ast::BinaryOperator as B;
                 let l = child(self, left)?;
                 let r = child(self, right)?;
+                if let Some((func, types, ty)) =
+                    crate::functions::json::resolve_operator(op, &l.ty(), &r.ty())?
+                {
+                    let l = self.infer_param(l, &types[0]);
+                    let r = self.infer_param(r, &types[1]);
+                    let args = vec![cast_to(l, &types[0])?, cast_to(r, &types[1])?];
+                    return Ok(Expr::Func { func, args, ty });
+                }
                 let bop = match op {
                     B::And | B::Or => {
                         let l = cast_to(l, &DataType::Bool)?;

@@ -5,7 +5,7 @@
 //! other operand's, an INSERT target → the column's), else `text`.
 
 use crate::catalog::{Catalog, ColumnDef, DataTypeDef, TableDef};
-use crate::functions::{resolve_aggregate, resolve_scalar, AggFunc, ScalarFunc};
+use crate::functions::{resolve_aggregate, resolve_scalar, ScalarFunc};
 use crate::parse::{Parsed, ParsedStatement};
 use crate::plan::*;
 use crate::system_tables::{system_columns, system_table, system_table_oid};
@@ -22,6 +22,7 @@ mod ddl;
 mod dml;
 mod expr;
 mod index;
+mod json_table;
 mod locking;
 mod prepare;
 mod query;

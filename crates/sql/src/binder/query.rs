@@ -658,6 +658,9 @@ impl<'a> Binder<'a> {
                 function_scope("unnest", alias, elem),
             ));
         }
+        if let Some(found) = self.json_table_function(name, args, alias)? {
+            return Ok(found);
+        }
         if name != "generate_series" {
             return Err(PgError::new(
                 codes::UNDEFINED_FUNCTION,
@@ -1222,6 +1225,44 @@ impl<'a> Binder<'a> {
                     ty: DataType::Array(Box::new(DataType::Text)),
                 })
             }
+            // jsonb_object_agg(key, value): ARRAY[to_jsonb(key), to_jsonb(value)].
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(k)), ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(v))]
+                if name == "jsonb_object_agg" =>
+            {
+                if nested(k) || nested(v) {
+                    return Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                let k = child(self, k)?;
+                let v = child(self, v)?;
+                let elements = vec![
+                    self.call_scalar("to_jsonb", vec![k])?,
+                    self.call_scalar("to_jsonb", vec![v])?,
+                ];
+                Some(Expr::Array {
+                    elements,
+                    ty: DataType::Array(Box::new(DataType::Jsonb)),
+                })
+            }
+            // jsonb_agg(value) / json_agg(value) collect to_jsonb(value) / to_json(value)
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]
+                if name == "jsonb_agg" || name == "json_agg" =>
+            {
+                if nested(e) {
+                    return Err(PgError::new(
+                        codes::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                let e = child(self, e)?;
+                Some(match (name, e.ty()) {
+                    ("json_agg", DataType::Json) => e,
+                    ("json_agg", _) => self.call_scalar("to_json", vec![e])?,
+                    _ => self.call_scalar("to_jsonb", vec![e])?,
+                })
+            }
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
                 if nested(e) {
                     return Err(PgError::new(
@@ -1267,7 +1308,7 @@ impl<'a> Binder<'a> {
                 .unwrap_or(&[]),
             _ => &[],
         };
-        let ordered = matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg);
+        let ordered = func.is_ordered();
         let order = if !ordered {
             None
         } else if !order_by.is_empty() {
@@ -1523,6 +1564,9 @@ pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
         "every(",
         "array_agg(",
         "string_agg(",
+        "json_agg(",
+        "jsonb_agg(",
+        "jsonb_object_agg(",
     ]
     .iter()
     .any(|p| s.contains(p))

@@ -30,7 +30,7 @@ impl ScalarFunc {
                 | F::MakeTimestamptz
                 | F::MakeInterval
                 | F::ToTimestamp
-        )
+        ) || self.builds_json()
     }
 }
 

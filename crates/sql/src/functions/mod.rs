@@ -4,6 +4,7 @@
 //! coordinator through `eval::EvalEnv::session_function`.
 
 pub mod datetime;
+pub mod json;
 
 use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
@@ -68,6 +69,7 @@ pub enum ScalarFunc {
     RegprocText,
     // Pure functions.
     Random,
+    GenRandomUuid,
     Abs,
     Lower,
     Upper,
@@ -143,6 +145,41 @@ pub enum ScalarFunc {
     OctetLength,
     BitLength,
     ConcatWs,
+    // json and jsonb (json.rs).
+    JsonbField,
+    JsonbFieldText,
+    JsonbElement,
+    JsonbElementText,
+    JsonbPath,
+    JsonbPathText,
+    JsonbExtractPath,
+    JsonbExtractPathText,
+    JsonbContains,
+    JsonbContained,
+    JsonbExists,
+    JsonbExistsAny,
+    JsonbExistsAll,
+    JsonbConcat,
+    JsonbDeleteKey,
+    JsonbDeleteKeys,
+    JsonbDeleteIndex,
+    JsonbDeletePath,
+    JsonbSet,
+    JsonbTypeof,
+    JsonbArrayLength,
+    JsonbStripNulls,
+    JsonbPretty,
+    ToJsonb,
+    ToJson,
+    JsonbBuildObject,
+    JsonbBuildArray,
+    JsonBuildObject,
+    JsonBuildArray,
+    /// jsonb's set-returning functions (binder/json_table.rs): how many rows
+    /// (document, function name), and the row at a 1-based position (document,
+    /// position, "key" | "value" | "value_text").
+    JsonbSetCount,
+    JsonbSetItem,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +194,33 @@ pub enum AggFunc {
     ArrayAgg,
     /// string_agg(text, delimiter): the binder passes ARRAY[value, delimiter] as the argument.
     StringAgg,
+    /// jsonb_agg / json_agg: the binder passes to_jsonb(value) / to_json(value).
+    JsonbAgg,
+    JsonAgg,
+    /// jsonb_object_agg(key, value): the binder passes ARRAY[to_jsonb(key), to_jsonb(value)].
+    JsonbObjectAgg,
+}
+
+impl AggFunc {
+    /// Whether NULL arguments are collected (the others skip them).
+    pub fn keeps_nulls(self) -> bool {
+        matches!(
+            self,
+            AggFunc::ArrayAgg | AggFunc::JsonbAgg | AggFunc::JsonAgg
+        )
+    }
+
+    /// Whether the aggregate lists its inputs in order (ORDER BY inside the call).
+    pub fn is_ordered(self) -> bool {
+        matches!(
+            self,
+            AggFunc::ArrayAgg
+                | AggFunc::StringAgg
+                | AggFunc::JsonbAgg
+                | AggFunc::JsonAgg
+                | AggFunc::JsonbObjectAgg
+        )
+    }
 }
 
 /// Resolve an aggregate by name, with its result type for the argument type.
@@ -172,6 +236,9 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         "bool_or" => AggFunc::BoolOr,
         "array_agg" => AggFunc::ArrayAgg,
         "string_agg" => AggFunc::StringAgg,
+        "jsonb_agg" => AggFunc::JsonbAgg,
+        "json_agg" => AggFunc::JsonAgg,
+        "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
         _ => return None,
     };
     let arg_ty = arg.cloned().unwrap_or(Int8);
@@ -196,10 +263,14 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
                 precision_scale: None,
             },
         },
+        // PostgreSQL 15 has no min/max of uuid, json or jsonb
+        AggFunc::Min | AggFunc::Max if matches!(arg_ty, Uuid | Json | Jsonb) => return None,
         AggFunc::Min | AggFunc::Max => arg_ty,
         AggFunc::BoolAnd | AggFunc::BoolOr => Bool,
         AggFunc::ArrayAgg => Array(Box::new(arg_ty)),
         AggFunc::StringAgg => Text,
+        AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Jsonb,
+        AggFunc::JsonAgg => Json,
     };
     Some((f, ty))
 }
@@ -291,6 +362,7 @@ pub fn resolve_scalar(
         ("pg_get_function_result", 1) => (F::PgGetFunctionResult, vec![Oid], Text),
         ("pg_get_function_arguments", 1) => (F::PgGetFunctionArguments, vec![Oid], Text),
         ("random", 0) => (F::Random, vec![], Float8),
+        ("gen_random_uuid", 0) => (F::GenRandomUuid, vec![], Uuid),
         ("abs", 1) => {
             let t = numeric_like(&first);
             (F::Abs, vec![t.clone()], t)
@@ -402,6 +474,9 @@ pub fn resolve_scalar(
             if let Some(found) = datetime::resolve(name, args) {
                 return Ok(found);
             }
+            if let Some(found) = json::resolve(name, args) {
+                return found;
+            }
             match string::resolve(name, args) {
                 Some(resolved) => resolved,
                 None => return Err(undefined_function(name, args)),
@@ -427,6 +502,12 @@ impl ScalarFunc {
     pub fn needs_session(self) -> bool {
         (self as u32) < (ScalarFunc::Random as u32)
     }
+
+    /// Whether each call gives a new value (never evaluated once for many rows, never
+    /// pushed down).
+    pub fn is_volatile(self) -> bool {
+        matches!(self, ScalarFunc::Random | ScalarFunc::GenRandomUuid)
+    }
 }
 
 /// Evaluate a pure function on already-cast arguments.
@@ -450,6 +531,7 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
     let int = |v: &Value| v.as_i64().unwrap_or(0);
     Ok(match func {
         F::Random => Value::Float8(rand_f64()),
+        F::GenRandomUuid => Value::Uuid(types::uuid::v4_from_random(rand::random())),
         F::Abs => match &args[0] {
             Value::Int2(v) => Value::Int2(v.checked_abs().ok_or_else(|| out_of_range("smallint"))?),
             Value::Int4(v) => Value::Int4(v.checked_abs().ok_or_else(|| out_of_range("integer"))?),
@@ -687,12 +769,50 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::OctetLength
         | F::BitLength
         | F::ConcatWs => string::eval(func, &args)?,
+        F::JsonbField
+        | F::JsonbFieldText
+        | F::JsonbElement
+        | F::JsonbElementText
+        | F::JsonbPath
+        | F::JsonbPathText
+        | F::JsonbExtractPath
+        | F::JsonbExtractPathText
+        | F::JsonbContains
+        | F::JsonbContained
+        | F::JsonbExists
+        | F::JsonbExistsAny
+        | F::JsonbExistsAll
+        | F::JsonbConcat
+        | F::JsonbDeleteKey
+        | F::JsonbDeleteKeys
+        | F::JsonbDeleteIndex
+        | F::JsonbDeletePath
+        | F::JsonbSet
+        | F::JsonbTypeof
+        | F::JsonbArrayLength
+        | F::JsonbStripNulls
+        | F::JsonbPretty
+        | F::JsonbSetCount
+        | F::JsonbSetItem => json::eval(func, &args)?,
         session => {
             return Err(PgError::internal(format!(
                 "{session:?} must be evaluated by the session"
             )))
         }
     })
+}
+
+/// Evaluate a function that needs the session's time zone (`ScalarFunc::needs_zone`).
+pub fn eval_zoned(
+    func: ScalarFunc,
+    args: Vec<Value>,
+    zone: &types::timezone::Zone,
+) -> PgResult<Value> {
+    if func.builds_json() {
+        json::eval_zoned(func, args, zone)
+    } else {
+        datetime::eval(func, args, zone)
+    }
 }
 
 fn round_like(func: ScalarFunc, args: &[Value]) -> PgResult<Value> {
