@@ -62,6 +62,7 @@ fn catalog() -> Tables {
             index("t_a_k_idx", &[2, 1], false),
             index("t_u_key", &[3], true),
         ],
+        checks: Vec::new(),
     })])
 }
 
