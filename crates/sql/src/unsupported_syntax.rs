@@ -733,7 +733,8 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
 }
 
 /// A column definition: the binder reads the name, the type (serial types included) and
-/// the options NULL, NOT NULL, DEFAULT, PRIMARY KEY and GENERATED … AS IDENTITY.
+/// the options NULL, NOT NULL, DEFAULT, PRIMARY KEY, UNIQUE, CHECK and GENERATED … AS
+/// IDENTITY.
 pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
     let ast::ColumnDef {
         name: _,
