@@ -128,7 +128,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
 # cancellation, bad input, EXPLAIN, row locks, time zones, sequences (values of both coordinators),
 # secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
-# window functions, uuid keys and jsonb columns, each through the
+# window functions, uuid keys, jsonb columns and CHECK constraints, each through the
 # coordinator-datanode protocol and
 # sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
@@ -139,7 +139,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py \
   tests/test_information_schema.py tests/test_ddl.py tests/test_datetime.py \
   tests/test_window.py tests/test_strings.py tests/test_key_access.py \
-  tests/test_uuid.py tests/test_json.py \
+  tests/test_uuid.py tests/test_json.py tests/test_check_constraints.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

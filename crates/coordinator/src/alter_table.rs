@@ -3,8 +3,8 @@
 //! dropped, or given a new type) or needs them checked (NOT NULL), one pass over the
 //! rows in the statement's transaction rewrites them into a fresh relation, a batch at a
 //! time, which the new definition switches to as TRUNCATE's does (the old one is dropped
-//! when the transaction commits); the constraints added come last, each building its
-//! index.
+//! when the transaction commits); the same pass checks the rows against the CHECK
+//! constraints added; the keys added come last, each building its index.
 
 use crate::ddl::notice;
 use crate::ddl::InTxn;
@@ -14,8 +14,9 @@ use crate::server::Shared;
 use bytes::BytesMut;
 use distribution::RelPlacement;
 use pgerror::{codes, PgError, PgResult};
+use sql::catalog::CheckDef;
 use sql::catalog::Distribution;
-use sql::plan::{AlterAction, AlterTable, Expr};
+use sql::plan::{AlterAction, AlterTable, BoundCheck, Expr};
 use sql::TableDef;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -87,10 +88,13 @@ pub async fn execute(
         rebuild,
         keys,
     } = altered;
+    // A column's new type re-checks every CHECK constraint, as PostgreSQL's re-added ones.
+    let retyped = changes.iter().any(|c| matches!(c, RowChange::Cast { .. }));
+    let checks = checks_to_verify(shared, &mut def, retyped).await?;
     let rewrites = changes
         .iter()
         .any(|c| !matches!(c, RowChange::Append(None)));
-    if rewrites || check_not_null.contains(&true) {
+    if rewrites || check_not_null.contains(&true) || !checks.is_empty() {
         if rewrites {
             def.rel = log.create_rel(shared, RelPlacement::of(&def)).await?;
         }
@@ -100,6 +104,7 @@ pub async fn execute(
             new: &def,
             changes: &changes,
             check_not_null: &check_not_null,
+            checks: &checks,
             rewrites,
         };
         pass.run(shared, &eval, rows).await?;
@@ -123,6 +128,32 @@ pub async fn execute(
             .await?;
     }
     Ok(())
+}
+
+/// The CHECK constraints of `def` its rows must be checked against, bound over them:
+/// those the statement added (given their OIDs here), or (`all`) every one.
+async fn checks_to_verify(
+    shared: &Shared,
+    def: &mut TableDef,
+    all: bool,
+) -> PgResult<Vec<BoundCheck>> {
+    let count = def.checks.iter().filter(|c| c.oid == 0).count() as u32;
+    if count > 0 {
+        let mut oids = shared.catalog.allocate_oids(count).await?..;
+        for check in def.checks.iter_mut().filter(|c| c.oid == 0) {
+            check.oid = oids.next().unwrap_or_default();
+        }
+    }
+    let added = def.checks.len() - count as usize;
+    def.checks[if all { 0 } else { added }..]
+        .iter()
+        .map(|c| {
+            Ok(BoundCheck {
+                name: c.name.clone(),
+                expr: sql::binder::bind_check(def, c)?,
+            })
+        })
+        .collect()
 }
 
 /// Rebuilds the indexes named in `rebuild` and builds the UNIQUE constraints among `keys`
@@ -229,6 +260,9 @@ impl<'a> Altered<'a> {
                         format!("column \"{to}\" of relation \"{table}\" already exists"),
                     ));
                 }
+                for check in &mut self.def.checks {
+                    check.expr = sql::binder::rename_column(&check.expr, from, to)?;
+                }
                 self.def.columns[i].name = to.clone();
             }
             AlterAction::RenameTable(to) => {
@@ -302,6 +336,20 @@ impl<'a> Altered<'a> {
             AlterAction::AddUnique { columns, name } => {
                 self.keys.push((false, columns, name.as_deref()))
             }
+            // Its name was checked against the table's when bound.
+            AlterAction::AddCheck { name, expr } => {
+                // OID 0 until the statement's new constraints are given theirs.
+                self.def.checks.push(CheckDef {
+                    oid: 0,
+                    name: name.clone(),
+                    expr: expr.clone(),
+                });
+            }
+            AlterAction::DropConstraint { name, .. }
+                if self.def.checks.iter().any(|c| c.name == *name) =>
+            {
+                self.def.checks.retain(|c| c.name != *name)
+            }
             AlterAction::DropConstraint { name, if_exists } => {
                 let constraint = self
                     .def
@@ -351,6 +399,15 @@ impl<'a> Altered<'a> {
                 *c -= 1
             }
         };
+        // The CHECK constraints that read the column go with it, as PostgreSQL's.
+        let mut kept = Vec::with_capacity(def.checks.len());
+        for check in std::mem::take(&mut def.checks) {
+            let bound = sql::binder::bind_check(def, &check)?;
+            if !sql::deparse::columns_read(&bound).contains(&i) {
+                kept.push(check);
+            }
+        }
+        def.checks = kept;
         def.columns.remove(i);
         self.check_not_null.remove(i);
         self.origin.remove(i);
@@ -400,6 +457,8 @@ struct RowPass<'p> {
     new: &'p Arc<TableDef>,
     changes: &'p [RowChange<'p>],
     check_not_null: &'p [bool],
+    /// CHECK constraints added, which every row must satisfy.
+    checks: &'p [BoundCheck],
     rewrites: bool,
 }
 
@@ -454,7 +513,8 @@ impl RowPass<'_> {
         }
     }
 
-    /// The stored row `bytes` as a row of the new definition, checked for NULLs.
+    /// The stored row `bytes` as a row of the new definition, checked for NULLs and
+    /// against the CHECK constraints added.
     async fn changed(&self, ex: &Executor<'_>, bytes: &[u8]) -> PgResult<Vec<Value>> {
         let mut row = decode(bytes, self.old)?;
         for change in self.changes {
@@ -480,6 +540,17 @@ impl RowPass<'_> {
                     format!(
                         "column \"{}\" of relation \"{}\" contains null values",
                         self.new.columns[c].name, self.new.name
+                    ),
+                ));
+            }
+        }
+        for check in self.checks {
+            if ex.eval(&[], &check.expr, &row).await? == Value::Bool(false) {
+                return Err(PgError::new(
+                    codes::CHECK_VIOLATION,
+                    format!(
+                        "check constraint \"{}\" of relation \"{}\" is violated by some row",
+                        check.name, self.new.name
                     ),
                 ));
             }

@@ -14,6 +14,7 @@ use bytes::BytesMut;
 use datanode_client::{Isolation, Timestamp};
 use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
+use sql::catalog::CheckDef;
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
 use std::ops::Bound;
@@ -174,7 +175,12 @@ pub(crate) fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> 
 }
 
 async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> PgResult<()> {
-    let oid = shared.catalog.allocate_oids(OIDS_PER_TABLE).await?;
+    // The CHECK constraints' OIDs follow the table's own.
+    let checks = ct.checks.len() as u32;
+    let oid = shared
+        .catalog
+        .allocate_oids(OIDS_PER_TABLE + checks)
+        .await?;
     let has_pk = ct.primary_key.is_some();
     let mut table = TableDef {
         oid,
@@ -187,6 +193,9 @@ async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> Pg
         fillfactor: ct.fillfactor,
         distribution: ct.distribution,
         indexes: Vec::new(),
+        checks: (ct.checks.iter().zip(oid + OIDS_PER_TABLE..))
+            .map(|(c, oid)| CheckDef { oid, ..c.clone() })
+            .collect(),
     };
     table.rel = log.create_rel(shared, RelPlacement::of(&table)).await?;
     table.indexes = crate::index_ddl::constraint_indexes(shared, log, &table, &ct.unique).await?;

@@ -15,7 +15,7 @@
 use crate::copy::{CopyField, CopyRow};
 use crate::exec::memory::Held;
 use crate::exec::{
-    check_not_null, decode, encode, insert_row, key_of_values, row_count, row_id_key, row_key,
+    check_row, decode, encode, insert_row, key_of_values, row_count, row_id_key, row_key,
     unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
@@ -26,7 +26,7 @@ use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::{
-    Access, ConflictUpdate, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget,
+    Access, BoundCheck, ConflictUpdate, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget,
     LockedRowWait, OutputColumn, Query, Rel, Update,
 };
 use sql::TableDef;
@@ -497,6 +497,23 @@ impl<'a> Dml<'a> {
     }
 
     /// A read-only executor over `txn` at the statement snapshot.
+    /// `exec::check_row` for a row this statement writes.
+    fn check_row(
+        &self,
+        txn: &ClusterTxn,
+        table: &TableDef,
+        checks: &[BoundCheck],
+        row: &[Value],
+    ) -> PgResult<()> {
+        let ex = self.reader(txn);
+        let ctx = EvalCtx {
+            params: self.params,
+            outer: &[],
+            env: &ex,
+        };
+        check_row(&ctx, table, checks, row)
+    }
+
     pub fn reader<'t>(&'t self, txn: &'t ClusterTxn) -> Executor<'t> {
         Executor {
             dn: self.dn,
@@ -543,20 +560,13 @@ impl<'a> Dml<'a> {
                         },
                         table,
                         &ins.targets,
+                        &ins.checks,
                         src,
                     )?
                 };
                 if let Some(update) = &ins.on_conflict_update {
-                    self.upsert(
-                        txn,
-                        table,
-                        update,
-                        row,
-                        &mut ids,
-                        &mut touched,
-                        &mut affected,
-                    )
-                    .await?;
+                    self.upsert(txn, ins, update, row, &mut ids, &mut touched, &mut affected)
+                        .await?;
                     continue;
                 }
                 // A row skipped by ON CONFLICT DO NOTHING for a unique index's entry
@@ -592,13 +602,14 @@ impl<'a> Dml<'a> {
     async fn upsert(
         &self,
         txn: &mut ClusterTxn,
-        table: &TableDef,
+        ins: &Insert,
         update: &ConflictUpdate,
         proposed: Row,
         ids: &mut RowIds,
         touched: &mut rustc_hash::FxHashSet<Vec<u8>>,
         affected: &mut Affected<'_>,
     ) -> PgResult<()> {
+        let table = &ins.table;
         let key = row_key(table, &proposed)
             .ok_or_else(|| PgError::internal("ON CONFLICT DO UPDATE needs a primary key"))?;
         let twice = || {
@@ -644,7 +655,7 @@ impl<'a> Dml<'a> {
         for (col, e) in &update.assignments {
             new[*col] = self.reader(txn).eval(&[], e, &both).await?;
         }
-        check_not_null(table, &new)?;
+        self.check_row(txn, table, &ins.checks, &new)?;
         let new_key = row_key(table, &new).unwrap_or_else(|| key.clone());
         if new_key != key {
             self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
@@ -775,7 +786,7 @@ impl<'a> Dml<'a> {
             for (col, e) in &upd.assignments {
                 new[*col] = self.reader(txn).eval(&[], e, &old).await?;
             }
-            check_not_null(table, &new)?;
+            self.check_row(txn, table, &upd.checks, &new)?;
             changes.push((key, old, new));
         }
         for (key, old, new) in changes {
@@ -931,6 +942,7 @@ impl<'a> Dml<'a> {
 pub struct CopyLoader {
     table: Arc<TableDef>,
     targets: Vec<InsertTarget>,
+    checks: Arc<Vec<BoundCheck>>,
     /// Type of each input field.
     field_types: Vec<DataType>,
     ids: RowIds,
@@ -952,6 +964,7 @@ impl CopyLoader {
         CopyLoader {
             table: copy.table.clone(),
             targets: copy.targets.clone(),
+            checks: copy.checks.clone(),
             field_types,
             ids: RowIds::new(),
             count: 0,
@@ -1041,7 +1054,7 @@ impl CopyLoader {
                 .zip(&self.field_types)
                 .map(|(field, ty)| field.map_or(Ok(Value::Null), |f| f.decode(ty, &view.zone)))
                 .collect::<PgResult<Vec<_>>>()?;
-            let row = insert_row(&ctx, &table, &self.targets, source)?;
+            let row = insert_row(&ctx, &table, &self.targets, &self.checks, source)?;
             match &mut self.bulk {
                 Some(bulk) => {
                     let row_id = match table.primary_key {

@@ -615,13 +615,14 @@ pub(crate) fn group_key(values: &[Value]) -> Vec<u8> {
     key
 }
 
-/// Build a table row from an INSERT's or COPY's source row, applying defaults and NOT
-/// NULL. The source's values are moved, not cloned: no two columns take the same source
-/// position (`insert_targets`).
+/// Build a table row from an INSERT's or COPY's source row, applying defaults and
+/// checking its constraints. The source's values are moved, not cloned: no two columns
+/// take the same source position (`insert_targets`).
 pub fn insert_row(
     ctx: &EvalCtx,
     table: &TableDef,
     targets: &[InsertTarget],
+    checks: &[BoundCheck],
     mut source: Row,
 ) -> PgResult<Row> {
     let mut row = Vec::with_capacity(targets.len());
@@ -634,11 +635,18 @@ pub fn insert_row(
             InsertTarget::Default(None) => Value::Null,
         });
     }
-    check_not_null(table, &row)?;
+    check_row(ctx, table, checks, &row)?;
     Ok(row)
 }
 
-pub fn check_not_null(table: &TableDef, row: &[Value]) -> PgResult<()> {
+/// The constraints a row written to `table` satisfies, as PostgreSQL checks them: NOT
+/// NULL, then each CHECK constraint (in name order; NULL passes).
+pub fn check_row(
+    ctx: &EvalCtx,
+    table: &TableDef,
+    checks: &[BoundCheck],
+    row: &[Value],
+) -> PgResult<()> {
     for (i, c) in table.columns.iter().enumerate() {
         if c.not_null && row[i].is_null() {
             return Err(PgError::new(
@@ -646,6 +654,18 @@ pub fn check_not_null(table: &TableDef, row: &[Value]) -> PgResult<()> {
                 format!(
                     "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
                     c.name, table.name
+                ),
+            )
+            .with_detail(format!("Failing row contains ({}).", row_text(table, row))));
+        }
+    }
+    for check in checks {
+        if ctx.eval_bool(&check.expr, row)? == Some(false) {
+            return Err(PgError::new(
+                codes::CHECK_VIOLATION,
+                format!(
+                    "new row for relation \"{}\" violates check constraint \"{}\"",
+                    table.name, check.name
                 ),
             )
             .with_detail(format!("Failing row contains ({}).", row_text(table, row))));

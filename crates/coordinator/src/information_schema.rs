@@ -186,6 +186,9 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                 for (i, _) in t.columns.iter().enumerate().filter(|(_, c)| c.not_null) {
                     out.push(row(&not_null_name(t.oid, i), &t.name, "CHECK", null()));
                 }
+                for check in &t.checks {
+                    out.push(row(&check.name, &t.name, "CHECK", null()));
+                }
             }
             out
         }
@@ -245,6 +248,14 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                         text(SCHEMA),
                         text(&not_null_name(t.oid, i)),
                         text(&format!("{} IS NOT NULL", c.name)),
+                    ]);
+                }
+                for check in crate::system_checks::checks_of(t) {
+                    out.push(vec![
+                        text(DATABASE),
+                        text(SCHEMA),
+                        text(&check.check.name),
+                        text(&check.clause()),
                     ]);
                 }
             }

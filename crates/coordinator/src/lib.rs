@@ -28,6 +28,7 @@ pub mod session_io;
 pub mod settings;
 pub mod spool;
 pub mod system;
+pub mod system_checks;
 pub mod system_indexes;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -199,6 +199,9 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     HEAP_AM_OID,
                     t.fillfactor,
                 ));
+                if let (Some(row), Some(relchecks)) = (out.last_mut(), column_of(PgClass, "relchecks")) {
+                    row[relchecks] = Value::Int2(t.checks.len() as i16);
+                }
                 for ix in &indexes {
                     let n = ix.columns.len();
                     out.push(pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None));
@@ -316,6 +319,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     Value::Null,
                 ])
             })
+            .chain(
+                tables
+                    .iter()
+                    .flat_map(|t| crate::system_checks::checks_of(t))
+                    .map(|c| check_constraint_row(&c)),
+            )
             .collect(),
         PgAttrdef => {
             let mut out = Vec::new();
@@ -1093,6 +1102,38 @@ fn find_table(session: &SessionView, o: u32) -> Option<std::sync::Arc<TableDef>>
     session.catalog.table_by_oid(o)
 }
 
+/// The position of system table `table`'s column `name`.
+fn column_of(table: SystemTable, name: &str) -> Option<usize> {
+    system_columns(table).iter().position(|(n, _)| *n == name)
+}
+
+/// The pg_constraint row of a CHECK constraint (contype 'c').
+fn check_constraint_row(c: &crate::system_checks::CheckView) -> Vec<Value> {
+    vec![
+        oid(c.check.oid),
+        text(&c.check.name),
+        oid(PUBLIC_NAMESPACE_OID),
+        chr('c'),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(true),
+        oid(c.table.oid),
+        oid(0),
+        oid(0),
+        oid(0),
+        oid(0),
+        chr(' '),
+        chr(' '),
+        chr(' '),
+        Value::Bool(true),
+        Value::Int4(0),
+        Value::Bool(false),
+        Value::Array(c.attnums().into_iter().map(Value::Int2).collect()),
+        Value::Null,
+        Value::Null,
+    ]
+}
+
 pub fn session_function(
     session: &SessionView,
     func: ScalarFunc,
@@ -1185,10 +1226,17 @@ pub fn session_function(
             },
             None => Value::Null,
         },
-        F::PgGetConstraintDef => match find(&session.catalog.tables(), arg_oid(0), true) {
-            Some(ix) => text(&ix.constraint_definition()),
-            None => Value::Null,
-        },
+        F::PgGetConstraintDef => {
+            let tables = session.catalog.tables();
+            let pretty = matches!(args.get(1), Some(Value::Bool(true)));
+            match find(&tables, arg_oid(0), true) {
+                Some(ix) => text(&ix.constraint_definition()),
+                None => match crate::system_checks::find(&tables, arg_oid(0)) {
+                    Some(c) => text(&c.definition(pretty)),
+                    None => Value::Null,
+                },
+            }
+        }
         // The built-in objects' comments of PostgreSQL 15 (user objects have none: no COMMENT ON).
         F::ObjDescription => match (arg_oid(0), arg_text(1).as_str()) {
             (PUBLIC_NAMESPACE_OID, "pg_namespace") => text("standard public schema"),

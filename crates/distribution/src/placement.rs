@@ -221,6 +221,7 @@ mod tests {
             fillfactor: None,
             distribution,
             indexes: Vec::new(),
+            checks: Vec::new(),
         }
     }
 

@@ -75,6 +75,18 @@ pub struct TableDef {
     /// Secondary indexes, UNIQUE constraints' included (decision 0035).
     #[serde(default)]
     pub indexes: Vec<crate::index::IndexDef>,
+    /// CHECK constraints (`crate::check`).
+    #[serde(default)]
+    pub checks: Vec<CheckDef>,
+}
+
+/// A CHECK constraint: as a default, its expression is SQL text, bound where it is used.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckDef {
+    /// Its pg_constraint OID.
+    pub oid: u32,
+    pub name: String,
+    pub expr: String,
 }
 
 /// How many buckets hash-distributed rows are spread over (decision 0028): a row's

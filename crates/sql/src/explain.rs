@@ -811,7 +811,7 @@ fn collect_subqueries<'e>(e: &'e Expr, out: &mut Vec<&'e Query>) {
 
 /// `CamelCase` as `camel_case` (the Rust names of functions and catalogs spell the SQL
 /// names so).
-fn snake(camel: &str) -> String {
+pub(crate) fn snake(camel: &str) -> String {
     let mut out = String::with_capacity(camel.len() + 4);
     for (i, c) in camel.chars().enumerate() {
         if c.is_ascii_uppercase() {

@@ -5,6 +5,7 @@
 pub mod binder;
 pub mod catalog;
 pub mod copy;
+pub mod deparse;
 pub mod distribute_by;
 mod drop_index;
 pub mod eval;

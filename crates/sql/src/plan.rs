@@ -779,6 +779,16 @@ pub struct Insert {
     /// ON CONFLICT (primary key) DO UPDATE.
     pub on_conflict_update: Option<Box<ConflictUpdate>>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+    /// The table's CHECK constraints, which every row written satisfies (behind one
+    /// pointer: a bound `Statement` stays small).
+    pub checks: Arc<Vec<BoundCheck>>,
+}
+
+/// A CHECK constraint bound over a row of its table.
+#[derive(Debug, Clone)]
+pub struct BoundCheck {
+    pub name: String,
+    pub expr: Expr,
 }
 
 /// What INSERT … ON CONFLICT DO UPDATE does to the row already under a proposed key: its
@@ -803,6 +813,7 @@ pub struct Update {
     /// (column index, new value expression over the old row).
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+    pub checks: Arc<Vec<BoundCheck>>,
 }
 
 #[derive(Debug, Clone)]
@@ -831,6 +842,8 @@ pub struct CreateTable {
     pub sequences: Vec<crate::sequence::ColumnSequence>,
     /// UNIQUE constraints, each made an index with the table.
     pub unique: Vec<UniqueConstraint>,
+    /// CHECK constraints, named (their OIDs are given when the table is created).
+    pub checks: Vec<crate::catalog::CheckDef>,
 }
 
 /// A UNIQUE constraint of CREATE TABLE: its name (PostgreSQL's `t_a_key` unless given)
@@ -860,6 +873,7 @@ pub struct CopyFrom {
     /// For each table column: the input field it comes from, or its default.
     pub targets: Vec<InsertTarget>,
     pub format: crate::copy::CopyFormat,
+    pub checks: Arc<Vec<BoundCheck>>,
 }
 
 /// COPY … TO STDOUT: a table's columns are copied as the query selecting them.
@@ -915,6 +929,12 @@ pub enum AlterAction {
     AddUnique {
         columns: Vec<String>,
         name: Option<String>,
+    },
+    /// ADD CHECK: its name (given or chosen) and expression, checked to bind over the
+    /// table; the rows are checked when it runs.
+    AddCheck {
+        name: String,
+        expr: String,
     },
     DropConstraint {
         name: String,

@@ -733,7 +733,8 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
 }
 
 /// A column definition: the binder reads the name, the type (serial types included) and
-/// the options NULL, NOT NULL, DEFAULT, PRIMARY KEY and GENERATED … AS IDENTITY.
+/// the options NULL, NOT NULL, DEFAULT, PRIMARY KEY, UNIQUE, CHECK and GENERATED … AS
+/// IDENTITY.
 pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
     let ast::ColumnDef {
         name: _,
@@ -748,7 +749,7 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
             ast::ColumnOption::PrimaryKey(pk) => primary_key(pk)?,
             ast::ColumnOption::Unique(u) => unique_constraint(u)?,
             ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
-            ast::ColumnOption::Check(_) => return Err(unsupported("CHECK constraints")),
+            ast::ColumnOption::Check(c) => check_constraint(c)?,
             ast::ColumnOption::Collation(_) => return Err(unsupported("column collations")),
             // Identity columns; generated (computed) columns are not supported.
             ast::ColumnOption::Generated {
@@ -760,6 +761,18 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
         }
     }
     Ok(())
+}
+
+/// CHECK (expr): the binder reads the name and the expression.
+pub fn check_constraint(c: &ast::CheckConstraint) -> PgResult<()> {
+    let ast::CheckConstraint {
+        name: _,
+        expr: _,
+        no_inherit,
+        enforced,
+    } = c;
+    refuse_if(*no_inherit, "CHECK … NO INHERIT")?;
+    refuse_if(enforced.is_some(), "CHECK … [NOT] ENFORCED")
 }
 
 /// UNIQUE [(columns)]: the binder reads the constraint name and the column names.

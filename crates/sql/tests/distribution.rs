@@ -53,6 +53,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         fillfactor: ct.fillfactor,
         distribution: ct.distribution,
         indexes: Vec::new(),
+        checks: Vec::new(),
     })
 }
 

@@ -59,6 +59,7 @@ fn catalog() -> Tables {
         fillfactor: None,
         distribution: Distribution::Hash { column: 0 },
         indexes: vec![index("ol_w_d_i_idx", &[0, 1, 4], false)],
+        checks: Vec::new(),
     };
     Tables(vec![
         Arc::new(ol),
@@ -77,6 +78,7 @@ fn catalog() -> Tables {
                 index("t_a_k_idx", &[2, 1], false),
                 index("t_u_key", &[3], true),
             ],
+            checks: Vec::new(),
         }),
     ])
 }

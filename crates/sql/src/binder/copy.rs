@@ -13,7 +13,9 @@ impl<'a> Binder<'a> {
                 let fields = copied_columns(&table, columns)?;
                 if copy.from {
                     let targets = self.insert_targets(&table, &fields)?;
+                    let checks = self.table_checks(&table)?;
                     return Ok(Statement::CopyFrom(CopyFrom {
+                        checks,
                         table,
                         fields: fields.len(),
                         targets,

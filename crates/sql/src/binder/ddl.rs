@@ -16,6 +16,8 @@ impl<'a> Binder<'a> {
         let mut primary_key: Option<Vec<usize>> = None;
         let mut sequences = Vec::new();
         let mut unique = Vec::new();
+        // CHECK constraints in the order written, bound once all columns are known.
+        let mut checks = Vec::new();
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
             let serial =
@@ -76,6 +78,9 @@ impl<'a> Binder<'a> {
                         )?;
                         unique.push(c);
                     }
+                    ast::ColumnOption::Check(c) => {
+                        checks.push((&*c.expr, opt.name.as_ref().or(c.name.as_ref())))
+                    }
                     // Refused by unsupported_syntax::column_def, or identity (below).
                     _ => {}
                 }
@@ -121,10 +126,22 @@ impl<'a> Binder<'a> {
                     let c = self.unique_constraint(&name, &columns, u, None, None, &unique)?;
                     unique.push(c);
                 }
-                ast::TableConstraint::Check(_) => return Err(unsupported("CHECK constraints")),
+                ast::TableConstraint::Check(c) => {
+                    crate::unsupported_syntax::check_constraint(c)?;
+                    checks.push((&*c.expr, c.name.as_ref()));
+                }
                 other => return Err(unsupported(format!("table constraint {other}"))),
             }
         }
+        let mut taken: Vec<String> = unique.iter().map(|u| u.name.clone()).collect();
+        let checks = checks
+            .into_iter()
+            .map(|(expr, constraint)| {
+                let c = self.check_constraint(&name, &columns, expr, constraint, (&[], &taken))?;
+                taken.push(c.name.clone());
+                Ok(c)
+            })
+            .collect::<PgResult<Vec<_>>>()?;
         let fillfactor = table_fillfactor(ct)?;
         let distribution = match distribute_by {
             Some(clause) => distribution(clause, &columns)?,
@@ -142,6 +159,7 @@ impl<'a> Binder<'a> {
             distribution,
             sequences,
             unique,
+            checks,
         }))
     }
 
@@ -271,7 +289,28 @@ impl<'a> Binder<'a> {
                     }
                 }
                 ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
-                ast::TableConstraint::Check(_) => return Err(unsupported("CHECK constraints")),
+                ast::TableConstraint::Check(c) => {
+                    crate::unsupported_syntax::check_constraint(c)?;
+                    let existing = super::check::constraint_names(table);
+                    let earlier: Vec<String> = actions
+                        .iter()
+                        .filter_map(|a| match a {
+                            AlterAction::AddCheck { name, .. } => Some(name.clone()),
+                            _ => None,
+                        })
+                        .collect();
+                    let check = self.check_constraint(
+                        &table.name,
+                        &table.columns,
+                        &c.expr,
+                        c.name.as_ref(),
+                        (&existing, &earlier),
+                    )?;
+                    AlterAction::AddCheck {
+                        name: check.name,
+                        expr: check.expr,
+                    }
+                }
                 other => return Err(unsupported(format!("ALTER TABLE ADD {other}"))),
             },
             Op::DropConstraint {
@@ -328,6 +367,9 @@ impl<'a> Binder<'a> {
                 }),
                 ast::ColumnOption::Generated { .. } => {
                     return Err(unsupported("ALTER TABLE ADD COLUMN of an identity column"))
+                }
+                ast::ColumnOption::Check(_) => {
+                    return Err(unsupported("ALTER TABLE ADD COLUMN … CHECK"))
                 }
                 // Refused by unsupported_syntax::column_def.
                 _ => {}

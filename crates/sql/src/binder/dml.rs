@@ -220,7 +220,9 @@ impl<'a> Binder<'a> {
             Some(_) => return Err(unsupported("ON DUPLICATE KEY UPDATE")),
         };
         let returning = self.returning(&ins.returning, &table, &scope)?;
+        let checks = self.table_checks(&table)?;
         Ok(Statement::Insert(Insert {
+            checks,
             table,
             targets,
             source,
@@ -303,7 +305,9 @@ impl<'a> Binder<'a> {
             .transpose()?;
         let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&upd.returning, &table, &scope)?;
+        let checks = self.table_checks(&table)?;
         Ok(Statement::Update(Update {
+            checks,
             table,
             access,
             filter,

@@ -17,6 +17,7 @@ use types::{DataType, Value};
 
 mod access;
 mod casts;
+mod check;
 mod copy;
 mod ddl;
 mod dml;
@@ -33,6 +34,7 @@ pub use access::access_path;
 use access::*;
 pub use casts::cast_to;
 use casts::*;
+pub use check::{bind_check, rename_column};
 use dml::*;
 use expr::*;
 pub use prepare::bind_execute_arguments;
