@@ -193,8 +193,9 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Truncate { .. }
         | S::CreateIndex(_)
         | S::DropIndex { .. } => true,
-        // Sequences are not rows.
+        // Sequences and views are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
+        S::CreateView(_) | S::DropView { .. } | S::RenameView { .. } => false,
         S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
         // Neither reads rows; EXECUTE's statement is checked itself when it runs.

@@ -42,25 +42,30 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
             ]
         })
         .collect(),
-        Tables => tables
-            .iter()
-            .map(|t| {
-                vec![
-                    text(DATABASE),
-                    text(SCHEMA),
-                    text(&t.name),
-                    text("BASE TABLE"),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    yes_no(true),
-                    yes_no(false),
-                    null(),
-                ]
-            })
-            .collect(),
+        Tables => {
+            let views = session.catalog.views();
+            // Views cannot be written (yet): not insertable into.
+            let relations = tables.iter().map(|t| (&t.name, "BASE TABLE", true));
+            relations
+                .chain(views.iter().map(|v| (&v.name, "VIEW", false)))
+                .map(|(name, kind, insertable)| {
+                    vec![
+                        text(DATABASE),
+                        text(SCHEMA),
+                        text(name),
+                        text(kind),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        yes_no(insertable),
+                        yes_no(false),
+                        null(),
+                    ]
+                })
+                .collect()
+        }
         Columns => {
             let sequences = session.catalog.sequences();
             let mut out = Vec::new();
@@ -276,7 +281,23 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
             })
             .collect(),
         // No foreign keys and no views yet.
-        ReferentialConstraints | Views => Vec::new(),
+        Views => session
+            .catalog
+            .views()
+            .iter()
+            .map(|v| {
+                let mut row = vec![
+                    text(DATABASE),
+                    text(SCHEMA),
+                    text(&v.name),
+                    text(&v.query),
+                    text("NONE"),
+                ];
+                row.extend((0..5).map(|_| yes_no(false)));
+                row
+            })
+            .collect(),
+        ReferentialConstraints => Vec::new(),
     }
 }
 

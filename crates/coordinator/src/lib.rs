@@ -29,5 +29,6 @@ pub mod settings;
 pub mod spool;
 pub mod system;
 pub mod system_indexes;
+pub mod view_ddl;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -21,6 +21,7 @@ pub mod sequence;
 pub mod subquery;
 pub mod system_tables;
 mod unsupported_syntax;
+pub mod view;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};
 pub use plan::*;

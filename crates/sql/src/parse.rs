@@ -286,7 +286,12 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         }
         "copy" => crate::copy::parse(text).map(|c| Some(Parsed::Copy(c))),
         "create" | "alter" | "drop" => {
-            crate::sequence::parse_statement(text).map(|s| s.map(Parsed::Ready))
+            let statement = match crate::sequence::parse_statement(text)? {
+                Some(s) => Some(s),
+                None if first == "alter" => crate::view::parse_rename(text)?,
+                None => None,
+            };
+            Ok(statement.map(Parsed::Ready))
         }
         "vacuum" | "analyze" => {
             let mut w = words(text);

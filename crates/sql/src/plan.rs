@@ -442,6 +442,7 @@ pub enum SystemTable {
     PgDepend,
     /// The view of every index with its definition.
     PgIndexes,
+    PgViews,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -880,6 +881,18 @@ pub enum Statement {
     CreateTable(CreateTable),
     DropTable {
         names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
+    CreateView(crate::view::CreateView),
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
+    RenameView {
+        name: String,
+        new_name: String,
         if_exists: bool,
     },
     Truncate {

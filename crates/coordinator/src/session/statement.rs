@@ -168,6 +168,9 @@ impl<S: SessionStream> Session<S> {
             }),
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
+            | Statement::CreateView(_)
+            | Statement::DropView { .. }
+            | Statement::RenameView { .. }
             | Statement::Truncate { .. }
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)

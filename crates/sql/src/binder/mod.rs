@@ -26,6 +26,7 @@ mod locking;
 mod prepare;
 mod query;
 mod serial;
+mod view;
 mod window;
 
 pub use access::access_path;
@@ -92,6 +93,12 @@ pub struct Binder<'a> {
     appended_items: usize,
     /// Where a window call met now may be bound.
     windows: WindowSlot,
+    /// The tables and views the FROM clauses name (OIDs): what a view created from the
+    /// statement's query depends on.
+    reads: Vec<u32>,
+    /// The views whose queries are being bound, innermost last (a view reading itself
+    /// through OR REPLACE is refused, not expanded forever).
+    expanding: Vec<u32>,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -219,6 +226,8 @@ impl<'a> Binder<'a> {
             lockable: 0,
             appended_items: 0,
             windows: WindowSlot::NotAllowed,
+            reads: Vec::new(),
+            expanding: Vec::new(),
         }
     }
 }
@@ -239,6 +248,7 @@ impl<'a> Binder<'a> {
                 object_type,
                 if_exists,
                 names,
+                cascade,
                 ..
             } => match object_type {
                 ast::ObjectType::Table => Ok(Statement::DropTable {
@@ -247,6 +257,15 @@ impl<'a> Binder<'a> {
                         .map(|n| object_name_parts(n).pop().unwrap_or_default())
                         .collect(),
                     if_exists: *if_exists,
+                    cascade: *cascade,
+                }),
+                ast::ObjectType::View => Ok(Statement::DropView {
+                    names: names
+                        .iter()
+                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
+                        .collect(),
+                    if_exists: *if_exists,
+                    cascade: *cascade,
                 }),
                 ast::ObjectType::Index => Ok(index::drop_index(names, *if_exists)),
                 other => Err(unsupported(format!("DROP {other}"))),
@@ -267,7 +286,7 @@ impl<'a> Binder<'a> {
                 )))
             }
             S::CreateIndex(ci) => self.create_index(ci),
-            S::CreateView(_) => Err(unsupported("CREATE VIEW")),
+            S::CreateView(cv) => self.create_view(cv),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
@@ -362,6 +381,9 @@ impl<'a> Binder<'a> {
             _ => return Err(syntax("improper qualified name (too many dotted names)")),
         };
         self.catalog.table(schema, name).ok_or_else(|| {
+            if self.catalog.view(name).is_some() {
+                return PgError::unsupported(format!("changing the rows of view \"{name}\""));
+            }
             PgError::new(
                 codes::UNDEFINED_TABLE,
                 format!("relation \"{}\" does not exist", parts.join(".")),
