@@ -189,6 +189,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::CopyTo(_)
         | S::Delete(_)
         | S::CreateTable(_)
+        | S::CreateTableAs(_)
         | S::DropTable { .. }
         | S::Truncate { .. }
         | S::CreateIndex(_)

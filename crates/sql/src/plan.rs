@@ -782,6 +782,14 @@ pub struct CreateTable {
     pub unique: Vec<UniqueConstraint>,
 }
 
+/// CREATE TABLE … AS / SELECT … INTO: the table, and the INSERT (as text, bound once the
+/// table exists) that fills it; None for WITH NO DATA.
+#[derive(Debug, Clone)]
+pub struct CreateTableAs {
+    pub table: CreateTable,
+    pub rows: Option<String>,
+}
+
 /// A UNIQUE constraint of CREATE TABLE: its name (PostgreSQL's `t_a_key` unless given)
 /// and columns.
 #[derive(Debug, Clone)]
@@ -879,6 +887,7 @@ pub enum Statement {
     Update(Update),
     Delete(Delete),
     CreateTable(CreateTable),
+    CreateTableAs(Box<CreateTableAs>),
     DropTable {
         names: Vec<String>,
         if_exists: bool,

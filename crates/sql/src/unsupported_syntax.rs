@@ -614,7 +614,7 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         table_options,
         file_format,
         location,
-        query,
+        query: _, // CREATE TABLE AS: read by binder/create_table_as.rs
         without_rowid,
         like,
         clone,
@@ -658,9 +658,8 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         backup,
         multiset,
         fallback,
-        with_data,
+        with_data: _, // likewise
     } = ct;
-    refuse_if(query.is_some(), "CREATE TABLE AS")?;
     refuse_if(
         partition_by.is_some() || partition_of.is_some() || for_values.is_some(),
         "partitioned tables (PARTITION BY)",
@@ -727,8 +726,7 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         || sortkey.is_some()
         || backup.is_some()
         || multiset.is_some()
-        || fallback.is_some()
-        || with_data.is_some();
+        || fallback.is_some();
     refuse_if(other_dialects, "this CREATE TABLE option")
 }
 

@@ -18,6 +18,7 @@ use types::{DataType, Value};
 mod access;
 mod casts;
 mod copy;
+mod create_table_as;
 mod ddl;
 mod dml;
 mod expr;
@@ -237,6 +238,9 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(q) => {
+                if let Some(table_as) = self.select_into(q)? {
+                    return Ok(table_as);
+                }
                 self.lockable = std::ptr::from_ref(q.as_ref()) as usize;
                 Ok(Statement::Query(self.query(q)?))
             }
