@@ -5,6 +5,7 @@
 pub mod binder;
 pub mod catalog;
 pub mod copy;
+mod ctas_columns;
 pub mod distribute_by;
 mod drop_index;
 pub mod eval;
