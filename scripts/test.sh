@@ -127,8 +127,8 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # cluster's own tests use both), every table spread over the
 # datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
 # cancellation, bad input, EXPLAIN, row locks, time zones, sequences (values of both coordinators),
-# secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE and
-# window functions, each through the
+# secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
+# window functions, views and CREATE TABLE AS, each through the
 # coordinator-datanode protocol and
 # sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
@@ -138,7 +138,8 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py \
   tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py \
   tests/test_information_schema.py tests/test_ddl.py tests/test_datetime.py \
-  tests/test_window.py tests/test_strings.py \
+  tests/test_window.py tests/test_strings.py tests/test_views.py \
+  tests/test_ctas_update_from.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
