@@ -13,6 +13,9 @@ definition text is not PostgreSQL's deparsed one). Writing into a view is refuse
 from __future__ import annotations
 
 
+import psycopg
+import pytest
+
 from test_indexes import outcome, pair, same  # noqa: F401 (pair is a fixture)
 from test_psql_compat import psql
 
@@ -89,6 +92,8 @@ def test_views_read_as_postgres(pair):
         "WHERE table_name LIKE 'vw%' ORDER BY 1",
         "SELECT pg_get_viewdef(oid) IS NOT NULL FROM pg_class WHERE relname = 'vw_base'",
     ])
+    # a parameter has no value where the stored query is bound again
+    same(pair, "CREATE VIEW vw_bad AS SELECT %s::int AS x", (1,))
 
 
 def test_view_ddl_rules_as_postgres(pair):
@@ -198,3 +203,21 @@ def test_writes_through_a_view_are_refused(pair):
     same(pair, "SELECT * FROM vw_base")
     # what a view does not read is still altered freely
     same(pair, "ALTER TABLE vw_u RENAME COLUMN label TO name")
+
+
+def test_views_are_seen_by_another_coordinator(target):
+    """A view created, replaced or dropped through one coordinator is what the other
+    binds (the catalog records live in the metadata service)."""
+    second = getattr(target, "second", None)
+    if second is None:
+        pytest.skip("the target has one coordinator")
+    with psycopg.connect(target.dsn, autocommit=True) as a, \
+            psycopg.connect(second.dsn, autocommit=True) as b:
+        a.execute("DROP VIEW IF EXISTS vw_two")
+        a.execute("CREATE VIEW vw_two AS SELECT 41 + 1 AS answer")
+        assert b.execute("SELECT * FROM vw_two").fetchall() == [(42,)]
+        b.execute("CREATE OR REPLACE VIEW vw_two AS SELECT 42 AS answer, 'x' AS more")
+        assert a.execute("SELECT * FROM vw_two").fetchall() == [(42, "x")]
+        a.execute("DROP VIEW vw_two")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            b.execute("SELECT * FROM vw_two")

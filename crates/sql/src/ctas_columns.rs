@@ -93,9 +93,10 @@ mod tests {
         let (text, names) =
             take_column_names("CREATE TABLE IF NOT EXISTS public.t (a, \"B\") AS SELECT 1, 2")
                 .unwrap();
+        let blank = " ".repeat("(a, \"B\")".len());
         assert_eq!(
             text,
-            "CREATE TABLE IF NOT EXISTS public.t            AS SELECT 1, 2"
+            format!("CREATE TABLE IF NOT EXISTS public.t {blank} AS SELECT 1, 2")
         );
         assert_eq!(names.len(), 2);
         assert_eq!(names[1].quote_style, Some('"'));

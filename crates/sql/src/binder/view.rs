@@ -51,6 +51,14 @@ impl<'a> Binder<'a> {
         }
         self.reads.clear();
         let bound = self.query(query)?;
+        // The stored text is bound again wherever the view is used, with no values for
+        // parameters.
+        if !self.params.is_empty() {
+            return Err(PgError::new(
+                codes::UNDEFINED_PARAMETER,
+                "there is no parameter $1",
+            ));
+        }
         if columns.len() > bound.columns.len() {
             return Err(syntax(
                 "CREATE VIEW specifies more column names than columns",
