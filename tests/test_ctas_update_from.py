@@ -11,10 +11,23 @@ Postgres-XL's default and their rows spread over three datanodes.
 
 from __future__ import annotations
 
+import psycopg
+import pytest
+
 from test_indexes import pair, same  # noqa: F401 (pair is a fixture)
 from test_psql_compat import psql
 
 TABLES = ["ct_src", "ct_a", "ct_b", "ct_c", "ct_d", "ct_e", "ct_f", "ct_g", "ct_tx"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def drop_tables_after(postgres):
+    """PostgreSQL is shared by the test modules, whose catalog queries must not meet
+    this module's tables and view."""
+    yield
+    with psycopg.connect(postgres.dsn, autocommit=True) as c:
+        c.execute("DROP VIEW IF EXISTS ct_v")
+        c.execute(f"DROP TABLE IF EXISTS {', '.join(TABLES)}")
 
 
 def reset(pair):

@@ -23,6 +23,17 @@ VIEWS = ["vw_over", "vw_join", "vw_agg", "vw_top", "vw_win", "vw_lit", "vw_cols"
          "vw_renamed", "vw_tx", "vw_r"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def drop_views_after(postgres):
+    """PostgreSQL is shared by the test modules, whose catalog queries must not meet
+    this module's views."""
+    yield
+    with psycopg.connect(postgres.dsn, autocommit=True) as c:
+        for v in VIEWS + ["vw_two"]:
+            c.execute(f"DROP VIEW IF EXISTS {v} CASCADE")
+        c.execute("DROP TABLE IF EXISTS vw_t, vw_u CASCADE")
+
+
 def reset(pair):
     for c in pair:
         for v in VIEWS:
@@ -88,6 +99,11 @@ def test_views_read_as_postgres(pair):
         "(SELECT oid FROM pg_class WHERE relname = 'vw_agg') ORDER BY attnum",
         "SELECT table_name, table_type FROM information_schema.tables "
         "WHERE table_name LIKE 'vw%' ORDER BY 1",
+        "SELECT table_name, column_name, ordinal_position, data_type, numeric_precision, "
+        "is_nullable, is_updatable FROM information_schema.columns "
+        "WHERE table_name IN ('vw_agg', 'vw_lit') ORDER BY 1, 3",
+        "SELECT table_name, is_insertable_into FROM information_schema.tables "
+        "WHERE table_name = 'vw_agg'",
         "SELECT table_name, check_option FROM information_schema.views "
         "WHERE table_name LIKE 'vw%' ORDER BY 1",
         "SELECT pg_get_viewdef(oid) IS NOT NULL FROM pg_class WHERE relname = 'vw_base'",
