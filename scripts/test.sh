@@ -128,7 +128,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
 # cancellation, bad input, EXPLAIN, row locks, time zones, sequences (values of both coordinators),
 # secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
-# window functions, views and CREATE TABLE AS, each through the
+# window functions, views, CREATE TABLE AS and UPDATE … FROM, each through the
 # coordinator-datanode protocol and
 # sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \

@@ -19,6 +19,8 @@ use crate::exec::{
     unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
+
+mod joined;
 use datanode_client::{ColumnIncrement, IncrementOp, LockWait, Timestamp};
 use distribution::{ClusterTxn, Datanodes};
 use pgerror::{codes, PgError, PgResult};
@@ -716,6 +718,9 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn update(&self, txn: &mut ClusterTxn, upd: &Update) -> PgResult<DmlResult> {
+        if let Some(joined) = &upd.joined {
+            return self.update_joined(txn, upd, joined).await;
+        }
         let table = &upd.table;
         let mut affected = Affected::new(self.state, &upd.returning);
         if let Some(increments) = increments_of(upd) {
@@ -777,32 +782,45 @@ impl<'a> Dml<'a> {
             changes.push((key, old, new));
         }
         for (key, old, new) in changes {
-            let new_key = match row_key(table, &new) {
-                Some(new_key) if new_key != key => {
-                    self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
-                        unique_violation(table, &new)
-                    }))
-                    .await?;
-                    self.dn.put(txn, table.rel, &key, None)?;
-                    new_key
-                }
-                _ => {
-                    self.dn.put(txn, table.rel, &key, Some(encode(&new)))?;
-                    key.clone()
-                }
-            };
-            // A unique entry waits for a concurrent writer of the same value.
-            self.lock_wait(crate::index::update_entries(
-                self.dn,
-                txn,
-                table,
-                (&old, &key),
-                (&new, &new_key),
-            ))
-            .await?;
+            self.write_update(txn, table, key, &old, &new).await?;
             affected.changed(new)?;
         }
         affected.batch_written(&self.reader(txn)).await
+    }
+
+    /// Writes one updated row (under its new key if the key changed) and its index
+    /// entries.
+    async fn write_update(
+        &self,
+        txn: &mut ClusterTxn,
+        table: &TableDef,
+        key: Vec<u8>,
+        old: &Row,
+        new: &Row,
+    ) -> PgResult<()> {
+        let new_key = match row_key(table, new) {
+            Some(new_key) if new_key != key => {
+                self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(new), || {
+                    unique_violation(table, new)
+                }))
+                .await?;
+                self.dn.put(txn, table.rel, &key, None)?;
+                new_key
+            }
+            _ => {
+                self.dn.put(txn, table.rel, &key, Some(encode(new)))?;
+                key.clone()
+            }
+        };
+        // A unique entry waits for a concurrent writer of the same value.
+        self.lock_wait(crate::index::update_entries(
+            self.dn,
+            txn,
+            table,
+            (old, &key),
+            (new, &new_key),
+        ))
+        .await
     }
 
     /// SELECT … FOR UPDATE (`sql::plan::RowLocking`): the query's rows in order, each
@@ -898,6 +916,9 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn delete(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {
+        if let Some(joined) = &del.joined {
+            return self.delete_joined(txn, del, joined).await;
+        }
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
         let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);

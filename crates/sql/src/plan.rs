@@ -752,6 +752,10 @@ pub struct Update {
     /// (column index, new value expression over the old row).
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+    /// UPDATE … FROM: the target's rows joined to the FROM items and filtered by WHERE
+    /// (the target's columns first); SET and RETURNING are bound over its rows, and
+    /// `access` and `filter` are unused.
+    pub joined: Option<Box<Query>>,
 }
 
 #[derive(Debug, Clone)]
@@ -760,6 +764,8 @@ pub struct Delete {
     pub access: Access,
     pub filter: Option<Expr>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+    /// DELETE … USING: as `Update::joined`.
+    pub joined: Option<Box<Query>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

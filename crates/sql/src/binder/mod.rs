@@ -21,6 +21,7 @@ mod copy;
 mod create_table_as;
 mod ddl;
 mod dml;
+mod dml_join;
 mod expr;
 mod index;
 mod locking;
