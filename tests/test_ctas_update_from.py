@@ -17,7 +17,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from test_indexes import pair, same  # noqa: F401 (pair is a fixture)
+from test_indexes import outcome, pair, same  # noqa: F401 (pair is a fixture)
 from test_psql_compat import psql
 
 TABLES = ["uf_t", "uf_s", "uf_k", "ct_src", "ct_a", "ct_b", "ct_c", "ct_d", "ct_e", "ct_f", "ct_g", "ct_tx"]
@@ -158,6 +158,11 @@ def test_update_from_and_delete_using_as_postgres(pair):
         "UPDATE uf_t SET nope = s.label FROM uf_s s",
         "SELECT * FROM uf_t ORDER BY id",
     ])
+    _, target = pair
+    for sql in ["EXPLAIN UPDATE uf_t SET v = s.label FROM uf_s s WHERE uf_t.grp = s.grp",
+                "UPDATE uf_t SET v = s.label FROM uf_s s WHERE uf_t.grp = s.grp RETURNING *"]:
+        got = outcome(target, sql)
+        assert got[:2] == ("error", "0A000"), (sql, got)
 
 
 def test_update_from_of_a_row_changed_since_the_snapshot_as_postgres(postgres, target):

@@ -367,7 +367,16 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
-                Ok(Statement::Explain(Box::new(self.statement(stmt)?)))
+                match self.statement(stmt)? {
+                    // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
+                    Statement::Update(Update {
+                        joined: Some(_), ..
+                    })
+                    | Statement::Delete(Delete {
+                        joined: Some(_), ..
+                    }) => Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING")),
+                    bound => Ok(Statement::Explain(Box::new(bound))),
+                }
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",
