@@ -232,6 +232,7 @@ impl<'a> Altered<'a> {
                 self.changes.push(RowChange::Append(fill.as_ref()));
             }
             AlterAction::DropColumn { name, if_exists } => {
+                crate::view_ddl::refuse_change_of_read(shared, self.def.oid, "DROP COLUMN")?;
                 let Some(i) = self.def.column_index(name) else {
                     if *if_exists {
                         notice(
@@ -248,6 +249,7 @@ impl<'a> Altered<'a> {
                 self.drop_column(i)?;
             }
             AlterAction::RenameColumn { from, to } => {
+                crate::view_ddl::refuse_change_of_read(shared, self.def.oid, "RENAME COLUMN")?;
                 let i = self.def.column_index(from).ok_or_else(|| {
                     PgError::new(
                         codes::UNDEFINED_COLUMN,
@@ -266,6 +268,7 @@ impl<'a> Altered<'a> {
                 self.def.columns[i].name = to.clone();
             }
             AlterAction::RenameTable(to) => {
+                crate::view_ddl::refuse_change_of_read(shared, self.def.oid, "RENAME TO")?;
                 if crate::index_ddl::relation_exists(shared, to) {
                     return Err(PgError::new(
                         codes::DUPLICATE_TABLE,
@@ -297,6 +300,7 @@ impl<'a> Altered<'a> {
                 self.def.columns[i].not_null = *not_null;
             }
             AlterAction::SetType { column, ty } => {
+                crate::view_ddl::refuse_change_of_read(shared, self.def.oid, "ALTER COLUMN TYPE")?;
                 let i = self.column(column)?;
                 let in_key = self
                     .def

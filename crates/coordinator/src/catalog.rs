@@ -16,6 +16,7 @@ use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
 use sql::sequence::{Identity, SequenceDef};
+use sql::view::ViewDef;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,6 +28,8 @@ const NEXT_OID_KEY: &[u8] = b"catalog/next_oid";
 /// A sequence's definition (JSON), under its OID; its name is under `NAME_PREFIX` with the
 /// tables' (one namespace of relations).
 const SEQUENCE_PREFIX: &[u8] = b"catalog/sequence/";
+/// A view's definition (JSON), under its OID; its name is under `NAME_PREFIX` too.
+const VIEW_PREFIX: &[u8] = b"catalog/view/";
 /// A sequence's counter in the metadata service (decision 0034), under its OID.
 const SEQUENCE_COUNTER_PREFIX: &[u8] = b"sequence/next/";
 
@@ -38,6 +41,8 @@ struct State {
     nodes: Vec<Node>,
     sequences_by_name: HashMap<String, Arc<SequenceDef>>,
     sequences_by_oid: HashMap<u32, Arc<SequenceDef>>,
+    views_by_name: HashMap<String, Arc<ViewDef>>,
+    views_by_oid: HashMap<u32, Arc<ViewDef>>,
 }
 
 pub struct LiveCatalog {
@@ -146,6 +151,7 @@ impl LiveCatalog {
     async fn reload_locked(&self) -> PgResult<()> {
         let snapshot = self.meta.scan(TABLE_PREFIX).await?;
         let sequences = self.meta.scan(SEQUENCE_PREFIX).await?;
+        let views = self.meta.scan(VIEW_PREFIX).await?;
         let mut state = State {
             nodes: meta::nodes::nodes(&self.meta).await?,
             ..Default::default()
@@ -157,6 +163,11 @@ impl LiveCatalog {
                 .insert(sequence.name.clone(), sequence.clone());
             state.sequences_by_oid.insert(sequence.oid, sequence);
         }
+        for (_, value) in views.entries {
+            let view: Arc<ViewDef> = Arc::new(serde_json::from_slice(&value).map_err(unreadable)?);
+            state.views_by_name.insert(view.name.clone(), view.clone());
+            state.views_by_oid.insert(view.oid, view);
+        }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
             self.place(&table);
@@ -166,7 +177,7 @@ impl LiveCatalog {
         }
         *self.state.write() = state;
         // The older of the two reads: a change between them is loaded again.
-        let version = snapshot.version.min(sequences.version);
+        let version = snapshot.version.min(sequences.version).min(views.version);
         self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -333,6 +344,71 @@ impl LiveCatalog {
         .await
     }
 
+    pub fn views(&self) -> Vec<Arc<ViewDef>> {
+        let mut v: Vec<_> = self.state.read().views_by_oid.values().cloned().collect();
+        v.sort_by_key(|v| v.oid);
+        v
+    }
+
+    pub fn view_by_oid(&self, oid: u32) -> Option<Arc<ViewDef>> {
+        self.state.read().views_by_oid.get(&oid).cloned()
+    }
+
+    /// Insert or replace a view's definition, durably (a rename releases the old name
+    /// in the same write); a name another relation holds fails with 42P07.
+    pub async fn put_view(&self, view: ViewDef) -> PgResult<Arc<ViewDef>> {
+        let bytes = serde_json::to_vec(&view).map_err(|e| PgError::internal(e.to_string()))?;
+        let _writing = self.writes.lock().await;
+        let old_name = self
+            .state
+            .read()
+            .views_by_oid
+            .get(&view.oid)
+            .map(|v| v.name.clone());
+        let oid_bytes = view.oid.to_le_bytes().to_vec();
+        let mut batch = WriteBatch {
+            expect: vec![(
+                name_key(&view.name),
+                (old_name.as_ref() == Some(&view.name)).then(|| oid_bytes.clone()),
+            )],
+            puts: vec![
+                (view_key(view.oid), Some(bytes)),
+                (name_key(&view.name), Some(oid_bytes.clone())),
+            ],
+        };
+        if let Some(old) = old_name.filter(|n| *n != view.name) {
+            batch.expect.push((name_key(&old), Some(oid_bytes)));
+            batch.puts.push((name_key(&old), None));
+        }
+        let version = self.written(batch, &view.name).await?;
+        let view = Arc::new(view);
+        self.apply(version, |st| {
+            if let Some(old) = st.views_by_oid.insert(view.oid, view.clone()) {
+                st.views_by_name.remove(&old.name);
+            }
+            st.views_by_name.insert(view.name.clone(), view.clone());
+        })
+        .await?;
+        Ok(view)
+    }
+
+    pub async fn remove_view(&self, oid: u32) -> PgResult<()> {
+        let _writing = self.writes.lock().await;
+        let Some(old) = self.state.read().views_by_oid.get(&oid).cloned() else {
+            return Ok(());
+        };
+        let batch = WriteBatch {
+            expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
+            puts: vec![(view_key(oid), None), (name_key(&old.name), None)],
+        };
+        let version = self.written(batch, &old.name).await?;
+        self.apply(version, |st| {
+            st.views_by_oid.remove(&oid);
+            st.views_by_name.remove(&old.name);
+        })
+        .await
+    }
+
     /// Removes the counter of a dropped sequence.
     pub async fn drop_sequence_counter(&self, oid: u32) -> PgResult<()> {
         let batch = WriteBatch {
@@ -350,8 +426,9 @@ impl LiveCatalog {
             WriteOutcome::Conflict { .. } => {
                 self.reload_locked().await?;
                 let state = self.state.read();
-                let exists =
-                    state.by_name.contains_key(name) || state.sequences_by_name.contains_key(name);
+                let exists = state.by_name.contains_key(name)
+                    || state.sequences_by_name.contains_key(name)
+                    || state.views_by_name.contains_key(name);
                 Err(if exists {
                     PgError::new(
                         codes::DUPLICATE_TABLE,
@@ -408,6 +485,12 @@ fn sequence_key(oid: u32) -> Vec<u8> {
     k
 }
 
+fn view_key(oid: u32) -> Vec<u8> {
+    let mut k = VIEW_PREFIX.to_vec();
+    k.extend_from_slice(format!("{oid:010}").as_bytes());
+    k
+}
+
 fn name_key(name: &str) -> Vec<u8> {
     let mut k = NAME_PREFIX.to_vec();
     k.extend_from_slice(name.as_bytes());
@@ -432,6 +515,10 @@ impl Catalog for LiveCatalog {
 
     fn sequence(&self, name: &str) -> Option<Arc<SequenceDef>> {
         self.state.read().sequences_by_name.get(name).cloned()
+    }
+
+    fn view(&self, name: &str) -> Option<Arc<ViewDef>> {
+        self.state.read().views_by_name.get(name).cloned()
     }
 
     fn identity(&self, table: u32, column: usize) -> Option<Identity> {

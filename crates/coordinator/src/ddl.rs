@@ -71,13 +71,24 @@ pub async fn execute(
             crate::sequence_ddl::create_column_sequences(shared, log, ct).await?;
             Ok("CREATE TABLE".into())
         }
-        Statement::DropTable { names, if_exists } => {
+        Statement::DropTable {
+            names,
+            if_exists,
+            cascade,
+        } => {
             let mut tables = Vec::new();
             for name in names {
                 match shared.catalog.table(None, name) {
                     Some(t) => tables.push(t),
                     None if shared.catalog.sequence(name).is_some() => {
                         return Err(crate::sequence_ddl::not_a_table(name))
+                    }
+                    None if shared.catalog.view(name).is_some() => {
+                        return Err(crate::view_ddl::wrong_kind(
+                            name,
+                            "table",
+                            "Use DROP VIEW to remove a view.",
+                        ))
                     }
                     None if *if_exists => notice(
                         out,
@@ -92,6 +103,15 @@ pub async fn execute(
                     }
                 }
             }
+            let dropped: Vec<_> = tables
+                .iter()
+                .map(|t| crate::view_ddl::Dropped {
+                    oid: t.oid,
+                    kind: "table",
+                    name: t.name.clone(),
+                })
+                .collect();
+            crate::view_ddl::drop_dependent_views(shared, log, &dropped, *cascade, out).await?;
             for t in tables {
                 log.remove(shared, t.oid).await?;
                 crate::sequence_ddl::drop_owned(shared, log, t.oid).await?;
@@ -158,6 +178,26 @@ pub async fn execute(
         } => {
             crate::sequence_ddl::drop(shared, log, names, *if_exists, *cascade, out).await?;
             Ok("DROP SEQUENCE".into())
+        }
+        Statement::CreateView(cv) => {
+            crate::view_ddl::create(shared, log, cv).await?;
+            Ok("CREATE VIEW".into())
+        }
+        Statement::DropView {
+            names,
+            if_exists,
+            cascade,
+        } => {
+            crate::view_ddl::drop(shared, log, names, *if_exists, *cascade, out).await?;
+            Ok("DROP VIEW".into())
+        }
+        Statement::RenameView {
+            name,
+            new_name,
+            if_exists,
+        } => {
+            crate::view_ddl::rename(shared, log, name, new_name, *if_exists, out).await?;
+            Ok("ALTER VIEW".into())
         }
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
     }

@@ -1,4 +1,4 @@
-//! The one way DDL changes the catalog (tables, their indexes, sequences): through the
+//! The one way DDL changes the catalog (tables, their indexes, sequences, views): through the
 //! transaction's `DdlLog`, which remembers each record as it was before, so that a
 //! ROLLBACK (or ROLLBACK TO SAVEPOINT, or the end of a failed block) puts it back and
 //! drops the storage the undone change had created, and which keeps the storage a
@@ -13,6 +13,7 @@ use distribution::RelPlacement;
 use pgerror::PgResult;
 use sql::catalog::Catalog;
 use sql::sequence::SequenceDef;
+use sql::view::ViewDef;
 use sql::TableDef;
 use std::sync::Arc;
 
@@ -30,6 +31,10 @@ enum Entry {
     Sequence {
         oid: u32,
         before: Option<Arc<SequenceDef>>,
+    },
+    View {
+        oid: u32,
+        before: Option<Arc<ViewDef>>,
     },
     /// Storage no record refers to any more: dropped when the transaction commits.
     Release(u64),
@@ -112,13 +117,32 @@ impl DdlLog {
         Ok(())
     }
 
+    /// Stores a view's definition (new, replaced or renamed).
+    pub async fn put_view(&mut self, shared: &Shared, view: ViewDef) -> PgResult<()> {
+        let before = shared.catalog.view_by_oid(view.oid);
+        let oid = view.oid;
+        shared.catalog.put_view(view).await?;
+        self.entries.push(Entry::View { oid, before });
+        Ok(())
+    }
+
+    pub async fn remove_view(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
+        let before = shared.catalog.view_by_oid(oid);
+        shared.catalog.remove_view(oid).await?;
+        self.entries.push(Entry::View { oid, before });
+        Ok(())
+    }
+
     /// The transaction committed: the storage and counters its DDL released go.
     pub async fn commit(self, shared: &Shared) {
         for entry in self.entries {
             let dropped = match entry {
                 Entry::Release(rel) => shared.datanodes.drop_rel(rel).await,
                 Entry::Counter(oid) => shared.catalog.drop_sequence_counter(oid).await,
-                Entry::Table { .. } | Entry::Sequence { .. } | Entry::Created(_) => Ok(()),
+                Entry::Table { .. }
+                | Entry::Sequence { .. }
+                | Entry::View { .. }
+                | Entry::Created(_) => Ok(()),
             };
             if let Err(e) = dropped {
                 tracing::warn!(error = %e, "dropping what a committed DDL released failed");
@@ -154,6 +178,10 @@ async fn undo(shared: &Shared, entry: Entry) -> PgResult<()> {
                 None => shared.catalog.remove_sequence(oid).await?,
             }
         }
+        Entry::View { oid, before } => match before {
+            Some(before) => drop(shared.catalog.put_view((*before).clone()).await?),
+            None => shared.catalog.remove_view(oid).await?,
+        },
         Entry::Release(_) | Entry::Counter(_) => {}
     }
     Ok(())

@@ -19,6 +19,8 @@ use crate::exec::{
     unique_violation, Executor, KeyedRow, ReadLimit, Row, SessionView, StatementState,
 };
 use crate::spool::Spool;
+
+mod joined;
 use datanode_client::{ColumnIncrement, IncrementOp, LockWait, Timestamp};
 use distribution::{ClusterTxn, Datanodes};
 use pgerror::{codes, PgError, PgResult};
@@ -189,12 +191,14 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::CopyTo(_)
         | S::Delete(_)
         | S::CreateTable(_)
+        | S::CreateTableAs(_)
         | S::DropTable { .. }
         | S::Truncate { .. }
         | S::CreateIndex(_)
         | S::DropIndex { .. } => true,
-        // Sequences are not rows.
+        // Sequences and views are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
+        S::CreateView(_) | S::DropView { .. } | S::RenameView { .. } => false,
         S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
         // Neither reads rows; EXECUTE's statement is checked itself when it runs.
@@ -496,7 +500,6 @@ impl<'a> Dml<'a> {
         }
     }
 
-    /// A read-only executor over `txn` at the statement snapshot.
     /// `exec::check_row` for a row this statement writes.
     fn check_row(
         &self,
@@ -514,6 +517,7 @@ impl<'a> Dml<'a> {
         check_row(&ctx, table, checks, row)
     }
 
+    /// A read-only executor over `txn` at the statement snapshot.
     pub fn reader<'t>(&'t self, txn: &'t ClusterTxn) -> Executor<'t> {
         Executor {
             dn: self.dn,
@@ -729,6 +733,9 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn update(&self, txn: &mut ClusterTxn, upd: &Update) -> PgResult<DmlResult> {
+        if let Some(joined) = &upd.joined {
+            return self.update_joined(txn, upd, joined).await;
+        }
         let table = &upd.table;
         let mut affected = Affected::new(self.state, &upd.returning);
         if let Some(increments) = increments_of(upd) {
@@ -790,32 +797,45 @@ impl<'a> Dml<'a> {
             changes.push((key, old, new));
         }
         for (key, old, new) in changes {
-            let new_key = match row_key(table, &new) {
-                Some(new_key) if new_key != key => {
-                    self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(&new), || {
-                        unique_violation(table, &new)
-                    }))
-                    .await?;
-                    self.dn.put(txn, table.rel, &key, None)?;
-                    new_key
-                }
-                _ => {
-                    self.dn.put(txn, table.rel, &key, Some(encode(&new)))?;
-                    key.clone()
-                }
-            };
-            // A unique entry waits for a concurrent writer of the same value.
-            self.lock_wait(crate::index::update_entries(
-                self.dn,
-                txn,
-                table,
-                (&old, &key),
-                (&new, &new_key),
-            ))
-            .await?;
+            self.write_update(txn, table, key, &old, &new).await?;
             affected.changed(new)?;
         }
         affected.batch_written(&self.reader(txn)).await
+    }
+
+    /// Writes one updated row (under its new key if the key changed) and its index
+    /// entries.
+    async fn write_update(
+        &self,
+        txn: &mut ClusterTxn,
+        table: &TableDef,
+        key: Vec<u8>,
+        old: &Row,
+        new: &Row,
+    ) -> PgResult<()> {
+        let new_key = match row_key(table, new) {
+            Some(new_key) if new_key != key => {
+                self.lock_wait(self.dn.insert(txn, table.rel, &new_key, encode(new), || {
+                    unique_violation(table, new)
+                }))
+                .await?;
+                self.dn.put(txn, table.rel, &key, None)?;
+                new_key
+            }
+            _ => {
+                self.dn.put(txn, table.rel, &key, Some(encode(new)))?;
+                key.clone()
+            }
+        };
+        // A unique entry waits for a concurrent writer of the same value.
+        self.lock_wait(crate::index::update_entries(
+            self.dn,
+            txn,
+            table,
+            (old, &key),
+            (new, &new_key),
+        ))
+        .await
     }
 
     /// SELECT … FOR UPDATE (`sql::plan::RowLocking`): the query's rows in order, each
@@ -911,6 +931,9 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn delete(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {
+        if let Some(joined) = &del.joined {
+            return self.delete_joined(txn, del, joined).await;
+        }
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
         let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);

@@ -37,6 +37,7 @@ fn find_index(shared: &Shared, name: &str) -> Option<(Arc<TableDef>, usize)> {
 /// Whether a relation (table, primary key or index) is named `name`.
 pub(crate) fn relation_exists(shared: &Shared, name: &str) -> bool {
     shared.catalog.table(None, name).is_some()
+        || shared.catalog.view(name).is_some()
         || shared.catalog.tables().iter().any(|t| {
             t.pk_name.as_deref() == Some(name) || t.indexes.iter().any(|ix| ix.name == name)
         })

@@ -7,7 +7,7 @@
 use crate::exec::SessionView;
 use crate::system::deparse_default;
 use crate::system_indexes::indexes_of;
-use sql::catalog::PUBLIC_NAMESPACE_OID;
+use sql::catalog::{ColumnDef, PUBLIC_NAMESPACE_OID};
 use sql::information_schema::{numeric_facts, standard_type_name, InformationView};
 use sql::sequence::Identity;
 use types::{DataType, Value};
@@ -42,36 +42,55 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
             ]
         })
         .collect(),
-        Tables => tables
-            .iter()
-            .map(|t| {
-                vec![
-                    text(DATABASE),
-                    text(SCHEMA),
-                    text(&t.name),
-                    text("BASE TABLE"),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    null(),
-                    yes_no(true),
-                    yes_no(false),
-                    null(),
-                ]
-            })
-            .collect(),
+        Tables => {
+            let views = session.catalog.views();
+            // Views cannot be written (yet): not insertable into.
+            let relations = tables.iter().map(|t| (&t.name, "BASE TABLE", true));
+            relations
+                .chain(views.iter().map(|v| (&v.name, "VIEW", false)))
+                .map(|(name, kind, insertable)| {
+                    vec![
+                        text(DATABASE),
+                        text(SCHEMA),
+                        text(name),
+                        text(kind),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                        yes_no(insertable),
+                        yes_no(false),
+                        null(),
+                    ]
+                })
+                .collect()
+        }
         Columns => {
             let sequences = session.catalog.sequences();
+            let views = session.catalog.views();
+            // A view's columns are listed as a table's, but not updatable.
+            let view_columns: Vec<(u32, &str, Vec<ColumnDef>)> = views
+                .iter()
+                .map(|v| (v.oid, v.name.as_str(), view_column_defs(v)))
+                .collect();
+            let relations = tables
+                .iter()
+                .map(|t| (t.oid, t.name.as_str(), &t.columns[..], true))
+                .chain(
+                    view_columns
+                        .iter()
+                        .map(|(oid, name, cols)| (*oid, *name, &cols[..], false)),
+                );
             let mut out = Vec::new();
-            for t in &tables {
-                for (i, c) in t.columns.iter().enumerate() {
+            for (oid, name, columns, updatable) in relations {
+                for (i, c) in columns.iter().enumerate() {
                     let ty = c.ty.to_type();
                     let identity = sequences.iter().find(|s| {
                         s.identity.is_some()
                             && s.owned_by
                                 == Some(sql::sequence::OwnedBy {
-                                    table: t.oid,
+                                    table: oid,
                                     column: i,
                                 })
                     });
@@ -107,7 +126,7 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                     let mut row = vec![
                         text(DATABASE),
                         text(SCHEMA),
-                        text(&t.name),
+                        text(name),
                         text(&c.name),
                         Value::Int4(position),
                         default,
@@ -146,7 +165,7 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                             row.push(yes_no(false));
                         }
                     }
-                    row.extend([text("NEVER"), null(), yes_no(true)]);
+                    row.extend([text("NEVER"), null(), yes_no(updatable)]);
                     out.push(row);
                 }
             }
@@ -287,11 +306,40 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
             })
             .collect(),
         // No foreign keys and no views yet.
-        ReferentialConstraints | Views => Vec::new(),
+        Views => session
+            .catalog
+            .views()
+            .iter()
+            .map(|v| {
+                let mut row = vec![
+                    text(DATABASE),
+                    text(SCHEMA),
+                    text(&v.name),
+                    text(&v.query),
+                    text("NONE"),
+                ];
+                row.extend((0..5).map(|_| yes_no(false)));
+                row
+            })
+            .collect(),
+        ReferentialConstraints => Vec::new(),
     }
 }
 
 /// PostgreSQL's name for a NOT NULL constraint in these views.
+/// A view's columns in a table's shape: no default, nullable.
+fn view_column_defs(view: &sql::view::ViewDef) -> Vec<ColumnDef> {
+    view.columns
+        .iter()
+        .map(|c| ColumnDef {
+            name: c.name.clone(),
+            ty: c.ty.clone(),
+            not_null: false,
+            default: None,
+        })
+        .collect()
+}
+
 fn not_null_name(table_oid: u32, column: usize) -> String {
     format!("{PUBLIC_NAMESPACE_OID}_{table_oid}_{}_not_null", column + 1)
 }

@@ -30,5 +30,6 @@ pub mod spool;
 pub mod system;
 pub mod system_checks;
 pub mod system_indexes;
+pub mod view_ddl;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -211,6 +211,9 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 // A sequence's three columns: last_value, log_cnt, is_called.
                 out.push(pg_class_row(s.oid, &s.name, 'S', 3, false, 0, None));
             }
+            for v in session.catalog.views() {
+                out.push(pg_class_row(v.oid, &v.name, 'v', v.columns.len(), false, 0, None));
+            }
             out
         }
         PgAttribute => {
@@ -243,6 +246,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                             false,
                         ));
                     }
+                }
+            }
+            for v in session.catalog.views() {
+                for (i, c) in v.columns.iter().enumerate() {
+                    let ty = c.ty.to_type();
+                    out.push(pg_attribute_row(v.oid, &c.name, &ty, i as i16 + 1, false, false));
                 }
             }
             out
@@ -471,6 +480,19 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             text("standard public schema"),
         ]],
         MeridianDistribution => tables.iter().map(|t| distribution_row(t)).collect(),
+        PgViews => session
+            .catalog
+            .views()
+            .iter()
+            .map(|v| {
+                vec![
+                    text("public"),
+                    text(&v.name),
+                    text("postgres"),
+                    text(&view_definition(v)),
+                ]
+            })
+            .collect(),
         PgIndexes => tables
             .iter()
             .flat_map(|t| indexes_of(t))
@@ -602,6 +624,13 @@ fn distribution_row(t: &TableDef) -> Vec<Value> {
             Value::Null
         },
     ]
+}
+
+/// A view's definition as pg_get_viewdef and pg_views give it: the stored query in
+/// PostgreSQL's frame (a leading space, a closing semicolon), not deparsed as PostgreSQL
+/// would print it.
+fn view_definition(view: &sql::view::ViewDef) -> String {
+    format!(" {};", view.query)
 }
 
 fn pg_class_row(
@@ -1226,6 +1255,10 @@ pub fn session_function(
             },
             None => Value::Null,
         },
+        F::PgGetViewDef => match session.catalog.view_by_oid(arg_oid(0)) {
+            Some(v) => text(&view_definition(&v)),
+            None => Value::Null,
+        },
         F::PgGetConstraintDef => {
             let tables = session.catalog.tables();
             let pretty = matches!(args.get(1), Some(Value::Bool(true)));
@@ -1314,7 +1347,7 @@ pub fn session_function(
                 }
             }
         }
-        F::PgGetViewDef | F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
+        F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
         other => {
             return Err(PgError::new(
                 codes::INTERNAL_ERROR,

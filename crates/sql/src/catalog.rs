@@ -182,6 +182,10 @@ pub trait Catalog {
     fn sequence(&self, _name: &str) -> Option<Arc<crate::sequence::SequenceDef>> {
         None
     }
+    /// Look up a view by (unqualified) name.
+    fn view(&self, _name: &str) -> Option<Arc<crate::view::ViewDef>> {
+        None
+    }
     /// Whether the column of table `table` is an identity column, and which kind.
     fn identity(&self, _table: u32, _column: usize) -> Option<crate::sequence::Identity> {
         None

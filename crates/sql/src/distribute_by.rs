@@ -67,7 +67,7 @@ pub fn take_distribute_by(text: &str) -> PgResult<Option<(String, DistributeBy)>
 
 /// Whether the statement's first word (after whitespace and comments) is CREATE: the
 /// cheap test that keeps every other statement from being tokenized twice.
-fn first_word_is_create(text: &str) -> bool {
+pub(crate) fn first_word_is_create(text: &str) -> bool {
     let mut rest = text.trim_start();
     loop {
         if let Some(r) = rest.strip_prefix("--") {

@@ -5,6 +5,7 @@
 pub mod binder;
 pub mod catalog;
 pub mod copy;
+mod ctas_columns;
 pub mod deparse;
 pub mod distribute_by;
 mod drop_index;
@@ -22,6 +23,7 @@ pub mod sequence;
 pub mod subquery;
 pub mod system_tables;
 mod unsupported_syntax;
+pub mod view;
 
 pub use catalog::{Catalog, ColumnDef, TableDef};
 pub use plan::*;

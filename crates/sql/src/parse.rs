@@ -183,6 +183,8 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
         .unwrap_or(text);
     let reordered = crate::sequence::identity_options_in_order(sql)?;
     let sql = reordered.as_deref().unwrap_or(sql);
+    let mut ctas_columns = crate::ctas_columns::take_column_names(sql);
+    let sql = ctas_columns.as_ref().map_or(sql, |(rest, _)| rest.as_str());
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
         let message = e.to_string();
         match found_token(&message) {
@@ -194,6 +196,9 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
             _ => syntax_error(text, &message),
         }
     })?;
+    if let (Some((_, names)), [statement]) = (ctas_columns.take(), stmts.as_mut_slice()) {
+        crate::ctas_columns::restore(statement, names);
+    }
     match stmts.len() {
         1 => match (stmts.remove(0), distribute_by) {
             (ast::Statement::CreateTable(table), Some((_, distribute_by))) => {
@@ -286,7 +291,12 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         }
         "copy" => crate::copy::parse(text).map(|c| Some(Parsed::Copy(c))),
         "create" | "alter" | "drop" => {
-            crate::sequence::parse_statement(text).map(|s| s.map(Parsed::Ready))
+            let statement = match crate::sequence::parse_statement(text)? {
+                Some(s) => Some(s),
+                None if first == "alter" => crate::view::parse_rename(text)?,
+                None => None,
+            };
+            Ok(statement.map(Parsed::Ready))
         }
         "vacuum" | "analyze" => {
             let mut w = words(text);

@@ -494,6 +494,7 @@ pub enum SystemTable {
     PgDepend,
     /// The view of every index with its definition.
     PgIndexes,
+    PgViews,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -814,6 +815,10 @@ pub struct Update {
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
     pub checks: Arc<Vec<BoundCheck>>,
+    /// UPDATE … FROM: the target's rows joined to the FROM items and filtered by WHERE
+    /// (the target's columns first); SET and RETURNING are bound over its rows, and
+    /// `access` and `filter` are unused.
+    pub joined: Option<Box<Query>>,
 }
 
 #[derive(Debug, Clone)]
@@ -822,6 +827,8 @@ pub struct Delete {
     pub access: Access,
     pub filter: Option<Expr>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
+    /// DELETE … USING: as `Update::joined`.
+    pub joined: Option<Box<Query>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -844,6 +851,14 @@ pub struct CreateTable {
     pub unique: Vec<UniqueConstraint>,
     /// CHECK constraints, named (their OIDs are given when the table is created).
     pub checks: Vec<crate::catalog::CheckDef>,
+}
+
+/// CREATE TABLE … AS / SELECT … INTO: the table, and the INSERT (as text, bound once the
+/// table exists) that fills it; None for WITH NO DATA.
+#[derive(Debug, Clone)]
+pub struct CreateTableAs {
+    pub table: CreateTable,
+    pub rows: Option<String>,
 }
 
 /// A UNIQUE constraint of CREATE TABLE: its name (PostgreSQL's `t_a_key` unless given)
@@ -950,8 +965,21 @@ pub enum Statement {
     Update(Update),
     Delete(Delete),
     CreateTable(CreateTable),
+    CreateTableAs(Box<CreateTableAs>),
     DropTable {
         names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
+    CreateView(crate::view::CreateView),
+    DropView {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
+    RenameView {
+        name: String,
+        new_name: String,
         if_exists: bool,
     },
     Truncate {

@@ -46,6 +46,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_sequences" => PgSequences,
         "pg_depend" => PgDepend,
         "pg_indexes" => PgIndexes,
+        "pg_views" => PgViews,
         "meridian_distribution" => MeridianDistribution,
         "meridian_nodes" => MeridianNodes,
         _ => return None,
@@ -96,6 +97,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         MeridianNodes => 12006,
         PgPreparedXacts => 12007,
         PgIndexes => 12020,
+        PgViews => 12021,
         Information(v) => crate::information_schema::information_view_oid(v),
     }
 }
@@ -469,6 +471,12 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("prepared", TimestampTz),
             ("owner", Name),
             ("database", Name),
+        ],
+        PgViews => vec![
+            ("schemaname", Name),
+            ("viewname", Name),
+            ("viewowner", Name),
+            ("definition", Text),
         ],
         PgIndexes => vec![
             ("schemaname", Name),

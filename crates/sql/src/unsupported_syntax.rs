@@ -525,14 +525,14 @@ pub fn insert(ins: &ast::Insert) -> PgResult<()> {
     )
 }
 
-/// UPDATE: the binder reads the table, SET, WHERE and RETURNING.
+/// UPDATE: the binder reads the table, SET, FROM, WHERE and RETURNING.
 pub fn update(upd: &ast::Update) -> PgResult<()> {
     let ast::Update {
         update_token: _,
         optimizer_hints,
         table,
         assignments: _,
-        from,
+        from: _,
         selection: _,
         returning: _,
         output,
@@ -541,21 +541,21 @@ pub fn update(upd: &ast::Update) -> PgResult<()> {
         limit,
     } = upd;
     refuse_if(!optimizer_hints.is_empty(), "optimizer hints")?;
-    refuse_if(!table.joins.is_empty() || from.is_some(), "UPDATE … FROM")?;
+    refuse_if(!table.joins.is_empty(), "joins in UPDATE's target")?;
     refuse_if(output.is_some(), "OUTPUT")?;
     refuse_if(or.is_some(), "UPDATE OR …")?;
     refuse_if(!order_by.is_empty(), "UPDATE … ORDER BY")?;
     refuse_if(limit.is_some(), "UPDATE … LIMIT")
 }
 
-/// DELETE: the binder reads the table, WHERE and RETURNING.
+/// DELETE: the binder reads the table, USING, WHERE and RETURNING.
 pub fn delete(del: &ast::Delete) -> PgResult<()> {
     let ast::Delete {
         delete_token: _,
         optimizer_hints,
         tables,
         from,
-        using,
+        using: _,
         selection: _,
         returning: _,
         output,
@@ -566,8 +566,8 @@ pub fn delete(del: &ast::Delete) -> PgResult<()> {
     refuse_if(!tables.is_empty(), "multi-table DELETE")?;
     let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) = from;
     refuse_if(
-        from.len() != 1 || !from[0].joins.is_empty() || using.is_some(),
-        "DELETE … USING",
+        from.len() != 1 || !from[0].joins.is_empty(),
+        "DELETE from several tables",
     )?;
     refuse_if(output.is_some(), "OUTPUT")?;
     refuse_if(!order_by.is_empty(), "DELETE … ORDER BY")?;
@@ -614,7 +614,7 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         table_options,
         file_format,
         location,
-        query,
+        query: _, // CREATE TABLE AS: read by binder/create_table_as.rs
         without_rowid,
         like,
         clone,
@@ -658,9 +658,8 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         backup,
         multiset,
         fallback,
-        with_data,
+        with_data: _, // likewise
     } = ct;
-    refuse_if(query.is_some(), "CREATE TABLE AS")?;
     refuse_if(
         partition_by.is_some() || partition_of.is_some() || for_values.is_some(),
         "partitioned tables (PARTITION BY)",
@@ -727,8 +726,7 @@ pub fn create_table(ct: &ast::CreateTable) -> PgResult<()> {
         || sortkey.is_some()
         || backup.is_some()
         || multiset.is_some()
-        || fallback.is_some()
-        || with_data.is_some();
+        || fallback.is_some();
     refuse_if(other_dialects, "this CREATE TABLE option")
 }
 

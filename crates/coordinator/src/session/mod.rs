@@ -6,6 +6,7 @@
 //! statement), `copy_in` (COPY FROM STDIN) and `transaction` (transaction control).
 
 mod copy_in;
+mod create_table_as;
 mod extended;
 mod portals;
 mod prepare_sql;

@@ -168,6 +168,9 @@ impl<S: SessionStream> Session<S> {
             }),
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
+            | Statement::CreateView(_)
+            | Statement::DropView { .. }
+            | Statement::RenameView { .. }
             | Statement::Truncate { .. }
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)
@@ -224,6 +227,7 @@ impl<S: SessionStream> Session<S> {
                 Ok(Outcome::tag("ALTER TABLE"))
             }
             Statement::CopyFrom(copy) => self.copy_from(copy).await,
+            Statement::CreateTableAs(ctas) => self.create_table_as(ctas, params).await,
             Statement::Query(_)
             | Statement::CopyTo(_)
             | Statement::Insert(_)
@@ -233,7 +237,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// SELECT / INSERT / UPDATE / DELETE inside the session's transaction.
-    async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+    pub(super) async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         self.check_catalog_current().await?;
         if self.tx.as_ref().is_some_and(|t| t.read_only) {

@@ -11,6 +11,9 @@ impl<'a> Binder<'a> {
         distribute_by: Option<&DistributeBy>,
     ) -> PgResult<Statement> {
         crate::unsupported_syntax::create_table(ct)?;
+        if let Some(query) = &ct.query {
+            return self.create_table_as(ct, query, distribute_by);
+        }
         let name = object_name_parts(&ct.name).pop().unwrap_or_default();
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
@@ -434,7 +437,7 @@ fn key_column_names(columns: &[ast::IndexColumn]) -> PgResult<Vec<String>> {
 }
 
 /// The distribution a `DISTRIBUTE BY` clause names, its column resolved and checked.
-fn distribution(clause: &DistributeBy, columns: &[ColumnDef]) -> PgResult<Distribution> {
+pub(super) fn distribution(clause: &DistributeBy, columns: &[ColumnDef]) -> PgResult<Distribution> {
     Ok(match clause {
         DistributeBy::Replication => Distribution::Replication,
         DistributeBy::RoundRobin => Distribution::RoundRobin,

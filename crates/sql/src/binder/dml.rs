@@ -297,6 +297,9 @@ impl<'a> Binder<'a> {
     pub(super) fn update(&mut self, upd: &ast::Update) -> PgResult<Statement> {
         crate::unsupported_syntax::update(upd)?;
         let (table, scope) = self.dml_target(&upd.table.relation)?;
+        if let Some(from) = &upd.from {
+            return self.update_from(upd, table, scope, from);
+        }
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let filter = upd
             .selection
@@ -313,6 +316,7 @@ impl<'a> Binder<'a> {
             filter,
             assignments,
             returning,
+            joined: None,
         }))
     }
 
@@ -341,7 +345,7 @@ impl<'a> Binder<'a> {
 
     /// SET's assignments (of UPDATE and of INSERT … ON CONFLICT DO UPDATE), each value
     /// bound over `scope`.
-    fn assignments(
+    pub(super) fn assignments(
         &mut self,
         table: &TableDef,
         scope: &Scope,
@@ -392,6 +396,9 @@ impl<'a> Binder<'a> {
         };
         crate::unsupported_syntax::delete(del)?;
         let (table, scope) = self.dml_target(&from[0].relation)?;
+        if let Some(using) = &del.using {
+            return self.delete_using(del, table, scope, using);
+        }
         let filter = del
             .selection
             .as_ref()
@@ -404,6 +411,7 @@ impl<'a> Binder<'a> {
             access,
             filter,
             returning,
+            joined: None,
         }))
     }
 }

@@ -19,8 +19,10 @@ mod access;
 mod casts;
 mod check;
 mod copy;
+mod create_table_as;
 mod ddl;
 mod dml;
+mod dml_join;
 mod expr;
 mod index;
 mod json_table;
@@ -28,6 +30,7 @@ mod locking;
 mod prepare;
 mod query;
 mod serial;
+mod view;
 mod window;
 
 pub use access::access_path;
@@ -95,6 +98,12 @@ pub struct Binder<'a> {
     appended_items: usize,
     /// Where a window call met now may be bound.
     windows: WindowSlot,
+    /// The tables and views the FROM clauses name (OIDs): what a view created from the
+    /// statement's query depends on.
+    reads: Vec<u32>,
+    /// The views whose queries are being bound, innermost last (a view reading itself
+    /// through OR REPLACE is refused, not expanded forever).
+    expanding: Vec<u32>,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -222,6 +231,8 @@ impl<'a> Binder<'a> {
             lockable: 0,
             appended_items: 0,
             windows: WindowSlot::NotAllowed,
+            reads: Vec::new(),
+            expanding: Vec::new(),
         }
     }
 }
@@ -231,6 +242,9 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(q) => {
+                if let Some(table_as) = self.select_into(q)? {
+                    return Ok(table_as);
+                }
                 self.lockable = std::ptr::from_ref(q.as_ref()) as usize;
                 Ok(Statement::Query(self.query(q)?))
             }
@@ -242,6 +256,7 @@ impl<'a> Binder<'a> {
                 object_type,
                 if_exists,
                 names,
+                cascade,
                 ..
             } => match object_type {
                 ast::ObjectType::Table => Ok(Statement::DropTable {
@@ -250,6 +265,15 @@ impl<'a> Binder<'a> {
                         .map(|n| object_name_parts(n).pop().unwrap_or_default())
                         .collect(),
                     if_exists: *if_exists,
+                    cascade: *cascade,
+                }),
+                ast::ObjectType::View => Ok(Statement::DropView {
+                    names: names
+                        .iter()
+                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
+                        .collect(),
+                    if_exists: *if_exists,
+                    cascade: *cascade,
                 }),
                 ast::ObjectType::Index => Ok(index::drop_index(names, *if_exists)),
                 other => Err(unsupported(format!("DROP {other}"))),
@@ -270,7 +294,7 @@ impl<'a> Binder<'a> {
                 )))
             }
             S::CreateIndex(ci) => self.create_index(ci),
-            S::CreateView(_) => Err(unsupported("CREATE VIEW")),
+            S::CreateView(cv) => self.create_view(cv),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
@@ -346,7 +370,16 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
-                Ok(Statement::Explain(Box::new(self.statement(stmt)?)))
+                match self.statement(stmt)? {
+                    // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
+                    Statement::Update(Update {
+                        joined: Some(_), ..
+                    })
+                    | Statement::Delete(Delete {
+                        joined: Some(_), ..
+                    }) => Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING")),
+                    bound => Ok(Statement::Explain(Box::new(bound))),
+                }
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",
@@ -365,6 +398,9 @@ impl<'a> Binder<'a> {
             _ => return Err(syntax("improper qualified name (too many dotted names)")),
         };
         self.catalog.table(schema, name).ok_or_else(|| {
+            if self.catalog.view(name).is_some() {
+                return PgError::unsupported(format!("changing the rows of view \"{name}\""));
+            }
             PgError::new(
                 codes::UNDEFINED_TABLE,
                 format!("relation \"{}\" does not exist", parts.join(".")),

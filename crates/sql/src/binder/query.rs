@@ -519,7 +519,15 @@ impl<'a> Binder<'a> {
                         return Ok((rel, Scope { columns: cols }, false));
                     }
                 }
+                if let Some(view) = self.view_named(&parts) {
+                    let (rel, mut cols) = self.view_rel(&view)?;
+                    apply_alias(&mut cols, &alias, view.name.clone());
+                    return Ok((rel, Scope { columns: cols }, false));
+                }
                 let (rel, mut cols, default) = self.relation(&parts)?;
+                if let Rel::Scan { table, .. } = &rel {
+                    self.reads.push(table.oid);
+                }
                 apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }, false))
             }
