@@ -54,6 +54,11 @@ def test_create_insert_update_as_postgres(pair, postgres, target):
         "INSERT INTO ck_a VALUES (3, 1, 'q', 1, 1) ON CONFLICT (id) DO UPDATE SET a = excluded.a + 1 RETURNING *",
         "INSERT INTO ck_a VALUES (3, -1, 'q', 1, 1) ON CONFLICT (id) DO NOTHING",
         "SELECT * FROM ck_a ORDER BY id",
+        # UPDATE … FROM checks the rows it changes too
+        "UPDATE ck_a SET a = ck_a.a - v.d FROM (VALUES (10, 20), (11, 1)) v(id, d)"
+        " WHERE ck_a.id = v.id",
+        "UPDATE ck_a SET a = ck_a.a - v.d FROM (VALUES (11, 1)) v(id, d) WHERE ck_a.id = v.id",
+        "SELECT * FROM ck_a ORDER BY id",
     ])
     same_description(postgres, target, "ck_a")
 

@@ -118,6 +118,7 @@ impl<'a> Binder<'a> {
                 distribution,
                 sequences: Vec::new(),
                 unique: Vec::new(),
+                checks: Vec::new(),
             },
             rows,
         })))

@@ -23,12 +23,14 @@ impl<'a> Binder<'a> {
         let (joined, scope) = self.joined_targets(&table, &target, from, upd.selection.as_ref())?;
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
+        let checks = self.table_checks(&table)?;
         Ok(Statement::Update(Update {
             table,
             access: Access::Full,
             filter: None,
             assignments,
             returning,
+            checks,
             joined: Some(Box::new(joined)),
         }))
     }
