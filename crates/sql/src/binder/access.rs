@@ -3,7 +3,13 @@
 
 use super::*;
 
-/// Push a filter into a plain scan so that primary-key equality can use point access.
+/// Puts a filter as close to the scans as it can go, so that each scan's conditions
+/// choose its access path (primary key, index) and joins meet fewer rows: the conjuncts
+/// that read one side of a join go below it (the right side of a LEFT JOIN keeps its
+/// rows: only its left side takes them), and an inner join takes the conjuncts that read
+/// both sides as its join condition, where equalities become hash keys (a comma join
+/// written with its conditions in WHERE, as TPC-C's Stock-Level). A conjunct with a
+/// subquery stays where it was written.
 pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
     match rel {
         Rel::Scan {
@@ -16,11 +22,117 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
                 predicate,
             }
         }
+        Rel::Join {
+            left,
+            right,
+            kind,
+            on,
+            lateral: false,
+        } => {
+            let left_width = left.width();
+            let (mut to_left, mut to_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+            for c in into_conjuncts(predicate) {
+                match side(&c, left_width) {
+                    Some(Side::Left) => to_left.push(c),
+                    Some(Side::Right) if kind == JoinKind::Inner => {
+                        to_right.push(shifted(c, left_width))
+                    }
+                    _ => kept.push(c),
+                }
+            }
+            let below = |input: Box<Rel>, conjuncts: Vec<Expr>| match all_of(conjuncts) {
+                Some(p) => Box::new(push_filter(*input, p)),
+                None => input,
+            };
+            let (left, right) = (below(left, to_left), below(right, to_right));
+            if kind == JoinKind::Inner {
+                let on = all_of(on.into_iter().chain(kept).collect());
+                return Rel::Join {
+                    left,
+                    right,
+                    kind,
+                    on,
+                    lateral: false,
+                };
+            }
+            let join = Rel::Join {
+                left,
+                right,
+                kind,
+                on,
+                lateral: false,
+            };
+            match all_of(kept) {
+                Some(predicate) => Rel::Filter {
+                    input: Box::new(join),
+                    predicate,
+                },
+                None => join,
+            }
+        }
         other => Rel::Filter {
             input: Box::new(other),
             predicate,
         },
     }
+}
+
+enum Side {
+    Left,
+    Right,
+}
+
+/// Which side of a join a conjunct reads, if one alone and it has no subquery.
+fn side(e: &Expr, left_width: usize) -> Option<Side> {
+    let (mut left, mut right, mut subquery) = (false, false, false);
+    e.visit(&mut |x| match x {
+        Expr::Column {
+            depth: 0, index, ..
+        } => {
+            if *index < left_width {
+                left = true
+            } else {
+                right = true
+            }
+        }
+        Expr::Subquery { .. } => subquery = true,
+        _ => {}
+    });
+    match (left, right, subquery) {
+        (true, false, false) => Some(Side::Left),
+        (false, true, false) => Some(Side::Right),
+        _ => None,
+    }
+}
+
+/// A conjunct of the right side, its columns renumbered from that side's first.
+fn shifted(mut e: Expr, left_width: usize) -> Expr {
+    e.visit_mut(&mut |x| {
+        if let Expr::Column {
+            depth: 0, index, ..
+        } = x
+        {
+            *index -= left_width;
+        }
+    });
+    e
+}
+
+fn into_conjuncts(e: Expr) -> Vec<Expr> {
+    match e {
+        Expr::And(a, b) => {
+            let mut out = into_conjuncts(*a);
+            out.extend(into_conjuncts(*b));
+            out
+        }
+        other => vec![other],
+    }
+}
+
+fn all_of(conjuncts: Vec<Expr>) -> Option<Expr> {
+    conjuncts
+        .into_iter()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
 }
 
 /// How `table`'s rows that may pass `filter` are found: by primary key (a point, a
