@@ -264,30 +264,34 @@ impl Expr {
         f(self);
     }
 
+    /// Which side of a join whose left side has `left_width` columns this expression
+    /// reads: Some(true) the left side's columns only, Some(false) the right side's only;
+    /// None if both, neither, or it has a subquery (which is evaluated where it was
+    /// written).
+    pub fn join_side(&self, left_width: usize) -> Option<bool> {
+        let (mut left, mut right, mut subquery) = (false, false, false);
+        self.visit(&mut |x| match x {
+            Expr::Column {
+                depth: 0, index, ..
+            } => {
+                if *index < left_width {
+                    left = true
+                } else {
+                    right = true
+                }
+            }
+            Expr::Subquery { .. } => subquery = true,
+            _ => {}
+        });
+        (!subquery && left != right).then_some(left)
+    }
+
     /// The equalities `l = r` among the conjuncts of this join condition with `l` over
     /// the left side's columns only and `r` over the right side's (or the reverse), of one
     /// type family, so that equal values have equal key encodings: what a hash join hashes
     /// on (the left one of each pair on the left side).
     pub fn equi_join_keys(&self, left_width: usize) -> Vec<(&Expr, &Expr)> {
-        let side = |e: &Expr| -> Option<bool> {
-            // Some(true): left columns only; Some(false): right only; None: both, neither,
-            // or something the key may not be computed from.
-            let (mut left, mut right, mut other) = (false, false, false);
-            e.visit(&mut |x| match x {
-                Expr::Column {
-                    depth: 0, index, ..
-                } => {
-                    if *index < left_width {
-                        left = true
-                    } else {
-                        right = true
-                    }
-                }
-                Expr::Subquery { .. } => other = true,
-                _ => {}
-            });
-            (!other && left != right).then_some(left)
-        };
+        let side = |e: &Expr| e.join_side(left_width);
         let family = |t: &DataType| match t {
             DataType::Int2 | DataType::Int4 | DataType::Int8 => DataType::Int8,
             t => t.clone(),

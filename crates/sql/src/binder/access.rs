@@ -32,11 +32,9 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
             let left_width = left.width();
             let (mut to_left, mut to_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
             for c in into_conjuncts(predicate) {
-                match side(&c, left_width) {
-                    Some(Side::Left) => to_left.push(c),
-                    Some(Side::Right) if kind == JoinKind::Inner => {
-                        to_right.push(shifted(c, left_width))
-                    }
+                match c.join_side(left_width) {
+                    Some(true) => to_left.push(c),
+                    Some(false) if kind == JoinKind::Inner => to_right.push(shifted(c, left_width)),
                     _ => kept.push(c),
                 }
             }
@@ -74,34 +72,6 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
             input: Box::new(other),
             predicate,
         },
-    }
-}
-
-enum Side {
-    Left,
-    Right,
-}
-
-/// Which side of a join a conjunct reads, if one alone and it has no subquery.
-fn side(e: &Expr, left_width: usize) -> Option<Side> {
-    let (mut left, mut right, mut subquery) = (false, false, false);
-    e.visit(&mut |x| match x {
-        Expr::Column {
-            depth: 0, index, ..
-        } => {
-            if *index < left_width {
-                left = true
-            } else {
-                right = true
-            }
-        }
-        Expr::Subquery { .. } => subquery = true,
-        _ => {}
-    });
-    match (left, right, subquery) {
-        (true, false, false) => Some(Side::Left),
-        (false, true, false) => Some(Side::Right),
-        _ => None,
     }
 }
 
