@@ -6,9 +6,10 @@
 //! and prepared statements compare against it to know when to bind again. The view
 //! follows the metadata service's version: a coordinator that sees a newer one on a GTM
 //! answer (`catch_up`), or misses a table by name (`refresh`), reloads. DDL writes here
-//! as it runs, through its transaction's `DdlLog`, which undoes it on rollback
-//! (decision 0038).
+//! as it runs, through its transaction's `DdlLog`, which undoes it on rollback and
+//! records each write in the transaction's pending record (decision 0038).
 
+use crate::ddl_log::DdlLog;
 use distribution::{Datanodes, RelPlacement};
 use meta::nodes::Node;
 use meta::{MetaClient, WriteBatch, WriteOutcome};
@@ -216,7 +217,7 @@ impl LiveCatalog {
 
     /// Insert or replace a table definition, durably. A new table whose name another
     /// coordinator took meanwhile fails with 42P07.
-    pub async fn put(&self, table: TableDef) -> PgResult<Arc<TableDef>> {
+    pub async fn put(&self, table: TableDef, log: &mut DdlLog) -> PgResult<Arc<TableDef>> {
         let bytes = serde_json::to_vec(&table).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
         let old_name = self
@@ -242,7 +243,7 @@ impl LiveCatalog {
             batch.expect.push((self::name_key(&old), Some(oid_bytes)));
             batch.puts.push((self::name_key(&old), None));
         }
-        let version = self.written(batch, &table.name).await?;
+        let version = self.written(batch, &table.name, log).await?;
         let table = Arc::new(table);
         self.place(&table);
         self.apply(version, |st| {
@@ -255,7 +256,7 @@ impl LiveCatalog {
         Ok(table)
     }
 
-    pub async fn remove(&self, oid: u32) -> PgResult<()> {
+    pub async fn remove(&self, oid: u32, log: &mut DdlLog) -> PgResult<()> {
         let _writing = self.writes.lock().await;
         let Some(old) = self.state.read().by_oid.get(&oid).cloned() else {
             return Ok(());
@@ -264,7 +265,7 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(table_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name).await?;
+        let version = self.written(batch, &old.name, log).await?;
         self.apply(version, |st| {
             st.by_oid.remove(&oid);
             st.by_name.remove(&old.name);
@@ -289,6 +290,14 @@ impl LiveCatalog {
     }
 
     /// The key of a sequence's counter in the metadata service.
+    /// The sequence whose record `key` is, if it is one.
+    pub fn sequence_of_key(key: &[u8]) -> Option<u32> {
+        std::str::from_utf8(key.strip_prefix(SEQUENCE_PREFIX)?)
+            .ok()?
+            .parse()
+            .ok()
+    }
+
     pub fn sequence_counter_key(oid: u32) -> Vec<u8> {
         let mut k = SEQUENCE_COUNTER_PREFIX.to_vec();
         k.extend_from_slice(format!("{oid:010}").as_bytes());
@@ -297,7 +306,11 @@ impl LiveCatalog {
 
     /// Insert or replace a sequence's definition, durably; a new one whose name another
     /// relation holds fails with 42P07.
-    pub async fn put_sequence(&self, sequence: SequenceDef) -> PgResult<Arc<SequenceDef>> {
+    pub async fn put_sequence(
+        &self,
+        sequence: SequenceDef,
+        log: &mut DdlLog,
+    ) -> PgResult<Arc<SequenceDef>> {
         let bytes = serde_json::to_vec(&sequence).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
         let replaces = self
@@ -314,7 +327,7 @@ impl LiveCatalog {
                 (name_key, Some(oid_bytes)),
             ],
         };
-        let version = self.written(batch, &sequence.name).await?;
+        let version = self.written(batch, &sequence.name, log).await?;
         let sequence = Arc::new(sequence);
         self.apply(version, |st| {
             st.sequences_by_oid.insert(sequence.oid, sequence.clone());
@@ -325,9 +338,9 @@ impl LiveCatalog {
         Ok(sequence)
     }
 
-    /// Drops a sequence's definition and name (its counter stays until
-    /// `drop_sequence_counter`: a rollback may bring the sequence back).
-    pub async fn remove_sequence(&self, oid: u32) -> PgResult<()> {
+    /// Drops a sequence's definition and name (its counter stays until the transaction
+    /// commits: a rollback may bring the sequence back).
+    pub async fn remove_sequence(&self, oid: u32, log: &mut DdlLog) -> PgResult<()> {
         let _writing = self.writes.lock().await;
         let Some(old) = self.state.read().sequences_by_oid.get(&oid).cloned() else {
             return Ok(());
@@ -336,7 +349,7 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(sequence_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name).await?;
+        let version = self.written(batch, &old.name, log).await?;
         self.apply(version, |st| {
             st.sequences_by_oid.remove(&oid);
             st.sequences_by_name.remove(&old.name);
@@ -356,7 +369,7 @@ impl LiveCatalog {
 
     /// Insert or replace a view's definition, durably (a rename releases the old name
     /// in the same write); a name another relation holds fails with 42P07.
-    pub async fn put_view(&self, view: ViewDef) -> PgResult<Arc<ViewDef>> {
+    pub async fn put_view(&self, view: ViewDef, log: &mut DdlLog) -> PgResult<Arc<ViewDef>> {
         let bytes = serde_json::to_vec(&view).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
         let old_name = self
@@ -380,7 +393,7 @@ impl LiveCatalog {
             batch.expect.push((name_key(&old), Some(oid_bytes)));
             batch.puts.push((name_key(&old), None));
         }
-        let version = self.written(batch, &view.name).await?;
+        let version = self.written(batch, &view.name, log).await?;
         let view = Arc::new(view);
         self.apply(version, |st| {
             if let Some(old) = st.views_by_oid.insert(view.oid, view.clone()) {
@@ -392,7 +405,7 @@ impl LiveCatalog {
         Ok(view)
     }
 
-    pub async fn remove_view(&self, oid: u32) -> PgResult<()> {
+    pub async fn remove_view(&self, oid: u32, log: &mut DdlLog) -> PgResult<()> {
         let _writing = self.writes.lock().await;
         let Some(old) = self.state.read().views_by_oid.get(&oid).cloned() else {
             return Ok(());
@@ -401,7 +414,7 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(view_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name).await?;
+        let version = self.written(batch, &old.name, log).await?;
         self.apply(version, |st| {
             st.views_by_oid.remove(&oid);
             st.views_by_name.remove(&old.name);
@@ -409,20 +422,18 @@ impl LiveCatalog {
         .await
     }
 
-    /// Removes the counter of a dropped sequence.
-    pub async fn drop_sequence_counter(&self, oid: u32) -> PgResult<()> {
-        let batch = WriteBatch {
-            expect: Vec::new(),
-            puts: vec![(Self::sequence_counter_key(oid), None)],
-        };
-        self.meta.write(batch).await.map(drop)
-    }
-
-    /// Stores `batch`; a conflict on the table's name means another coordinator created
-    /// or dropped it: this coordinator reloads and the statement fails.
-    async fn written(&self, batch: WriteBatch, name: &str) -> PgResult<u64> {
+    /// Stores `batch` as part of `log`'s transaction (with the keys' values before it, read
+    /// here); a conflict on the table's name means another coordinator created or dropped
+    /// it: this coordinator reloads and the statement fails.
+    async fn written(&self, mut batch: WriteBatch, name: &str, log: &mut DdlLog) -> PgResult<u64> {
+        let keys = batch.puts.iter().map(|(k, _)| k.clone()).collect();
+        let before = self.meta.get(keys).await?;
+        let staged = log.stage(&mut batch, before)?;
         match self.meta.write(batch).await? {
-            WriteOutcome::Written { version } => Ok(version),
+            WriteOutcome::Written { version } => {
+                log.keep(staged);
+                Ok(version)
+            }
             WriteOutcome::Conflict { .. } => {
                 self.reload_locked().await?;
                 let state = self.state.read();

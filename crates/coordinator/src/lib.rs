@@ -19,6 +19,7 @@ pub mod index_ddl;
 pub mod information_schema;
 pub mod nodes;
 pub mod output;
+pub mod pending_ddl;
 pub mod plan_cache;
 pub mod sequence_ddl;
 pub mod sequences;

@@ -205,6 +205,10 @@ impl Coordinator {
         };
         let datanodes = Arc::new(Datanodes::new(nodes));
         datanodes.start_deadlock_detector();
+        // DDL of transactions that a crash left open is undone (or finished) before the
+        // catalog is read, then looked for again in the background.
+        crate::pending_ddl::resolve_all(&meta, &gtm, &datanodes).await?;
+        crate::pending_ddl::start_resolver(meta.clone(), gtm.clone(), datanodes.clone());
         let catalog = LiveCatalog::load(meta.clone(), datanodes.clone()).await?;
         let spill = spill::SpillDir::open(config.data_dir.join("pgsql_tmp"))?;
         let listener = TcpListener::bind(config.listen)

@@ -1,7 +1,9 @@
 //! Ending a transaction across datanodes (decision 0029): one phase when at most one
 //! datanode holds its writes, else prepare on every writer, record the decision to
 //! commit at the GTM (the commit point; it issues the commit timestamp), and commit the
-//! prepared parts at it.
+//! prepared parts at it. A transaction whose DDL changed the catalog always commits in
+//! two phases (`commit_decided`): its catalog changes are resolved by that decision after
+//! a crash (decision 0038).
 
 use crate::datanodes::{ClusterTxn, Datanodes};
 use datanode_client::{DatanodeClient, DatanodeTxn, PreparedTxn, Timestamp};
@@ -9,6 +11,9 @@ use futures::future::{join_all, BoxFuture, Either};
 use pgerror::{codes, PgError, PgResult};
 use std::future::Future;
 use std::time::Duration;
+
+/// What a commit does once the GTM recorded its decision and before any part commits.
+pub type AfterDecision = BoxFuture<'static, PgResult<()>>;
 
 impl Datanodes {
     /// Commits, returning the commit timestamp.
@@ -21,7 +26,20 @@ impl Datanodes {
             let part = txn.parts.pop().expect("one part per datanode");
             return Either::Left(dn.commit(part, gtm));
         }
-        Either::Right(Box::pin(self.commit_parts(txn, gtm)) as BoxFuture<'f, _>)
+        Either::Right(Box::pin(self.commit_parts(txn, gtm, None)) as BoxFuture<'f, _>)
+    }
+
+    /// Commits in two phases whatever the number of writers (none included), running
+    /// `after_decision` between the GTM's decision and the parts' commit. The GTM keeps the
+    /// decision (for whoever resolves what `after_decision` did not finish) unless it
+    /// succeeded and every part applied the commit.
+    pub async fn commit_decided(
+        &self,
+        txn: ClusterTxn,
+        gtm: &gtm::GtmClient,
+        after_decision: AfterDecision,
+    ) -> PgResult<Timestamp> {
+        self.commit_parts(txn, gtm, Some(after_decision)).await
     }
 
     pub fn abort<'f>(
@@ -48,7 +66,12 @@ impl Datanodes {
         }) as BoxFuture<'f, ()>)
     }
 
-    async fn commit_parts(&self, txn: ClusterTxn, gtm: &gtm::GtmClient) -> PgResult<Timestamp> {
+    async fn commit_parts(
+        &self,
+        txn: ClusterTxn,
+        gtm: &gtm::GtmClient,
+        after_decision: Option<AfterDecision>,
+    ) -> PgResult<Timestamp> {
         let start = txn.start_ts();
         let (writers, readers): (Vec<_>, Vec<_>) = self
             .nodes
@@ -56,17 +79,18 @@ impl Datanodes {
             .zip(txn.parts)
             .filter(|(_, part)| !part.is_untouched())
             .partition(|(_, part)| part.has_writes());
-        let committed = match writers.len() {
-            0 if readers.is_empty() => {
+        let committed = match (writers.len(), after_decision) {
+            (_, Some(after)) => two_phase(writers, start, gtm, Some(after)).await,
+            (0, None) if readers.is_empty() => {
                 finish_at_gtm(gtm, start).await;
                 Ok(start)
             }
-            0 => Ok(start),
-            1 => {
+            (0, None) => Ok(start),
+            (1, None) => {
                 let (dn, part) = writers.into_iter().next().expect("one writer");
                 dn.commit(part, gtm).await
             }
-            _ => two_phase(writers, start, gtm).await,
+            (_, None) => two_phase(writers, start, gtm, None).await,
         };
         // Parts that only read end as reads do, after the writers: ending one tells the
         // GTM the transaction is over, which must not let the GC horizon pass its start
@@ -95,13 +119,18 @@ async fn two_phase(
     writers: Vec<(&DatanodeClient, DatanodeTxn)>,
     start: Timestamp,
     gtm: &gtm::GtmClient,
+    after_decision: Option<AfterDecision>,
 ) -> PgResult<Timestamp> {
     let writers: Vec<_> = writers
         .into_iter()
         .map(|(dn, part)| (dn.clone(), part))
         .collect();
     let gtm = gtm.clone();
-    match tokio::spawn(async move { two_phase_to_the_end(writers, start, gtm).await }).await {
+    match tokio::spawn(
+        async move { two_phase_to_the_end(writers, start, gtm, after_decision).await },
+    )
+    .await
+    {
         Ok(outcome) => outcome,
         Err(e) => Err(PgError::internal(format!("two-phase commit failed: {e}"))),
     }
@@ -111,6 +140,7 @@ async fn two_phase_to_the_end(
     mut writers: Vec<(DatanodeClient, DatanodeTxn)>,
     start: Timestamp,
     gtm: gtm::GtmClient,
+    after_decision: Option<AfterDecision>,
 ) -> PgResult<Timestamp> {
     // Increments are applied first, one datanode after another in datanode order (the
     // writers' order): that is when their rows' exclusive locks are taken. Then every part
@@ -180,6 +210,17 @@ async fn two_phase_to_the_end(
             ));
         }
     };
+    let mut forgettable = true;
+    if let Some(after) = after_decision {
+        if let Err(e) = after.await {
+            forgettable = false;
+            tracing::warn!(
+                start,
+                ts,
+                "after a commit decision: {e}; the GTM keeps the decision"
+            );
+        }
+    }
     // Committed. A participant that fails to apply it now (its connection lost, its
     // process killed) learns the decision from the GTM (its resolver, after the
     // connection closes or its restart), so the client is told of the commit; only once
@@ -190,7 +231,7 @@ async fn two_phase_to_the_end(
             .map(|(dn, p)| async move { dn.commit_prepared(p, ts).await }),
     )
     .await;
-    let mut all_applied = true;
+    let mut all_applied = forgettable;
     for e in applied.into_iter().filter_map(Result::err) {
         all_applied = false;
         tracing::warn!(

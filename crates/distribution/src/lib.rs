@@ -19,6 +19,7 @@ mod prepared;
 mod scan;
 
 pub use bulk::ClusterBulkLoad;
+pub use commit::AfterDecision;
 pub use datanodes::{ClusterSavepoint, ClusterTxn, Datanodes};
 pub use placement::{new_row_id, RelPlacement, BUCKETS};
 pub use scan::ClusterScan;

@@ -72,6 +72,14 @@ impl MetaClient {
         }
     }
 
+    /// The values of `keys` (`None`: absent), in order, read together.
+    pub async fn get(&self, keys: Vec<Vec<u8>>) -> PgResult<Vec<Option<Vec<u8>>>> {
+        match self.call(Request::Get { keys }).await? {
+            Response::Values(v) => Ok(v),
+            other => Err(unexpected(other)),
+        }
+    }
+
     pub async fn write(&self, batch: WriteBatch) -> PgResult<WriteOutcome> {
         match self.call(Request::Write(batch)).await? {
             Response::Written(o) => Ok(o),

@@ -10,6 +10,10 @@ pub enum Request {
     Scan {
         prefix: Key,
     },
+    /// The values of the given keys (`None`: absent), in order.
+    Get {
+        keys: Vec<Key>,
+    },
     Write(WriteBatch),
     /// Reserve `n` values of a counter that starts at `floor`.
     Allocate {
@@ -47,6 +51,7 @@ pub struct Reserve {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Response {
     Snapshot(Snapshot),
+    Values(Vec<Option<Vec<u8>>>),
     Written(WriteOutcome),
     Allocated {
         first: u64,

@@ -44,6 +44,7 @@ impl MetaService {
     fn apply(&self, req: Request) -> PgResult<Response> {
         Ok(match req {
             Request::Scan { prefix } => Response::Snapshot(self.store.scan(&prefix)),
+            Request::Get { keys } => Response::Values(self.store.get(&keys)),
             Request::Version => Response::Version(self.store.version()),
             Request::Write(batch) => {
                 let outcome = self.store.write(&batch)?;

@@ -73,6 +73,12 @@ impl MetaStore {
         }
     }
 
+    /// The values of `keys` (`None`: absent), read together.
+    pub fn get(&self, keys: &[Vec<u8>]) -> Vec<Option<Vec<u8>>> {
+        let st = self.state.lock();
+        keys.iter().map(|k| st.entries.get(k).cloned()).collect()
+    }
+
     /// Applies `batch` atomically and durably if every expectation holds.
     pub fn write(&self, batch: &WriteBatch) -> PgResult<WriteOutcome> {
         let mut st = self.state.lock();
@@ -229,6 +235,11 @@ mod tests {
         assert_eq!(store.version(), 1, "counters do not move the version");
         let snap = store.scan(b"t/");
         assert_eq!(snap.entries, vec![(b"t/a".to_vec(), b"1".to_vec())]);
+        assert_eq!(
+            store.get(&[b"u/x".to_vec(), b"t/".to_vec(), b"t/a".to_vec()]),
+            vec![Some(b"2".to_vec()), None, Some(b"1".to_vec())],
+            "exact keys, not prefixes"
+        );
         assert_eq!(store.allocate(b"n", 1, 100).unwrap(), 111);
     }
 

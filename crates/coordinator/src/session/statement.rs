@@ -181,12 +181,18 @@ impl<S: SessionStream> Session<S> {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).
                 // CREATE INDEX reads the rows, its transaction's own among them.
+                // Every DDL but VACUUM runs in a started transaction, whose start names
+                // its pending catalog record (`DdlLog`).
                 let in_block = self.tx.as_ref().is_some_and(|t| t.explicit);
                 let snapshot = match stmt {
-                    Statement::Truncate { .. } if in_block => Some(self.ensure_started().await?),
-                    Statement::CreateIndex(_) => Some(self.ensure_started().await?),
-                    _ => None,
+                    Statement::Vacuum { .. } => None,
+                    _ => Some(self.ensure_started().await?),
                 };
+                let snapshot = snapshot.filter(|_| match stmt {
+                    Statement::Truncate { .. } => in_block,
+                    Statement::CreateIndex(_) => true,
+                    _ => false,
+                });
                 self.ensure_transaction();
                 let t = self.tx.as_mut().expect("ensured above");
                 let rows = t

@@ -297,18 +297,26 @@ impl<S: SessionStream> Session<S> {
             owner: self.state.user.clone(),
             database: self.state.database.clone(),
         };
+        // The catalog keeps no prepared state: its DDL stays, whichever way the prepared
+        // transaction ends (decision 0038).
+        let unrecorded = ddl.unrecord(&self.shared).await;
         let gtm = &self.shared.gtm;
-        if let Err(e) = self
-            .shared
-            .datanodes
-            .prepare_transaction(dn, xact, gtm)
-            .await
-        {
+        let prepared = match unrecorded {
+            Ok(()) => {
+                self.shared
+                    .datanodes
+                    .prepare_transaction(dn, xact, gtm)
+                    .await
+            }
+            Err(e) => {
+                self.shared.datanodes.abort(dn, gtm).await;
+                Err(e)
+            }
+        };
+        if let Err(e) = prepared {
             ddl.rollback_to(&self.shared, 0).await;
             return Err(e);
         }
-        // The catalog keeps no prepared state: its DDL stays, whichever way the prepared
-        // transaction ends (decision 0038).
         ddl.commit(&self.shared).await;
         Ok(Outcome::tag("PREPARE TRANSACTION"))
     }
@@ -373,6 +381,7 @@ impl<S: SessionStream> Session<S> {
             None => {
                 let start = self.shared.gtm.begin().await?;
                 t.dn_txn = Some(self.shared.datanodes.begin(start, t.isolation));
+                t.ddl.set_start(start);
                 Ok(start)
             }
             Some(dn) if t.isolation == Isolation::RepeatableRead => Ok(dn.start_ts()),
@@ -402,8 +411,16 @@ impl<S: SessionStream> Session<S> {
             dn_txn, mut ddl, ..
         } = t;
         if let Some(dn) = dn_txn {
-            if let Err(e) = self.shared.datanodes.commit(dn, &self.shared.gtm).await {
-                ddl.rollback_to(&self.shared, 0).await;
+            let gtm = &self.shared.gtm;
+            let committed = match ddl.after_decision(&self.shared) {
+                None => self.shared.datanodes.commit(dn, gtm).await,
+                Some(after) => self.shared.datanodes.commit_decided(dn, gtm, after).await,
+            };
+            if let Err(e) = committed {
+                // An unknown outcome is the resolver's to settle, by the GTM's decision.
+                if e.code != codes::TRANSACTION_RESOLUTION_UNKNOWN {
+                    ddl.rollback_to(&self.shared, 0).await;
+                }
                 return Err(e);
             }
         }
