@@ -7,7 +7,7 @@
 
 use crate::catalog::ColumnDef;
 use crate::plan::Expr;
-use types::ops::{BinaryOp, UnaryOp};
+use types::ops::BinaryOp;
 use types::{DataType, Value};
 
 /// `e`, read over a row of `columns`.
@@ -180,11 +180,7 @@ impl Deparser<'_> {
                 self.wrap(format!("{l} {} {r}", op.symbol()))
             }
             Expr::Unary { op, operand, .. } => {
-                let op = match op {
-                    UnaryOp::Neg => "-",
-                    UnaryOp::Plus => "+",
-                    UnaryOp::Not => "NOT",
-                };
+                let op = op.symbol();
                 let parent = Parent::Operator {
                     kind: Kind::Operator,
                     left: false,

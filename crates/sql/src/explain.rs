@@ -13,7 +13,6 @@ use crate::plan::{
     SubqueryKind, WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
-use types::ops::UnaryOp;
 use types::Value;
 
 /// What a cluster adds to a scan: the lines that say which datanodes it reads (none
@@ -685,11 +684,7 @@ fn expr(e: &Expr, names: &[String], n: &mut usize) -> String {
             format!("({l} {} {})", op.symbol(), expr(right, names, n))
         }
         Expr::Unary { op, operand, .. } => {
-            let op = match op {
-                UnaryOp::Neg => "-",
-                UnaryOp::Plus => "+",
-                UnaryOp::Not => "NOT",
-            };
+            let op = op.symbol();
             format!("({op} {})", expr(operand, names, n))
         }
         Expr::And(a, b) | Expr::Or(a, b) => {

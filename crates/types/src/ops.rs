@@ -31,6 +31,11 @@ pub enum BinaryOp {
     RegexNotMatch,
     RegexIMatch,
     RegexNotIMatch,
+    BitAnd,
+    BitOr,
+    BitXor,
+    ShiftLeft,
+    ShiftRight,
 }
 
 impl BinaryOp {
@@ -59,12 +64,23 @@ impl BinaryOp {
             RegexNotMatch => "!~",
             RegexIMatch => "~*",
             RegexNotIMatch => "!~*",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "#",
+            ShiftLeft => "<<",
+            ShiftRight => ">>",
         }
     }
 
     pub fn is_comparison(self) -> bool {
         use BinaryOp::*;
         matches!(self, Eq | NotEq | Lt | LtEq | Gt | GtEq)
+    }
+
+    /// The integer bit operators (`&`, `|`, `#`, `<<`, `>>`).
+    fn is_bitwise(self) -> bool {
+        use BinaryOp::*;
+        matches!(self, BitAnd | BitOr | BitXor | ShiftLeft | ShiftRight)
     }
 
     fn is_arith(self) -> bool {
@@ -92,6 +108,20 @@ pub enum UnaryOp {
     Neg,
     Plus,
     Not,
+    /// `~`, on integers.
+    BitNot,
+}
+
+impl UnaryOp {
+    /// The operator's SQL spelling (as in error messages).
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::Plus => "+",
+            UnaryOp::Not => "NOT",
+            UnaryOp::BitNot => "~",
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -237,6 +267,20 @@ fn lookup(op: BinaryOp, l: &DataType, r: &DataType) -> Option<(DataType, DataTyp
             (T::Bytea, T::Bytea) => Some((T::Bytea, T::Bytea, T::Bytea)),
             _ if is_texty(l) || is_texty(r) || matches!(l, T::Char) || matches!(r, T::Char) => {
                 Some((T::Text, T::Text, T::Text))
+            }
+            _ => None,
+        };
+    }
+    if op.is_bitwise() {
+        let int = |t: &T| matches!(t, T::Int2 | T::Int4 | T::Int8);
+        return match (l, r) {
+            // A shift keeps its left operand's type and takes an int4 count.
+            (a, b) if matches!(op, ShiftLeft | ShiftRight) => {
+                (int(a) && matches!(b, T::Int2 | T::Int4)).then(|| (a.clone(), T::Int4, a.clone()))
+            }
+            (a, b) if int(a) && int(b) => {
+                let c = common_numeric(a, b)?;
+                Some((c.clone(), c.clone(), c))
             }
             _ => None,
         };
@@ -596,7 +640,8 @@ fn float_arith(op: BinaryOp, a: f64, b: f64, is_f4: bool) -> PgResult<Value> {
         BinaryOp::Sub => float_check(a - b, a, b, true, is_f4),
         BinaryOp::Mul => float_check(a * b, a, b, a == 0.0 || b == 0.0, is_f4),
         BinaryOp::Div => {
-            if b == 0.0 {
+            // NaN divided by zero is NaN, as in PostgreSQL.
+            if b == 0.0 && !a.is_nan() {
                 return Err(div_zero());
             }
             float_check(a / b, a, b, a == 0.0 || b.is_infinite(), is_f4)
@@ -939,6 +984,7 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
             };
             return Ok(V::Bool(m == matches!(op, Like | ILike)));
         }
+        BitAnd | BitOr | BitXor | ShiftLeft | ShiftRight => return bitwise(op, left, right),
         RegexMatch | RegexNotMatch | RegexIMatch | RegexNotIMatch => {
             let m = regex_match(
                 &text_of(left),
@@ -1164,6 +1210,35 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
     }
 }
 
+/// An integer bit operator, in the width of its left operand (a shift) or of the wider
+/// one. Shifts behave as PostgreSQL's C on x86: in 32 bits for int2 and int4 (the
+/// result truncated to int2), in 64 for int8, the count taken modulo the width.
+fn bitwise(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value> {
+    use BinaryOp::*;
+    let (Some((wa, a)), Some((wb, b))) = (int_w(left), int_w(right)) else {
+        return Err(PgError::internal("bit operator on non-integers"));
+    };
+    let w = match op {
+        ShiftLeft | ShiftRight => wa,
+        _ if wa >= wb => wa,
+        _ => wb,
+    };
+    let v = match (op, w) {
+        (ShiftLeft, IntW::I8) => a.wrapping_shl(b as u32),
+        (ShiftRight, IntW::I8) => a.wrapping_shr(b as u32),
+        (ShiftLeft, _) => (a as i32).wrapping_shl(b as u32) as i64,
+        (ShiftRight, _) => (a as i32).wrapping_shr(b as u32) as i64,
+        (BitAnd, _) => a & b,
+        (BitOr, _) => a | b,
+        _ => a ^ b,
+    };
+    Ok(match w {
+        IntW::I2 => Value::Int2(v as i16),
+        IntW::I4 => Value::Int4(v as i32),
+        IntW::I8 => Value::Int8(v),
+    })
+}
+
 /// `eval_binary` with the resolved operand type known: comparisons of `character(n)` /
 /// `bpchar` operands ignore trailing spaces as PostgreSQL's bpchar operators do. Prefer this
 /// when the operand type is at hand.
@@ -1220,6 +1295,9 @@ pub fn eval_unary(op: UnaryOp, v: &Value) -> PgResult<Value> {
             .checked_neg()
             .map(V::Int8)
             .ok_or_else(|| out_of_range("bigint")),
+        (UnaryOp::BitNot, V::Int2(x)) => Ok(V::Int2(!x)),
+        (UnaryOp::BitNot, V::Int4(x)) => Ok(V::Int4(!x)),
+        (UnaryOp::BitNot, V::Int8(x)) => Ok(V::Int8(!x)),
         (UnaryOp::Neg, V::Float4(x)) => Ok(V::Float4(-x)),
         (UnaryOp::Neg, V::Float8(x)) => Ok(V::Float8(-x)),
         (UnaryOp::Neg, V::Numeric(d)) => Ok(V::Numeric(d.neg())),
@@ -1232,14 +1310,9 @@ pub fn eval_unary(op: UnaryOp, v: &Value) -> PgResult<Value> {
             },
         ) => interval_neg(*months, *days, *micros),
         _ => {
-            let sym = match op {
-                UnaryOp::Neg => "-",
-                UnaryOp::Plus => "+",
-                UnaryOp::Not => "NOT",
-            };
             Err(PgError::new(
                 codes::UNDEFINED_FUNCTION,
-                format!("operator does not exist: {} {}", sym, v.natural_type().format_type_be()),
+                format!("operator does not exist: {} {}", op.symbol(), v.natural_type().format_type_be()),
             )
             .with_hint("No operator matches the given name and argument type. You might need to add an explicit type cast."))
         }
@@ -1252,6 +1325,7 @@ pub fn resolve_unary(op: UnaryOp, ty: &DataType) -> PgResult<DataType> {
     let ok = match op {
         UnaryOp::Not => matches!(t, DataType::Bool | DataType::Unknown),
         UnaryOp::Neg | UnaryOp::Plus => t.is_numeric() || matches!(t, DataType::Interval),
+        UnaryOp::BitNot => matches!(t, DataType::Int2 | DataType::Int4 | DataType::Int8),
     };
     if ok {
         Ok(if matches!(t, DataType::Unknown) {
@@ -1260,12 +1334,7 @@ pub fn resolve_unary(op: UnaryOp, ty: &DataType) -> PgResult<DataType> {
             t
         })
     } else {
-        let sym = match op {
-            UnaryOp::Neg => "-",
-            UnaryOp::Plus => "+",
-            UnaryOp::Not => "NOT",
-        };
-        Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("operator does not exist: {} {}", sym, ty.format_type_be()))
+        Err(PgError::new(codes::UNDEFINED_FUNCTION, format!("operator does not exist: {} {}", op.symbol(), ty.format_type_be()))
             .with_hint("No operator matches the given name and argument type. You might need to add an explicit type cast."))
     }
 }

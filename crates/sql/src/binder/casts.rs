@@ -137,10 +137,16 @@ pub(super) fn cast_to_explicit(e: Expr, to: &DataType) -> PgResult<Expr> {
     }
     match e {
         Expr::Const(Value::Null, _) => Ok(Expr::Const(Value::Null, to.clone())),
+        // Read as the type, then held to its modifier as an explicit cast does (a string
+        // too long for char(n) or varchar(n) is truncated, not refused).
         Expr::Const(Value::Text(s), DataType::Unknown)
             if !types::cast::depends_on_zone(&DataType::Text, to) =>
         {
-            Ok(Expr::Const(types::io::from_text(&s, to)?, to.clone()))
+            let v = types::io::from_text(&s, &to.without_typmod())?;
+            Ok(Expr::Const(
+                types::cast::apply_typmod(v, to, true)?,
+                to.clone(),
+            ))
         }
         other => {
             let from = if from == DataType::Unknown {

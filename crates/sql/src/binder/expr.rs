@@ -338,6 +338,11 @@ impl<'a> Binder<'a> {
                     B::PGNotLikeMatch => BinaryOp::NotLike,
                     B::PGILikeMatch => BinaryOp::ILike,
                     B::PGNotILikeMatch => BinaryOp::NotILike,
+                    B::BitwiseAnd => BinaryOp::BitAnd,
+                    B::BitwiseOr => BinaryOp::BitOr,
+                    B::PGBitwiseXor => BinaryOp::BitXor,
+                    B::PGBitwiseShiftLeft => BinaryOp::ShiftLeft,
+                    B::PGBitwiseShiftRight => BinaryOp::ShiftRight,
                     B::PGCustomBinaryOperator(parts) => match parts.last().map(String::as_str) {
                         Some("~") => BinaryOp::RegexMatch,
                         Some("!~") => BinaryOp::RegexNotMatch,
@@ -366,6 +371,19 @@ impl<'a> Binder<'a> {
                     ast::UnaryOperator::Not => {
                         Expr::Not(Box::new(cast_to(operand, &DataType::Bool)?))
                     }
+                    ast::UnaryOperator::BitwiseNot => {
+                        let operand = if operand.ty() == DataType::Unknown {
+                            cast_to(operand, &DataType::Int4)?
+                        } else {
+                            operand
+                        };
+                        let ty = types::ops::resolve_unary(UnaryOp::BitNot, &operand.ty())?;
+                        Expr::Unary {
+                            op: UnaryOp::BitNot,
+                            operand: Box::new(operand),
+                            ty,
+                        }
+                    }
                     ast::UnaryOperator::Minus | ast::UnaryOperator::Plus => {
                         let operand = if operand.ty() == DataType::Unknown {
                             cast_to(operand, &DataType::Float8)?
@@ -390,6 +408,10 @@ impl<'a> Binder<'a> {
             E::IsNull(x) | E::IsNotNull(x) => Expr::IsNull {
                 operand: Box::new(child(self, x)?),
                 negated: matches!(e, E::IsNotNull(_)),
+            },
+            E::IsUnknown(x) | E::IsNotUnknown(x) => Expr::IsNull {
+                operand: Box::new(cast_to(child(self, x)?, &DataType::Bool)?),
+                negated: matches!(e, E::IsNotUnknown(_)),
             },
             E::IsTrue(x) | E::IsNotTrue(x) | E::IsFalse(x) | E::IsNotFalse(x) => {
                 let operand = cast_to(child(self, x)?, &DataType::Bool)?;
@@ -686,6 +708,11 @@ impl<'a> Binder<'a> {
             } => {
                 let arg = child(self, expr)?;
                 self.call_scalar("floor", vec![arg])?
+            }
+            // position(sub IN s) is strpos(s, sub).
+            E::Position { expr, r#in } => {
+                let args = vec![child(self, r#in)?, child(self, expr)?];
+                self.call_scalar("strpos", args)?
             }
             E::Substring {
                 expr,

@@ -1637,9 +1637,10 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
             expr, data_type, ..
         } => match expr.as_ref() {
             // PostgreSQL: a cast of a constant or of another cast is named after the outer type.
-            ast::Expr::Value(_) | ast::Expr::Cast { .. } | ast::Expr::TypedString(_) => {
-                type_column_name(data_type)
-            }
+            ast::Expr::Value(_)
+            | ast::Expr::Cast { .. }
+            | ast::Expr::TypedString(_)
+            | ast::Expr::Interval(_) => type_column_name(data_type),
             ast::Expr::Nested(n)
                 if matches!(n.as_ref(), ast::Expr::Value(_) | ast::Expr::Cast { .. }) =>
             {
@@ -1672,6 +1673,10 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
             },
             _ => "?column?".into(),
         },
+        ast::Expr::Position { .. } => "position".into(),
+        ast::Expr::Substring {
+            shorthand: true, ..
+        } => "substr".into(),
         ast::Expr::Substring { .. } => "substring".into(),
         ast::Expr::Trim { trim_where, .. } => trim_function(trim_where.as_ref()).into(),
         _ => "?column?".into(),
@@ -1687,8 +1692,10 @@ pub(super) fn type_column_name(dt: &ast::DataType) -> String {
         .trim()
         .trim_start_matches("pg_catalog.")
         .to_string();
-    match DataType::from_sql_name(&base, &[]) {
+    // An array type is named after its element type, as in PostgreSQL.
+    let element = base.trim_end_matches("[]").trim();
+    match DataType::from_sql_name(element, &[]) {
         Ok(t) => t.type_name().to_string(),
-        Err(_) => base,
+        Err(_) => element.to_string(),
     }
 }

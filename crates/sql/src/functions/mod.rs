@@ -10,6 +10,7 @@ use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
 use types::{DataType, Value};
 
+mod math;
 mod string;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -113,6 +114,21 @@ pub enum ScalarFunc {
     Repeat,
     Replace,
     Md5,
+    // Mathematical functions (math.rs).
+    Pi,
+    Scale,
+    WidthBucket,
+    Atan2,
+    Cbrt,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Degrees,
+    Radians,
     /// Date/time functions (`datetime.rs`), evaluated with the session's time zone.
     DatePart,
     Extract,
@@ -477,7 +493,7 @@ pub fn resolve_scalar(
             if let Some(found) = json::resolve(name, args) {
                 return found;
             }
-            match string::resolve(name, args) {
+            match string::resolve(name, args).or_else(|| math::resolve(name, args)) {
                 Some(resolved) => resolved,
                 None => return Err(undefined_function(name, args)),
             }
@@ -754,7 +770,25 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             Value::Text(s.repeat(n))
         }
         F::Replace => Value::Text(text(&args[0]).replace(&text(&args[1]), &text(&args[2]))),
-        F::Md5 => return Err(PgError::unsupported("function md5")),
+        F::Md5 => {
+            use md5::Digest;
+            let digest = md5::Md5::digest(text(&args[0]).as_bytes());
+            Value::Text(digest.iter().map(|b| format!("{b:02x}")).collect())
+        }
+        F::Pi
+        | F::Scale
+        | F::WidthBucket
+        | F::Atan2
+        | F::Cbrt
+        | F::Sin
+        | F::Cos
+        | F::Tan
+        | F::Cot
+        | F::Asin
+        | F::Acos
+        | F::Atan
+        | F::Degrees
+        | F::Radians => math::eval(func, &args)?,
         F::Chr
         | F::Ascii
         | F::Lpad
