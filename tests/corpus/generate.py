@@ -97,6 +97,22 @@ def strings():
             lines.append("SELECT " + f.format(s))
     for n in ["65", "97", "8364", "0"]:
         lines.append(f"SELECT chr({n})")
+    for f in ("format('%s|%s', 'a', NULL)", "format('%2$s %1$s', 'a', 'b')", "format('%-6s|', 'ab')",
+              "format('%6s|', 'ab')", "format('%I', 'Mixed Case')", "format('%I', NULL)",
+              "format('%L', 'it''s')", "format('%%')", "format('%s')", "format('%x', 1)",
+              "format('%1$s %s', 'a', 'b')", "format(NULL)", "format('%s', 12.50)",
+              "quote_nullable(NULL)", "quote_nullable('x')", "quote_literal('a\\b')",
+              "quote_literal(42)", "quote_ident('select')", "quote_ident('a\"b')",
+              "regexp_replace('Hello World', '(o)(.)', '[\\2\\1]', 'g')",
+              "regexp_replace('abcabc', 'B', 'x', 'gi')", "regexp_replace('abc', 'b', '\\&\\&')",
+              "regexp_replace('abc', '(', 'x')", "regexp_replace('a$b', '\\$', '$$')",
+              "encode(repeat('xyz', 40)::bytea, 'base64')", "decode('aGVsbG8=', 'base64')",
+              "decode('68656C6C6F', 'hex')", "decode('6', 'hex')", "encode('\\x00ff5c41'::bytea, 'escape')",
+              "decode('a\\000b\\\\', 'escape')", "encode('abc'::bytea, 'rot13')",
+              "'abc' SIMILAR TO 'a(b|x)c'", "'a.c' SIMILAR TO 'a.c'", "'abc' SIMILAR TO 'a.c'",
+              "'ab%' SIMILAR TO 'ab#%' ESCAPE '#'", "'abc' NOT SIMILAR TO '%b%'",
+              "md5('The quick brown fox')", "position('' in 'abc')"):
+        lines.append("SELECT " + f)
     write("strings", "string functions and operators, patterns, padding and quoting", lines)
 
 
@@ -156,7 +172,14 @@ def logic():
         lines.append(f"SELECT nullif({a}, {b}), CASE WHEN {a} > {b} THEN 'gt' WHEN {a} = {b} THEN 'eq' ELSE 'other' END")
         lines.append(f"SELECT {a} IN ({b}, {c}), {a} NOT IN ({b}, {c}), {a} BETWEEN {b} AND {c}")
         lines.append(f"SELECT CASE {a} WHEN {b} THEN 'b' WHEN {c} THEN 'c' END")
-    write("logic", "three-valued logic, NULL handling, CASE, COALESCE, IN and BETWEEN", lines)
+    rows = ["(1, 2)", "(1, NULL)", "(NULL, 2)", "(2, 1)", "(1, 3)"]
+    for a, b in product(rows, repeat=2):
+        for op in ("=", "<>", "<", "<=", ">", ">="):
+            lines.append(f"SELECT {a} {op} {b}")
+    for a in rows:
+        lines.append(f"SELECT {a} IN ((1, 2), (2, 1)), {a} NOT IN ((1, 2), (NULL, 1))")
+    lines.append("SELECT (1, 2) = (1, 2, 3)")
+    write("logic", "three-valued logic, NULL handling, CASE, COALESCE, IN, BETWEEN and row comparisons", lines)
 
 
 DATES = ["'2024-02-29'", "'2023-12-31'", "'2000-01-01'", "'1999-07-04'"]
@@ -204,6 +227,13 @@ def arrays():
             lines.append("SELECT " + f.format(a))
     for a, b in product(arrays[:3], repeat=2):
         lines.append(f"SELECT {a} = {b}, {a} < {b}, {a} || {b}")
+        lines.append(f"SELECT {a} @> {b}, {a} <@ {b}, {a} && {b}, array_cat({a}, {b})")
+    for f in ("array_append(ARRAY['a'], NULL)", "array_remove(ARRAY[1,NULL,2,NULL], NULL)",
+              "ARRAY[1,NULL] @> ARRAY[NULL::int]", "array_to_string(ARRAY[1,NULL,3], '-', NULL)",
+              "array_to_string(ARRAY[1,2], NULL)", "array_cat(NULL::int[], ARRAY[1])",
+              "array_dims(ARRAY[[1,2,3],[4,5,6]])", "array_ndims(ARRAY[[[1]]])",
+              "ARRAY['a','b'] && ARRAY['b']", "'{1,2}'::int[] <@ '{1,2,3}'"):
+        lines.append("SELECT " + f)
     write("arrays", "array operators, functions, slices, ANY and ALL", lines)
 
 

@@ -885,13 +885,22 @@ thread_local! {
 /// POSIX regex match (`~`, `~*`) via the `regex` crate (RE2 syntax, close to PG's ARE for
 /// common patterns; no backreferences). Invalid patterns are 2201B.
 pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<bool> {
+    with_regex(pattern, case_insensitive, |re| re.is_match(s))
+}
+
+/// Runs `f` on the compiled `pattern` (a per-thread cache of the last 32 compiled).
+pub fn with_regex<T>(
+    pattern: &str,
+    case_insensitive: bool,
+    f: impl FnOnce(&regex::Regex) -> T,
+) -> PgResult<T> {
     REGEX_CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if let Some((_, _, re)) = c
             .iter()
             .find(|(p, ci, _)| p == pattern && *ci == case_insensitive)
         {
-            return Ok(re.is_match(s));
+            return Ok(f(re));
         }
         let re = regex::RegexBuilder::new(pattern)
             .case_insensitive(case_insensitive)
@@ -909,13 +918,55 @@ pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<b
                     format!("invalid regular expression: {last}"),
                 )
             })?;
-        let m = re.is_match(s);
+        let out = f(&re);
         if c.len() >= 32 {
             c.remove(0);
         }
         c.push((pattern.to_string(), case_insensitive, re));
-        Ok(m)
+        Ok(out)
     })
+}
+
+/// SQL's SIMILAR TO pattern as an anchored regular expression: `%` any string, `_` any
+/// character, `escape` (default backslash) quoting the next character, the other
+/// regular-expression operators as they are and `.`, `^`, `$` literal.
+pub fn similar_to_regex(pattern: &str, escape: Option<char>) -> PgResult<String> {
+    let escape = escape.or(Some('\\'));
+    let mut out = String::from("^(?:");
+    let mut chars = pattern.chars();
+    let mut in_brackets = false;
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            let Some(next) = chars.next() else {
+                return Err(PgError::new(
+                    codes::INVALID_ESCAPE_SEQUENCE,
+                    "invalid escape string",
+                ));
+            };
+            out.push_str(&regex::escape(&next.to_string()));
+            continue;
+        }
+        match c {
+            '[' => {
+                in_brackets = true;
+                out.push(c);
+            }
+            ']' => {
+                in_brackets = false;
+                out.push(c);
+            }
+            _ if in_brackets => out.push(c),
+            '%' => out.push_str(".*"),
+            '_' => out.push('.'),
+            '.' | '^' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out.push_str(")$");
+    Ok(out)
 }
 
 fn text_of(v: &Value) -> String {

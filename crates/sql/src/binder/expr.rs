@@ -295,13 +295,22 @@ impl<'a> Binder<'a> {
                 }
                 e
             }
+            E::BinaryOp { left, op, right }
+                if row_items(left).is_some() && row_items(right).is_some() =>
+            {
+                let (l, r) = (row_items(left).unwrap(), row_items(right).unwrap());
+                self.row_comparison(op, l, r, child)?
+            }
             E::BinaryOp { left, op, right } => {
                 use ast::BinaryOperator as B;
                 let l = child(self, left)?;
                 let r = child(self, right)?;
-                if let Some((func, types, ty)) =
-                    crate::functions::json::resolve_operator(op, &l.ty(), &r.ty())?
-                {
+                let array_op = crate::functions::array_ops::resolve_operator(op, &l.ty(), &r.ty());
+                let resolved = match array_op {
+                    Some(found) => Some(found),
+                    None => crate::functions::json::resolve_operator(op, &l.ty(), &r.ty())?,
+                };
+                if let Some((func, types, ty)) = resolved {
                     let l = self.infer_param(l, &types[0]);
                     let r = self.infer_param(r, &types[1]);
                     let args = vec![cast_to(l, &types[0])?, cast_to(r, &types[1])?];
@@ -435,6 +444,35 @@ impl<'a> Binder<'a> {
                     negated: matches!(e, E::IsNotDistinctFrom(..)),
                 }
             }
+            // (a, b) IN ((1, 2), (3, 4)): the row equalities, OR'd.
+            E::InList {
+                expr,
+                list,
+                negated,
+            } if row_items(expr).is_some() => {
+                let mut any: Option<Expr> = None;
+                for item in list {
+                    let Some(r) = row_items(item) else {
+                        return Err(syntax("IN list items must be rows like the left operand"));
+                    };
+                    let eq = self.row_comparison(
+                        &ast::BinaryOperator::Eq,
+                        row_items(expr).unwrap(),
+                        r,
+                        child,
+                    )?;
+                    any = Some(match any {
+                        None => eq,
+                        Some(a) => Expr::Or(Box::new(a), Box::new(eq)),
+                    });
+                }
+                let any = any.ok_or_else(|| syntax("syntax error at or near \")\""))?;
+                if *negated {
+                    Expr::Not(Box::new(any))
+                } else {
+                    any
+                }
+            }
             E::InList {
                 expr,
                 list,
@@ -516,6 +554,30 @@ impl<'a> Binder<'a> {
                     Expr::Not(Box::new(both))
                 } else {
                     both
+                }
+            }
+            E::SimilarTo {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+            } => {
+                let mut args = vec![
+                    cast_to(child(self, expr)?, &DataType::Text)?,
+                    cast_to(child(self, pattern)?, &DataType::Text)?,
+                ];
+                if let Some(escape) = escape_char {
+                    args.push(cast_to(child(self, escape)?, &DataType::Text)?);
+                }
+                let similar = Expr::Func {
+                    func: ScalarFunc::SimilarTo,
+                    args,
+                    ty: DataType::Bool,
+                };
+                if *negated {
+                    Expr::Not(Box::new(similar))
+                } else {
+                    similar
                 }
             }
             E::Like {
@@ -887,6 +949,66 @@ impl<'a> Binder<'a> {
         cast_to_explicit(inner, to)
     }
 
+    /// A comparison of two row constructors, as PostgreSQL's: `=` all pairs equal, `<>`
+    /// any pair different, the ordering operators lexicographic (decided by the first
+    /// pair that is not equal; NULL where that pair has a NULL).
+    fn row_comparison(
+        &mut self,
+        op: &ast::BinaryOperator,
+        left: &[ast::Expr],
+        right: &[ast::Expr],
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
+    ) -> PgResult<Expr> {
+        use ast::BinaryOperator as B;
+        if left.len() != right.len() {
+            return Err(syntax("unequal number of entries in row expressions"));
+        }
+        let mut pairs = Vec::with_capacity(left.len());
+        for (l, r) in left.iter().zip(right) {
+            pairs.push((child(self, l)?, child(self, r)?));
+        }
+        let (strict, last) = match op {
+            B::Eq | B::NotEq => {
+                let bop = if *op == B::Eq {
+                    BinaryOp::Eq
+                } else {
+                    BinaryOp::NotEq
+                };
+                let mut all: Option<Expr> = None;
+                for (l, r) in pairs {
+                    let c = self.binary(bop, l, r)?;
+                    all = Some(match (all, *op == B::Eq) {
+                        (None, _) => c,
+                        (Some(a), true) => Expr::And(Box::new(a), Box::new(c)),
+                        (Some(a), false) => Expr::Or(Box::new(a), Box::new(c)),
+                    });
+                }
+                return all.ok_or_else(|| syntax("row expressions must not be empty"));
+            }
+            B::Lt => (BinaryOp::Lt, BinaryOp::Lt),
+            B::LtEq => (BinaryOp::Lt, BinaryOp::LtEq),
+            B::Gt => (BinaryOp::Gt, BinaryOp::Gt),
+            B::GtEq => (BinaryOp::Gt, BinaryOp::GtEq),
+            other => return Err(unsupported(format!("operator {other} on rows"))),
+        };
+        // From the last pair back: a_i <strict> b_i OR (a_i = b_i AND <the rest>).
+        let mut rest: Option<Expr> = None;
+        for (l, r) in pairs.into_iter().rev() {
+            rest = Some(match rest {
+                None => self.binary(last, l, r)?,
+                Some(rest) => {
+                    let decided = self.binary(strict, l.clone(), r.clone())?;
+                    let equal = self.binary(BinaryOp::Eq, l, r)?;
+                    Expr::Or(
+                        Box::new(decided),
+                        Box::new(Expr::And(Box::new(equal), Box::new(rest))),
+                    )
+                }
+            });
+        }
+        rest.ok_or_else(|| syntax("row expressions must not be empty"))
+    }
+
     pub(super) fn call_scalar(&mut self, name: &str, args: Vec<Expr>) -> PgResult<Expr> {
         let arg_types: Vec<DataType> = args.iter().map(Expr::ty).collect();
         let (func, want, ty) = resolve_scalar(name, &arg_types)?;
@@ -1154,5 +1276,14 @@ pub(super) fn boolean_clause(clause: &str, b: Expr) -> PgResult<Expr> {
                 other.format_type()
             ),
         )),
+    }
+}
+
+/// The items of a row constructor `(a, b)`.
+fn row_items(e: &ast::Expr) -> Option<&[ast::Expr]> {
+    match e {
+        ast::Expr::Tuple(items) => Some(items),
+        ast::Expr::Nested(inner) => row_items(inner),
+        _ => None,
     }
 }

@@ -3,6 +3,9 @@
 //! catalog (settings, `now()`, `format_type` of catalog state…) are evaluated by the
 //! coordinator through `eval::EvalEnv::session_function`.
 
+pub mod array_ops {
+    pub use super::array::resolve_operator;
+}
 pub mod datetime;
 pub mod json;
 
@@ -10,6 +13,9 @@ use pgerror::{codes, PgError, PgResult};
 use types::numeric::{self, Numeric};
 use types::{DataType, Value};
 
+mod array;
+mod bytes;
+mod format;
 mod math;
 mod string;
 
@@ -114,6 +120,23 @@ pub enum ScalarFunc {
     Repeat,
     Replace,
     Md5,
+    // Quoting and format() (format.rs).
+    QuoteLiteral,
+    QuoteNullable,
+    Format,
+    // Array functions and operators (array.rs).
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayCat,
+    ArrayRemove,
+    ArrayNdims,
+    ArrayDims,
+    ArrayContains,
+    ArrayContained,
+    ArrayOverlap,
+    // encode/decode (bytes.rs).
+    Encode,
+    Decode,
     // Mathematical functions (math.rs).
     Pi,
     Scale,
@@ -161,6 +184,9 @@ pub enum ScalarFunc {
     OctetLength,
     BitLength,
     ConcatWs,
+    RegexpReplace,
+    /// `s SIMILAR TO pattern [ESCAPE e]` (built by the binder).
+    SimilarTo,
     // json and jsonb (json.rs).
     JsonbField,
     JsonbFieldText,
@@ -443,6 +469,7 @@ pub fn resolve_scalar(
         ("ltrim", 1 | 2) => (F::LTrim, text_args(), Text),
         ("rtrim", 1 | 2) => (F::RTrim, text_args(), Text),
         ("array_to_string", 2) => (F::ArrayToString, vec![first.clone(), Text], Text),
+        ("array_to_string", 3) => (F::ArrayToString, vec![first.clone(), Text, Text], Text),
         ("array_position", 2) => {
             let elem = first.element().cloned().unwrap_or(Text);
             (F::ArrayPosition, vec![first.clone(), elem], Int4)
@@ -451,7 +478,6 @@ pub fn resolve_scalar(
         ("array_upper", 2) => (F::ArrayUpper, vec![first.clone(), Int4], Int4),
         ("array_lower", 2) => (F::ArrayLower, vec![first.clone(), Int4], Int4),
         ("cardinality", 1) => (F::Cardinality, vec![first.clone()], Int4),
-        ("quote_ident", 1) => (F::QuoteIdent, text_args(), Text),
         ("pg_typeof", 1) => (F::PgTypeof, vec![first.clone()], RegType),
         ("mod", 2) => {
             let t = if first == Unknown {
@@ -493,7 +519,12 @@ pub fn resolve_scalar(
             if let Some(found) = json::resolve(name, args) {
                 return found;
             }
-            match string::resolve(name, args).or_else(|| math::resolve(name, args)) {
+            let found = string::resolve(name, args)
+                .or_else(|| math::resolve(name, args))
+                .or_else(|| format::resolve(name, args))
+                .or_else(|| bytes::resolve(name, args))
+                .or_else(|| array::resolve(name, args));
+            match found {
                 Some(resolved) => resolved,
                 None => return Err(undefined_function(name, args)),
             }
@@ -539,6 +570,12 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             | F::NullIf
             | F::ArrayToString
             | F::PgTypeof
+            | F::QuoteNullable
+            | F::Format
+            | F::ArrayAppend
+            | F::ArrayPrepend
+            | F::ArrayCat
+            | F::ArrayRemove
     );
     if !null_tolerant && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -650,15 +687,19 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
                 .to_string(),
             )
         }
-        F::ArrayToString => match &args[0] {
-            Value::Array(items) => {
-                let sep = text(&args[1]);
-                let parts: Vec<String> = items
-                    .iter()
-                    .filter(|v| !v.is_null())
-                    .map(value_to_text)
+        // Elements of every dimension in order; NULLs left out, or written as the third
+        // argument when there is one (and it is not NULL).
+        F::ArrayToString => match (&args[0], &args[1]) {
+            (Value::Array(_), sep) if !sep.is_null() => {
+                let null = args.get(2).filter(|n| !n.is_null()).map(&text);
+                let parts: Vec<String> = array::flat(&args[0])
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::Null => null.clone(),
+                        v => Some(value_to_text(v)),
+                    })
                     .collect();
-                Value::Text(parts.join(&sep))
+                Value::Text(parts.join(&text(sep)))
             }
             _ => Value::Null,
         },
@@ -692,20 +733,6 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             Value::Array(items) if !items.is_empty() && int(&args[1]) == 1 => Value::Int4(1),
             _ => Value::Null,
         },
-        F::QuoteIdent => {
-            let s = text(&args[0]);
-            let plain = !s.is_empty()
-                && s.chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-                && s.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-            Value::Text(if plain {
-                s
-            } else {
-                format!("\"{}\"", s.replace('"', "\"\""))
-            })
-        }
         F::PgTypeof => unreachable!("pg_typeof is folded by the binder"),
         F::Mod => types::ops::eval_binary(types::ops::BinaryOp::Mod, &args[0], &args[1])?,
         F::Sqrt | F::Exp | F::Ln | F::Log | F::Power if matches!(args[0], Value::Numeric(_)) => {
@@ -802,7 +829,22 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::ToHex
         | F::OctetLength
         | F::BitLength
-        | F::ConcatWs => string::eval(func, &args)?,
+        | F::ConcatWs
+        | F::RegexpReplace
+        | F::SimilarTo => string::eval(func, &args)?,
+        F::QuoteIdent | F::QuoteLiteral | F::QuoteNullable | F::Format => {
+            format::eval(func, &args)?
+        }
+        F::Encode | F::Decode => bytes::eval(func, &args)?,
+        F::ArrayAppend
+        | F::ArrayPrepend
+        | F::ArrayCat
+        | F::ArrayRemove
+        | F::ArrayNdims
+        | F::ArrayDims
+        | F::ArrayContains
+        | F::ArrayContained
+        | F::ArrayOverlap => array::eval(func, &args)?,
         F::JsonbField
         | F::JsonbFieldText
         | F::JsonbElement

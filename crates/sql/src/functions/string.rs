@@ -24,6 +24,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataT
         ("reverse", 1) => (F::Reverse, text_args(), Text),
         ("translate", 3) => (F::Translate, text_args(), Text),
         ("starts_with", 2) => (F::StartsWith, text_args(), Bool),
+        ("regexp_replace", 3 | 4) => (F::RegexpReplace, text_args(), Text),
         // to_hex(int4) shows the 32-bit two's complement, to_hex(int8) the 64-bit one.
         ("to_hex", 1) if args[0] == Int8 => (F::ToHex, vec![Int8], Text),
         ("to_hex", 1) => (F::ToHex, vec![Int4], Text),
@@ -65,6 +66,22 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         F::Reverse => Value::Text(text(0).chars().rev().collect()),
         F::Translate => Value::Text(translate(&text(0), &text(1), &text(2))),
         F::StartsWith => Value::Bool(text(0).starts_with(&text(1))),
+        F::RegexpReplace => {
+            let flags = if args.len() > 3 {
+                text(3)
+            } else {
+                String::new()
+            };
+            Value::Text(regexp_replace(&text(0), &text(1), &text(2), &flags)?)
+        }
+        F::SimilarTo => {
+            let escape = args
+                .get(2)
+                .and_then(Value::as_str)
+                .map(|e| e.chars().next());
+            let pattern = types::ops::similar_to_regex(&text(1), escape.unwrap_or(None))?;
+            Value::Bool(types::ops::regex_match(&text(0), &pattern, false)?)
+        }
         F::ToHex => Value::Text(match &args[0] {
             Value::Int8(v) => format!("{:x}", *v as u64),
             _ => format!("{:x}", int(0) as i32 as u32),
@@ -86,6 +103,53 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
             return Err(PgError::internal(format!(
                 "{other:?} is not a string function"
             )))
+        }
+    })
+}
+
+/// regexp_replace with PostgreSQL's flags (`g` every match, `i` case-insensitive) and
+/// replacement (`\1`…`\9` a group, `\&` the match, `\\` a backslash).
+fn regexp_replace(s: &str, pattern: &str, replacement: &str, flags: &str) -> PgResult<String> {
+    let mut global = false;
+    let mut insensitive = false;
+    for f in flags.chars() {
+        match f {
+            'g' => global = true,
+            'i' => insensitive = true,
+            'c' => insensitive = false,
+            other => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("invalid regular expression option: \"{other}\""),
+                ))
+            }
+        }
+    }
+    let mut rep = String::with_capacity(replacement.len());
+    let mut chars = replacement.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('$', _) => rep.push_str("$$"),
+            ('\\', Some(d)) if d.is_ascii_digit() => {
+                chars.next();
+                rep.push_str(&format!("${{{d}}}"));
+            }
+            ('\\', Some('&')) => {
+                chars.next();
+                rep.push_str("${0}");
+            }
+            ('\\', Some('\\')) => {
+                chars.next();
+                rep.push('\\');
+            }
+            (c, _) => rep.push(c),
+        }
+    }
+    types::ops::with_regex(pattern, insensitive, |re| {
+        if global {
+            re.replace_all(s, rep.as_str()).into_owned()
+        } else {
+            re.replace(s, rep.as_str()).into_owned()
         }
     })
 }
