@@ -309,7 +309,7 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
     }
 }
 
-/// Joins: the binder reads the joined item and [INNER] / LEFT [OUTER] / CROSS.
+/// Joins: the binder reads the joined item and [INNER] / LEFT / RIGHT [OUTER] / CROSS.
 pub fn join(j: &ast::Join) -> PgResult<()> {
     let ast::Join {
         relation: _,
@@ -321,14 +321,13 @@ pub fn join(j: &ast::Join) -> PgResult<()> {
         ast::JoinOperator::Join(_)
         | ast::JoinOperator::Inner(_)
         | ast::JoinOperator::Left(_)
-        | ast::JoinOperator::LeftOuter(_) => Ok(()),
+        | ast::JoinOperator::LeftOuter(_)
+        | ast::JoinOperator::Right(_)
+        | ast::JoinOperator::RightOuter(_) => Ok(()),
         ast::JoinOperator::CrossJoin(c) => refuse_if(
             !matches!(c, ast::JoinConstraint::None),
             "CROSS JOIN with a join condition",
         ),
-        ast::JoinOperator::Right(_) | ast::JoinOperator::RightOuter(_) => {
-            Err(unsupported("RIGHT JOIN"))
-        }
         ast::JoinOperator::FullOuter(_) => Err(unsupported("FULL JOIN")),
         _ => Err(unsupported("this join type")),
     }

@@ -384,11 +384,18 @@ impl<'a> Binder<'a> {
                 self.table_factor(&twj.relation, result.as_ref().map(|r| &r.1))?;
             for join in &twj.joins {
                 crate::unsupported_syntax::join(join)?;
+                // A RIGHT JOIN is bound as written and run as the LEFT JOIN of its sides
+                // swapped (`right_join`).
+                let mut right_join = false;
                 let (kind, constraint) = match &join.join_operator {
                     ast::JoinOperator::Join(c) | ast::JoinOperator::Inner(c) => {
                         (JoinKind::Inner, Some(c))
                     }
                     ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c) => {
+                        (JoinKind::Left, Some(c))
+                    }
+                    ast::JoinOperator::Right(c) | ast::JoinOperator::RightOuter(c) => {
+                        right_join = true;
                         (JoinKind::Left, Some(c))
                     }
                     ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
@@ -444,12 +451,18 @@ impl<'a> Binder<'a> {
                     Some(ast::JoinConstraint::Natural) => return Err(unsupported("NATURAL JOIN")),
                     Some(ast::JoinConstraint::None) | None => None,
                 };
-                rel = Rel::Join {
-                    left: Box::new(rel),
-                    right: Box::new(right),
-                    kind,
-                    on,
-                    lateral,
+                rel = if right_join {
+                    // USING's merged column is the right side's in a RIGHT JOIN.
+                    using_pairs = using_pairs.into_iter().map(|(l, r)| (r, l)).collect();
+                    right_join_swapped(rel, right, on, lateral, &joined, left_width)?
+                } else {
+                    Rel::Join {
+                        left: Box::new(rel),
+                        right: Box::new(right),
+                        kind,
+                        on,
+                        lateral,
+                    }
                 };
                 scope = joined;
                 if !using_pairs.is_empty() {
@@ -1445,6 +1458,69 @@ pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgR
 /// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
 /// copies) first, then the rest of the left side, then the right side with its copies of
 /// the USING columns merged away.
+/// `left RIGHT JOIN right ON on` as `right LEFT JOIN left`, its columns put back in the
+/// written order (`on` is bound against left's columns then right's).
+fn right_join_swapped(
+    left: Rel,
+    right: Rel,
+    on: Option<Expr>,
+    lateral: bool,
+    joined: &Scope,
+    left_width: usize,
+) -> PgResult<Rel> {
+    if lateral {
+        return Err(PgError::new(
+            codes::INVALID_COLUMN_REFERENCE,
+            "invalid reference to FROM-clause entry in a RIGHT JOIN",
+        )
+        .with_hint("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
+    }
+    let mut has_subquery = false;
+    if let Some(on) = &on {
+        on.visit(&mut |e| has_subquery |= matches!(e, Expr::Subquery { .. }));
+    }
+    if has_subquery {
+        return Err(unsupported("RIGHT JOIN with a subquery in its condition"));
+    }
+    let right_width = joined.columns.len() - left_width;
+    // Written order [left, right] to the swapped join's [right, left].
+    let swapped_index = |i: usize| {
+        if i < left_width {
+            right_width + i
+        } else {
+            i - left_width
+        }
+    };
+    let on = on.map(|mut e| {
+        e.visit_mut(&mut |x| {
+            if let Expr::Column {
+                depth: 0, index, ..
+            } = x
+            {
+                *index = swapped_index(*index);
+            }
+        });
+        e
+    });
+    let exprs = (0..joined.columns.len())
+        .map(|i| Expr::Column {
+            depth: 0,
+            index: swapped_index(i),
+            ty: joined.columns[i].ty.clone(),
+        })
+        .collect();
+    Ok(Rel::Project {
+        input: Box::new(Rel::Join {
+            left: Box::new(right),
+            right: Box::new(left),
+            kind: JoinKind::Left,
+            on,
+            lateral: false,
+        }),
+        exprs,
+    })
+}
+
 pub(super) fn merge_using_columns(
     rel: Rel,
     scope: Scope,
