@@ -275,7 +275,10 @@ fn rule(fields: &[Vec<Word>]) -> Result<Rule, String> {
             }
         }
     };
-    let method_word = single(field(next, "authentication method")?, "authentication method")?;
+    let method_word = single(
+        field(next, "authentication method")?,
+        "authentication method",
+    )?;
     let method = match method_word.text.as_str() {
         "trust" => Method::Trust,
         "reject" => Method::Reject,
@@ -339,7 +342,10 @@ mod tests {
              host    sameuser all   ::1/128         password\n",
         )
         .unwrap();
-        assert_eq!(rules.method(&conn(None, false, "postgres", "x")), Some(Method::Trust));
+        assert_eq!(
+            rules.method(&conn(None, false, "postgres", "x")),
+            Some(Method::Trust)
+        );
         assert_eq!(rules.method(&conn(None, false, "bob", "x")), None);
         assert_eq!(
             rules.method(&conn(Some("10.1.2.3"), true, "bob", "x")),
@@ -385,7 +391,10 @@ mod tests {
     #[test]
     fn without_a_file_everything_is_trusted() {
         let rules = Rules::trust_all();
-        assert_eq!(rules.method(&conn(None, false, "a", "b")), Some(Method::Trust));
+        assert_eq!(
+            rules.method(&conn(None, false, "a", "b")),
+            Some(Method::Trust)
+        );
         assert_eq!(
             rules.method(&conn(Some("192.0.2.1"), true, "a", "b")),
             Some(Method::Trust)

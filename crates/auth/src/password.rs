@@ -69,6 +69,13 @@ pub fn md5_response_matches(stored: &str, salt: [u8; 4], response: &str) -> bool
     constant_time_eq(expected.as_bytes(), response.as_bytes())
 }
 
+/// A fresh salt for an md5 challenge.
+pub fn md5_salt() -> [u8; 4] {
+    let mut salt = [0u8; 4];
+    rand::thread_rng().fill_bytes(&mut salt);
+    salt
+}
+
 pub fn is_md5(stored: &str) -> bool {
     stored.len() == 35
         && stored.starts_with("md5")
@@ -173,8 +180,16 @@ mod tests {
             encrypt("secret", "alice", Encryption::Md5),
             "md54a0a68b43b6cd5cf266fa02f196e2371"
         );
-        assert!(cleartext_matches("md54a0a68b43b6cd5cf266fa02f196e2371", "alice", "secret"));
-        assert!(!cleartext_matches("md54a0a68b43b6cd5cf266fa02f196e2371", "alice", "Secret"));
+        assert!(cleartext_matches(
+            "md54a0a68b43b6cd5cf266fa02f196e2371",
+            "alice",
+            "secret"
+        ));
+        assert!(!cleartext_matches(
+            "md54a0a68b43b6cd5cf266fa02f196e2371",
+            "alice",
+            "Secret"
+        ));
     }
 
     #[test]
@@ -204,7 +219,11 @@ mod tests {
         let client_key = hmac(&salted, b"Client Key");
         let auth = "n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
         let signature = hmac(&secret.stored_key, auth.as_bytes());
-        let proof: Vec<u8> = client_key.iter().zip(signature).map(|(a, b)| a ^ b).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
         assert_eq!(
             BASE64.encode(proof),
             "dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="

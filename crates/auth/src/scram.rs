@@ -73,9 +73,7 @@ impl ScramExchange {
         match attrs.next() {
             Some(n) if n.starts_with("n=") => {}
             Some(m) if m.starts_with("m=") => {
-                return Err(malformed(
-                    "client requires an unsupported SCRAM extension",
-                ))
+                return Err(malformed("client requires an unsupported SCRAM extension"))
             }
             _ => return Err(malformed("Attribute \"n\" expected.")),
         }
@@ -122,9 +120,7 @@ impl ScramExchange {
             .and_then(|c| c.strip_prefix("c="))
             .ok_or_else(|| malformed("Attribute \"c\" expected."))?;
         if BASE64.decode(binding).ok().as_deref() != Some(self.gs2_header.as_bytes()) {
-            return Err(malformed(
-                "SCRAM channel binding check failed",
-            ));
+            return Err(malformed("SCRAM channel binding check failed"));
         }
         let nonce = attrs
             .next()
@@ -186,7 +182,11 @@ mod tests {
         let client_key = client_key(password, &salt, iterations);
         let stored_key: [u8; 32] = Sha256::digest(client_key).into();
         let signature = hmac(&stored_key, auth.as_bytes());
-        let proof: Vec<u8> = client_key.iter().zip(signature).map(|(a, b)| a ^ b).collect();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(signature)
+            .map(|(a, b)| a ^ b)
+            .collect();
         format!("{without_proof},p={}", BASE64.encode(proof))
     }
 
@@ -226,7 +226,11 @@ mod tests {
         assert_eq!(exchange.finish(answer.as_bytes()), Err(ScramError::Failed));
         let (mock, first) = ScramExchange::start(None, "ghost", b"n,,n=,r=abc").unwrap();
         let (_, again) = ScramExchange::start(None, "ghost", b"n,,n=,r=abc").unwrap();
-        assert_eq!(first.split(',').nth(1), again.split(',').nth(1), "same salt");
+        assert_eq!(
+            first.split(',').nth(1),
+            again.split(',').nth(1),
+            "same salt"
+        );
         let answer = client_final("pw", "n=,r=abc", &first);
         assert_eq!(mock.finish(answer.as_bytes()), Err(ScramError::Failed));
     }
@@ -263,7 +267,10 @@ mod tests {
             let (exchange, _) =
                 ScramExchange::start(Some(secret("pw")), "u", b"n,,n=,r=abc").unwrap();
             assert!(
-                matches!(exchange.finish(bad.as_bytes()), Err(ScramError::Malformed(_))),
+                matches!(
+                    exchange.finish(bad.as_bytes()),
+                    Err(ScramError::Malformed(_))
+                ),
                 "{bad}"
             );
         }

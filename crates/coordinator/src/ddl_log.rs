@@ -1,4 +1,4 @@
-//! The one way DDL changes the catalog (tables, their indexes, sequences, views): through the
+//! The one way DDL changes the catalog (tables, their indexes, sequences, views, roles): through the
 //! transaction's `DdlLog`, which remembers each record as it was before, so that a
 //! ROLLBACK (or ROLLBACK TO SAVEPOINT, or the end of a failed block) puts it back and
 //! drops the storage the undone change had created, and which keeps the storage a
@@ -12,6 +12,7 @@ use crate::server::Shared;
 use distribution::RelPlacement;
 use pgerror::PgResult;
 use sql::catalog::Catalog;
+use sql::role::RoleDef;
 use sql::sequence::SequenceDef;
 use sql::view::ViewDef;
 use sql::TableDef;
@@ -35,6 +36,10 @@ enum Entry {
     View {
         oid: u32,
         before: Option<Arc<ViewDef>>,
+    },
+    Role {
+        oid: u32,
+        before: Option<Arc<RoleDef>>,
     },
     /// Storage no record refers to any more: dropped when the transaction commits.
     Release(u64),
@@ -133,6 +138,22 @@ impl DdlLog {
         Ok(())
     }
 
+    /// Stores a role's definition (new, altered or renamed).
+    pub async fn put_role(&mut self, shared: &Shared, role: RoleDef) -> PgResult<()> {
+        let before = shared.catalog.role_by_oid(role.oid);
+        let oid = role.oid;
+        shared.catalog.put_role(role).await?;
+        self.entries.push(Entry::Role { oid, before });
+        Ok(())
+    }
+
+    pub async fn remove_role(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
+        let before = shared.catalog.role_by_oid(oid);
+        shared.catalog.remove_role(oid).await?;
+        self.entries.push(Entry::Role { oid, before });
+        Ok(())
+    }
+
     /// The transaction committed: the storage and counters its DDL released go.
     pub async fn commit(self, shared: &Shared) {
         for entry in self.entries {
@@ -142,6 +163,7 @@ impl DdlLog {
                 Entry::Table { .. }
                 | Entry::Sequence { .. }
                 | Entry::View { .. }
+                | Entry::Role { .. }
                 | Entry::Created(_) => Ok(()),
             };
             if let Err(e) = dropped {
@@ -181,6 +203,10 @@ async fn undo(shared: &Shared, entry: Entry) -> PgResult<()> {
         Entry::View { oid, before } => match before {
             Some(before) => drop(shared.catalog.put_view((*before).clone()).await?),
             None => shared.catalog.remove_view(oid).await?,
+        },
+        Entry::Role { oid, before } => match before {
+            Some(before) => drop(shared.catalog.put_role((*before).clone()).await?),
+            None => shared.catalog.remove_role(oid).await?,
         },
         Entry::Release(_) | Entry::Counter(_) => {}
     }

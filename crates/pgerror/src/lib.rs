@@ -210,6 +210,7 @@ pub mod codes {
         ADMIN_SHUTDOWN = "57P01";
         CANNOT_CONNECT_NOW = "57P03";
         IO_ERROR = "58030";
+        CONFIG_FILE_ERROR = "F0000";
         INTERNAL_ERROR = "XX000";
         DATA_CORRUPTED = "XX001";
     }
