@@ -20,7 +20,8 @@ import asyncpg
 import psycopg
 import pytest
 
-from conftest import Access, pg_tool, start_server, finish_server
+from conftest import (Access, MeridianClusterServer, _new_base_dir, finish_server, pg_tool,
+                      start_server)
 
 HBA = """\
 # the harness reaches postgres over the socket
@@ -392,3 +393,28 @@ def test_a_malformed_scram_exchange_is_a_protocol_error(pair, first, final):
             assert (fields[b"S"], fields[b"C"]) == ("FATAL", "08P01"), fields
         # The server carries on.
         assert login(s, "alice", "wonderland")[0] == "ok"
+
+
+@pytest.fixture
+def cluster_with_rules():
+    """A cluster of processes (whatever the targets) whose coordinators both use HBA."""
+    cluster = MeridianClusterServer(_new_base_dir("cluster"), access=Access(hba=HBA))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        finish_server(cluster)
+
+
+def test_roles_reach_every_coordinator(cluster_with_rules):
+    first, second = cluster_with_rules, cluster_with_rules.second
+    with local(first) as c:
+        c.execute("CREATE USER roaming PASSWORD 'one'")
+    assert login(second, "roaming", "one") == ("ok", "roaming", "roaming")
+    with local(second) as c:
+        c.execute("ALTER USER roaming PASSWORD 'two'")
+    assert login_sqlstate(first, "roaming", "one") == "28P01"
+    assert login(first, "roaming", "two")[0] == "ok"
+    with local(first) as c:
+        c.execute("DROP USER roaming")
+    assert login_sqlstate(second, "roaming", "two") == "28P01"

@@ -208,6 +208,9 @@ pub async fn authenticate<S: SessionStream>(
         Some(Method::Reject) => return Err(denied("pg_hba.conf rejects connection")),
         Some(m) => m,
     };
+    // A role created, altered or dropped through another coordinator counts at once
+    // (one version check at the metadata service; a reload only when it moved).
+    shared.catalog.refresh().await?;
     let role = role_ddl::find(shared, user);
     if method != Method::Trust {
         let mut exchange = Exchange { stream, buf, user };
