@@ -255,17 +255,18 @@ mod tests {
                 "{bad:?}"
             );
         }
-        let (exchange, first) =
-            ScramExchange::start(Some(secret("pw")), "u", b"n,,n=,r=abc").unwrap();
-        let nonce = &first.split(',').next().unwrap()[2..];
-        for bad in [
-            "c=biws".to_string(),
-            format!("c=eSws,r={nonce},p=AAAA"),
-            format!("c=biws,r=other,p=AAAA"),
-            format!("c=biws,r={nonce},p=notbase64!"),
-        ] {
-            let (exchange, _) =
+        // Each final message is wrong in one way only (the others as they should be).
+        let finals: [fn(&str) -> String; 4] = [
+            |_| "c=biws".to_string(),
+            |nonce| format!("c=eSws,r={nonce},p=AAAA"),
+            |_| "c=biws,r=other,p=AAAA".to_string(),
+            |nonce| format!("c=biws,r={nonce},p=notbase64!"),
+        ];
+        for bad in finals {
+            let (exchange, first) =
                 ScramExchange::start(Some(secret("pw")), "u", b"n,,n=,r=abc").unwrap();
+            let nonce = &first.split(',').next().unwrap()[2..];
+            let bad = bad(nonce);
             assert!(
                 matches!(
                     exchange.finish(bad.as_bytes()),
@@ -274,6 +275,5 @@ mod tests {
                 "{bad}"
             );
         }
-        drop(exchange);
     }
 }
