@@ -29,6 +29,9 @@ enum ConnectionType {
 enum Name {
     All,
     SameUser,
+    /// The `replication` keyword: Meridian takes no replication connections, so it
+    /// matches none.
+    Replication,
     Named(String),
 }
 
@@ -116,11 +119,12 @@ impl Rule {
             && self.databases.iter().any(|d| match d {
                 Name::All => true,
                 Name::SameUser => c.database == c.user,
+                Name::Replication => false,
                 Name::Named(n) => n == c.database,
             })
             && self.users.iter().any(|u| match u {
                 Name::All => true,
-                Name::SameUser => false,
+                Name::SameUser | Name::Replication => false,
                 Name::Named(n) => n == c.user,
             })
     }
@@ -224,7 +228,7 @@ fn rule(fields: &[Vec<Word>]) -> Result<Rule, String> {
         .map(|w| match (w.quoted, w.text.as_str()) {
             (false, "all") => Ok(Name::All),
             (false, "sameuser") => Ok(Name::SameUser),
-            (false, "replication") => Ok(Name::Named(String::new())), // no replication connections
+            (false, "replication") => Ok(Name::Replication),
             (false, s) if s == "samerole" || s == "samegroup" || s.starts_with('@') => {
                 Err(format!("database \"{s}\" is not supported by Meridian"))
             }
@@ -335,6 +339,7 @@ mod tests {
     fn first_matching_line_wins() {
         let rules = Rules::parse(
             "# comment\n\
+             host    replication all 0.0.0.0/0      trust\n\
              local   all      postgres              trust\n\
              hostssl all      all   10.0.0.0/8      scram-sha-256\n\
              host    app,\"all\" alice 127.0.0.1 255.255.255.255 md5 # trailing\n\
@@ -369,6 +374,11 @@ mod tests {
             Some(Method::Password)
         );
         assert_eq!(rules.method(&conn(Some("::1"), true, "carol", "app")), None);
+        assert_eq!(
+            rules.method(&conn(Some("10.0.0.1"), false, "x", "replication")),
+            Some(Method::Reject),
+            "replication names no database"
+        );
     }
 
     #[test]
