@@ -160,3 +160,63 @@ def test_without_a_certificate_tls_is_refused(server_kind):
     finally:
         for s in servers:
             finish_server(s)
+
+
+class Recorder:
+    """A TCP relay in front of a server that keeps every byte it passes on."""
+
+    def __init__(self, server):
+        import socket
+        import threading
+        self.target = (server.host, server.port)
+        self.captured = bytearray()
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, src, dst):
+        try:
+            while data := src.recv(65536):
+                with self.lock:
+                    self.captured += data
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(2)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.listener.close()
+
+
+def test_a_tls_session_cannot_be_read_on_the_wire(pair):
+    marker = "meridian-wire-marker"
+    for s in pair:
+        for user, password, sslmode, visible in (("plain", "no-tls", "disable", True),
+                                                 ("secure", "tls-only", "require", False)):
+            relay = Recorder(s)
+            try:
+                with psycopg.connect(host="127.0.0.1", port=relay.port, user=user,
+                                     password=password, dbname="postgres", sslmode=sslmode,
+                                     connect_timeout=10) as c:
+                    assert c.execute(f"SELECT '{marker}' || 42").fetchone() == (f"{marker}42",)
+            finally:
+                relay.close()
+            assert (marker.encode() in relay.captured) is visible, (s.kind, sslmode)
