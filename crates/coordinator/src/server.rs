@@ -489,11 +489,17 @@ async fn opening<S: SessionStream>(
 }
 
 /// The opening of a TCP connection, which may turn into TLS.
+///
+/// What follows the opening is boxed: the spawned task then holds only this opening's
+/// state, not the session's and the TLS connection's (tens of kilobytes, copied each
+/// time the task's future moves).
 async fn handle_tcp(shared: Arc<Shared>, mut socket: TcpStream, peer: Peer) -> PgResult<()> {
     let mut buf = BytesMut::with_capacity(1024);
     let tls = shared.tls.clone();
     match timed(opening(&shared, &mut socket, &mut buf, tls.is_some())).await? {
-        Opening::Startup(params) => start_session(shared, socket, buf, params, peer, false).await,
+        Opening::Startup(params) => {
+            Box::pin(start_session(shared, socket, buf, params, peer, false)).await
+        }
         Opening::Done => Ok(()),
         Opening::Tls => {
             // Bytes sent after the SSLRequest, before the handshake, were not encrypted:
@@ -505,33 +511,43 @@ async fn handle_tcp(shared: Arc<Shared>, mut socket: TcpStream, peer: Peer) -> P
                 );
                 return fatal(&mut socket, e).await;
             }
-            let Some(acceptor) = tls else {
-                return Ok(());
-            };
-            let mut stream = timed(async {
-                acceptor.accept(socket).await.map_err(|e| {
-                    PgError::new(
-                        codes::PROTOCOL_VIOLATION,
-                        format!("could not accept SSL connection: {e}"),
-                    )
-                })
-            })
-            .await?;
-            let mut buf = BytesMut::with_capacity(1024);
-            match timed(opening(&shared, &mut stream, &mut buf, false)).await? {
-                Opening::Startup(params) => {
-                    start_session(shared, stream, buf, params, peer, true).await
-                }
-                Opening::Tls | Opening::Done => Ok(()),
+            match tls {
+                Some(acceptor) => Box::pin(handle_tls(shared, socket, peer, acceptor)).await,
+                None => Ok(()),
             }
         }
+    }
+}
+
+/// The TLS handshake, then the connection's opening and session over TLS.
+async fn handle_tls(
+    shared: Arc<Shared>,
+    socket: TcpStream,
+    peer: Peer,
+    acceptor: TlsAcceptor,
+) -> PgResult<()> {
+    let mut stream = timed(async {
+        acceptor.accept(socket).await.map_err(|e| {
+            PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                format!("could not accept SSL connection: {e}"),
+            )
+        })
+    })
+    .await?;
+    let mut buf = BytesMut::with_capacity(1024);
+    match timed(opening(&shared, &mut stream, &mut buf, false)).await? {
+        Opening::Startup(params) => start_session(shared, stream, buf, params, peer, true).await,
+        Opening::Tls | Opening::Done => Ok(()),
     }
 }
 
 async fn handle_unix(shared: Arc<Shared>, mut socket: UnixStream, peer: Peer) -> PgResult<()> {
     let mut buf = BytesMut::with_capacity(1024);
     match timed(opening(&shared, &mut socket, &mut buf, false)).await? {
-        Opening::Startup(params) => start_session(shared, socket, buf, params, peer, false).await,
+        Opening::Startup(params) => {
+            Box::pin(start_session(shared, socket, buf, params, peer, false)).await
+        }
         Opening::Tls | Opening::Done => Ok(()),
     }
 }

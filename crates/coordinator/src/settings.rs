@@ -236,7 +236,7 @@ impl Settings {
             .insert("is_superuser", if superuser { "on" } else { "off" }.into());
         self.values
             .insert("max_connections", max_connections.to_string());
-        self.values_changed();
+        // None of these feeds what `values_changed` derives.
     }
 
     /// How a new password is stored.
