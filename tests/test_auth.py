@@ -420,3 +420,24 @@ def test_roles_reach_every_coordinator(cluster_with_rules):
     with local(first) as c:
         c.execute("DROP USER roaming")
     assert login_sqlstate(second, "roaming", "two") == "28P01"
+
+
+def test_roles_survive_a_restart_and_a_kill(pair):
+    meridian = pair[0]
+    with local(meridian) as c:
+        c.execute("ALTER ROLE alice CONNECTION LIMIT 7")
+        c.execute("ALTER ROLE postgres PASSWORD 'stored-now'")
+    meridian.stop()
+    meridian.start()
+    assert login(meridian, "alice", "wonderland") == ("ok", "alice", "alice")
+    # The stored password of postgres wins over the flag's from now on.
+    assert login_sqlstate(meridian, "postgres", "su-secret") == "28P01"
+    assert login(meridian, "postgres", "stored-now")[0] == "ok"
+    with local(meridian) as c:
+        c.execute("DROP ROLE md5user")
+    meridian.kill9()
+    meridian.start()
+    with local(meridian) as c:
+        rows = c.execute("SELECT rolname, rolconnlimit FROM pg_roles "
+                         "WHERE rolname IN ('alice', 'md5user')").fetchall()
+    assert rows == [("alice", 7)]
