@@ -89,3 +89,127 @@ async fn scram_and_md5_logins() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("the openssl CLI (scripts/test.sh installs it)");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_full_over_tls() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+
+    let dir = std::env::temp_dir().join(format!("meridian-tokio-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=test CA",
+        ],
+    );
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(dir.join("san.ext"), "subjectAltName = IP:127.0.0.1\n").unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+    std::fs::write(
+        dir.join("pg_hba.conf"),
+        "hostssl all all 127.0.0.1/32 scram-sha-256\n",
+    )
+    .unwrap();
+    let path = |f: &str| dir.join(f).display().to_string();
+    let server = TestServer::start_with(ServerOptions {
+        args: vec![
+            "--hba-file".into(),
+            path("pg_hba.conf"),
+            "--tls-cert".into(),
+            path("server.crt"),
+            "--tls-key".into(),
+            path("server.key"),
+            "--superuser-password".into(),
+            "over tls".into(),
+        ],
+        ..Default::default()
+    });
+
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(dir.join("ca.crt")).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host(&server.host)
+        .port(server.port)
+        .user("postgres")
+        .password("over tls")
+        .dbname("postgres")
+        .ssl_mode(tokio_postgres::config::SslMode::Require)
+        .connect_timeout(std::time::Duration::from_secs(10));
+    let (client, connection) = config
+        .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nlog:\n{}", server.log_tail()));
+    tokio::spawn(connection);
+    assert_eq!(current_user(&client).await, "postgres");
+
+    // The rules admit TLS connections only.
+    let plain = login(&server, "postgres", "over tls").await.err();
+    assert_eq!(plain.as_deref(), Some("28000"));
+    std::fs::remove_dir_all(&dir).ok();
+}
