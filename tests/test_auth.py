@@ -441,3 +441,18 @@ def test_roles_survive_a_restart_and_a_kill(pair):
         rows = c.execute("SELECT rolname, rolconnlimit FROM pg_roles "
                          "WHERE rolname IN ('alice', 'md5user')").fetchall()
     assert rows == [("alice", 7)]
+
+
+def test_repeated_failed_logins_are_slowed_down(pair):
+    # Meridian's own (PostgreSQL needs its auth_delay module): past three failures of one
+    # user from one address, each answer waits twice as long as the last.
+    meridian = pair[0]
+    for _ in range(6):
+        assert login(meridian, "alice", "guess")[0] == "error"
+    log = meridian.log_path.read_text()
+    waits = re.findall(r'repeated failed logins: the answer waits (\d+) ms', log)
+    assert waits == ["100", "200", "400"]
+    # The right password still gets in, and clears the count.
+    assert login(meridian, "alice", "wonderland")[0] == "ok"
+    assert login(meridian, "alice", "guess")[0] == "error"
+    assert re.findall(r'repeated failed logins', meridian.log_path.read_text()) == ["repeated failed logins"] * 3

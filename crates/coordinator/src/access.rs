@@ -1,7 +1,8 @@
 //! Who may connect (decision 0040): the pg_hba.conf rules (reloaded on SIGHUP), the
 //! authentication exchange each method needs (SCRAM-SHA-256, md5, cleartext password),
-//! and the connection limits (`max_connections` with slots reserved for superusers,
-//! each role's CONNECTION LIMIT), checked before a session is built.
+//! the connection limits (`max_connections` with slots reserved for superusers, each
+//! role's CONNECTION LIMIT), checked before a session is built, and the slowing down of
+//! repeated failed logins.
 
 use crate::role_ddl;
 use crate::server::Shared;
@@ -165,6 +166,44 @@ impl Drop for Slot<'_> {
     }
 }
 
+/// Consecutive failed password logins per client address and user name. Past
+/// `FREE_FAILURES`, each failure's answer waits twice as long as the last (from 100 ms,
+/// at most 10 s), so guessing a password is slow while a mistyped one costs nothing; a
+/// successful login clears the count. The map is bounded: past `MAX_TRACKED` entries it
+/// starts afresh.
+#[derive(Default)]
+pub struct FailedLogins {
+    recent: Mutex<HashMap<(Option<IpAddr>, String), u32>>,
+}
+
+const FREE_FAILURES: u32 = 3;
+const MAX_TRACKED: usize = 100_000;
+const FIRST_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+const MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl FailedLogins {
+    /// Counts a failure; how long its answer waits.
+    fn failed(&self, address: Option<IpAddr>, user: &str) -> std::time::Duration {
+        let mut recent = self.recent.lock();
+        if recent.len() >= MAX_TRACKED {
+            recent.clear();
+        }
+        let n = recent.entry((address, user.to_string())).or_default();
+        *n = n.saturating_add(1);
+        match n.checked_sub(FREE_FAILURES + 1) {
+            None => std::time::Duration::ZERO,
+            Some(past) => FIRST_DELAY.saturating_mul(1 << past.min(16)).min(MAX_DELAY),
+        }
+    }
+
+    fn passed(&self, address: Option<IpAddr>, user: &str) {
+        let mut recent = self.recent.lock();
+        if !recent.is_empty() {
+            recent.remove(&(address, user.to_string()));
+        }
+    }
+}
+
 fn too_many(message: &str) -> PgError {
     PgError::fatal(codes::TOO_MANY_CONNECTIONS, message)
 }
@@ -228,12 +267,17 @@ pub async fn authenticate<S: SessionStream>(
             Verdict::Gone => return Ok(None),
             Verdict::Failed(why) => {
                 tracing::warn!(host = %peer.host(), user, database, "password authentication failed: {why}");
+                let delay = shared.failed_logins.failed(peer.address, user);
+                if !delay.is_zero() {
+                    tracing::warn!(host = %peer.host(), user, "repeated failed logins: the answer waits {} ms", delay.as_millis());
+                    tokio::time::sleep(delay).await;
+                }
                 return Err(PgError::fatal(
                     codes::INVALID_PASSWORD,
                     format!("password authentication failed for user \"{user}\""),
                 ));
             }
-            Verdict::Passed => {}
+            Verdict::Passed => shared.failed_logins.passed(peer.address, user),
         }
     }
     let Some(role) = role else {
@@ -409,4 +453,27 @@ fn malformed(e: ScramError) -> PgError {
 
 fn io_error(e: std::io::Error) -> PgError {
     PgError::new(codes::CONNECTION_FAILURE, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_failures_wait_longer_until_a_login_succeeds() {
+        let logins = FailedLogins::default();
+        let here = Some(IpAddr::from([127, 0, 0, 1]));
+        let waits: Vec<u128> = (0..7)
+            .map(|_| logins.failed(here, "alice").as_millis())
+            .collect();
+        assert_eq!(waits, [0, 0, 0, 100, 200, 400, 800]);
+        assert_eq!(logins.failed(here, "bob").as_millis(), 0, "per user");
+        assert_eq!(logins.failed(None, "alice").as_millis(), 0, "per address");
+        logins.passed(here, "alice");
+        assert_eq!(logins.failed(here, "alice").as_millis(), 0);
+        for _ in 0..40 {
+            logins.failed(here, "carol");
+        }
+        assert_eq!(logins.failed(here, "carol"), MAX_DELAY);
+    }
 }

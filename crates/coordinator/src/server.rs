@@ -115,6 +115,8 @@ pub struct Shared {
     tls: Option<TlsAcceptor>,
     max_connections: usize,
     connections: ConnectionCounts,
+    /// Failed password logins, to slow down guessing.
+    pub failed_logins: crate::access::FailedLogins,
     cancels: Mutex<HashMap<i32, (i32, Arc<Notify>)>>,
     next_pid: AtomicI32,
 }
@@ -321,6 +323,7 @@ impl Coordinator {
             tls,
             max_connections: config.access.max_connections,
             connections: ConnectionCounts::default(),
+            failed_logins: Default::default(),
             cancels: Mutex::new(HashMap::new()),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
         });
