@@ -447,6 +447,8 @@ def test_repeated_failed_logins_are_slowed_down(pair):
     # Meridian's own (PostgreSQL needs its auth_delay module): past three failures of one
     # user from one address, each answer waits twice as long as the last.
     meridian = pair[0]
+    if meridian.kind == "postgres":
+        pytest.skip("Meridian's own (PostgreSQL slows failures down only with auth_delay)")
     for _ in range(6):
         assert login(meridian, "alice", "guess")[0] == "error"
     log = meridian.log_path.read_text()
