@@ -220,3 +220,27 @@ def test_a_tls_session_cannot_be_read_on_the_wire(pair):
             finally:
                 relay.close()
             assert (marker.encode() in relay.captured) is visible, (s.kind, sslmode)
+
+
+def test_bytes_sent_before_the_handshake_are_refused(pair):
+    """Plain bytes pipelined behind an SSLRequest could be a man in the middle's
+    (CVE-2021-23214): Meridian refuses the connection at once, with the message
+    PostgreSQL has for it. (PostgreSQL 15 checks only after a handshake, which such a
+    client never starts: it waits for authentication_timeout.)"""
+    import socket
+    import struct
+    meridian = pair[0]
+    if meridian.kind == "postgres":
+        pytest.skip("PostgreSQL waits for a handshake instead")
+    params = b"user\0postgres\0database\0postgres\0\0"
+    startup = struct.pack("!ii", 8 + len(params), 196608) + params
+    with socket.create_connection((meridian.host, meridian.port), timeout=10) as sock:
+        sock.sendall(struct.pack("!ii", 8, 80877103) + startup)
+        data = b""
+        while chunk := sock.recv(4096):
+            data += chunk
+    assert data[:2] == b"SE", data
+    fields = {f[:1].decode(): f[1:].decode() for f in data[6:].split(b"\0") if f}
+    assert (fields["S"], fields["C"], fields["M"]) == (
+        "FATAL", "08P01", "received unencrypted data after SSL request")
+    assert fields["D"].startswith("This could be either a client-software bug")

@@ -511,6 +511,9 @@ async fn handle_tcp(shared: Arc<Shared>, mut socket: TcpStream, peer: Peer) -> P
                 let e = PgError::fatal(
                     codes::PROTOCOL_VIOLATION,
                     "received unencrypted data after SSL request",
+                )
+                .with_detail(
+                    "This could be either a client-software bug or evidence of an attempted man-in-the-middle attack.",
                 );
                 return fatal(&mut socket, e).await;
             }
