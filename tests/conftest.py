@@ -16,6 +16,10 @@ Servers
   the first coordinator alone.
 * ``postgres`` (session scope): a real PostgreSQL 15 (fsync on, trust auth) started as a
   non-root user; used as the reference the server under test is compared with.
+* ``access=Access(...)`` (an option of ``meridian_factory`` and ``start_server``): who may
+  connect -- a pg_hba.conf text, TLS certificate and key files, the superuser's password,
+  max_connections -- given to Meridian as flags (to both coordinators of a cluster) and
+  to PostgreSQL as its settings, so one test can run against both.
 
 Which server is "under test" is chosen by the environment variable
 ``MERIDIAN_TEST_TARGETS`` (comma separated, default ``meridian``):
@@ -192,6 +196,37 @@ def log_tail(path: Path, max_bytes: int = 12000) -> str:
 # server handles
 # --------------------------------------------------------------------------------------
 
+class Access:
+    """Who may connect: ``hba`` (pg_hba.conf text; None: trust everyone), ``tls``
+    ((certificate file, key file) in PEM), ``superuser_password`` (of ``postgres``),
+    ``max_connections``."""
+
+    def __init__(self, hba: str | None = None, tls: tuple[str, str] | None = None,
+                 superuser_password: str | None = None, max_connections: int | None = None):
+        self.hba = hba
+        self.tls = tls
+        self.superuser_password = superuser_password
+        self.max_connections = max_connections
+
+    def hba_path(self, base_dir: Path) -> Path:
+        path = Path(base_dir) / "pg_hba.conf"
+        path.write_text(self.hba)
+        os.chmod(path, 0o644)
+        return path
+
+    def meridian_args(self, base_dir: Path) -> list[str]:
+        args = []
+        if self.hba is not None:
+            args += ["--hba-file", str(self.hba_path(base_dir))]
+        if self.tls:
+            args += ["--tls-cert", str(self.tls[0]), "--tls-key", str(self.tls[1])]
+        if self.superuser_password is not None:
+            args += ["--superuser-password", self.superuser_password]
+        if self.max_connections is not None:
+            args += ["--max-connections", str(self.max_connections)]
+        return args
+
+
 class ServerHandle:
     """A server started on a free loopback port in its own data directory."""
 
@@ -199,8 +234,9 @@ class ServerHandle:
 
     def __init__(self, base_dir: Path, cache_size: str | None = None,
                  synchronous_commit: str | None = None, config: str | None = None,
-                 port: int | None = None):
+                 port: int | None = None, access: Access | None = None):
         self.base_dir = Path(base_dir)
+        self.access = access
         self.data_dir = self.base_dir / "data"
         self.log_path = self.base_dir / "server.log"
         self.host = "127.0.0.1"
@@ -386,6 +422,8 @@ class MeridianServer(ServerHandle):
             cmd += ["--config", self.config]
         if self.synchronous_commit:
             cmd += ["--synchronous-commit", self.synchronous_commit]
+        if self.access:
+            cmd += self.access.meridian_args(self.base_dir)
         return cmd
 
     def peak_rss_bytes(self) -> int:
@@ -467,7 +505,41 @@ class PostgresServer(ServerHandle):
             cmd += ["-c", f"shared_buffers={_size_to_pg(self.cache_size)}"]
         if self.synchronous_commit:
             cmd += ["-c", f"synchronous_commit={self.synchronous_commit}"]
+        if self.access:
+            cmd += self._access_settings()
         return cmd
+
+    def _access_settings(self) -> list[str]:
+        """`access` as PostgreSQL's settings; the key is copied where only the server's
+        user may read it, as PostgreSQL demands."""
+        a = self.access
+        out = []
+        if a.hba is not None:
+            out += ["-c", f"hba_file={a.hba_path(self.base_dir)}"]
+        if a.tls:
+            cert, key = self.base_dir / "server.crt", self.base_dir / "server.key"
+            shutil.copyfile(a.tls[0], cert)
+            shutil.copyfile(a.tls[1], key)
+            os.chmod(key, 0o600)
+            if self.os_user:
+                for f in (cert, key):
+                    os.chown(f, self.os_user.pw_uid, self.os_user.pw_gid)
+            out += ["-c", "ssl=on", "-c", f"ssl_cert_file={cert}", "-c", f"ssl_key_file={key}"]
+        if a.max_connections is not None:
+            out += ["-c", f"max_connections={a.max_connections}"]
+        return out
+
+    def start(self):
+        super().start()
+        if self.access and self.access.superuser_password is not None and self.starts == 1:
+            # As Meridian's flag does; over the socket, which the test's rules must trust
+            # for postgres.
+            subprocess.run(
+                [pg_tool("psql"), "-X", "-q", "-h", str(self.socket_dir), "-p", str(self.port),
+                 "-U", "postgres", "-d", "postgres", "-c",
+                 f"ALTER ROLE postgres PASSWORD '{self.access.superuser_password}'"],
+                check=True, capture_output=True)
+        return self
 
     def stop_signal(self):
         return signal.SIGINT  # "fast" shutdown; SIGTERM ("smart") waits for clients
@@ -548,7 +620,8 @@ class CoordinatorServer(ServerHandle):
     def _command(self):
         return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
                 "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
-                "--gtm", self.gtm_addr, "--datanodes", str(self.datanode_count)]
+                "--gtm", self.gtm_addr, "--datanodes", str(self.datanode_count),
+                *(self.access.meridian_args(self.base_dir) if self.access else [])]
 
 
 class MeridianClusterServer(MeridianServer):
@@ -571,13 +644,14 @@ class MeridianClusterServer(MeridianServer):
                            synchronous_commit=self.synchronous_commit)
             for i in range(self.DATANODES)]
         self.second = CoordinatorServer(self.base_dir / "coordinator2", gtm_addr=self.gtm.addr,
-                                        datanodes=self.DATANODES)
+                                        datanodes=self.DATANODES, access=self.access)
         self.members = [self.gtm, *self.datanodes, self.second]
 
     def _command(self):
         return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
                 "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
-                "--gtm", self.gtm.addr, "--datanodes", str(self.DATANODES)]
+                "--gtm", self.gtm.addr, "--datanodes", str(self.DATANODES),
+                *(self.access.meridian_args(self.base_dir) if self.access else [])]
 
     def start(self):
         for m in self.members:

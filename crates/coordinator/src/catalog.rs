@@ -1,4 +1,4 @@
-//! The live catalog: user tables, stored as one record per table in the cluster's
+//! The live catalog: user tables (and sequences, views, roles), stored as one record per table in the cluster's
 //! metadata service (decision 0028; at the GTM, or beside the embedded GTM), and cached
 //! in memory for binding.
 //!
@@ -16,6 +16,7 @@ use meta::{MetaClient, WriteBatch, WriteOutcome};
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
+use sql::role::RoleDef;
 use sql::sequence::{Identity, SequenceDef};
 use sql::view::ViewDef;
 use std::collections::HashMap;
@@ -31,6 +32,10 @@ const NEXT_OID_KEY: &[u8] = b"catalog/next_oid";
 const SEQUENCE_PREFIX: &[u8] = b"catalog/sequence/";
 /// A view's definition (JSON), under its OID; its name is under `NAME_PREFIX` too.
 const VIEW_PREFIX: &[u8] = b"catalog/view/";
+/// A role's definition (JSON), under its OID; its name under `ROLE_NAME_PREFIX` (roles
+/// are a namespace of their own, shared by the whole cluster).
+const ROLE_PREFIX: &[u8] = b"catalog/role/";
+const ROLE_NAME_PREFIX: &[u8] = b"catalog/role_name/";
 /// A sequence's counter in the metadata service (decision 0034), under its OID.
 const SEQUENCE_COUNTER_PREFIX: &[u8] = b"sequence/next/";
 
@@ -44,6 +49,8 @@ struct State {
     sequences_by_oid: HashMap<u32, Arc<SequenceDef>>,
     views_by_name: HashMap<String, Arc<ViewDef>>,
     views_by_oid: HashMap<u32, Arc<ViewDef>>,
+    roles_by_name: HashMap<String, Arc<RoleDef>>,
+    roles_by_oid: HashMap<u32, Arc<RoleDef>>,
 }
 
 pub struct LiveCatalog {
@@ -153,6 +160,7 @@ impl LiveCatalog {
         let snapshot = self.meta.scan(TABLE_PREFIX).await?;
         let sequences = self.meta.scan(SEQUENCE_PREFIX).await?;
         let views = self.meta.scan(VIEW_PREFIX).await?;
+        let roles = self.meta.scan(ROLE_PREFIX).await?;
         let mut state = State {
             nodes: meta::nodes::nodes(&self.meta).await?,
             ..Default::default()
@@ -169,6 +177,11 @@ impl LiveCatalog {
             state.views_by_name.insert(view.name.clone(), view.clone());
             state.views_by_oid.insert(view.oid, view);
         }
+        for (_, value) in roles.entries {
+            let role: Arc<RoleDef> = Arc::new(serde_json::from_slice(&value).map_err(unreadable)?);
+            state.roles_by_name.insert(role.name.clone(), role.clone());
+            state.roles_by_oid.insert(role.oid, role);
+        }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
             self.place(&table);
@@ -178,7 +191,11 @@ impl LiveCatalog {
         }
         *self.state.write() = state;
         // The older of the two reads: a change between them is loaded again.
-        let version = snapshot.version.min(sequences.version).min(views.version);
+        let version = snapshot
+            .version
+            .min(sequences.version)
+            .min(views.version)
+            .min(roles.version);
         self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -243,7 +260,9 @@ impl LiveCatalog {
             batch.expect.push((self::name_key(&old), Some(oid_bytes)));
             batch.puts.push((self::name_key(&old), None));
         }
-        let version = self.written(batch, &table.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &table.name))
+            .await?;
         let table = Arc::new(table);
         self.place(&table);
         self.apply(version, |st| {
@@ -265,7 +284,9 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(table_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &old.name))
+            .await?;
         self.apply(version, |st| {
             st.by_oid.remove(&oid);
             st.by_name.remove(&old.name);
@@ -327,7 +348,9 @@ impl LiveCatalog {
                 (name_key, Some(oid_bytes)),
             ],
         };
-        let version = self.written(batch, &sequence.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &sequence.name))
+            .await?;
         let sequence = Arc::new(sequence);
         self.apply(version, |st| {
             st.sequences_by_oid.insert(sequence.oid, sequence.clone());
@@ -349,7 +372,9 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(sequence_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &old.name))
+            .await?;
         self.apply(version, |st| {
             st.sequences_by_oid.remove(&oid);
             st.sequences_by_name.remove(&old.name);
@@ -393,7 +418,9 @@ impl LiveCatalog {
             batch.expect.push((name_key(&old), Some(oid_bytes)));
             batch.puts.push((name_key(&old), None));
         }
-        let version = self.written(batch, &view.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &view.name))
+            .await?;
         let view = Arc::new(view);
         self.apply(version, |st| {
             if let Some(old) = st.views_by_oid.insert(view.oid, view.clone()) {
@@ -414,7 +441,9 @@ impl LiveCatalog {
             expect: vec![(name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
             puts: vec![(view_key(oid), None), (name_key(&old.name), None)],
         };
-        let version = self.written(batch, &old.name, log).await?;
+        let version = self
+            .written(batch, log, |st| relation_conflict(st, &old.name))
+            .await?;
         self.apply(version, |st| {
             st.views_by_oid.remove(&oid);
             st.views_by_name.remove(&old.name);
@@ -422,10 +451,90 @@ impl LiveCatalog {
         .await
     }
 
+    /// The stored role named `name` (the bootstrap superuser has none until altered).
+    pub fn role(&self, name: &str) -> Option<Arc<RoleDef>> {
+        self.state.read().roles_by_name.get(name).cloned()
+    }
+
+    pub fn role_by_oid(&self, oid: u32) -> Option<Arc<RoleDef>> {
+        self.state.read().roles_by_oid.get(&oid).cloned()
+    }
+
+    pub fn roles(&self) -> Vec<Arc<RoleDef>> {
+        let mut v: Vec<_> = self.state.read().roles_by_oid.values().cloned().collect();
+        v.sort_by_key(|r| r.oid);
+        v
+    }
+
+    /// Insert or replace a role's definition, durably (a rename releases the old name
+    /// in the same write); a name another role holds fails with 42710.
+    pub async fn put_role(&self, role: RoleDef, log: &mut DdlLog) -> PgResult<Arc<RoleDef>> {
+        let bytes = serde_json::to_vec(&role).map_err(|e| PgError::internal(e.to_string()))?;
+        let _writing = self.writes.lock().await;
+        let old_name = self
+            .state
+            .read()
+            .roles_by_oid
+            .get(&role.oid)
+            .map(|r| r.name.clone());
+        let oid_bytes = role.oid.to_le_bytes().to_vec();
+        let mut batch = WriteBatch {
+            expect: vec![(
+                role_name_key(&role.name),
+                (old_name.as_ref() == Some(&role.name)).then(|| oid_bytes.clone()),
+            )],
+            puts: vec![
+                (role_key(role.oid), Some(bytes)),
+                (role_name_key(&role.name), Some(oid_bytes.clone())),
+            ],
+        };
+        if let Some(old) = old_name.filter(|n| *n != role.name) {
+            batch.expect.push((role_name_key(&old), Some(oid_bytes)));
+            batch.puts.push((role_name_key(&old), None));
+        }
+        let version = self
+            .written(batch, log, |st| role_conflict(st, &role.name))
+            .await?;
+        let role = Arc::new(role);
+        self.apply(version, |st| {
+            if let Some(old) = st.roles_by_oid.insert(role.oid, role.clone()) {
+                st.roles_by_name.remove(&old.name);
+            }
+            st.roles_by_name.insert(role.name.clone(), role.clone());
+        })
+        .await?;
+        Ok(role)
+    }
+
+    pub async fn remove_role(&self, oid: u32, log: &mut DdlLog) -> PgResult<()> {
+        let _writing = self.writes.lock().await;
+        let Some(old) = self.state.read().roles_by_oid.get(&oid).cloned() else {
+            return Ok(());
+        };
+        let batch = WriteBatch {
+            expect: vec![(role_name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
+            puts: vec![(role_key(oid), None), (role_name_key(&old.name), None)],
+        };
+        let version = self
+            .written(batch, log, |st| role_conflict(st, &old.name))
+            .await?;
+        self.apply(version, |st| {
+            st.roles_by_oid.remove(&oid);
+            st.roles_by_name.remove(&old.name);
+        })
+        .await
+    }
+
     /// Stores `batch` as part of `log`'s transaction (with the keys' values before it, read
-    /// here); a conflict on the table's name means another coordinator created or dropped
-    /// it: this coordinator reloads and the statement fails.
-    async fn written(&self, mut batch: WriteBatch, name: &str, log: &mut DdlLog) -> PgResult<u64> {
+    /// here). A conflict means another coordinator changed the names it expects
+    /// meanwhile: this coordinator reloads and the statement fails with `conflict`'s
+    /// error for the reloaded state.
+    async fn written(
+        &self,
+        mut batch: WriteBatch,
+        log: &mut DdlLog,
+        conflict: impl FnOnce(&State) -> PgError,
+    ) -> PgResult<u64> {
         let keys = batch.puts.iter().map(|(k, _)| k.clone()).collect();
         let before = self.meta.get(keys).await?;
         let staged = log.stage(&mut batch, before)?;
@@ -436,21 +545,7 @@ impl LiveCatalog {
             }
             WriteOutcome::Conflict { .. } => {
                 self.reload_locked().await?;
-                let state = self.state.read();
-                let exists = state.by_name.contains_key(name)
-                    || state.sequences_by_name.contains_key(name)
-                    || state.views_by_name.contains_key(name);
-                Err(if exists {
-                    PgError::new(
-                        codes::DUPLICATE_TABLE,
-                        format!("relation \"{name}\" already exists"),
-                    )
-                } else {
-                    PgError::new(
-                        codes::UNDEFINED_TABLE,
-                        format!("relation \"{name}\" does not exist"),
-                    )
-                })
+                Err(conflict(&self.state.read()))
             }
         }
     }
@@ -466,6 +561,39 @@ impl LiveCatalog {
         } else {
             self.reload_locked().await
         }
+    }
+}
+
+/// A relation's name taken or gone under a write (42P07 or 42P01).
+fn relation_conflict(state: &State, name: &str) -> PgError {
+    let exists = state.by_name.contains_key(name)
+        || state.sequences_by_name.contains_key(name)
+        || state.views_by_name.contains_key(name);
+    if exists {
+        PgError::new(
+            codes::DUPLICATE_TABLE,
+            format!("relation \"{name}\" already exists"),
+        )
+    } else {
+        PgError::new(
+            codes::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )
+    }
+}
+
+/// A role's name taken or gone under a write (42710 or 42704).
+fn role_conflict(state: &State, name: &str) -> PgError {
+    if state.roles_by_name.contains_key(name) {
+        PgError::new(
+            codes::DUPLICATE_OBJECT,
+            format!("role \"{name}\" already exists"),
+        )
+    } else {
+        PgError::new(
+            codes::UNDEFINED_OBJECT,
+            format!("role \"{name}\" does not exist"),
+        )
     }
 }
 
@@ -499,6 +627,18 @@ fn sequence_key(oid: u32) -> Vec<u8> {
 fn view_key(oid: u32) -> Vec<u8> {
     let mut k = VIEW_PREFIX.to_vec();
     k.extend_from_slice(format!("{oid:010}").as_bytes());
+    k
+}
+
+fn role_key(oid: u32) -> Vec<u8> {
+    let mut k = ROLE_PREFIX.to_vec();
+    k.extend_from_slice(format!("{oid:010}").as_bytes());
+    k
+}
+
+fn role_name_key(name: &str) -> Vec<u8> {
+    let mut k = ROLE_NAME_PREFIX.to_vec();
+    k.extend_from_slice(name.as_bytes());
     k
 }
 

@@ -1,4 +1,4 @@
-//! The one way DDL changes the catalog (tables, their indexes, sequences, views): through the
+//! The one way DDL changes the catalog (tables, their indexes, sequences, views, roles): through the
 //! transaction's `DdlLog`, which remembers every metadata key a change wrote with its
 //! value before, so that a ROLLBACK (or ROLLBACK TO SAVEPOINT, or the end of a failed
 //! block) puts them back and drops the storage the undone change had created, and which
@@ -17,6 +17,7 @@ use gtm::Timestamp;
 use meta::{WriteBatch, WriteOutcome};
 use pgerror::{PgError, PgResult};
 use sql::catalog::Catalog;
+use sql::role::RoleDef;
 use sql::sequence::SequenceDef;
 use sql::view::ViewDef;
 use sql::TableDef;
@@ -130,6 +131,15 @@ impl DdlLog {
 
     pub async fn remove_view(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
         shared.catalog.remove_view(oid, self).await
+    }
+
+    /// Stores a role's definition (new, altered or renamed).
+    pub async fn put_role(&mut self, shared: &Shared, role: RoleDef) -> PgResult<()> {
+        shared.catalog.put_role(role, self).await.map(drop)
+    }
+
+    pub async fn remove_role(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
+        shared.catalog.remove_role(oid, self).await
     }
 
     /// Makes a catalog write (`batch`, whose keys hold `before`) part of the transaction:

@@ -84,6 +84,8 @@ pub struct SessionView<'a> {
     pub database: &'a str,
     /// The session's TimeZone as the statement started.
     pub zone: Zone,
+    /// The superuser `postgres` while the catalog has no record of it.
+    pub bootstrap_role: &'a Arc<sql::role::RoleDef>,
 }
 
 /// What one statement's executors share: its memory account, the subquery results

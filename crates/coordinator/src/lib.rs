@@ -1,6 +1,7 @@
 //! The coordinator (see README.md): accepts PostgreSQL connections, binds and plans
 //! statements, runs transactions against the GTM and the datanode.
 
+pub mod access;
 pub mod alter_table;
 pub mod bulk;
 pub mod catalog;
@@ -21,6 +22,7 @@ pub mod nodes;
 pub mod output;
 pub mod pending_ddl;
 pub mod plan_cache;
+pub mod role_ddl;
 pub mod sequence_ddl;
 pub mod sequences;
 pub mod server;
@@ -31,6 +33,7 @@ pub mod spool;
 pub mod system;
 pub mod system_checks;
 pub mod system_indexes;
+pub mod tls;
 pub mod view_ddl;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -1,12 +1,16 @@
-//! Listening socket, connection start-up (SSL/GSS refusal, cancel requests, startup
-//! parameters) and the state shared by all sessions.
+//! Listening socket, connection start-up (SSLRequest answered with a TLS handshake
+//! when the server has a certificate, GSSENCRequest refused, cancel requests, startup
+//! parameters, authentication and connection limits through `access`) and the state
+//! shared by all sessions.
 
+use crate::access::{AccessRules, ConnectionCounts, Peer};
 use crate::catalog::LiveCatalog;
 use crate::executors::SessionExecutors;
 use crate::nodes::ClusterView;
 use crate::session::{Session, SessionState};
 use crate::session_io::SessionStream;
 use crate::settings::Settings;
+use crate::tls::TlsAcceptor;
 use bytes::BytesMut;
 use datanode_client::{DatanodeClient, DatanodeOptions};
 use distribution::Datanodes;
@@ -14,6 +18,7 @@ use gtm::GtmClient;
 use meta::{MetaClient, MetaService};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
+use sql::role::{RoleDef, BOOTSTRAP_SUPERUSER, BOOTSTRAP_SUPERUSER_OID};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -51,7 +56,39 @@ pub struct CoordinatorConfig {
     /// Some: use the `meridian datanode` processes registered at the GTM (`gtm`) instead
     /// of a datanode in this process (which then is not opened).
     pub cluster: Option<ClusterMembership>,
+    pub access: AccessConfig,
 }
+
+/// Who may connect, and how (decision 0040).
+#[derive(Debug, Clone)]
+pub struct AccessConfig {
+    /// PEM files of the server's certificate (chain) and key: with them an SSLRequest
+    /// on TCP is answered with a TLS handshake; without, refused.
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// pg_hba.conf-format rules; None: everyone is trusted.
+    pub hba_file: Option<PathBuf>,
+    /// The bootstrap superuser `postgres`'s password (until ALTER ROLE stores one).
+    pub superuser_password: Option<String>,
+    /// Connections open at once, the last `SUPERUSER_RESERVED_CONNECTIONS` of them
+    /// for superusers.
+    pub max_connections: usize,
+}
+
+impl Default for AccessConfig {
+    /// Zero setup: no TLS, everyone trusted, no password.
+    fn default() -> Self {
+        AccessConfig {
+            tls: None,
+            hba_file: None,
+            superuser_password: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Far above PostgreSQL's 100: Meridian serves thousands of connections per
+/// coordinator (decision 0015).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// A coordinator of a cluster of processes.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +109,14 @@ pub struct Shared {
     pub sequences: crate::sequences::SequenceValues,
     /// Temporary files of operators past work_mem (`<data_dir>/pgsql_tmp`).
     pub spill: spill::SpillDir,
+    /// `postgres`, the superuser that exists before any role is created.
+    pub bootstrap_role: Arc<RoleDef>,
+    pub access_rules: AccessRules,
+    tls: Option<TlsAcceptor>,
+    max_connections: usize,
+    connections: ConnectionCounts,
+    /// Failed password logins, to slow down guessing.
+    pub failed_logins: crate::access::FailedLogins,
     cancels: Mutex<HashMap<i32, (i32, Arc<Notify>)>>,
     next_pid: AtomicI32,
 }
@@ -126,6 +171,12 @@ trait Transport: SessionStream + Sized + 'static {
     type Std: Send + 'static;
     fn into_std(self) -> std::io::Result<Self::Std>;
     fn from_std(std: Self::Std) -> std::io::Result<Self>;
+    /// Runs the connection, from its first packet to its end.
+    fn handle(
+        shared: Arc<Shared>,
+        socket: Self,
+        peer: Peer,
+    ) -> impl std::future::Future<Output = PgResult<()>> + Send;
 }
 
 impl Transport for TcpStream {
@@ -136,6 +187,13 @@ impl Transport for TcpStream {
     fn from_std(std: Self::Std) -> std::io::Result<Self> {
         TcpStream::from_std(std)
     }
+    fn handle(
+        shared: Arc<Shared>,
+        socket: Self,
+        peer: Peer,
+    ) -> impl std::future::Future<Output = PgResult<()>> + Send {
+        handle_tcp(shared, socket, peer)
+    }
 }
 
 impl Transport for UnixStream {
@@ -145,6 +203,13 @@ impl Transport for UnixStream {
     }
     fn from_std(std: Self::Std) -> std::io::Result<Self> {
         UnixStream::from_std(std)
+    }
+    fn handle(
+        shared: Arc<Shared>,
+        socket: Self,
+        peer: Peer,
+    ) -> impl std::future::Future<Output = PgResult<()>> + Send {
+        handle_unix(shared, socket, peer)
     }
 }
 
@@ -173,6 +238,11 @@ fn cancel_secret(pid: i32) -> i32 {
 
 impl Coordinator {
     pub async fn start(config: CoordinatorConfig) -> PgResult<Coordinator> {
+        let access_rules = AccessRules::load(config.access.hba_file.clone())?;
+        let tls = match &config.access.tls {
+            Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
+            None => None,
+        };
         let (gtm, meta) = match &config.gtm {
             Some(addr) => (
                 GtmClient::connect(addr, gtm::ClientOptions::default()).await?,
@@ -252,6 +322,12 @@ impl Coordinator {
             catalog,
             sequences,
             spill,
+            bootstrap_role: Arc::new(bootstrap_role(&config.access)),
+            access_rules,
+            tls,
+            max_connections: config.access.max_connections,
+            connections: ConnectionCounts::default(),
+            failed_logins: Default::default(),
             cancels: Mutex::new(HashMap::new()),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
         });
@@ -263,6 +339,12 @@ impl Coordinator {
             unix,
             executors,
         })
+    }
+
+    /// Reads the access rules file again (SIGHUP).
+    pub fn reloader(&self) -> impl Fn() + Send + 'static {
+        let shared = self.shared.clone();
+        move || shared.access_rules.reload()
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -281,7 +363,12 @@ impl Coordinator {
                 match self.listener.accept().await {
                     Ok((socket, peer)) => {
                         let _ = socket.set_nodelay(true);
-                        self.spawn_session(socket, peer.to_string())
+                        self.spawn_session(
+                            socket,
+                            Peer {
+                                address: Some(peer.ip()),
+                            },
+                        )
                     }
                     Err(e) => accept_failed(e).await,
                 }
@@ -293,7 +380,7 @@ impl Coordinator {
             };
             loop {
                 match unix.listener.accept().await {
-                    Ok((socket, _)) => self.spawn_session(socket, "[local]".to_string()),
+                    Ok((socket, _)) => self.spawn_session(socket, Peer { address: None }),
                     Err(e) => accept_failed(e).await,
                 }
             }
@@ -301,20 +388,20 @@ impl Coordinator {
         tokio::join!(tcp, unix);
     }
 
-    fn spawn_session<T: Transport>(&self, socket: T, peer: String) {
+    fn spawn_session<T: Transport>(&self, socket: T, peer: Peer) {
         let shared = self.shared.clone();
         match socket.into_std() {
             Ok(socket) => drop(self.executors.next().spawn(async move {
                 match T::from_std(socket) {
                     Ok(socket) => {
-                        if let Err(e) = handle_connection(shared, socket).await {
-                            tracing::debug!(%peer, "connection ended: {e}");
+                        if let Err(e) = T::handle(shared, socket, peer.clone()).await {
+                            tracing::debug!(?peer, "connection ended: {e}");
                         }
                     }
-                    Err(e) => tracing::warn!(%peer, "could not register the connection: {e}"),
+                    Err(e) => tracing::warn!(?peer, "could not register the connection: {e}"),
                 }
             })),
-            Err(e) => tracing::warn!(%peer, "could not hand the connection over: {e}"),
+            Err(e) => tracing::warn!(?peer, "could not hand the connection over: {e}"),
         }
     }
 }
@@ -325,23 +412,51 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> PgResult<()> {
+/// PostgreSQL's authentication_timeout: a client has this long from connecting to
+/// being authenticated (each step), so half-open connections do not hold slots.
+const AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a client's first packets asked for.
+enum Opening {
+    Startup(Vec<(String, String)>),
+    /// An SSLRequest, answered `S`: the TLS handshake comes next.
+    Tls,
+    /// A cancel request (handled), or the client left.
+    Done,
+}
+
+/// Reads packets until the startup packet: SSLRequest is answered `S` if `tls` (and
+/// the caller does the handshake), else `N`; GSSENCRequest `N`; a CancelRequest is
+/// handled.
+async fn opening<S: SessionStream>(
+    shared: &Shared,
+    socket: &mut S,
+    buf: &mut BytesMut,
+    tls: bool,
+) -> PgResult<Opening> {
     let io_err = |e: std::io::Error| PgError::new(codes::CONNECTION_FAILURE, e.to_string());
-    let mut buf = BytesMut::with_capacity(1024);
     let mut out = BytesMut::new();
-    let params = loop {
+    loop {
         let packet = loop {
-            match decode_startup(&mut buf) {
+            match decode_startup(buf) {
                 Ok(Some(p)) => break p,
                 Ok(None) => {
-                    if socket.read_buf(&mut buf).await.map_err(io_err)? == 0 {
-                        return Ok(());
+                    if socket.read_buf(buf).await.map_err(io_err)? == 0 {
+                        return Ok(Opening::Done);
                     }
                 }
-                Err(e) => return fatal(&mut socket, e.into_pg_error()).await,
+                Err(e) => {
+                    return fatal(socket, e.into_pg_error())
+                        .await
+                        .map(|()| Opening::Done)
+                }
             }
         };
         match packet {
+            StartupPacket::SslRequest if tls => {
+                socket.write_all(b"S").await.map_err(io_err)?;
+                return Ok(Opening::Tls);
+            }
             StartupPacket::SslRequest | StartupPacket::GssEncRequest => {
                 out.clear();
                 backend::ssl_refused(&mut out);
@@ -357,7 +472,7 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
                         notify.notify_waiters();
                     }
                 }
-                return Ok(());
+                return Ok(Opening::Done);
             }
             StartupPacket::Startup {
                 protocol_version,
@@ -374,11 +489,102 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
                     backend::negotiate_protocol_version(&mut out, 0, &unrecognized);
                     socket.write_all(&out).await.map_err(io_err)?;
                 }
-                break params;
+                return Ok(Opening::Startup(params));
             }
         }
-    };
+    }
+}
 
+/// The opening of a TCP connection, which may turn into TLS.
+///
+/// What follows the opening is boxed: the spawned task then holds only this opening's
+/// state, not the session's and the TLS connection's (tens of kilobytes, copied each
+/// time the task's future moves).
+async fn handle_tcp(shared: Arc<Shared>, mut socket: TcpStream, peer: Peer) -> PgResult<()> {
+    let mut buf = BytesMut::with_capacity(1024);
+    let tls = shared.tls.clone();
+    match timed(opening(&shared, &mut socket, &mut buf, tls.is_some())).await? {
+        Opening::Startup(params) => {
+            Box::pin(start_session(shared, socket, buf, params, peer, false)).await
+        }
+        Opening::Done => Ok(()),
+        Opening::Tls => {
+            // Bytes sent after the SSLRequest, before the handshake, were not encrypted:
+            // a man in the middle's (CVE-2021-23214).
+            if !buf.is_empty() {
+                let e = PgError::fatal(
+                    codes::PROTOCOL_VIOLATION,
+                    "received unencrypted data after SSL request",
+                )
+                .with_detail(
+                    "This could be either a client-software bug or evidence of an attempted man-in-the-middle attack.",
+                );
+                return fatal(&mut socket, e).await;
+            }
+            match tls {
+                Some(acceptor) => Box::pin(handle_tls(shared, socket, peer, acceptor)).await,
+                None => Ok(()),
+            }
+        }
+    }
+}
+
+/// The TLS handshake, then the connection's opening and session over TLS.
+async fn handle_tls(
+    shared: Arc<Shared>,
+    socket: TcpStream,
+    peer: Peer,
+    acceptor: TlsAcceptor,
+) -> PgResult<()> {
+    let mut stream = timed(async {
+        acceptor.accept(socket).await.map_err(|e| {
+            PgError::new(
+                codes::PROTOCOL_VIOLATION,
+                format!("could not accept SSL connection: {e}"),
+            )
+        })
+    })
+    .await?;
+    let mut buf = BytesMut::with_capacity(1024);
+    match timed(opening(&shared, &mut stream, &mut buf, false)).await? {
+        Opening::Startup(params) => start_session(shared, stream, buf, params, peer, true).await,
+        Opening::Tls | Opening::Done => Ok(()),
+    }
+}
+
+async fn handle_unix(shared: Arc<Shared>, mut socket: UnixStream, peer: Peer) -> PgResult<()> {
+    let mut buf = BytesMut::with_capacity(1024);
+    match timed(opening(&shared, &mut socket, &mut buf, false)).await? {
+        Opening::Startup(params) => {
+            Box::pin(start_session(shared, socket, buf, params, peer, false)).await
+        }
+        Opening::Tls | Opening::Done => Ok(()),
+    }
+}
+
+/// `step` within `AUTHENTICATION_TIMEOUT`.
+async fn timed<T>(step: impl std::future::Future<Output = PgResult<T>>) -> PgResult<T> {
+    tokio::time::timeout(AUTHENTICATION_TIMEOUT, step)
+        .await
+        .unwrap_or_else(|_| {
+            Err(PgError::fatal(
+                codes::CONNECTION_FAILURE,
+                "canceling authentication due to timeout",
+            ))
+        })
+}
+
+/// The startup packet read: the connection counted, the client authenticated, its
+/// settings applied, and its session run.
+async fn start_session<S: SessionStream + 'static>(
+    shared: Arc<Shared>,
+    mut socket: S,
+    mut buf: BytesMut,
+    params: Vec<(String, String)>,
+    peer: Peer,
+    ssl: bool,
+) -> PgResult<()> {
+    let io_err = |e: std::io::Error| PgError::new(codes::CONNECTION_FAILURE, e.to_string());
     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let Some(user) = get("user") else {
         return fatal(
@@ -393,16 +599,26 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
     let database = get("database")
         .filter(|d| !d.is_empty())
         .unwrap_or_else(|| user.clone());
-    if user != "postgres" {
-        return fatal(
-            &mut socket,
-            PgError::fatal(
-                codes::INVALID_AUTHORIZATION_SPECIFICATION,
-                format!("role \"{user}\" does not exist"),
-            ),
-        )
-        .await;
-    }
+    // Counted before authenticating, so a flood of connections is refused here, cheaply.
+    let mut slot = match shared.connections.open(shared.max_connections) {
+        Ok(slot) => slot,
+        Err(e) => return fatal(&mut socket, e).await,
+    };
+    let authenticated = timed(crate::access::authenticate(
+        &shared,
+        &mut socket,
+        &mut buf,
+        &peer,
+        ssl,
+        &user,
+        &database,
+    ))
+    .await;
+    let role = match authenticated {
+        Ok(Some(role)) => role,
+        Ok(None) => return Ok(()),
+        Err(e) => return fatal(&mut socket, e).await,
+    };
     if database != "postgres" {
         return fatal(
             &mut socket,
@@ -413,7 +629,11 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
         )
         .await;
     }
+    if let Err(e) = slot.assign(&role, shared.max_connections) {
+        return fatal(&mut socket, e).await;
+    }
     let mut settings = Settings::default();
+    settings.fix_for_session(&role.name, role.superuser, shared.max_connections);
     for (name, value) in &params {
         let result = match name.as_str() {
             "user" | "database" | "replication" => Ok(None),
@@ -438,7 +658,7 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
     let cancel = Arc::new(Notify::new());
     shared.cancels.lock().insert(pid, (secret, cancel.clone()));
     let state = SessionState {
-        user,
+        user: role.name.clone(),
         database,
         pid,
         settings: Mutex::new(settings),
@@ -451,7 +671,27 @@ async fn handle_connection<T: Transport>(shared: Arc<Shared>, mut socket: T) -> 
         session.run().await;
     }
     shared.cancels.lock().remove(&pid);
+    drop(slot);
     result.map_err(io_err)
+}
+
+/// The bootstrap superuser, with the configured password hashed as any role's.
+fn bootstrap_role(access: &AccessConfig) -> RoleDef {
+    RoleDef {
+        oid: BOOTSTRAP_SUPERUSER_OID,
+        name: BOOTSTRAP_SUPERUSER.to_string(),
+        superuser: true,
+        login: true,
+        password: access.superuser_password.as_deref().map(|p| {
+            auth::password::encrypt(
+                p,
+                BOOTSTRAP_SUPERUSER,
+                auth::password::Encryption::ScramSha256,
+            )
+        }),
+        connection_limit: -1,
+        valid_until: None,
+    }
 }
 
 /// `options=-c name=value -c …` (PGOPTIONS).
@@ -475,7 +715,7 @@ fn apply_options(
     Ok(None)
 }
 
-async fn fatal<T: Transport>(socket: &mut T, err: PgError) -> PgResult<()> {
+async fn fatal<S: SessionStream>(socket: &mut S, err: PgError) -> PgResult<()> {
     let mut out = BytesMut::new();
     backend::error_response(
         &mut out,

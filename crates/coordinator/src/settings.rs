@@ -34,6 +34,8 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("deadlock_timeout", "1s", false),
     ("synchronous_commit", "on", false),
     ("max_connections", "10000", false),
+    ("superuser_reserved_connections", "3", false),
+    ("password_encryption", "scram-sha-256", false),
     ("max_identifier_length", "63", false),
     ("lc_messages", "C", false),
     ("lc_monetary", "C", false),
@@ -199,6 +201,10 @@ impl Settings {
                 | "block_size"
                 | "max_identifier_length"
                 | "in_hot_standby"
+                | "is_superuser"
+                | "session_authorization"
+                | "max_connections"
+                | "superuser_reserved_connections"
         ) {
             return Err(PgError::new(
                 codes::CANT_CHANGE_RUNTIME_PARAM,
@@ -219,6 +225,26 @@ impl Settings {
         self.values.insert(canon, value.clone());
         self.values_changed();
         Ok(reported.then_some((canon, value)))
+    }
+
+    /// What the server fixes for a session at its start, which SET cannot change: its
+    /// authenticated role and connection limit.
+    pub fn fix_for_session(&mut self, role: &str, superuser: bool, max_connections: usize) {
+        self.values
+            .insert("session_authorization", role.to_string());
+        self.values
+            .insert("is_superuser", if superuser { "on" } else { "off" }.into());
+        self.values
+            .insert("max_connections", max_connections.to_string());
+        // None of these feeds what `values_changed` derives.
+    }
+
+    /// How a new password is stored.
+    pub fn password_encryption(&self) -> auth::password::Encryption {
+        self.values
+            .get("password_encryption")
+            .and_then(|v| auth::password::Encryption::from_setting(v))
+            .unwrap_or(auth::password::Encryption::ScramSha256)
     }
 
     /// End of transaction: undo SET LOCAL.
@@ -318,6 +344,16 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
             return Err(PgError::unsupported(format!("IntervalStyle \"{v}\"")))
         }
         "TimeZone" => Zone::from_setting(v)?.1,
+        "password_encryption" => match auth::password::Encryption::from_setting(v) {
+            Some(_) => lower,
+            None => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"password_encryption\": \"{v}\""),
+                )
+                .with_hint("Available values: md5, scram-sha-256."))
+            }
+        },
         "standard_conforming_strings" if !matches!(lower.as_str(), "on" | "true" | "1") => {
             return Err(PgError::unsupported("standard_conforming_strings = off"));
         }

@@ -14,8 +14,10 @@ use sql::catalog::{
 };
 use sql::functions::ScalarFunc;
 use sql::plan::SystemTable;
+use sql::role::{RoleDef, BOOTSTRAP_SUPERUSER_OID};
 use sql::system_tables::{system_columns, system_table_oid};
 use sql::TableDef;
+use std::sync::Arc;
 use types::{DataType, Value};
 
 const HEAP_AM_OID: u32 = 2;
@@ -40,6 +42,55 @@ const PREDEFINED_ROLES: &[(&str, u32)] = &[
     ("pg_signal_backend", 4200),
     ("pg_checkpoint", 4544),
 ];
+
+/// A role as pg_roles, pg_user or pg_authid shows it. The bootstrap superuser has
+/// every attribute, as PostgreSQL's; Meridian's roles have none of those it cannot set.
+fn role_row(table: SystemTable, r: &RoleDef) -> Vec<Value> {
+    let all_attributes = Value::Bool(r.oid == BOOTSTRAP_SUPERUSER_OID);
+    let valid_until = r.valid_until.map_or(Value::Null, Value::TimestampTz);
+    match table {
+        SystemTable::PgAuthid => vec![
+            oid(r.oid),
+            text(&r.name),
+            Value::Bool(r.superuser),
+            Value::Bool(true),
+            all_attributes.clone(),
+            all_attributes.clone(),
+            Value::Bool(r.login),
+            all_attributes.clone(),
+            all_attributes,
+            Value::Int4(r.connection_limit),
+            r.password.as_deref().map_or(Value::Null, text),
+            valid_until,
+        ],
+        SystemTable::PgUser => vec![
+            text(&r.name),
+            oid(r.oid),
+            all_attributes.clone(),
+            Value::Bool(r.superuser),
+            all_attributes.clone(),
+            all_attributes,
+            text("********"),
+            valid_until,
+            Value::Null,
+        ],
+        _ => vec![
+            text(&r.name),
+            Value::Bool(r.superuser),
+            Value::Bool(true),
+            all_attributes.clone(),
+            all_attributes.clone(),
+            Value::Bool(r.login),
+            all_attributes.clone(),
+            Value::Int4(r.connection_limit),
+            text("********"),
+            valid_until,
+            all_attributes,
+            Value::Null,
+            oid(r.oid),
+        ],
+    }
+}
 
 fn text(s: &str) -> Value {
     Value::Text(s.to_string())
@@ -390,42 +441,32 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             vec![oid(BTREE_AM_OID), text("btree"), oid(330), chr('i')],
         ],
         PgRoles | PgUser | PgAuthid => {
-            let mut out = vec![vec![
-                text("postgres"),
-                Value::Bool(true),
-                Value::Bool(true),
-                Value::Bool(true),
-                Value::Bool(true),
-                Value::Bool(true),
-                Value::Bool(true),
-                Value::Int4(-1),
-                text("********"),
-                Value::Null,
-                Value::Bool(true),
-                Value::Null,
-                oid(SUPERUSER_OID),
-            ]];
-            if table != PgUser {
-                // pg_user lists only roles that can log in; these are PostgreSQL 15's predefined roles.
-                for (name, o) in PREDEFINED_ROLES {
-                    out.push(vec![
-                        text(name),
-                        Value::Bool(false),
-                        Value::Bool(true),
-                        Value::Bool(false),
-                        Value::Bool(false),
-                        Value::Bool(false),
-                        Value::Bool(false),
-                        Value::Int4(-1),
-                        text("********"),
-                        Value::Null,
-                        Value::Bool(false),
-                        Value::Null,
-                        oid(*o),
-                    ]);
-                }
+            if table == PgAuthid
+                && !crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user)
+                    .is_some_and(|r| r.superuser)
+            {
+                return Err(PgError::new(
+                    codes::INSUFFICIENT_PRIVILEGE,
+                    "permission denied for table pg_authid",
+                ));
             }
-            out
+            let predefined = PREDEFINED_ROLES.iter().map(|(name, o)| {
+                Arc::new(RoleDef {
+                    oid: *o,
+                    name: name.to_string(),
+                    superuser: false,
+                    login: false,
+                    password: None,
+                    connection_limit: -1,
+                    valid_until: None,
+                })
+            });
+            crate::role_ddl::all(session.catalog, session.bootstrap_role)
+                .into_iter()
+                .chain(predefined)
+                .filter(|r| table != PgUser || r.login)
+                .map(|r| role_row(table, &r))
+                .collect()
         }
         PgTablespace => vec![
             vec![

@@ -19,6 +19,7 @@ fn config(dir: &std::path::Path) -> CoordinatorConfig {
         busy_poll: Duration::ZERO,
         datanode_messages: false,
         cluster: None,
+        access: Default::default(),
     }
 }
 

@@ -48,6 +48,8 @@ pub struct StartArgs {
     /// that path).
     #[arg(long, value_enum, default_value_t = DatanodeLink::Direct)]
     datanode_link: DatanodeLink,
+    #[command(flatten)]
+    pub access: AccessArgs,
     /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size, query_memory,
     /// txn_memory, synchronous_commit, gtm, session_threads, busy_poll_us.
     #[arg(long)]
@@ -226,6 +228,43 @@ pub struct CoordinatorArgs {
     /// they need when they share its machine.
     #[arg(long, default_value_t = 0)]
     pub busy_poll_us: u64,
+    #[command(flatten)]
+    pub access: AccessArgs,
+}
+
+/// Who may connect and how, for `meridian start` and `meridian coordinator`
+/// (docs/decisions/0040; README "Authentication and TLS").
+#[derive(Args, Debug)]
+pub struct AccessArgs {
+    /// PEM file of the server's certificate (chain): with --tls-key, clients may ask for
+    /// TLS (sslmode=require / verify-full). Unix-socket connections never use TLS.
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM file of the server certificate's private key.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Access rules in pg_hba.conf's format (local/host/hostssl/hostnossl; trust,
+    /// reject, scram-sha-256, md5, password), reloaded on SIGHUP. Without it every
+    /// connection is trusted.
+    #[arg(long, value_name = "FILE")]
+    pub hba_file: Option<PathBuf>,
+    /// The password of the superuser `postgres` (until ALTER ROLE postgres sets one).
+    #[arg(long, env = "MERIDIAN_SUPERUSER_PASSWORD", hide_env_values = true)]
+    pub superuser_password: Option<String>,
+    /// Connections open at once; the last 3 are kept for superusers.
+    #[arg(long, default_value_t = coordinator::server::DEFAULT_MAX_CONNECTIONS, value_name = "N")]
+    pub max_connections: usize,
+}
+
+impl AccessArgs {
+    pub fn config(&self) -> coordinator::server::AccessConfig {
+        coordinator::server::AccessConfig {
+            tls: self.tls_cert.clone().zip(self.tls_key.clone()),
+            hba_file: self.hba_file.clone(),
+            superuser_password: self.superuser_password.clone(),
+            max_connections: self.max_connections,
+        }
+    }
 }
 
 /// `meridian datanode` settings.

@@ -103,6 +103,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
         busy_poll: std::time::Duration::from_micros(settings.busy_poll_us),
         datanode_messages: settings.datanode_link == config::DatanodeLink::Messages,
         cluster: None,
+        access: args.access.config(),
     };
     serve(config, shutdown).await
 }
@@ -128,6 +129,7 @@ async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
         cluster: Some(coordinator::ClusterMembership {
             form_with: args.datanodes,
         }),
+        access: args.access.config(),
     };
     serve(config, shutdown).await
 }
@@ -143,6 +145,7 @@ async fn serve(config: CoordinatorConfig, shutdown: ShutdownSignal) -> Result<()
     };
     tracing::info!(data_dir = %data_dir.display(), "listening on {listening}");
     println!("meridian: listening on {listening}; ready to accept connections");
+    reload_on_sighup(coordinator.reloader());
     tokio::select! {
         _ = coordinator.serve() => {}
         _ = shutdown.recv() => tracing::info!("shutting down"),
@@ -225,6 +228,20 @@ async fn gtm_service(data_dir: PathBuf, listen: SocketAddr) -> Result<(), String
 
 /// Each connection is a socket: lift the soft open-file limit to the hard limit so that
 /// thousands of clients do not hit the common default of 1024.
+/// SIGHUP reads the configuration files that may change while running (the access
+/// rules), as PostgreSQL's reload does.
+fn reload_on_sighup(reload: impl Fn() + Send + 'static) {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::hangup()) {
+        Ok(mut hangup) => drop(tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                reload();
+            }
+        })),
+        Err(e) => tracing::warn!("no SIGHUP handler, the access rules cannot be reloaded: {e}"),
+    }
+}
+
 fn raise_open_file_limit() {
     // SAFETY: getrlimit/setrlimit only read and write the struct passed to them.
     unsafe {

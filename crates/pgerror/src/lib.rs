@@ -178,6 +178,7 @@ pub mod codes {
         DUPLICATE_COLUMN = "42701";
         DUPLICATE_TABLE = "42P07";
         DUPLICATE_OBJECT = "42710";
+        RESERVED_NAME = "42939";
         DUPLICATE_PREPARED_STATEMENT = "42P05";
         DUPLICATE_CURSOR = "42P03";
         AMBIGUOUS_COLUMN = "42702";
@@ -201,6 +202,7 @@ pub mod codes {
         DISK_FULL = "53100";
         OUT_OF_MEMORY = "53200";
         OBJECT_NOT_IN_PREREQUISITE_STATE = "55000";
+        OBJECT_IN_USE = "55006";
         LOCK_NOT_AVAILABLE = "55P03";
         QUERY_CANCELED = "57014";
         IDLE_IN_TRANSACTION_SESSION_TIMEOUT = "25P03";
@@ -208,6 +210,7 @@ pub mod codes {
         ADMIN_SHUTDOWN = "57P01";
         CANNOT_CONNECT_NOW = "57P03";
         IO_ERROR = "58030";
+        CONFIG_FILE_ERROR = "F0000";
         INTERNAL_ERROR = "XX000";
         DATA_CORRUPTED = "XX001";
     }

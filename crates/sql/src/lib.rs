@@ -19,9 +19,11 @@ pub mod parse;
 pub mod plan;
 mod prepared_xact;
 pub mod pushdown;
+pub mod role;
 pub mod sequence;
 pub mod subquery;
 pub mod system_tables;
+mod tokens;
 mod unsupported_syntax;
 pub mod view;
 

@@ -293,6 +293,7 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         "create" | "alter" | "drop" => {
             let statement = match crate::sequence::parse_statement(text)? {
                 Some(s) => Some(s),
+                None if let Some(s) = crate::role::parse_statement(text)? => Some(s),
                 None if first == "alter" => crate::view::parse_rename(text)?,
                 None => None,
             };

@@ -975,6 +975,12 @@ pub enum Statement {
         if_exists: bool,
         cascade: bool,
     },
+    CreateRole(crate::role::CreateRole),
+    AlterRole(crate::role::AlterRole),
+    DropRole {
+        names: Vec<String>,
+        if_exists: bool,
+    },
     CreateView(crate::view::CreateView),
     DropView {
         names: Vec<String>,

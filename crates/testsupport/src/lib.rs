@@ -40,6 +40,8 @@ pub struct ServerOptions {
     pub config: Option<PathBuf>,
     /// `--synchronous-commit on|off`.
     pub synchronous_commit: Option<bool>,
+    /// More flags, e.g. `--hba-file FILE`.
+    pub args: Vec<String>,
 }
 
 /// A running Meridian server on a free loopback port in a temporary data directory.
@@ -206,6 +208,7 @@ impl TestServer {
             cmd.arg("--synchronous-commit")
                 .arg(if s { "on" } else { "off" });
         }
+        cmd.args(&self.opts.args);
         cmd
     }
 

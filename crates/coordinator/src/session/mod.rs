@@ -342,5 +342,6 @@ fn view<'a>(
         user: &state.user,
         database: &state.database,
         zone: state.settings.lock().zone().clone(),
+        bootstrap_role: &shared.bootstrap_role,
     }
 }

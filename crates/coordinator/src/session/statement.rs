@@ -166,6 +166,24 @@ impl<S: SessionStream> Session<S> {
                     .collect(),
                 tag: "EXPLAIN".into(),
             }),
+            Statement::CreateRole(_) | Statement::AlterRole(_) | Statement::DropRole { .. } => {
+                let (zone, encryption) = {
+                    let settings = self.state.settings.lock();
+                    (settings.zone().clone(), settings.password_encryption())
+                };
+                // Started: its start names the transaction's pending catalog record.
+                self.ensure_started().await?;
+                let actor = crate::role_ddl::Actor {
+                    user: &self.state.user,
+                    zone: &zone,
+                    encryption,
+                };
+                let t = self.tx.as_mut().expect("ensured above");
+                let tag =
+                    crate::role_ddl::execute(&self.shared, &mut t.ddl, stmt, &actor, &mut self.out)
+                        .await?;
+                Ok(Outcome::tag(tag))
+            }
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::CreateView(_)

@@ -1,0 +1,273 @@
+//! CREATE/ALTER/DROP ROLE and USER (decision 0040): PostgreSQL's checks and SQLSTATEs,
+//! passwords hashed per `password_encryption` before they are stored, changes through
+//! the transaction's `DdlLog` (a rolled back CREATE ROLE leaves nothing). Only
+//! superusers manage roles (Meridian has no CREATEROLE yet); any role may change its
+//! own password.
+
+use crate::catalog::LiveCatalog;
+use crate::ddl::notice;
+use crate::ddl_log::DdlLog;
+use crate::server::Shared;
+use auth::password::{self, Encryption};
+use bytes::BytesMut;
+use pgerror::{codes, PgError, PgResult};
+use sql::plan::Statement;
+use sql::role::{
+    check_new_name, AlterRole, CreateRole, RoleDef, RoleOptions, BOOTSTRAP_SUPERUSER,
+    BOOTSTRAP_SUPERUSER_OID,
+};
+use std::sync::Arc;
+use types::timezone::Zone;
+
+/// The role named `name`: its stored record, or the bootstrap superuser while it has
+/// none (it is stored once altered).
+pub fn find(shared: &Shared, name: &str) -> Option<Arc<RoleDef>> {
+    find_in(&shared.catalog, &shared.bootstrap_role, name)
+}
+
+pub fn find_in(
+    catalog: &LiveCatalog,
+    bootstrap: &Arc<RoleDef>,
+    name: &str,
+) -> Option<Arc<RoleDef>> {
+    catalog.role(name).or_else(|| {
+        (name == BOOTSTRAP_SUPERUSER && catalog.role_by_oid(BOOTSTRAP_SUPERUSER_OID).is_none())
+            .then(|| bootstrap.clone())
+    })
+}
+
+/// Every role, the bootstrap superuser first.
+pub fn all(catalog: &LiveCatalog, bootstrap: &Arc<RoleDef>) -> Vec<Arc<RoleDef>> {
+    let mut roles = catalog.roles();
+    if roles.first().map(|r| r.oid) != Some(BOOTSTRAP_SUPERUSER_OID) {
+        roles.insert(0, bootstrap.clone());
+    }
+    roles
+}
+
+/// Who runs the statement, and the session settings it reads.
+pub struct Actor<'a> {
+    pub user: &'a str,
+    pub zone: &'a Zone,
+    pub encryption: Encryption,
+}
+
+impl Actor<'_> {
+    fn is_superuser(&self, shared: &Shared) -> bool {
+        find(shared, self.user).is_some_and(|r| r.superuser)
+    }
+}
+
+pub async fn execute(
+    shared: &Shared,
+    log: &mut DdlLog,
+    stmt: &Statement,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<&'static str> {
+    match stmt {
+        Statement::CreateRole(create) => {
+            create_role(shared, log, create, actor, out).await?;
+            Ok("CREATE ROLE")
+        }
+        Statement::AlterRole(AlterRole::Options { name, options }) => {
+            alter_role(shared, log, name, options, actor, out).await?;
+            Ok("ALTER ROLE")
+        }
+        Statement::AlterRole(AlterRole::Rename { name, new_name }) => {
+            rename_role(shared, log, name, new_name, actor, out).await?;
+            Ok("ALTER ROLE")
+        }
+        Statement::DropRole { names, if_exists } => {
+            drop_roles(shared, log, names, *if_exists, actor, out).await?;
+            Ok("DROP ROLE")
+        }
+        other => Err(PgError::internal(format!(
+            "not a role statement: {other:?}"
+        ))),
+    }
+}
+
+fn denied(what: &str) -> PgError {
+    PgError::new(
+        codes::INSUFFICIENT_PRIVILEGE,
+        format!("permission denied to {what} role"),
+    )
+}
+
+fn missing(name: &str) -> PgError {
+    PgError::new(
+        codes::UNDEFINED_OBJECT,
+        format!("role \"{name}\" does not exist"),
+    )
+}
+
+fn exists(name: &str) -> PgError {
+    PgError::new(
+        codes::DUPLICATE_OBJECT,
+        format!("role \"{name}\" already exists"),
+    )
+}
+
+async fn create_role(
+    shared: &Shared,
+    log: &mut DdlLog,
+    create: &CreateRole,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<()> {
+    check_new_name(&create.name)?;
+    if !actor.is_superuser(shared) {
+        return Err(denied("create"));
+    }
+    if find(shared, &create.name).is_some() {
+        return Err(exists(&create.name));
+    }
+    let role = RoleDef {
+        oid: shared.catalog.allocate_oids(1).await?,
+        name: create.name.clone(),
+        superuser: false,
+        login: false,
+        password: None,
+        connection_limit: -1,
+        valid_until: None,
+    };
+    let role = with_options(role, &create.options, actor, out)?;
+    log.put_role(shared, role).await
+}
+
+/// `role` changed as `options` say.
+fn with_options(
+    mut role: RoleDef,
+    options: &RoleOptions,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<RoleDef> {
+    if let Some(superuser) = options.superuser {
+        role.superuser = superuser;
+    }
+    if let Some(login) = options.login {
+        role.login = login;
+    }
+    if let Some(limit) = options.connection_limit {
+        role.connection_limit = limit;
+    }
+    if let Some(until) = &options.valid_until {
+        role.valid_until = Some(types::datetime::parse_timestamptz(until, actor.zone)?);
+    }
+    match &options.password {
+        None => {}
+        Some(Some(p)) if p.is_empty() => {
+            notice(
+                out,
+                codes::SUCCESSFUL_COMPLETION,
+                "empty string is not a valid password, clearing password".into(),
+            );
+            role.password = None;
+        }
+        Some(p) => {
+            role.password = p
+                .as_deref()
+                .map(|p| password::encrypt(p, &role.name, actor.encryption))
+        }
+    }
+    Ok(role)
+}
+
+async fn alter_role(
+    shared: &Shared,
+    log: &mut DdlLog,
+    name: &str,
+    options: &RoleOptions,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<()> {
+    let role = find(shared, name).ok_or_else(|| missing(name))?;
+    let own_password_only = name == actor.user
+        && *options
+            == RoleOptions {
+                password: options.password.clone(),
+                ..RoleOptions::default()
+            };
+    if !own_password_only && !actor.is_superuser(shared) {
+        return Err(denied("alter"));
+    }
+    let role = with_options((*role).clone(), options, actor, out)?;
+    log.put_role(shared, role).await
+}
+
+async fn rename_role(
+    shared: &Shared,
+    log: &mut DdlLog,
+    name: &str,
+    new_name: &str,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<()> {
+    let role = find(shared, name).ok_or_else(|| missing(name))?;
+    if name == actor.user {
+        return Err(PgError::new(
+            codes::FEATURE_NOT_SUPPORTED,
+            "session user cannot be renamed",
+        ));
+    }
+    if find(shared, new_name).is_some() {
+        return Err(exists(new_name));
+    }
+    check_new_name(new_name)?;
+    if !actor.is_superuser(shared) {
+        return Err(denied("rename"));
+    }
+    let mut role = (*role).clone();
+    role.name = new_name.to_string();
+    // An md5 hash is salted with the role's name: it no longer matches any password.
+    if role.password.as_deref().is_some_and(password::is_md5) {
+        role.password = None;
+        notice(
+            out,
+            codes::SUCCESSFUL_COMPLETION,
+            "MD5 password cleared because of role rename".into(),
+        );
+    }
+    log.put_role(shared, role).await
+}
+
+async fn drop_roles(
+    shared: &Shared,
+    log: &mut DdlLog,
+    names: &[String],
+    if_exists: bool,
+    actor: &Actor<'_>,
+    out: &mut BytesMut,
+) -> PgResult<()> {
+    if !actor.is_superuser(shared) {
+        return Err(denied("drop"));
+    }
+    for name in names {
+        let Some(role) = find(shared, name) else {
+            if if_exists {
+                notice(
+                    out,
+                    codes::SUCCESSFUL_COMPLETION,
+                    format!("role \"{name}\" does not exist, skipping"),
+                );
+                continue;
+            }
+            return Err(missing(name));
+        };
+        if name == actor.user {
+            return Err(PgError::new(
+                codes::OBJECT_IN_USE,
+                "current user cannot be dropped",
+            ));
+        }
+        if role.oid == BOOTSTRAP_SUPERUSER_OID {
+            return Err(PgError::new(
+                codes::DEPENDENT_OBJECTS_STILL_EXIST,
+                format!("cannot drop role {name} because it is required by the database system"),
+            ));
+        }
+        log.remove_role(shared, role.oid).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! Roles (docs/decisions/0040): the catalog record, and CREATE/ALTER/DROP ROLE and USER
+//! parsed by hand (sqlparser reads CREATE USER in Snowflake's form). What the options
+//! mean (password hashing, reserved names, who may do what) is the coordinator's
+//! business (`coordinator/src/role_ddl.rs`).
+
+use crate::plan::Statement;
+use crate::tokens::Tokens;
+use pgerror::{codes, PgError, PgResult};
+use serde::{Deserialize, Serialize};
+
+/// The bootstrap superuser's OID, as in PostgreSQL.
+pub const BOOTSTRAP_SUPERUSER_OID: u32 = 10;
+pub const BOOTSTRAP_SUPERUSER: &str = "postgres";
+
+/// A role as the catalog stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoleDef {
+    pub oid: u32,
+    pub name: String,
+    pub superuser: bool,
+    pub login: bool,
+    /// A SCRAM-SHA-256 verifier or an md5 hash (`auth::password`); None: no password,
+    /// so password authentication always fails.
+    pub password: Option<String>,
+    /// Connections the role may have at once; -1: no limit.
+    pub connection_limit: i32,
+    /// When its password stops being valid (timestamptz microseconds); None: never.
+    pub valid_until: Option<i64>,
+}
+
+/// The options of CREATE/ALTER ROLE; None: not given.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RoleOptions {
+    pub superuser: Option<bool>,
+    pub login: Option<bool>,
+    /// Some(None): PASSWORD NULL.
+    pub password: Option<Option<String>>,
+    pub connection_limit: Option<i32>,
+    /// VALID UNTIL's literal, read as a timestamptz in the session's time zone.
+    pub valid_until: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRole {
+    pub name: String,
+    pub options: RoleOptions,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterRole {
+    Options { name: String, options: RoleOptions },
+    Rename { name: String, new_name: String },
+}
+
+/// CREATE/ALTER/DROP ROLE and USER; None for any other statement.
+pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
+    // Other statements are not tokenized here (their string literals are not ours).
+    let mut words = text.split_whitespace().map(str::to_ascii_lowercase);
+    let (verb, noun) = (words.next(), words.next());
+    if !matches!(verb.as_deref(), Some("create" | "alter" | "drop"))
+        || !matches!(noun.as_deref(), Some("role" | "user"))
+    {
+        return Ok(None);
+    }
+    let mut t = Tokens::new(text)?;
+    let verb = t.word();
+    let noun = t.word();
+    if !matches!(noun.as_deref(), Some("role" | "user")) {
+        return Ok(None);
+    }
+    let statement = match verb.as_deref() {
+        Some("create") => {
+            let name = t.identifier()?;
+            let mut options = options(&mut t)?;
+            // CREATE USER is CREATE ROLE … LOGIN.
+            if noun.as_deref() == Some("user") && options.login.is_none() {
+                options.login = Some(true);
+            }
+            Statement::CreateRole(CreateRole { name, options })
+        }
+        Some("alter") => {
+            let name = t.identifier()?;
+            if t.keywords(&["rename", "to"]) {
+                let new_name = t.identifier()?;
+                t.end()?;
+                Statement::AlterRole(AlterRole::Rename { name, new_name })
+            } else if matches!(t.peek_word().as_deref(), Some("set" | "reset" | "in")) {
+                return Err(PgError::unsupported("ALTER ROLE … SET"));
+            } else {
+                Statement::AlterRole(AlterRole::Options {
+                    name,
+                    options: options(&mut t)?,
+                })
+            }
+        }
+        Some("drop") => {
+            let if_exists = t.keywords(&["if", "exists"]);
+            let mut names = vec![t.identifier()?];
+            while t.punct(',') {
+                names.push(t.identifier()?);
+            }
+            t.end()?;
+            Statement::DropRole { names, if_exists }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(statement))
+}
+
+fn redundant() -> PgError {
+    PgError::new(codes::SYNTAX_ERROR, "conflicting or redundant options")
+}
+
+fn set<T>(slot: &mut Option<T>, value: T) -> PgResult<()> {
+    if slot.is_some() {
+        return Err(redundant());
+    }
+    *slot = Some(value);
+    Ok(())
+}
+
+/// `[WITH] option …` to the end of the statement.
+fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
+    let mut o = RoleOptions::default();
+    t.keywords(&["with"]);
+    while let Some(word) = t.word() {
+        match word.as_str() {
+            "superuser" => set(&mut o.superuser, true)?,
+            "nosuperuser" => set(&mut o.superuser, false)?,
+            "login" => set(&mut o.login, true)?,
+            "nologin" => set(&mut o.login, false)?,
+            "encrypted" if t.peek_word().as_deref() == Some("password") => {}
+            "unencrypted" => {
+                return Err(PgError::new(
+                    codes::FEATURE_NOT_SUPPORTED,
+                    "UNENCRYPTED PASSWORD is no longer supported",
+                )
+                .with_hint("Remove UNENCRYPTED to store the password in encrypted form instead."))
+            }
+            "password" => {
+                let password = if t.keywords(&["null"]) {
+                    None
+                } else {
+                    Some(t.string()?)
+                };
+                set(&mut o.password, password)?
+            }
+            "connection" if t.keywords(&["limit"]) => {
+                let limit = t.number()?;
+                let limit = i32::try_from(limit)
+                    .ok()
+                    .filter(|l| *l >= -1)
+                    .ok_or_else(|| {
+                        PgError::new(
+                            codes::INVALID_PARAMETER_VALUE,
+                            format!("invalid connection limit: {limit}"),
+                        )
+                    })?;
+                set(&mut o.connection_limit, limit)?
+            }
+            "valid" if t.keywords(&["until"]) => set(&mut o.valid_until, t.string()?)?,
+            "inherit" | "noinherit" | "createdb" | "nocreatedb" | "createrole" | "nocreaterole"
+            | "replication" | "noreplication" | "bypassrls" | "nobypassrls" | "admin" | "role"
+            | "in" | "sysid" => {
+                return Err(PgError::unsupported(format!(
+                    "role option {} (Meridian has no privileges or role membership yet)",
+                    word.to_ascii_uppercase()
+                )))
+            }
+            _ => {
+                t.at -= 1;
+                return Err(t.unexpected());
+            }
+        }
+    }
+    t.end()?;
+    Ok(o)
+}
+
+/// Why `name` cannot be given to a new role (or a renamed one): PostgreSQL reserves
+/// `public`, `none` and the `pg_` prefix (42939).
+pub fn check_new_name(name: &str) -> PgResult<()> {
+    if name == "public" || name == "none" {
+        return Err(PgError::new(
+            codes::RESERVED_NAME,
+            format!("role name \"{name}\" is reserved"),
+        ));
+    }
+    if name.starts_with("pg_") {
+        return Err(PgError::new(
+            codes::RESERVED_NAME,
+            format!("role name \"{name}\" is reserved"),
+        )
+        .with_detail("Role names starting with \"pg_\" are reserved."));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> PgResult<Statement> {
+        parse_statement(text).map(|s| s.expect("a role statement"))
+    }
+
+    #[test]
+    fn create_user_logs_in_and_create_role_does_not() {
+        let Statement::CreateRole(user) = parse("CREATE USER alice PASSWORD 'it''s'").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.options.login, Some(true));
+        assert_eq!(user.options.password, Some(Some("it's".into())));
+        let Statement::CreateRole(role) = parse(
+            "create role \"Bob\" with nologin superuser connection limit 3 valid until '2030-01-01' password null",
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(role.name, "Bob");
+        assert_eq!(
+            role.options,
+            RoleOptions {
+                superuser: Some(true),
+                login: Some(false),
+                password: Some(None),
+                connection_limit: Some(3),
+                valid_until: Some("2030-01-01".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn alter_and_drop() {
+        let Statement::AlterRole(rename) = parse("ALTER ROLE a RENAME TO b").unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            rename,
+            AlterRole::Rename {
+                name: "a".into(),
+                new_name: "b".into()
+            }
+        );
+        assert!(matches!(
+            parse("ALTER USER a WITH ENCRYPTED PASSWORD 'x' NOSUPERUSER").unwrap(),
+            Statement::AlterRole(AlterRole::Options { .. })
+        ));
+        let Statement::DropRole { names, if_exists } = parse("DROP USER IF EXISTS a, b;").unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((names, if_exists), (vec!["a".into(), "b".into()], true));
+        assert!(parse_statement("DROP TABLE a").unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_options_get_postgresql_s_errors() {
+        let code = |text: &str| parse(text).unwrap_err().code;
+        assert_eq!(code("CREATE ROLE a LOGIN NOLOGIN"), codes::SYNTAX_ERROR);
+        assert_eq!(
+            code("CREATE ROLE a CONNECTION LIMIT -2"),
+            codes::INVALID_PARAMETER_VALUE
+        );
+        assert_eq!(code("CREATE ROLE a PASSWORD"), codes::SYNTAX_ERROR);
+        assert_eq!(code("CREATE ROLE a FROBNICATE"), codes::SYNTAX_ERROR);
+        assert_eq!(code("CREATE ROLE a CREATEDB"), codes::FEATURE_NOT_SUPPORTED);
+        assert_eq!(
+            check_new_name("pg_x").unwrap_err().code,
+            codes::RESERVED_NAME
+        );
+        assert_eq!(
+            check_new_name("public").unwrap_err().code,
+            codes::RESERVED_NAME
+        );
+    }
+}
