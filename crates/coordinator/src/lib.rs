@@ -13,6 +13,7 @@ pub mod dml;
 pub mod exec;
 pub mod executors;
 mod explain;
+mod foreign_keys;
 pub mod hot_future;
 pub mod index;
 pub mod index_ddl;

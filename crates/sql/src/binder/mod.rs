@@ -24,6 +24,7 @@ mod ddl;
 mod dml;
 mod dml_join;
 mod expr;
+mod foreign_key;
 mod index;
 mod json_table;
 mod locking;
@@ -284,6 +285,8 @@ impl<'a> Binder<'a> {
                     .iter()
                     .map(|tn| self.table_by_name(&object_name_parts(&tn.name)))
                     .collect::<PgResult<_>>()?;
+                let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
+                let tables = self.truncated_with_references(tables, cascade)?;
                 Ok(Statement::Truncate { tables })
             }
             S::AlterTable(at) => self.alter_table(at),
