@@ -277,7 +277,7 @@ def test_copy_as_postgres(pair, bulk):
         "CREATE TABLE fk_cp (id int PRIMARY KEY)",
         # no index: COPY after TRUNCATE in its transaction loads in bulk
         "CREATE TABLE fk_cc (a int REFERENCES fk_cp, b text)",
-        "INSERT INTO fk_cp SELECT generate_series(1, 100)",
+        "INSERT INTO fk_cp SELECT i FROM generate_series(1, 100) i",
     ])
     good = [(i % 100 + 1, f"r{i}") for i in range(3000)] + [(None, "null")]
     bad = good[:2500] + [(101, "missing")] + good[2500:]

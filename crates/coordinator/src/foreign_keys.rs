@@ -244,12 +244,41 @@ impl Dml<'_> {
                     }
                     Statement::Update(upd) => {
                         Box::pin(dml.update(txn, upd)).await?;
+                        // A referencing row already holding the default still references
+                        // the key (PostgreSQL's RI_FKey_setdefault_del looks again).
+                        if r.action == ReferentialAction::SetDefault {
+                            let n = r.parent_columns.len();
+                            let check = self.bind_check(table, r)?;
+                            let ex = Executor {
+                                dn: self.dn,
+                                txn,
+                                snapshot,
+                                params: &params[..n],
+                                session: self.view,
+                                state: self.state,
+                            };
+                            if !ex.query(&check).await?.is_empty() {
+                                return Err(still_referenced(table, r, &params[..n]));
+                            }
+                        }
                     }
                     _ => return Err(PgError::internal("a referential action's statement")),
                 }
             }
         }
         Ok(())
+    }
+
+    /// NO ACTION's query for `r`, whatever its action.
+    fn bind_check(&self, table: &TableDef, r: &ChildReference) -> PgResult<sql::plan::Query> {
+        let check = ChildReference {
+            action: ReferentialAction::NoAction,
+            ..r.clone()
+        };
+        match self.bind_action(table, &check, false)? {
+            Statement::Query(q) => Ok(q),
+            _ => Err(PgError::internal("a foreign key's check query")),
+        }
     }
 
     fn bind_action(

@@ -30,6 +30,7 @@ pub mod settings;
 pub mod spool;
 pub mod system;
 pub mod system_checks;
+pub mod system_foreign_keys;
 pub mod system_indexes;
 pub mod view_ddl;
 

@@ -255,7 +255,8 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             }
             refuse_if(!with_hints.is_empty(), "table hints")?;
             refuse_if(version.is_some(), "time travel (FOR SYSTEM_TIME / AT)")?;
-            refuse_if(*with_ordinality, "WITH ORDINALITY")?;
+            // The binder allows it for one function only.
+            let _ = with_ordinality;
             refuse_if(!partitions.is_empty(), "PARTITION selection")?;
             refuse_if(json_path.is_some(), "JSON paths in FROM")?;
             refuse_if(sample.is_some(), "TABLESAMPLE")?;

@@ -114,10 +114,13 @@ impl<'a> Binder<'a> {
         };
         let parent_columns = if fk.referred_columns.is_empty() {
             parent.primary_key.map(<[usize]>::to_vec).ok_or_else(|| {
-                invalid_fk(format!(
-                    "there is no primary key for referenced table \"{}\"",
-                    parent.name
-                ))
+                PgError::new(
+                    codes::UNDEFINED_OBJECT,
+                    format!(
+                        "there is no primary key for referenced table \"{}\"",
+                        parent.name
+                    ),
+                )
             })?
         } else {
             fk.referred_columns
@@ -129,11 +132,6 @@ impl<'a> Binder<'a> {
                 })
                 .collect::<PgResult<Vec<_>>>()?
         };
-        if parent_columns.len() != columns.len() {
-            return Err(invalid_fk(
-                "number of referencing and referenced columns for foreign key disagree".into(),
-            ));
-        }
         let same_set = |key: &[usize]| {
             let mut a = key.to_vec();
             let mut b = parent_columns.clone();
@@ -142,14 +140,28 @@ impl<'a> Binder<'a> {
             b.dedup();
             a == b && b.len() == parent_columns.len()
         };
-        if !fk.referred_columns.is_empty()
-            && !parent.primary_key.is_some_and(same_set)
-            && !parent.unique.iter().any(|u| same_set(u))
-        {
-            return Err(invalid_fk(format!(
-                "there is no unique constraint matching given keys for referenced table \"{}\"",
-                parent.name
-            )));
+        if !fk.referred_columns.is_empty() {
+            let mut distinct = parent_columns.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() != parent_columns.len() {
+                return Err(invalid_fk(
+                    "foreign key referenced-columns list must not contain duplicates".into(),
+                ));
+            }
+            if !parent.primary_key.is_some_and(same_set)
+                && !parent.unique.iter().any(|u| same_set(u))
+            {
+                return Err(invalid_fk(format!(
+                    "there is no unique constraint matching given keys for referenced table \"{}\"",
+                    parent.name
+                )));
+            }
+        }
+        if parent_columns.len() != columns.len() {
+            return Err(invalid_fk(
+                "number of referencing and referenced columns for foreign key disagree".into(),
+            ));
         }
         let names: Vec<&str> = columns
             .iter()
