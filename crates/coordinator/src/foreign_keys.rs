@@ -86,10 +86,7 @@ async fn lock_parent(
                 return Ok(false);
             };
             let rel = parent.indexes[*index].rel;
-            match dn.lock_row(txn, rel, &entry, LockWait::Wait).await? {
-                Some(row_key) => Some(row_key.to_vec()),
-                None => None,
-            }
+            (dn.lock_row(txn, rel, &entry, LockWait::Wait).await?).map(|k| k.to_vec())
         }
     };
     let Some(row_key) = row_key else {

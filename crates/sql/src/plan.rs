@@ -1031,7 +1031,8 @@ pub enum AlterAction {
 pub enum Statement {
     Query(Query),
     Insert(Insert),
-    Update(Update),
+    /// Boxed: a bound UPDATE is the largest statement by far.
+    Update(Box<Update>),
     Delete(Delete),
     CreateTable(CreateTable),
     CreateTableAs(Box<CreateTableAs>),

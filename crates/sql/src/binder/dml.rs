@@ -320,7 +320,7 @@ impl<'a> Binder<'a> {
         let returning = self.returning(&upd.returning, &table, &scope)?;
         let checks = self.table_checks(&table)?;
         let foreign_keys = self.update_foreign_keys(&table, &assignments)?;
-        Ok(Statement::Update(Update {
+        Ok(Statement::Update(Box::new(Update {
             checks,
             foreign_keys,
             table,
@@ -329,7 +329,7 @@ impl<'a> Binder<'a> {
             assignments,
             returning,
             joined: None,
-        }))
+        })))
     }
 
     /// ON CONFLICT (key) DO UPDATE SET … [WHERE …]: bound over the existing row followed

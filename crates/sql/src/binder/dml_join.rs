@@ -25,7 +25,7 @@ impl<'a> Binder<'a> {
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
         let checks = self.table_checks(&table)?;
         let foreign_keys = self.update_foreign_keys(&table, &assignments)?;
-        Ok(Statement::Update(Update {
+        Ok(Statement::Update(Box::new(Update {
             foreign_keys,
             table,
             access: Access::Full,
@@ -34,7 +34,7 @@ impl<'a> Binder<'a> {
             returning,
             checks,
             joined: Some(Box::new(joined)),
-        }))
+        })))
     }
 
     pub(super) fn delete_using(

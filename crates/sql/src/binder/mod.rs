@@ -373,16 +373,17 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
-                match self.statement(stmt)? {
-                    // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
-                    Statement::Update(Update {
-                        joined: Some(_), ..
-                    })
-                    | Statement::Delete(Delete {
-                        joined: Some(_), ..
-                    }) => Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING")),
-                    bound => Ok(Statement::Explain(Box::new(bound))),
+                let bound = self.statement(stmt)?;
+                // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
+                let joined = match &bound {
+                    Statement::Update(u) => u.joined.is_some(),
+                    Statement::Delete(d) => d.joined.is_some(),
+                    _ => false,
+                };
+                if joined {
+                    return Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING"));
                 }
+                Ok(Statement::Explain(Box::new(bound)))
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",
