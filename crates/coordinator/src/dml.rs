@@ -827,7 +827,7 @@ impl<'a> Dml<'a> {
             changes.push((key, old, new));
         }
         for (key, old, new) in &changes {
-            self.write_update(txn, table, key.clone(), old, new).await?;
+            self.write_update(txn, table, key, old, new).await?;
         }
         self.keep_foreign_keys(txn, table, &upd.foreign_keys, &changes)
             .await?;
@@ -868,7 +868,7 @@ impl<'a> Dml<'a> {
         &self,
         txn: &mut ClusterTxn,
         table: &TableDef,
-        key: Vec<u8>,
+        key: &[u8],
         old: &Row,
         new: &Row,
     ) -> PgResult<()> {
@@ -878,12 +878,12 @@ impl<'a> Dml<'a> {
                     unique_violation(table, new)
                 }))
                 .await?;
-                self.dn.put(txn, table.rel, &key, None)?;
+                self.dn.put(txn, table.rel, key, None)?;
                 new_key
             }
             _ => {
-                self.dn.put(txn, table.rel, &key, Some(encode(new)))?;
-                key.clone()
+                self.dn.put(txn, table.rel, key, Some(encode(new)))?;
+                key.to_vec()
             }
         };
         // A unique entry waits for a concurrent writer of the same value.
@@ -891,7 +891,7 @@ impl<'a> Dml<'a> {
             self.dn,
             txn,
             table,
-            (old, &key),
+            (old, key),
             (new, &new_key),
         ))
         .await

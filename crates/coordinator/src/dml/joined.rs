@@ -27,13 +27,14 @@ impl Dml<'_> {
             changes.push((key, row, new));
         }
         let width = table.columns.len();
-        let mut written = Vec::with_capacity(changes.len());
+        // The rows written, kept for the foreign keys' checks after them.
+        let mut written = Vec::new();
         for (key, row, new) in changes {
             let old = row[..width].to_vec();
-            self.write_update(txn, table, key.clone(), &old, &new)
+            self.write_update(txn, table, &key, &old, &new)
                 .await?;
             // RETURNING reads the new row followed by the rows it was joined to.
-            affected.changed([new.clone(), row[width..].to_vec()].concat())?;
+            affected.changed([new.as_slice(), &row[width..]].concat())?;
             if !upd.foreign_keys.is_empty() {
                 written.push((key, old, new));
             }
