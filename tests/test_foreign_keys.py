@@ -205,6 +205,9 @@ def test_alter_table_truncate_and_drop_as_postgres(pair):
         "UPDATE fk_ap SET u = 11 WHERE id = 1",
         # TRUNCATE of a referenced table: 0A000 unless the referencing one goes too
         "TRUNCATE fk_ap",
+        # the referenced unique key stays while a key references it
+        "ALTER TABLE fk_ap DROP CONSTRAINT fk_ap_u_key",
+        "DROP INDEX fk_ap_u_key",
         "ALTER TABLE fk_ac DROP CONSTRAINT u_fk",
         "ALTER TABLE fk_ac DROP CONSTRAINT u_fk",
         CATALOG.format(t="fk_ac"),
@@ -218,6 +221,26 @@ def test_alter_table_truncate_and_drop_as_postgres(pair):
         CATALOG.format(t="fk_ac"),
         "INSERT INTO fk_ac VALUES (5, 77, 77)",
         "SELECT * FROM fk_ac ORDER BY id",
+    ])
+
+
+def test_unique_index_referenced_as_postgres(pair):
+    reset(pair, "fk_ixc", "fk_ix")
+    run_script(pair, [
+        "CREATE TABLE fk_ix (k int, v text)",
+        "CREATE UNIQUE INDEX fk_ix_k ON fk_ix (k)",
+        "CREATE TABLE fk_ixc (k int REFERENCES fk_ix (k) ON DELETE CASCADE)",
+        CATALOG.format(t="fk_ixc"),
+        "INSERT INTO fk_ix VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO fk_ixc VALUES (1), (2), (2)",
+        "INSERT INTO fk_ixc VALUES (3)",
+        "UPDATE fk_ix SET v = 'c' WHERE k = 2",
+        "DELETE FROM fk_ix WHERE k = 2",
+        "SELECT * FROM fk_ixc ORDER BY k",
+        "DROP INDEX fk_ix_k",
+        "ALTER TABLE fk_ixc DROP CONSTRAINT fk_ixc_k_fkey",
+        "DROP INDEX fk_ix_k",
+        "INSERT INTO fk_ixc VALUES (3)",
     ])
 
 

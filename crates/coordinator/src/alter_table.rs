@@ -424,6 +424,11 @@ impl<'a> Altered<'a> {
                     .position(|i| i.constraint_oid.is_some() && i.name == *name);
                 match constraint {
                     Some(i) => {
+                        let what = format!("constraint {name} on table {table}");
+                        let (tables, oid) = (shared.catalog.tables(), self.def.indexes[i].oid);
+                        crate::foreign_keys::refuse_drop_of_referenced_key(
+                            &tables, &self.def, oid, &what,
+                        )?;
                         let index = self.def.indexes.remove(i);
                         self.rebuild.retain(|n| *n != index.name);
                     }

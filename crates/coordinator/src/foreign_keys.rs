@@ -363,3 +363,35 @@ pub(crate) async fn check_existing_rows(
     }
     Ok(())
 }
+
+/// 2BP01 where a foreign key references `table`'s key through its index `index` (a
+/// unique index, or a UNIQUE constraint's; `what` names it as PostgreSQL's message
+/// does): DROP INDEX and DROP CONSTRAINT have no CASCADE here.
+pub(crate) fn refuse_drop_of_referenced_key(
+    tables: &[std::sync::Arc<TableDef>],
+    table: &TableDef,
+    index: u32,
+    what: &str,
+) -> PgResult<()> {
+    let dependent = crate::system_foreign_keys::all(tables)
+        .into_iter()
+        .find(|f| f.parent.oid == table.oid && f.index_oid() == index);
+    match dependent {
+        None => Ok(()),
+        Some(f) => Err(PgError::new(
+            codes::DEPENDENT_OBJECTS_STILL_EXIST,
+            format!("cannot drop {what} because other objects depend on it"),
+        )
+        .with_detail(format!(
+            "constraint {} on table {} depends on index {}",
+            f.fk.name,
+            f.table.name,
+            table
+                .indexes
+                .iter()
+                .find(|i| i.oid == index)
+                .map_or("", |i| i.name.as_str())
+        ))
+        .with_hint("Use DROP ... CASCADE to drop the dependent objects too.")),
+    }
+}

@@ -31,8 +31,7 @@ impl Dml<'_> {
         let mut written = Vec::new();
         for (key, row, new) in changes {
             let old = row[..width].to_vec();
-            self.write_update(txn, table, &key, &old, &new)
-                .await?;
+            self.write_update(txn, table, &key, &old, &new).await?;
             // RETURNING reads the new row followed by the rows it was joined to.
             affected.changed([new.as_slice(), &row[width..]].concat())?;
             if !upd.foreign_keys.is_empty() {
