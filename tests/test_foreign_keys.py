@@ -185,6 +185,23 @@ def test_self_reference_as_postgres(pair):
     ])
 
 
+def test_deep_cascade_is_refused_not_a_crash(target):
+    """A cascade down a chain of self-referencing rows nests a statement per row: a
+    hundred levels are refused with 54001 (PostgreSQL's max_stack_depth error), and
+    the server is still there."""
+    with psycopg.connect(target.dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS fk_chain")
+        conn.execute("CREATE TABLE fk_chain (id int PRIMARY KEY, "
+                     "p int REFERENCES fk_chain ON DELETE CASCADE)")
+        conn.execute("INSERT INTO fk_chain SELECT i, nullif(i - 1, 0) "
+                     "FROM generate_series(1, 1000) i")
+        with pytest.raises(psycopg.errors.StatementTooComplex):
+            conn.execute("DELETE FROM fk_chain WHERE id = 1")
+        assert conn.execute("SELECT count(*) FROM fk_chain").fetchone() == (1000,)
+        conn.execute("DELETE FROM fk_chain WHERE id = 921")
+        assert conn.execute("SELECT count(*) FROM fk_chain").fetchone() == (920,)
+
+
 def test_alter_table_truncate_and_drop_as_postgres(pair):
     reset(pair, "fk_ac", "fk_ap")
     run_script(pair, [

@@ -124,6 +124,39 @@ pub(crate) async fn check_parents(
     Ok(())
 }
 
+/// How deep referential actions may nest (a cascade down a chain of self-referencing
+/// rows is one level per row): each level is a statement's future inside the one
+/// before, on the session thread's stack, which would overflow some thousand levels
+/// down; PostgreSQL stops such a chain at its max_stack_depth too.
+const MAX_CASCADE_DEPTH: usize = 100;
+
+/// One level of referential actions entered, left when dropped.
+struct Nested<'s>(&'s std::sync::atomic::AtomicUsize);
+
+impl<'s> Nested<'s> {
+    fn enter(dml: &'s Dml<'_>) -> PgResult<Self> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let depth = &dml.state.cascade_depth;
+        if depth.fetch_add(1, Relaxed) >= MAX_CASCADE_DEPTH {
+            depth.fetch_sub(1, Relaxed);
+            return Err(
+                PgError::new(codes::STATEMENT_TOO_COMPLEX, "stack depth limit exceeded").with_hint(
+                    format!(
+                "Referential actions of foreign keys nest at most {MAX_CASCADE_DEPTH} deep."
+            ),
+                ),
+            );
+        }
+        Ok(Nested(depth))
+    }
+}
+
+impl Drop for Nested<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -237,10 +270,13 @@ impl Dml<'_> {
                         }
                     }
                     Statement::Delete(del) => {
+                        let _nested = Nested::enter(self)?;
                         Box::pin(dml.delete(txn, del)).await?;
                     }
                     Statement::Update(upd) => {
+                        let nested = Nested::enter(self)?;
                         Box::pin(dml.update(txn, upd)).await?;
+                        drop(nested);
                         // A referencing row already holding the default still references
                         // the key (PostgreSQL's RI_FKey_setdefault_del looks again).
                         if r.action == ReferentialAction::SetDefault {
