@@ -404,8 +404,8 @@ def race(server):
         # the insert waits for the delete, then finds no parent
         inserter.execute("SET lock_timeout = 0")
         result = {}
-        t = threading.Thread(
-            target=lambda: result.update(insert=outcome(inserter, "INSERT INTO fk_xc VALUES (2, 2)")))
+        insert = "INSERT INTO fk_xc VALUES (2, 2)"
+        t = threading.Thread(target=lambda: result.update(insert=outcome(inserter, insert)))
         t.start()
         time.sleep(0.3)  # ordering only: the insert is (most likely) waiting by now
         deleter.commit()
@@ -416,8 +416,8 @@ def race(server):
         # the delete waits for the insert, then finds the child
         deleter.execute("SET lock_timeout = 0")
         inserter.execute("INSERT INTO fk_xc VALUES (3, 3)")
-        t = threading.Thread(
-            target=lambda: result.update(delete=outcome(deleter, "DELETE FROM fk_xp WHERE id = 3")))
+        delete = "DELETE FROM fk_xp WHERE id = 3"
+        t = threading.Thread(target=lambda: result.update(delete=outcome(deleter, delete)))
         t.start()
         time.sleep(0.3)
         inserter.commit()
