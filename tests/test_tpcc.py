@@ -1,8 +1,8 @@
 """TPC-C on the server under test (issue 31, acceptance 2): a scaled-down load of two
 warehouses, eight terminals running the standard mix for a minute, the consistency
 conditions 1-4 afterwards, index access for every statement the transactions issue,
-and the specification's foreign keys (expected to fail on Meridian until issue 31 item
-3; the expectation is strict: the day they work, the test fails until it is removed).
+and the specification's foreign keys: added over the loaded rows (which checks them),
+then enforced.
 
 The same file runs unchanged on PostgreSQL 15 (MERIDIAN_TEST_TARGETS=postgres), which
 validates the driver itself."""
@@ -118,11 +118,7 @@ def test_every_statement_uses_index_access(loaded):
     assert full_scans == {}
 
 
-def test_foreign_keys(loaded, request):
-    if loaded.kind != "postgres":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=psycopg.errors.FeatureNotSupported,
-            reason="foreign keys (issue 31 item 3) not yet supported"))
+def test_foreign_keys(loaded):
     with psycopg.connect(loaded.dsn, autocommit=True) as conn:
         for sql in schema.FOREIGN_KEYS:
             conn.execute(sql)

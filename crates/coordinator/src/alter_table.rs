@@ -14,8 +14,8 @@ use crate::server::Shared;
 use bytes::BytesMut;
 use distribution::RelPlacement;
 use pgerror::{codes, PgError, PgResult};
-use sql::catalog::CheckDef;
 use sql::catalog::Distribution;
+use sql::catalog::{CheckDef, ForeignKeyDef};
 use sql::plan::{AlterAction, AlterTable, BoundCheck, Expr};
 use sql::TableDef;
 use std::ops::Bound;
@@ -115,7 +115,11 @@ pub async fn execute(
     index_new_rows(shared, log, rows, &mut def, &rebuild, &keys).await?;
     // The relations the new definition no longer refers to (the old rows', dropped and
     // rebuilt indexes') are dropped when the transaction commits.
+    let added = foreign_keys_to_verify(shared, &mut def).await?;
     log.put(shared, def.clone()).await?;
+    for fk in &added {
+        verify_foreign_key(shared, rows, &eval, &def, fk).await?;
+    }
     crate::sequence_ddl::follow_columns(shared, log, def.oid, &origin).await?;
     // A new primary key rebuilds the table under it, last.
     for (_, columns, name) in keys.iter().filter(|(primary, ..)| *primary) {
@@ -154,6 +158,49 @@ async fn checks_to_verify(
             })
         })
         .collect()
+}
+
+/// The foreign keys the statement added to `def`, given their OIDs here.
+async fn foreign_keys_to_verify(
+    shared: &Shared,
+    def: &mut TableDef,
+) -> PgResult<Vec<ForeignKeyDef>> {
+    let count = def.foreign_keys.iter().filter(|f| f.oid == 0).count() as u32;
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let mut oids = shared.catalog.allocate_oids(count).await?..;
+    let mut added = Vec::new();
+    for fk in def.foreign_keys.iter_mut().filter(|f| f.oid == 0) {
+        fk.oid = oids.next().unwrap_or_default();
+        added.push(fk.clone());
+    }
+    Ok(added)
+}
+
+/// ALTER TABLE … ADD FOREIGN KEY's check of the rows `def` (stored) holds: 23503 for
+/// the first without its referenced row.
+async fn verify_foreign_key(
+    shared: &Shared,
+    rows: &mut InTxn<'_>,
+    eval: &Evaluation<'_>,
+    def: &TableDef,
+    fk: &ForeignKeyDef,
+) -> PgResult<()> {
+    use sql::catalog::Catalog;
+    let parent = shared
+        .catalog
+        .table_by_oid(fk.parent)
+        .ok_or_else(|| PgError::new(codes::UNDEFINED_TABLE, "referenced table does not exist"))?;
+    let ex = Executor {
+        dn: &shared.datanodes,
+        txn: rows.txn,
+        snapshot: rows.snapshot,
+        params: &[],
+        session: eval.view,
+        state: eval.state,
+    };
+    crate::foreign_keys::check_existing_rows(&ex, def, fk, &parent).await
 }
 
 /// Rebuilds the indexes named in `rebuild` and builds the UNIQUE constraints among `keys`
@@ -246,6 +293,7 @@ impl<'a> Altered<'a> {
                     }
                     return Err(no_column(name, &table));
                 };
+                refuse_change_of_referenced(shared, &self.def, i, "DROP COLUMN")?;
                 self.drop_column(i)?;
             }
             AlterAction::RenameColumn { from, to } => {
@@ -302,6 +350,12 @@ impl<'a> Altered<'a> {
             AlterAction::SetType { column, ty } => {
                 crate::view_ddl::refuse_change_of_read(shared, self.def.oid, "ALTER COLUMN TYPE")?;
                 let i = self.column(column)?;
+                if self.def.foreign_keys.iter().any(|f| f.columns.contains(&i)) {
+                    return Err(PgError::unsupported(
+                        "ALTER COLUMN TYPE of a foreign key's column",
+                    ));
+                }
+                refuse_change_of_referenced(shared, &self.def, i, "ALTER COLUMN TYPE")?;
                 let in_key = self
                     .def
                     .primary_key
@@ -354,6 +408,14 @@ impl<'a> Altered<'a> {
             {
                 self.def.checks.retain(|c| c.name != *name)
             }
+            // OID 0 until the statement's new constraints are given theirs; the rows
+            // are checked once the new definition is stored.
+            AlterAction::AddForeignKey(fk) => self.def.foreign_keys.push(fk.clone()),
+            AlterAction::DropConstraint { name, .. }
+                if self.def.foreign_keys.iter().any(|f| f.name == *name) =>
+            {
+                self.def.foreign_keys.retain(|f| f.name != *name)
+            }
             AlterAction::DropConstraint { name, if_exists } => {
                 let constraint = self
                     .def
@@ -362,6 +424,11 @@ impl<'a> Altered<'a> {
                     .position(|i| i.constraint_oid.is_some() && i.name == *name);
                 match constraint {
                     Some(i) => {
+                        let what = format!("constraint {name} on table {table}");
+                        let (tables, oid) = (shared.catalog.tables(), self.def.indexes[i].oid);
+                        crate::foreign_keys::refuse_drop_of_referenced_key(
+                            &tables, &self.def, oid, &what,
+                        )?;
                         let index = self.def.indexes.remove(i);
                         self.rebuild.retain(|n| *n != index.name);
                     }
@@ -403,6 +470,16 @@ impl<'a> Altered<'a> {
                 *c -= 1
             }
         };
+        // The foreign keys on the column go with it, as PostgreSQL's; the others' columns
+        // (a self-reference's referenced ones too) move up with the columns.
+        def.foreign_keys.retain(|f| !f.columns.contains(&i));
+        let oid = def.oid;
+        for fk in &mut def.foreign_keys {
+            fk.columns.iter_mut().for_each(shift);
+            if fk.parent == oid {
+                fk.parent_columns.iter_mut().for_each(shift);
+            }
+        }
         // The CHECK constraints that read the column go with it, as PostgreSQL's.
         let mut kept = Vec::with_capacity(def.checks.len());
         for check in std::mem::take(&mut def.checks) {
@@ -442,6 +519,49 @@ impl<'a> Altered<'a> {
         };
         Ok(())
     }
+}
+
+/// 2BP01 where a foreign key references column `i` of `table` (the table's own
+/// self-references excepted when they go with the column); 0A000 where one from
+/// another table references a column after it, whose position would move.
+fn refuse_change_of_referenced(
+    shared: &Shared,
+    table: &TableDef,
+    i: usize,
+    what: &str,
+) -> PgResult<()> {
+    use sql::catalog::Catalog;
+    for child in shared.catalog.referencing(table.oid) {
+        let keys = match child.oid == table.oid {
+            true => &table.foreign_keys,
+            false => &child.foreign_keys,
+        };
+        for fk in keys.iter().filter(|f| f.parent == table.oid) {
+            if child.oid == table.oid && fk.columns.contains(&i) {
+                continue;
+            }
+            if fk.parent_columns.contains(&i) {
+                return Err(PgError::new(
+                    codes::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!(
+                        "cannot drop column {} of table {} because other objects depend on it",
+                        table.columns[i].name, table.name
+                    ),
+                )
+                .with_detail(format!(
+                    "constraint {} on table {} depends on column {} of table {}",
+                    fk.name, child.name, table.columns[i].name, table.name
+                ))
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            if child.oid != table.oid && fk.parent_columns.iter().any(|&c| c > i) {
+                return Err(PgError::unsupported(format!(
+                    "{what} of a table another table's foreign key references"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn no_column(name: &str, table: &str) -> PgError {

@@ -660,6 +660,15 @@ impl Catalog for LiveCatalog {
         self.state.read().by_oid.get(&oid).cloned()
     }
 
+    fn referencing(&self, oid: u32) -> Vec<Arc<TableDef>> {
+        let mut v: Vec<_> = (self.state.read().by_oid.values())
+            .filter(|t| t.foreign_keys.iter().any(|fk| fk.parent == oid))
+            .cloned()
+            .collect();
+        v.sort_by_key(|t| t.oid);
+        v
+    }
+
     fn pushes_down(&self) -> bool {
         self.datanodes.len() > 1
     }

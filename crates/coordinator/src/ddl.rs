@@ -14,7 +14,7 @@ use bytes::BytesMut;
 use datanode_client::{Isolation, Timestamp};
 use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
-use sql::catalog::CheckDef;
+use sql::catalog::{CheckDef, ForeignKeyDef};
 use sql::plan::{CreateTable, Statement};
 use sql::TableDef;
 use std::ops::Bound;
@@ -111,6 +111,7 @@ pub async fn execute(
                     name: t.name.clone(),
                 })
                 .collect();
+            drop_referencing_keys(shared, log, &tables, *cascade, out).await?;
             crate::view_ddl::drop_dependent_views(shared, log, &dropped, *cascade, out).await?;
             for t in tables {
                 log.remove(shared, t.oid).await?;
@@ -215,11 +216,12 @@ pub(crate) fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> 
 }
 
 async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> PgResult<()> {
-    // The CHECK constraints' OIDs follow the table's own.
+    // The CHECK and then the FOREIGN KEY constraints' OIDs follow the table's own.
     let checks = ct.checks.len() as u32;
+    let foreign_keys = ct.foreign_keys.len() as u32;
     let oid = shared
         .catalog
-        .allocate_oids(OIDS_PER_TABLE + checks)
+        .allocate_oids(OIDS_PER_TABLE + checks + foreign_keys)
         .await?;
     let has_pk = ct.primary_key.is_some();
     let mut table = TableDef {
@@ -236,10 +238,74 @@ async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> Pg
         checks: (ct.checks.iter().zip(oid + OIDS_PER_TABLE..))
             .map(|(c, oid)| CheckDef { oid, ..c.clone() })
             .collect(),
+        foreign_keys: (ct.foreign_keys.iter().zip(oid + OIDS_PER_TABLE + checks..))
+            .map(|(f, fk_oid)| ForeignKeyDef {
+                oid: fk_oid,
+                // 0: the table itself, which had no OID when bound.
+                parent: if f.parent == 0 { oid } else { f.parent },
+                ..f.clone()
+            })
+            .collect(),
     };
     table.rel = log.create_rel(shared, RelPlacement::of(&table)).await?;
     table.indexes = crate::index_ddl::constraint_indexes(shared, log, &table, &ct.unique).await?;
     log.put(shared, table).await?;
+    Ok(())
+}
+
+/// The foreign keys of other tables that reference the tables DROP TABLE drops: 2BP01
+/// without CASCADE, else dropped with a notice, as PostgreSQL drops them.
+async fn drop_referencing_keys(
+    shared: &Shared,
+    log: &mut DdlLog,
+    dropped: &[Arc<TableDef>],
+    cascade: bool,
+    out: &mut BytesMut,
+) -> PgResult<()> {
+    use sql::catalog::Catalog;
+    let gone = |oid: u32| dropped.iter().any(|t| t.oid == oid);
+    for parent in dropped {
+        for child in shared.catalog.referencing(parent.oid) {
+            if gone(child.oid) {
+                continue;
+            }
+            let child = current(shared, &child)?;
+            let (keys, kept): (Vec<_>, Vec<_>) =
+                (child.foreign_keys.iter().cloned()).partition(|fk| fk.parent == parent.oid);
+            let lines: Vec<String> = keys
+                .iter()
+                .map(|fk| format!("constraint {} on table {}", fk.name, child.name))
+                .collect();
+            if !cascade {
+                return Err(PgError::new(
+                    codes::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!(
+                        "cannot drop table {} because other objects depend on it",
+                        parent.name
+                    ),
+                )
+                .with_detail(
+                    (lines.iter())
+                        .map(|l| format!("{l} depends on table {}", parent.name))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            for line in lines {
+                notice(
+                    out,
+                    codes::SUCCESSFUL_COMPLETION,
+                    format!("drop cascades to {line}"),
+                );
+            }
+            let without = TableDef {
+                foreign_keys: kept,
+                ..(*child).clone()
+            };
+            log.put(shared, without).await?;
+        }
+    }
     Ok(())
 }
 

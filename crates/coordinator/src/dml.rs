@@ -137,6 +137,10 @@ fn row_independent(e: &Expr) -> bool {
 /// addition commutes exactly (an overflow is reported when the increment is applied).
 pub fn increments_of(upd: &Update) -> Option<Vec<(usize, BinaryOp, &Expr)>> {
     let pk = upd.table.primary_key.as_ref()?;
+    // A foreign key's columns are checked with the row's new values.
+    if !upd.foreign_keys.is_empty() {
+        return None;
+    }
     // The WHERE clause may read only key columns, which no increment changes: whether it
     // holds cannot change between the statement and the commit.
     let key_only_filter = upd
@@ -486,7 +490,7 @@ pub struct Dml<'a> {
 
 impl<'a> Dml<'a> {
     /// A wait for a row lock, ended with 55P03 after lock_timeout.
-    async fn lock_wait<T>(
+    pub(crate) async fn lock_wait<T>(
         &self,
         wait: impl std::future::Future<Output = PgResult<T>>,
     ) -> PgResult<T> {
@@ -554,6 +558,9 @@ impl<'a> Dml<'a> {
                 break;
             }
             let batch_len = rows.len();
+            // The rows written, kept for their foreign keys' checks after the batch.
+            let mut written = Vec::new();
+            let keeps_parents = !ins.foreign_keys.parents.is_empty();
             for src in rows {
                 let row = {
                     let ex = self.reader(txn);
@@ -574,6 +581,9 @@ impl<'a> Dml<'a> {
                         .await?;
                     continue;
                 }
+                if keeps_parents {
+                    written.push(row.clone());
+                }
                 // A row skipped by ON CONFLICT DO NOTHING for a unique index's entry
                 // was written already: undone to here.
                 let skip_to = (ins.on_conflict_do_nothing && !table.indexes.is_empty())
@@ -588,10 +598,16 @@ impl<'a> Dml<'a> {
                         if let Some(sp) = &skip_to {
                             txn.rollback_to(sp)?;
                         }
+                        if keeps_parents {
+                            written.pop();
+                        }
                     }
                     Err(e) => return Err(e),
                 }
             }
+            let rows: Vec<_> = written.iter().map(|r| (None, r)).collect();
+            self.check_parents(txn, table, &ins.foreign_keys.parents, &rows)
+                .await?;
             let ex = self.reader(txn);
             affected.batch_written(&ex).await?;
             ex.pace(batch_len).await;
@@ -631,6 +647,9 @@ impl<'a> Dml<'a> {
         {
             Ok(()) => {
                 touched.insert(key);
+                let parents = &ins.foreign_keys.parents;
+                self.check_parents(txn, table, parents, &[(None, &proposed)])
+                    .await?;
                 return affected.changed(proposed);
             }
             Err(e) if e.code == codes::UNIQUE_VIOLATION => e,
@@ -672,6 +691,14 @@ impl<'a> Dml<'a> {
             self.dn.put(txn, table.rel, &key, Some(encode(&new)))?;
         }
         crate::index::update_entries(self.dn, txn, table, (&old, &key), (&new, &new_key)).await?;
+        let keys = &ins.foreign_keys;
+        self.check_parents(txn, table, &keys.parents, &[(Some(&old), &new)])
+            .await?;
+        if !keys.children.is_empty() {
+            let changed = [(old, Some(new.clone()))];
+            self.follow_children(txn, table, &keys.children, &changed)
+                .await?;
+        }
         affected.changed(new)
     }
 
@@ -753,13 +780,16 @@ impl<'a> Dml<'a> {
                 .await?;
             return affected.finish(&self.reader(txn)).await;
         }
-        let streams = streams(
-            table,
-            &upd.access,
-            &upd.assignments,
-            upd.filter.as_ref(),
-            &upd.returning,
-        );
+        // A referential action may change this table's rows again (a self-reference):
+        // they are read first.
+        let streams = upd.foreign_keys.children.is_empty()
+            && streams(
+                table,
+                &upd.access,
+                &upd.assignments,
+                upd.filter.as_ref(),
+                &upd.returning,
+            );
         let mut targets = TargetRows::new(table, &upd.access, upd.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);
@@ -797,11 +827,40 @@ impl<'a> Dml<'a> {
             self.check_row(txn, table, &upd.checks, &new)?;
             changes.push((key, old, new));
         }
-        for (key, old, new) in changes {
-            self.write_update(txn, table, key, &old, &new).await?;
+        for (key, old, new) in &changes {
+            self.write_update(txn, table, key, old, new).await?;
+        }
+        self.keep_foreign_keys(txn, table, &upd.foreign_keys, &changes)
+            .await?;
+        for (_, _, new) in changes {
             affected.changed(new)?;
         }
         affected.batch_written(&self.reader(txn)).await
+    }
+
+    /// An UPDATE's foreign keys after a batch of `changes` (key, old row, new row): the
+    /// new rows' referenced rows, and the rows referencing the old ones' changed keys.
+    pub(super) async fn keep_foreign_keys(
+        &self,
+        txn: &mut ClusterTxn,
+        table: &TableDef,
+        keys: &sql::plan::ForeignKeys,
+        changes: &[(Vec<u8>, Row, Row)],
+    ) -> PgResult<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<_> = changes.iter().map(|(_, o, n)| (Some(o), n)).collect();
+        self.check_parents(txn, table, &keys.parents, &rows).await?;
+        if keys.children.is_empty() {
+            return Ok(());
+        }
+        let changed: Vec<_> = changes
+            .iter()
+            .map(|(_, o, n)| (o.clone(), Some(n.clone())))
+            .collect();
+        self.follow_children(txn, table, &keys.children, &changed)
+            .await
     }
 
     /// Writes one updated row (under its new key if the key changed) and its index
@@ -810,7 +869,7 @@ impl<'a> Dml<'a> {
         &self,
         txn: &mut ClusterTxn,
         table: &TableDef,
-        key: Vec<u8>,
+        key: &[u8],
         old: &Row,
         new: &Row,
     ) -> PgResult<()> {
@@ -820,12 +879,12 @@ impl<'a> Dml<'a> {
                     unique_violation(table, new)
                 }))
                 .await?;
-                self.dn.put(txn, table.rel, &key, None)?;
+                self.dn.put(txn, table.rel, key, None)?;
                 new_key
             }
             _ => {
-                self.dn.put(txn, table.rel, &key, Some(encode(new)))?;
-                key.clone()
+                self.dn.put(txn, table.rel, key, Some(encode(new)))?;
+                key.to_vec()
             }
         };
         // A unique entry waits for a concurrent writer of the same value.
@@ -833,7 +892,7 @@ impl<'a> Dml<'a> {
             self.dn,
             txn,
             table,
-            (old, &key),
+            (old, key),
             (new, &new_key),
         ))
         .await
@@ -937,13 +996,16 @@ impl<'a> Dml<'a> {
         }
         let table = &del.table;
         let mut affected = Affected::new(self.state, &del.returning);
-        let streams = streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
+        let streams = del.foreign_keys.children.is_empty()
+            && streams(table, &del.access, &[], del.filter.as_ref(), &del.returning);
         let mut targets = TargetRows::new(table, &del.access, del.filter.as_ref(), streams);
         loop {
             let mut held = Held::new(&self.state.memory);
             let Some(candidates) = targets.next(self, txn, &mut held).await? else {
                 break;
             };
+            let mut deleted = Vec::new();
+            let references = &del.foreign_keys.children;
             for (key, old) in self
                 .lock_candidates(txn, table, candidates, del.filter.as_ref())
                 .await?
@@ -953,8 +1015,13 @@ impl<'a> Dml<'a> {
                     self.dn, txn, table, &old, &key,
                 ))
                 .await?;
+                if !references.is_empty() {
+                    deleted.push((old.clone(), None));
+                }
                 affected.changed(old)?;
             }
+            self.follow_children(txn, table, references, &deleted)
+                .await?;
             affected.batch_written(&self.reader(txn)).await?;
         }
         affected.finish(&self.reader(txn)).await
@@ -967,6 +1034,7 @@ pub struct CopyLoader {
     table: Arc<TableDef>,
     targets: Vec<InsertTarget>,
     checks: Arc<Vec<BoundCheck>>,
+    foreign_keys: Arc<sql::plan::ForeignKeys>,
     /// Type of each input field.
     field_types: Vec<DataType>,
     ids: RowIds,
@@ -989,6 +1057,7 @@ impl CopyLoader {
             table: copy.table.clone(),
             targets: copy.targets.clone(),
             checks: copy.checks.clone(),
+            foreign_keys: copy.foreign_keys.clone(),
             field_types,
             ids: RowIds::new(),
             count: 0,
@@ -1006,8 +1075,14 @@ impl CopyLoader {
         txn: &mut ClusterTxn,
         spill: &spill::SpillDir,
     ) -> PgResult<()> {
-        // Index entries are written with their rows, not loaded in bulk.
-        if self.table.indexes.is_empty() && dn.can_bulk_load(txn, self.table.rel) {
+        // Index entries are written with their rows, not loaded in bulk; a row that
+        // references the table finds its parent among the rows written before it.
+        let references_itself =
+            (self.foreign_keys.parents.iter()).any(|fk| fk.parent.oid == self.table.oid);
+        if self.table.indexes.is_empty()
+            && !references_itself
+            && dn.can_bulk_load(txn, self.table.rel)
+        {
             self.bulk = Some(crate::bulk::BulkSink::start(
                 dn,
                 txn,
@@ -1052,6 +1127,8 @@ impl CopyLoader {
             outer: &[],
             env: &env,
         };
+        let mut written = Vec::new();
+        let keeps_parents = !self.foreign_keys.parents.is_empty();
         for fields in rows {
             let context = || format!("COPY {}, line {}", table.name, line);
             if fields.len() < self.field_types.len() {
@@ -1093,9 +1170,13 @@ impl CopyLoader {
                 }
                 None => write_new_row(dn, txn, &table, &row, &mut self.ids).await?,
             }
+            if keeps_parents {
+                written.push(row);
+            }
             self.count += 1;
         }
-        Ok(())
+        let rows: Vec<_> = written.iter().map(|r| (None, r)).collect();
+        crate::foreign_keys::check_parents(dn, txn, &table, &self.foreign_keys.parents, &rows).await
     }
 }
 

@@ -103,6 +103,8 @@ pub struct StatementState<'a> {
     pending: Mutex<Option<(usize, Vec<u8>)>>,
     /// Rows handled since the last yield.
     since_yield: AtomicUsize,
+    /// How deep the foreign keys' referential actions nest now (`crate::foreign_keys`).
+    pub(crate) cascade_depth: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -124,6 +126,7 @@ impl<'a> StatementState<'a> {
             subqueries: Mutex::new(SubqueryCache::default()),
             pending: Mutex::new(None),
             since_yield: AtomicUsize::new(0),
+            cascade_depth: AtomicUsize::new(0),
         }
     }
 }

@@ -265,7 +265,15 @@ pub async fn drop_indexes(
             Some((table, i)) if table.indexes[i].constraint_oid.is_some() => {
                 return Err(requires(shared, name))
             }
-            Some(_) => found.push(name),
+            Some((table, i)) => {
+                let index = &table.indexes[i];
+                let what = format!("index {}", index.name);
+                let tables = shared.catalog.tables();
+                crate::foreign_keys::refuse_drop_of_referenced_key(
+                    &tables, &table, index.oid, &what,
+                )?;
+                found.push(name)
+            }
             None if table_has_key_named(shared, name) => return Err(requires(shared, name)),
             None if if_exists => crate::ddl::notice(
                 out,

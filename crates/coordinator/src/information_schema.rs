@@ -208,6 +208,9 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                 for check in &t.checks {
                     out.push(row(&check.name, &t.name, "CHECK", null()));
                 }
+                for fk in &t.foreign_keys {
+                    out.push(row(&fk.name, &t.name, "FOREIGN KEY", null()));
+                }
             }
             out
         }
@@ -254,6 +257,39 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                             ]
                         });
                     }
+                }
+            }
+            // A foreign key uses its own columns (key_column_usage, each with its
+            // position in the referenced key) and the referenced ones
+            // (constraint_column_usage).
+            for f in crate::system_foreign_keys::all(&tables) {
+                let key = f.referenced_key();
+                let pairs = f.fk.columns.iter().zip(&f.fk.parent_columns);
+                for (position, (&c, &p)) in pairs.enumerate() {
+                    let in_key = key.iter().position(|&k| k == p);
+                    out.push(if view == KeyColumnUsage {
+                        vec![
+                            text(DATABASE),
+                            text(SCHEMA),
+                            text(&f.fk.name),
+                            text(DATABASE),
+                            text(SCHEMA),
+                            text(&f.table.name),
+                            text(&f.table.columns[c].name),
+                            Value::Int4(position as i32 + 1),
+                            in_key.map_or(null(), |i| Value::Int4(i as i32 + 1)),
+                        ]
+                    } else {
+                        vec![
+                            text(DATABASE),
+                            text(SCHEMA),
+                            text(&f.parent.name),
+                            text(&f.parent.columns[p].name),
+                            text(DATABASE),
+                            text(SCHEMA),
+                            text(&f.fk.name),
+                        ]
+                    });
                 }
             }
             out
@@ -305,7 +341,6 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                 ]
             })
             .collect(),
-        // No foreign keys and no views yet.
         Views => session
             .catalog
             .views()
@@ -322,7 +357,23 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                 row
             })
             .collect(),
-        ReferentialConstraints => Vec::new(),
+        ReferentialConstraints => crate::system_foreign_keys::all(&tables)
+            .iter()
+            .map(|f| {
+                let unique = f.unique_constraint_name();
+                vec![
+                    text(DATABASE),
+                    text(SCHEMA),
+                    text(&f.fk.name),
+                    text(DATABASE),
+                    text(SCHEMA),
+                    unique.as_deref().map_or(null(), text),
+                    text("NONE"),
+                    text(f.fk.on_update.sql()),
+                    text(f.fk.on_delete.sql()),
+                ]
+            })
+            .collect(),
     }
 }
 

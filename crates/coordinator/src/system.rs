@@ -253,6 +253,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 if let (Some(row), Some(relchecks)) = (out.last_mut(), column_of(PgClass, "relchecks")) {
                     row[relchecks] = Value::Int2(t.checks.len() as i16);
                 }
+                if let (Some(row), Some(triggers)) =
+                    (out.last_mut(), column_of(PgClass, "relhastriggers"))
+                {
+                    let has = crate::system_foreign_keys::has_triggers(&tables, t);
+                    row[triggers] = Value::Bool(has);
+                }
                 for ix in &indexes {
                     let n = ix.columns.len();
                     out.push(pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None));
@@ -384,6 +390,11 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     .iter()
                     .flat_map(|t| crate::system_checks::checks_of(t))
                     .map(|c| check_constraint_row(&c)),
+            )
+            .chain(
+                crate::system_foreign_keys::all(&tables)
+                    .iter()
+                    .map(foreign_key_row),
             )
             .collect(),
         PgAttrdef => {
@@ -1177,6 +1188,35 @@ fn column_of(table: SystemTable, name: &str) -> Option<usize> {
     system_columns(table).iter().position(|(n, _)| *n == name)
 }
 
+/// The pg_constraint row of a FOREIGN KEY constraint (contype 'f').
+fn foreign_key_row(f: &crate::system_foreign_keys::ForeignKeyView) -> Vec<Value> {
+    let (conkey, confkey) = f.attnums();
+    let numbers = |n: Vec<i16>| Value::Array(n.into_iter().map(Value::Int2).collect());
+    vec![
+        oid(f.fk.oid),
+        text(&f.fk.name),
+        oid(PUBLIC_NAMESPACE_OID),
+        chr('f'),
+        Value::Bool(false),
+        Value::Bool(false),
+        Value::Bool(true),
+        oid(f.table.oid),
+        oid(0),
+        oid(f.index_oid()),
+        oid(0),
+        oid(f.parent.oid),
+        chr(f.fk.on_update.code()),
+        chr(f.fk.on_delete.code()),
+        chr('s'),
+        Value::Bool(true),
+        Value::Int4(0),
+        Value::Bool(true),
+        numbers(conkey),
+        numbers(confkey),
+        Value::Null,
+    ]
+}
+
 /// The pg_constraint row of a CHECK constraint (contype 'c').
 fn check_constraint_row(c: &crate::system_checks::CheckView) -> Vec<Value> {
     vec![
@@ -1280,6 +1320,8 @@ pub fn session_function(
             }
         }
         F::PgTableIsVisible | F::PgTypeIsVisible | F::PgFunctionIsVisible => Value::Bool(true),
+        F::PgPartitionAncestors => oid(arg_oid(0)),
+        F::PgGetTriggerDef => Value::Null,
         F::PgGetUserById => match arg_oid(0) {
             SUPERUSER_OID => text("postgres"),
             o => match PREDEFINED_ROLES.iter().find(|r| r.1 == o) {
@@ -1307,7 +1349,10 @@ pub fn session_function(
                 Some(ix) => text(&ix.constraint_definition()),
                 None => match crate::system_checks::find(&tables, arg_oid(0)) {
                     Some(c) => text(&c.definition(pretty)),
-                    None => Value::Null,
+                    None => match crate::system_foreign_keys::find(&tables, arg_oid(0)) {
+                        Some(f) => text(&f.definition()),
+                        None => Value::Null,
+                    },
                 },
             }
         }

@@ -222,6 +222,7 @@ mod tests {
             distribution,
             indexes: Vec::new(),
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 

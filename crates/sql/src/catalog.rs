@@ -78,6 +78,59 @@ pub struct TableDef {
     /// CHECK constraints (`crate::check`).
     #[serde(default)]
     pub checks: Vec<CheckDef>,
+    /// FOREIGN KEY constraints of this table, the referencing one (`binder/foreign_key.rs`).
+    #[serde(default)]
+    pub foreign_keys: Vec<ForeignKeyDef>,
+}
+
+/// A FOREIGN KEY constraint (MATCH SIMPLE, not deferrable): the referencing table's
+/// `columns` hold values of the referenced table's `parent_columns`, its primary key or
+/// a unique constraint's or unique index's columns.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ForeignKeyDef {
+    /// Its pg_constraint OID.
+    pub oid: u32,
+    pub name: String,
+    pub columns: Vec<usize>,
+    /// The referenced table's OID (its own for a self-reference).
+    pub parent: u32,
+    pub parent_columns: Vec<usize>,
+    pub on_update: ReferentialAction,
+    pub on_delete: ReferentialAction,
+}
+
+/// What a referenced row's DELETE or key UPDATE does to the rows referencing it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReferentialAction {
+    NoAction,
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl ReferentialAction {
+    /// pg_constraint's confupdtype / confdeltype letter.
+    pub fn code(self) -> char {
+        match self {
+            ReferentialAction::NoAction => 'a',
+            ReferentialAction::Restrict => 'r',
+            ReferentialAction::Cascade => 'c',
+            ReferentialAction::SetNull => 'n',
+            ReferentialAction::SetDefault => 'd',
+        }
+    }
+
+    /// As SQL writes it (pg_get_constraintdef, information_schema).
+    pub fn sql(self) -> &'static str {
+        match self {
+            ReferentialAction::NoAction => "NO ACTION",
+            ReferentialAction::Restrict => "RESTRICT",
+            ReferentialAction::Cascade => "CASCADE",
+            ReferentialAction::SetNull => "SET NULL",
+            ReferentialAction::SetDefault => "SET DEFAULT",
+        }
+    }
 }
 
 /// A CHECK constraint: as a default, its expression is SQL text, bound where it is used.
@@ -173,6 +226,10 @@ pub trait Catalog {
     /// Look up a user table; `schema` is None for an unqualified name.
     fn table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>>;
     fn table_by_oid(&self, oid: u32) -> Option<Arc<TableDef>>;
+    /// The tables with a foreign key referencing table `oid` (itself included).
+    fn referencing(&self, _oid: u32) -> Vec<Arc<TableDef>> {
+        Vec::new()
+    }
     /// Whether tables are spread over several datanodes, so that bound queries leave
     /// filters and partial aggregates to them (`crate::pushdown`).
     fn pushes_down(&self) -> bool {

@@ -418,6 +418,13 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
     let mut rest = body[3..].trim_start();
     let mut local = false;
     let lower = rest.to_ascii_lowercase();
+    // No constraint is deferrable (CREATE TABLE refuses DEFERRABLE): refused, so that
+    // nobody believes a check was deferred.
+    if lower.starts_with("constraints")
+        && words(&lower).first().map(String::as_str) == Some("constraints")
+    {
+        return Err(PgError::unsupported("SET CONSTRAINTS"));
+    }
     if lower.starts_with("session characteristics as transaction") {
         let w = words(&rest["session characteristics as transaction".len()..]);
         let (isolation, read_only) = isolation_from(&w)?;

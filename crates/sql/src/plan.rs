@@ -787,6 +787,59 @@ pub struct Insert {
     /// The table's CHECK constraints, which every row written satisfies (behind one
     /// pointer: a bound `Statement` stays small).
     pub checks: Arc<Vec<BoundCheck>>,
+    /// The table's foreign keys, which every row written satisfies, and those
+    /// referencing it (ON CONFLICT DO UPDATE may change a referenced key).
+    pub foreign_keys: Arc<ForeignKeys>,
+}
+
+/// The foreign keys a statement writing a table keeps: `parents`, those of the table
+/// whose referenced row each written row must have, and `children`, those referencing
+/// the table, whose rows follow a deleted row or a changed key. Empty for a table with
+/// none (and then the statement does no more than it would without them).
+#[derive(Debug, Clone, Default)]
+pub struct ForeignKeys {
+    pub parents: Vec<ParentKey>,
+    pub children: Vec<ChildReference>,
+}
+
+impl ForeignKeys {
+    pub fn is_empty(&self) -> bool {
+        self.parents.is_empty() && self.children.is_empty()
+    }
+}
+
+/// A foreign key of the written table: a written row whose `columns` are all non-NULL
+/// must find `parent`'s row with those values (MATCH SIMPLE).
+#[derive(Debug, Clone)]
+pub struct ParentKey {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub parent: Arc<TableDef>,
+    /// How the parent row is found: by primary key (`key[i]` is the position in
+    /// `columns` of the primary key's `i`th column) or through the unique index
+    /// `parent.indexes[index]` (`key[i]` likewise for its `i`th column).
+    pub lookup: ParentLookup,
+    /// The types of the parent's columns, in `columns`' order: the values are cast to
+    /// them before they are looked up.
+    pub types: Vec<DataType>,
+}
+
+#[derive(Debug, Clone)]
+pub enum ParentLookup {
+    PrimaryKey { key: Vec<usize> },
+    UniqueIndex { index: usize, key: Vec<usize> },
+}
+
+/// A foreign key referencing the written table: what happens to `child`'s rows whose
+/// `columns` hold a deleted row's (or an updated row's old) `parent_columns` values.
+#[derive(Debug, Clone)]
+pub struct ChildReference {
+    pub name: String,
+    pub child: Arc<TableDef>,
+    pub columns: Vec<usize>,
+    pub parent_columns: Vec<usize>,
+    /// ON DELETE for a DELETE's references, ON UPDATE for an UPDATE's.
+    pub action: crate::catalog::ReferentialAction,
 }
 
 /// A CHECK constraint bound over a row of its table.
@@ -819,6 +872,8 @@ pub struct Update {
     pub assignments: Vec<(usize, Expr)>,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
     pub checks: Arc<Vec<BoundCheck>>,
+    /// The foreign keys whose columns SET assigns, on either side.
+    pub foreign_keys: Arc<ForeignKeys>,
     /// UPDATE … FROM: the target's rows joined to the FROM items and filtered by WHERE
     /// (the target's columns first); SET and RETURNING are bound over its rows, and
     /// `access` and `filter` are unused.
@@ -833,6 +888,8 @@ pub struct Delete {
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
     /// DELETE … USING: as `Update::joined`.
     pub joined: Option<Box<Query>>,
+    /// The foreign keys referencing the table (`children` only).
+    pub foreign_keys: Arc<ForeignKeys>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -855,6 +912,9 @@ pub struct CreateTable {
     pub unique: Vec<UniqueConstraint>,
     /// CHECK constraints, named (their OIDs are given when the table is created).
     pub checks: Vec<crate::catalog::CheckDef>,
+    /// FOREIGN KEY constraints, named (OIDs given as the CHECKs'; a self-reference's
+    /// `parent` is 0 until the table has its OID).
+    pub foreign_keys: Vec<crate::catalog::ForeignKeyDef>,
 }
 
 /// CREATE TABLE … AS / SELECT … INTO: the table, and the INSERT (as text, bound once the
@@ -893,6 +953,8 @@ pub struct CopyFrom {
     pub targets: Vec<InsertTarget>,
     pub format: crate::copy::CopyFormat,
     pub checks: Arc<Vec<BoundCheck>>,
+    /// The table's foreign keys (`parents` only).
+    pub foreign_keys: Arc<ForeignKeys>,
 }
 
 /// COPY … TO STDOUT: a table's columns are copied as the query selecting them.
@@ -955,6 +1017,9 @@ pub enum AlterAction {
         name: String,
         expr: String,
     },
+    /// ADD FOREIGN KEY, checked against the catalog when bound (OID 0 until it runs);
+    /// the rows are checked when it runs.
+    AddForeignKey(crate::catalog::ForeignKeyDef),
     DropConstraint {
         name: String,
         if_exists: bool,
@@ -966,7 +1031,8 @@ pub enum AlterAction {
 pub enum Statement {
     Query(Query),
     Insert(Insert),
-    Update(Update),
+    /// Boxed: a bound UPDATE is the largest statement by far.
+    Update(Box<Update>),
     Delete(Delete),
     CreateTable(CreateTable),
     CreateTableAs(Box<CreateTableAs>),

@@ -255,7 +255,8 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             }
             refuse_if(!with_hints.is_empty(), "table hints")?;
             refuse_if(version.is_some(), "time travel (FOR SYSTEM_TIME / AT)")?;
-            refuse_if(*with_ordinality, "WITH ORDINALITY")?;
+            // The binder allows it for one function only.
+            let _ = with_ordinality;
             refuse_if(!partitions.is_empty(), "PARTITION selection")?;
             refuse_if(json_path.is_some(), "JSON paths in FROM")?;
             refuse_if(sample.is_some(), "TABLESAMPLE")?;
@@ -745,7 +746,7 @@ pub fn column_def(c: &ast::ColumnDef) -> PgResult<()> {
             | ast::ColumnOption::Default(_) => {}
             ast::ColumnOption::PrimaryKey(pk) => primary_key(pk)?,
             ast::ColumnOption::Unique(u) => unique_constraint(u)?,
-            ast::ColumnOption::ForeignKey(_) => return Err(unsupported("foreign keys")),
+            ast::ColumnOption::ForeignKey(fk) => foreign_key(fk)?,
             ast::ColumnOption::Check(c) => check_constraint(c)?,
             ast::ColumnOption::Collation(_) => return Err(unsupported("column collations")),
             // Identity columns; generated (computed) columns are not supported.
@@ -770,6 +771,47 @@ pub fn check_constraint(c: &ast::CheckConstraint) -> PgResult<()> {
     } = c;
     refuse_if(*no_inherit, "CHECK … NO INHERIT")?;
     refuse_if(enforced.is_some(), "CHECK … [NOT] ENFORCED")
+}
+
+/// FOREIGN KEY / REFERENCES: the binder reads the name, the columns, the referenced
+/// table and columns and the actions; MATCH SIMPLE (the default) only, and never
+/// deferred (checks at commit are not implemented: refused, not ignored).
+pub fn foreign_key(fk: &ast::ForeignKeyConstraint) -> PgResult<()> {
+    let ast::ForeignKeyConstraint {
+        name: _,
+        index_name,
+        columns: _,
+        foreign_table: _,
+        referred_columns: _,
+        on_delete: _,
+        on_update: _,
+        match_kind,
+        characteristics,
+    } = fk;
+    refuse_if(index_name.is_some(), "an index name in FOREIGN KEY")?;
+    refuse_if(
+        matches!(
+            match_kind,
+            Some(
+                ast::ConstraintReferenceMatchKind::Full
+                    | ast::ConstraintReferenceMatchKind::Partial
+            )
+        ),
+        "MATCH FULL and MATCH PARTIAL foreign keys",
+    )?;
+    if let Some(ast::ConstraintCharacteristics {
+        deferrable,
+        initially,
+        enforced,
+    }) = characteristics
+    {
+        refuse_if(
+            *deferrable == Some(true) || *initially == Some(ast::DeferrableInitial::Deferred),
+            "DEFERRABLE constraints",
+        )?;
+        refuse_if(enforced.is_some(), "FOREIGN KEY … [NOT] ENFORCED")?;
+    }
+    Ok(())
 }
 
 /// UNIQUE [(columns)]: the binder reads the constraint name and the column names.

@@ -54,6 +54,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         distribution: ct.distribution,
         indexes: Vec::new(),
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     })
 }
 

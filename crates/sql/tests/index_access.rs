@@ -60,6 +60,7 @@ fn catalog() -> Tables {
         distribution: Distribution::Hash { column: 0 },
         indexes: vec![index("ol_w_d_i_idx", &[0, 1, 4], false)],
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     };
     Tables(vec![
         Arc::new(ol),
@@ -79,6 +80,7 @@ fn catalog() -> Tables {
                 index("t_u_key", &[3], true),
             ],
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }),
     ])
 }

@@ -26,13 +26,20 @@ impl Dml<'_> {
             self.check_row(txn, table, &upd.checks, &new)?;
             changes.push((key, row, new));
         }
+        let width = table.columns.len();
+        // The rows written, kept for the foreign keys' checks after them.
+        let mut written = Vec::new();
         for (key, row, new) in changes {
-            let width = table.columns.len();
-            self.write_update(txn, table, key, &row[..width].to_vec(), &new)
-                .await?;
+            let old = row[..width].to_vec();
+            self.write_update(txn, table, &key, &old, &new).await?;
             // RETURNING reads the new row followed by the rows it was joined to.
-            affected.changed([new, row[width..].to_vec()].concat())?;
+            affected.changed([new.as_slice(), &row[width..]].concat())?;
+            if !upd.foreign_keys.is_empty() {
+                written.push((key, old, new));
+            }
         }
+        self.keep_foreign_keys(txn, table, &upd.foreign_keys, &written)
+            .await?;
         affected.batch_written(&self.reader(txn)).await?;
         affected.finish(&self.reader(txn)).await
     }
@@ -46,6 +53,8 @@ impl Dml<'_> {
         let table = &del.table;
         let width = table.columns.len();
         let mut affected = Affected::new(self.state, &del.returning);
+        let references = &del.foreign_keys.children;
+        let mut deleted = Vec::new();
         for (key, row) in self.joined_targets(txn, table, joined).await? {
             self.dn.put(txn, table.rel, &key, None)?;
             let old = row[..width].to_vec();
@@ -53,8 +62,13 @@ impl Dml<'_> {
                 self.dn, txn, table, &old, &key,
             ))
             .await?;
+            if !references.is_empty() {
+                deleted.push((old, None));
+            }
             affected.changed(row)?;
         }
+        self.follow_children(txn, table, references, &deleted)
+            .await?;
         affected.batch_written(&self.reader(txn)).await?;
         affected.finish(&self.reader(txn)).await
     }

@@ -171,5 +171,9 @@ pub(super) fn constraint_names(table: &TableDef) -> Vec<String> {
         .filter(|i| i.constraint_oid.is_some())
         .map(|i| i.name.clone());
     let checks = table.checks.iter().map(|c| c.name.clone());
-    keys.chain(unique).chain(checks).collect()
+    let foreign_keys = table.foreign_keys.iter().map(|f| f.name.clone());
+    keys.chain(unique)
+        .chain(checks)
+        .chain(foreign_keys)
+        .collect()
 }

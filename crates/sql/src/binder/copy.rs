@@ -14,8 +14,11 @@ impl<'a> Binder<'a> {
                 if copy.from {
                     let targets = self.insert_targets(&table, &fields)?;
                     let checks = self.table_checks(&table)?;
+                    let all: Vec<usize> = (0..table.columns.len()).collect();
+                    let foreign_keys = self.foreign_keys(&table, Some(&all), None)?;
                     return Ok(Statement::CopyFrom(CopyFrom {
                         checks,
+                        foreign_keys,
                         table,
                         fields: fields.len(),
                         targets,

@@ -119,6 +119,7 @@ impl<'a> Binder<'a> {
                 sequences: Vec::new(),
                 unique: Vec::new(),
                 checks: Vec::new(),
+                foreign_keys: Vec::new(),
             },
             rows,
         })))

@@ -19,8 +19,10 @@ impl<'a> Binder<'a> {
         let mut primary_key: Option<Vec<usize>> = None;
         let mut sequences = Vec::new();
         let mut unique = Vec::new();
-        // CHECK constraints in the order written, bound once all columns are known.
+        // CHECK and FOREIGN KEY constraints in the order written, bound once all columns
+        // are known.
         let mut checks = Vec::new();
+        let mut foreign_keys = Vec::new();
         for (i, col) in ct.columns.iter().enumerate() {
             crate::unsupported_syntax::column_def(col)?;
             let serial =
@@ -84,6 +86,9 @@ impl<'a> Binder<'a> {
                     ast::ColumnOption::Check(c) => {
                         checks.push((&*c.expr, opt.name.as_ref().or(c.name.as_ref())))
                     }
+                    ast::ColumnOption::ForeignKey(fk) => {
+                        foreign_keys.push((fk, Some(i), opt.name.as_ref()))
+                    }
                     // Refused by unsupported_syntax::column_def, or identity (below).
                     _ => {}
                 }
@@ -124,7 +129,7 @@ impl<'a> Binder<'a> {
                     }
                     primary_key = Some(cols);
                 }
-                ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
+                ast::TableConstraint::ForeignKey(fk) => foreign_keys.push((fk, None, None)),
                 ast::TableConstraint::Unique(u) => {
                     let c = self.unique_constraint(&name, &columns, u, None, None, &unique)?;
                     unique.push(c);
@@ -145,6 +150,21 @@ impl<'a> Binder<'a> {
                 Ok(c)
             })
             .collect::<PgResult<Vec<_>>>()?;
+        let this = super::foreign_key::KeyedTable {
+            oid: 0,
+            name: &name,
+            columns: &columns,
+            primary_key: primary_key.as_deref(),
+            unique: unique.iter().map(|u| u.columns.clone()).collect(),
+        };
+        let foreign_keys = foreign_keys
+            .into_iter()
+            .map(|(fk, column, constraint)| {
+                let f = self.foreign_key(&this, true, fk, column, constraint, &taken)?;
+                taken.push(f.name.clone());
+                Ok(f)
+            })
+            .collect::<PgResult<Vec<_>>>()?;
         let fillfactor = table_fillfactor(ct)?;
         let distribution = match distribute_by {
             Some(clause) => distribution(clause, &columns)?,
@@ -163,6 +183,7 @@ impl<'a> Binder<'a> {
             sequences,
             unique,
             checks,
+            foreign_keys,
         }))
     }
 
@@ -291,7 +312,18 @@ impl<'a> Binder<'a> {
                         name: u.name.as_ref().map(ident_name),
                     }
                 }
-                ast::TableConstraint::ForeignKey(_) => return Err(unsupported("foreign keys")),
+                ast::TableConstraint::ForeignKey(fk) => {
+                    let mut taken = super::check::constraint_names(table);
+                    taken.extend(actions.iter().filter_map(|a| match a {
+                        AlterAction::AddForeignKey(f) => Some(f.name.clone()),
+                        AlterAction::AddCheck { name, .. } => Some(name.clone()),
+                        _ => None,
+                    }));
+                    let this = super::foreign_key::KeyedTable::stored(table);
+                    AlterAction::AddForeignKey(
+                        self.foreign_key(&this, false, fk, None, None, &taken)?,
+                    )
+                }
                 ast::TableConstraint::Check(c) => {
                     crate::unsupported_syntax::check_constraint(c)?;
                     let existing = super::check::constraint_names(table);
@@ -373,6 +405,9 @@ impl<'a> Binder<'a> {
                 }
                 ast::ColumnOption::Check(_) => {
                     return Err(unsupported("ALTER TABLE ADD COLUMN … CHECK"))
+                }
+                ast::ColumnOption::ForeignKey(_) => {
+                    return Err(unsupported("ALTER TABLE ADD COLUMN … REFERENCES"))
                 }
                 // Refused by unsupported_syntax::column_def.
                 _ => {}

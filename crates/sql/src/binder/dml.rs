@@ -221,8 +221,18 @@ impl<'a> Binder<'a> {
         };
         let returning = self.returning(&ins.returning, &table, &scope)?;
         let checks = self.table_checks(&table)?;
+        let all: Vec<usize> = (0..table.columns.len()).collect();
+        let updated: Option<Vec<usize>> = on_conflict_update
+            .as_ref()
+            .map(|u| u.assignments.iter().map(|(c, _)| *c).collect());
+        let foreign_keys = self.foreign_keys(
+            &table,
+            Some(&all),
+            updated.as_deref().map(|u| (false, Some(u))),
+        )?;
         Ok(Statement::Insert(Insert {
             checks,
+            foreign_keys,
             table,
             targets,
             source,
@@ -309,15 +319,17 @@ impl<'a> Binder<'a> {
         let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&upd.returning, &table, &scope)?;
         let checks = self.table_checks(&table)?;
-        Ok(Statement::Update(Update {
+        let foreign_keys = self.update_foreign_keys(&table, &assignments)?;
+        Ok(Statement::Update(Box::new(Update {
             checks,
+            foreign_keys,
             table,
             access,
             filter,
             assignments,
             returning,
             joined: None,
-        }))
+        })))
     }
 
     /// ON CONFLICT (key) DO UPDATE SET … [WHERE …]: bound over the existing row followed
@@ -406,12 +418,14 @@ impl<'a> Binder<'a> {
             .transpose()?;
         let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&del.returning, &table, &scope)?;
+        let foreign_keys = self.foreign_keys(&table, None, Some((true, None)))?;
         Ok(Statement::Delete(Delete {
             table,
             access,
             filter,
             returning,
             joined: None,
+            foreign_keys,
         }))
     }
 }

@@ -24,7 +24,9 @@ impl<'a> Binder<'a> {
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
         let checks = self.table_checks(&table)?;
-        Ok(Statement::Update(Update {
+        let foreign_keys = self.update_foreign_keys(&table, &assignments)?;
+        Ok(Statement::Update(Box::new(Update {
+            foreign_keys,
             table,
             access: Access::Full,
             filter: None,
@@ -32,7 +34,7 @@ impl<'a> Binder<'a> {
             returning,
             checks,
             joined: Some(Box::new(joined)),
-        }))
+        })))
     }
 
     pub(super) fn delete_using(
@@ -45,7 +47,9 @@ impl<'a> Binder<'a> {
         let (joined, scope) =
             self.joined_targets(&table, &target, using, del.selection.as_ref())?;
         let returning = self.joined_returning(&del.returning, &table, &scope)?;
+        let foreign_keys = self.foreign_keys(&table, None, Some((true, None)))?;
         Ok(Statement::Delete(Delete {
+            foreign_keys,
             table,
             access: Access::Full,
             filter: None,

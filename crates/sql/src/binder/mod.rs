@@ -24,6 +24,7 @@ mod ddl;
 mod dml;
 mod dml_join;
 mod expr;
+mod foreign_key;
 mod index;
 mod json_table;
 mod locking;
@@ -284,6 +285,8 @@ impl<'a> Binder<'a> {
                     .iter()
                     .map(|tn| self.table_by_name(&object_name_parts(&tn.name)))
                     .collect::<PgResult<_>>()?;
+                let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
+                let tables = self.truncated_with_references(tables, cascade)?;
                 Ok(Statement::Truncate { tables })
             }
             S::AlterTable(at) => self.alter_table(at),
@@ -370,16 +373,17 @@ impl<'a> Binder<'a> {
         use ast::Statement as S;
         match stmt {
             S::Query(_) | S::Insert(_) | S::Update(_) | S::Delete(_) => {
-                match self.statement(stmt)? {
-                    // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
-                    Statement::Update(Update {
-                        joined: Some(_), ..
-                    })
-                    | Statement::Delete(Delete {
-                        joined: Some(_), ..
-                    }) => Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING")),
-                    bound => Ok(Statement::Explain(Box::new(bound))),
+                let bound = self.statement(stmt)?;
+                // The plan printer shows an UPDATE's or DELETE's own scan, not a join.
+                let joined = match &bound {
+                    Statement::Update(u) => u.joined.is_some(),
+                    Statement::Delete(d) => d.joined.is_some(),
+                    _ => false,
+                };
+                if joined {
+                    return Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING"));
                 }
+                Ok(Statement::Explain(Box::new(bound)))
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",

@@ -515,12 +515,17 @@ impl<'a> Binder<'a> {
             };
         match tf {
             ast::TableFactor::Table {
-                name, alias, args, ..
+                name,
+                alias,
+                args,
+                with_ordinality,
+                ..
             } => {
                 let (name, alias) = without_only(name, alias);
                 let parts = object_name_parts(&name);
                 if let Some(args) = args {
-                    return self.table_function(&parts, &args.args, &alias, left);
+                    let ordinality = *with_ordinality;
+                    return self.table_function(&parts, &args.args, &alias, left, ordinality);
                 }
                 if let [single] = parts.as_slice() {
                     if let Some((_, rel, cols)) =
@@ -577,7 +582,7 @@ impl<'a> Binder<'a> {
                 name, args, alias, ..
             } => {
                 let args: Vec<ast::FunctionArg> = args.clone();
-                self.table_function(&object_name_parts(name), &args, alias, left)
+                self.table_function(&object_name_parts(name), &args, alias, left, false)
             }
             ast::TableFactor::UNNEST {
                 alias,
@@ -589,7 +594,7 @@ impl<'a> Binder<'a> {
                 let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
                     array_exprs[0].clone(),
                 ))];
-                self.table_function(&["unnest".to_string()], &args, alias, left)
+                self.table_function(&["unnest".to_string()], &args, alias, left, false)
             }
             ast::TableFactor::NestedJoin {
                 table_with_joins,
@@ -608,23 +613,28 @@ impl<'a> Binder<'a> {
     }
 
     /// A set-returning function in FROM; laterally joined when its arguments refer to the
-    /// FROM items on its `left`.
+    /// FROM items on its `left`. WITH ORDINALITY only for pg_partition_ancestors.
     pub(super) fn table_function(
         &mut self,
         parts: &[String],
         args: &[ast::FunctionArg],
         alias: &Option<ast::TableAlias>,
         left: Option<&Scope>,
+        ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
+        let name = parts.last().map(String::as_str).unwrap_or("");
+        if ordinality && name != "pg_partition_ancestors" {
+            return Err(unsupported("WITH ORDINALITY"));
+        }
         let Some(left) = left else {
             return self
-                .function_rel(parts, args, alias)
+                .function_rel(parts, args, alias, ordinality)
                 .map(|(rel, scope)| (rel, scope, false));
         };
         // Bound as a LATERAL subquery's body is: the left side is the enclosing scope.
         self.outer.push(left.clone());
         let was_escaping = std::mem::replace(&mut self.escapes, 0);
-        let result = self.function_rel(parts, args, alias);
+        let result = self.function_rel(parts, args, alias, ordinality);
         self.outer.pop();
         let escapes = std::mem::replace(&mut self.escapes, was_escaping);
         self.escapes = self.escapes.max(escapes.saturating_sub(1));
@@ -636,8 +646,16 @@ impl<'a> Binder<'a> {
         parts: &[String],
         args: &[ast::FunctionArg],
         alias: &Option<ast::TableAlias>,
+        ordinality: bool,
     ) -> PgResult<(Rel, Scope)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
+        if let (
+            "pg_partition_ancestors",
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))],
+        ) = (name, args)
+        {
+            return self.partition_ancestors(e, alias, ordinality);
+        }
         if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args)
         {
             // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
@@ -736,6 +754,29 @@ impl<'a> Binder<'a> {
             Rel::GenerateSeries { start, stop, step },
             function_scope("generate_series", alias, ty),
         ))
+    }
+
+    /// pg_partition_ancestors(rel) [WITH ORDINALITY]: the relation itself, at depth 1 (no
+    /// table is a partition; psql's describe reads it).
+    fn partition_ancestors(
+        &mut self,
+        e: &ast::Expr,
+        alias: &Option<ast::TableAlias>,
+        ordinality: bool,
+    ) -> PgResult<(Rel, Scope)> {
+        let rel = cast_to(self.expr(e, &Scope::default())?, &DataType::Oid)?;
+        let mut row = vec![rel];
+        let mut scope = function_scope("pg_partition_ancestors", alias, DataType::Oid);
+        if ordinality {
+            row.push(const_expr(Value::Int8(1), DataType::Int8));
+            let mut depth = scope.columns[0].clone();
+            depth.name = (alias.as_ref())
+                .and_then(|a| a.columns.get(1))
+                .map_or_else(|| "ordinality".to_string(), |c| ident_name(&c.name));
+            depth.ty = DataType::Int8;
+            scope.columns.push(depth);
+        }
+        Ok((Rel::Values { rows: vec![row] }, scope))
     }
 
     pub(super) fn select(

@@ -35,6 +35,11 @@ pub enum ScalarFunc {
     SetConfig,
     FormatType,
     PgTableIsVisible,
+    /// pg_partition_ancestors(rel): the relation alone (no table is a partition), as a
+    /// scalar; psql's describe reads it only in `IN (SELECT pg_partition_ancestors(…) …)`.
+    PgPartitionAncestors,
+    /// pg_get_triggerdef(trigger[, pretty]): NULL, there are no triggers.
+    PgGetTriggerDef,
     PgTypeIsVisible,
     PgFunctionIsVisible,
     PgGetUserById,
@@ -355,6 +360,9 @@ pub fn resolve_scalar(
         ("set_config", 3) => (F::SetConfig, vec![Text, Text, Bool], Text),
         ("format_type", 2) => (F::FormatType, vec![Oid, Int4], Text),
         ("pg_table_is_visible", 1) => (F::PgTableIsVisible, vec![Oid], Bool),
+        ("pg_partition_ancestors", 1) => (F::PgPartitionAncestors, vec![Oid], Oid),
+        ("pg_get_triggerdef", 1) => (F::PgGetTriggerDef, vec![Oid], Text),
+        ("pg_get_triggerdef", 2) => (F::PgGetTriggerDef, vec![Oid, Bool], Text),
         ("pg_type_is_visible", 1) => (F::PgTypeIsVisible, vec![Oid], Bool),
         ("pg_function_is_visible", 1) => (F::PgFunctionIsVisible, vec![Oid], Bool),
         ("pg_get_userbyid", 1) => (F::PgGetUserById, vec![Oid], Name),
