@@ -487,41 +487,53 @@ pub fn truncate_name(mut s: String) -> String {
 }
 
 fn parse_bytea(s: &str) -> PgResult<Vec<u8>> {
-    let b = s.as_bytes();
-    if b.len() >= 2 && b[0] == b'\\' && b[1] == b'x' {
-        let mut out = Vec::with_capacity((b.len() - 2) / 2);
-        let mut i = 2;
-        let hexval = |c: u8| -> PgResult<u8> {
-            match c {
-                b'0'..=b'9' => Ok(c - b'0'),
-                b'a'..=b'f' => Ok(c - b'a' + 10),
-                b'A'..=b'F' => Ok(c - b'A' + 10),
-                _ => Err(PgError::new(
-                    codes::INVALID_PARAMETER_VALUE,
-                    format!("invalid hexadecimal digit: \"{}\"", char::from(c)),
-                )),
-            }
-        };
-        while i < b.len() {
-            let c = b[i];
-            if c.is_ascii_whitespace() {
-                i += 1;
-                continue;
-            }
-            let hi = hexval(c)?;
-            if i + 1 >= b.len() {
-                return Err(PgError::new(
-                    codes::INVALID_PARAMETER_VALUE,
-                    "invalid hexadecimal data: odd number of digits",
-                ));
-            }
-            let lo = hexval(b[i + 1])?;
-            out.push(hi << 4 | lo);
-            i += 2;
-        }
-        return Ok(out);
+    match s.strip_prefix("\\x") {
+        Some(hex) => bytea_from_hex(hex),
+        None => bytea_from_escape(s),
     }
-    // escape format
+}
+
+/// Hex digits (whitespace between pairs skipped) as bytes: bytea's `\x` input and
+/// decode(…, 'hex').
+pub fn bytea_from_hex(s: &str) -> PgResult<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len() / 2);
+    let hexval = |c: u8| -> PgResult<u8> {
+        match c {
+            b'0'..=b'9' => Ok(c - b'0'),
+            b'a'..=b'f' => Ok(c - b'a' + 10),
+            b'A'..=b'F' => Ok(c - b'A' + 10),
+            _ => Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                format!("invalid hexadecimal digit: \"{}\"", char::from(c)),
+            )),
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let hi = hexval(c)?;
+        if i + 1 >= b.len() {
+            return Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                "invalid hexadecimal data: odd number of digits",
+            ));
+        }
+        let lo = hexval(b[i + 1])?;
+        out.push(hi << 4 | lo);
+        i += 2;
+    }
+    Ok(out)
+}
+
+/// bytea's escape format (`\\` a backslash, `\ooo` an octal byte): its input and
+/// decode(…, 'escape').
+pub fn bytea_from_escape(s: &str) -> PgResult<Vec<u8>> {
+    let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {

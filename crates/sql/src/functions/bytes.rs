@@ -40,7 +40,7 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
             _ => return Err(unknown_encoding(&format)),
         })),
         (F::Decode, Value::Text(s)) => Ok(Value::Bytea(match format.as_str() {
-            "hex" => unhex(s)?,
+            "hex" => types::io::bytea_from_hex(s)?,
             "base64" => {
                 let flat: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
                 base64::engine::general_purpose::STANDARD
@@ -52,7 +52,7 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
                         )
                     })?
             }
-            "escape" => unescape(s)?,
+            "escape" => types::io::bytea_from_escape(s)?,
             _ => return Err(unknown_encoding(&format)),
         })),
         _ => Err(PgError::internal("encode/decode on the wrong types")),
@@ -70,53 +70,4 @@ fn escape(b: &[u8]) -> String {
         }
     }
     out
-}
-
-fn unescape(s: &str) -> PgResult<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-        } else if b.get(i + 1) == Some(&b'\\') {
-            out.push(b'\\');
-            i += 2;
-        } else if i + 4 <= b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            let v = (b[i + 1] - b'0') as u16 * 64
-                + (b[i + 2] - b'0') as u16 * 8
-                + (b[i + 3] - b'0') as u16;
-            out.push(v as u8);
-            i += 4;
-        } else {
-            return Err(PgError::new(
-                codes::INVALID_TEXT_REPRESENTATION,
-                "invalid input syntax for type bytea",
-            ));
-        }
-    }
-    Ok(out)
-}
-
-fn unhex(s: &str) -> PgResult<Vec<u8>> {
-    let digits: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let value = |c: u8| -> PgResult<u8> {
-        (c as char).to_digit(16).map(|d| d as u8).ok_or_else(|| {
-            PgError::new(
-                codes::INVALID_PARAMETER_VALUE,
-                format!("invalid hexadecimal digit: \"{}\"", c as char),
-            )
-        })
-    };
-    if digits.len() % 2 == 1 {
-        return Err(PgError::new(
-            codes::INVALID_PARAMETER_VALUE,
-            "invalid hexadecimal data: odd number of digits",
-        ));
-    }
-    digits
-        .chunks(2)
-        .map(|p| Ok(value(p[0])? * 16 + value(p[1])?))
-        .collect()
 }
