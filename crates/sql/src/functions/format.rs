@@ -2,6 +2,7 @@
 //! format() with PostgreSQL's `%s`, `%I`, `%L`, positions (`%2$s`) and widths (`%-10s`).
 
 use super::{value_to_text, ScalarFunc as F};
+use crate::deparse::quote_ident;
 use pgerror::{codes, PgError, PgResult};
 use types::{DataType, Value};
 
@@ -52,22 +53,6 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
             )))
         }
     })
-}
-
-/// An identifier as SQL needs it written: double-quoted unless it is lower-case letters,
-/// digits and underscores not starting with a digit.
-pub fn quote_ident(s: &str) -> String {
-    let plain = s
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && s.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        s.to_string()
-    } else {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    }
 }
 
 /// A string literal: quotes doubled, and with backslashes doubled behind `E` when there

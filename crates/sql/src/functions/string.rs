@@ -78,8 +78,8 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
             let escape = args
                 .get(2)
                 .and_then(Value::as_str)
-                .map(|e| e.chars().next());
-            let pattern = types::ops::similar_to_regex(&text(1), escape.unwrap_or(None))?;
+                .and_then(|e| e.chars().next());
+            let pattern = types::ops::similar_to_regex(&text(1), escape)?;
             Value::Bool(types::ops::regex_match(&text(0), &pattern, false)?)
         }
         F::ToHex => Value::Text(match &args[0] {
