@@ -23,8 +23,8 @@ CACHE_SIZE_MB = 128
 # A transaction that spills holds up to --txn-memory of writes and locks, the memtables
 # of the intents keyspace, its statement's batch and its commit's batches, and the
 # allocator keeps some of what they free: docs/architecture.md ("Memory") allows
-# 8 x --txn-memory (default 16MB) for it beyond the fixed overhead.
-SPILLING_TRANSACTION_BYTES = 8 * 16 * MB
+# 10 x --txn-memory (default 16MB) for it beyond the fixed overhead.
+SPILLING_TRANSACTION_BYTES = 10 * 16 * MB
 
 
 def small_txn_memory(tmp_path, size="1MB"):

@@ -28,8 +28,8 @@ use spill::row_size;
 use sql::eval::{EvalCtx, EvalEnv};
 use sql::functions::ScalarFunc;
 use sql::plan::{
-    Access, BoundCheck, ConflictUpdate, CopyFrom, Delete, Expr, IndexLookup, Insert, InsertTarget,
-    LockedRowWait, OutputColumn, Query, Rel, Update,
+    Access, Arbiter, BoundCheck, ConflictUpdate, CopyFrom, Delete, Expr, IndexLookup, Insert,
+    InsertTarget, LockedRowWait, OutputColumn, Query, Rel, Update,
 };
 use sql::TableDef;
 use std::sync::Arc;
@@ -82,29 +82,95 @@ impl RowIds {
     }
 }
 
-/// Write one new row: by primary key (checking uniqueness) or under a fresh row id.
+/// Write one new row: by primary key (checking uniqueness) or under a fresh row id;
+/// returns its key.
 async fn write_new_row(
     dn: &Datanodes,
     txn: &mut ClusterTxn,
     table: &TableDef,
     row: &[Value],
     ids: &mut RowIds,
+) -> PgResult<Vec<u8>> {
+    let key = new_row_key(dn, table, row, ids).await?;
+    write_row_at(dn, txn, table, row, &key).await?;
+    crate::index::insert_entries(dn, txn, table, row, &key, None).await?;
+    Ok(key)
+}
+
+/// A new row's key: its primary key, or a fresh row id.
+async fn new_row_key(
+    dn: &Datanodes,
+    table: &TableDef,
+    row: &[Value],
+    ids: &mut RowIds,
+) -> PgResult<Vec<u8>> {
+    match row_key(table, row) {
+        Some(key) => Ok(key),
+        None => Ok(row_id_key(ids.next(dn, table, row).await?)),
+    }
+}
+
+/// Stores a new row under `key`: a primary key is checked for uniqueness, a row id is new.
+async fn write_row_at(
+    dn: &Datanodes,
+    txn: &mut ClusterTxn,
+    table: &TableDef,
+    row: &[Value],
+    key: &[u8],
 ) -> PgResult<()> {
-    let key = match row_key(table, row) {
-        Some(key) => {
-            dn.insert(txn, table.rel, &key, encode(row), || {
-                unique_violation(table, row)
-            })
-            .await?;
-            key
+    if table.primary_key.is_some() {
+        dn.insert(txn, table.rel, key, encode(row), || {
+            unique_violation(table, row)
+        })
+        .await
+    } else {
+        dn.put_new_key(txn, table.rel, key, encode(row)).await
+    }
+}
+
+/// Writes a row INSERT … ON CONFLICT proposes, its arbiter's key first: `Ok(Err(e))` is
+/// the arbiter's unique violation, before anything was written (`AnyUnique`: any unique
+/// violation, after the writes before it, which the caller undoes).
+async fn write_proposed_row(
+    dn: &Datanodes,
+    txn: &mut ClusterTxn,
+    table: &TableDef,
+    row: &[Value],
+    ids: &mut RowIds,
+    arbiter: Arbiter,
+) -> PgResult<Result<Vec<u8>, PgError>> {
+    let arbitrated = |r: PgResult<()>| match r {
+        Err(e) if e.code == codes::UNIQUE_VIOLATION => Ok(Err(e)),
+        Err(e) => Err(e),
+        Ok(()) => Ok(Ok(())),
+    };
+    let key = new_row_key(dn, table, row, ids).await?;
+    let written = match arbiter {
+        Arbiter::AnyUnique => {
+            let written = async {
+                write_row_at(dn, txn, table, row, &key).await?;
+                crate::index::insert_entries(dn, txn, table, row, &key, None).await
+            };
+            return Ok(arbitrated(written.await)?.map(|()| key));
         }
-        None => {
-            let key = row_id_key(ids.next(dn, table, row).await?);
-            dn.put_new_key(txn, table.rel, &key, encode(row)).await?;
-            key
+        Arbiter::PrimaryKey => {
+            if let Err(e) = arbitrated(write_row_at(dn, txn, table, row, &key).await)? {
+                return Ok(Err(e));
+            }
+            None
+        }
+        Arbiter::Index(i) => {
+            let index = &table.indexes[i];
+            let entry = crate::index::insert_entry(dn, txn, table, index, row, &key).await;
+            if let Err(e) = arbitrated(entry)? {
+                return Ok(Err(e));
+            }
+            write_row_at(dn, txn, table, row, &key).await?;
+            Some(i)
         }
     };
-    crate::index::insert_entries(dn, txn, table, row, &key).await
+    crate::index::insert_entries(dn, txn, table, row, &key, written).await?;
+    Ok(Ok(key))
 }
 
 /// Whether `e` reads no column of its row but those `allowed`, and no table (constants,
@@ -584,17 +650,21 @@ impl<'a> Dml<'a> {
                 if keeps_parents {
                     written.push(row.clone());
                 }
-                // A row skipped by ON CONFLICT DO NOTHING for a unique index's entry
-                // was written already: undone to here.
-                let skip_to = (ins.on_conflict_do_nothing && !table.indexes.is_empty())
-                    .then(|| txn.savepoint());
                 // A new key waits for a concurrent inserter of the same key: a lock wait.
-                match self
-                    .lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids))
-                    .await
-                {
-                    Ok(()) => affected.changed(row)?,
-                    Err(e) if e.code == codes::UNIQUE_VIOLATION && ins.on_conflict_do_nothing => {
+                if !ins.on_conflict_do_nothing {
+                    self.lock_wait(write_new_row(self.dn, txn, table, &row, &mut ids))
+                        .await?;
+                    affected.changed(row)?;
+                    continue;
+                }
+                // Without a target, a row skipped for a unique index's entry was written
+                // already: undone to here.
+                let skip_to = (ins.arbiter == Arbiter::AnyUnique && !table.indexes.is_empty())
+                    .then(|| txn.savepoint());
+                let proposed = write_proposed_row(self.dn, txn, table, &row, &mut ids, ins.arbiter);
+                match self.lock_wait(proposed).await? {
+                    Ok(_) => affected.changed(row)?,
+                    Err(_conflict) => {
                         if let Some(sp) = &skip_to {
                             txn.rollback_to(sp)?;
                         }
@@ -602,7 +672,6 @@ impl<'a> Dml<'a> {
                             written.pop();
                         }
                     }
-                    Err(e) => return Err(e),
                 }
             }
             let rows: Vec<_> = written.iter().map(|r| (None, r)).collect();
@@ -615,10 +684,10 @@ impl<'a> Dml<'a> {
         affected.finish(&self.reader(txn)).await
     }
 
-    /// One row of INSERT … ON CONFLICT (primary key) DO UPDATE: inserted, or, if a row
-    /// holds its key, that row locked and updated from itself and the proposed row (when
-    /// the WHERE clause holds). A conflict on another unique index stays an error, as
-    /// PostgreSQL's arbiter is the named key.
+    /// One row of INSERT … ON CONFLICT (arbiter) DO UPDATE: inserted, or, if a row holds
+    /// its arbiter's values, that row locked and updated from itself and the proposed row
+    /// (when the WHERE clause holds). A conflict on another unique key stays an error, as
+    /// PostgreSQL's.
     #[allow(clippy::too_many_arguments)]
     async fn upsert(
         &self,
@@ -631,8 +700,6 @@ impl<'a> Dml<'a> {
         affected: &mut Affected<'_>,
     ) -> PgResult<()> {
         let table = &ins.table;
-        let key = row_key(table, &proposed)
-            .ok_or_else(|| PgError::internal("ON CONFLICT DO UPDATE needs a primary key"))?;
         let twice = || {
             PgError::new(
                 codes::CARDINALITY_VIOLATION,
@@ -640,27 +707,23 @@ impl<'a> Dml<'a> {
             )
             .with_hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")
         };
-        let undo_to = txn.savepoint();
-        let conflict = match self
-            .lock_wait(write_new_row(self.dn, txn, table, &proposed, ids))
-            .await
-        {
-            Ok(()) => {
+        // The conflicting row may go before it is locked: then the row is proposed again,
+        // as PostgreSQL retries its speculative insertion.
+        let (key, existing) = loop {
+            let written = write_proposed_row(self.dn, txn, table, &proposed, ids, ins.arbiter);
+            if let Ok(key) = self.lock_wait(written).await? {
                 touched.insert(key);
                 let parents = &ins.foreign_keys.parents;
                 self.check_parents(txn, table, parents, &[(None, &proposed)])
                     .await?;
                 return affected.changed(proposed);
             }
-            Err(e) if e.code == codes::UNIQUE_VIOLATION => e,
-            Err(e) => return Err(e),
-        };
-        txn.rollback_to(&undo_to)?;
-        let Some(existing) = self
-            .lock_wait(self.dn.lock_row(txn, table.rel, &key, LockWait::Wait))
-            .await?
-        else {
-            return Err(conflict); // not the key's: another unique index's
+            if let Some(found) = self
+                .lock_conflicting(txn, table, ins.arbiter, &proposed)
+                .await?
+            {
+                break found;
+            }
         };
         if !touched.insert(key.clone()) {
             return Err(twice());
@@ -700,6 +763,32 @@ impl<'a> Dml<'a> {
                 .await?;
         }
         affected.changed(new)
+    }
+
+    /// The key and latest version of the row holding `proposed`'s values of `arbiter`,
+    /// locked (its unique entry too); None if it has gone since the conflict.
+    async fn lock_conflicting(
+        &self,
+        txn: &mut ClusterTxn,
+        table: &TableDef,
+        arbiter: Arbiter,
+        proposed: &[Value],
+    ) -> PgResult<Option<(Vec<u8>, bytes::Bytes)>> {
+        let key = match arbiter {
+            Arbiter::Index(i) => {
+                let index = &table.indexes[i];
+                let entry = index.entry(proposed, &[]);
+                let held = self.dn.lock_row(txn, index.rel, &entry.key, LockWait::Wait);
+                match self.lock_wait(held).await? {
+                    Some(row_key) => row_key.to_vec(),
+                    None => return Ok(None),
+                }
+            }
+            _ => row_key(table, proposed)
+                .ok_or_else(|| PgError::internal("ON CONFLICT on a primary key without one"))?,
+        };
+        let held = self.dn.lock_row(txn, table.rel, &key, LockWait::Wait);
+        Ok(self.lock_wait(held).await?.map(|row| (key, row)))
     }
 
     /// Lock each candidate row and return the version to modify (re-checked if it changed).
@@ -1168,7 +1257,9 @@ impl CopyLoader {
                         return Err(PgError::internal("COPY: row ids out of order"));
                     }
                 }
-                None => write_new_row(dn, txn, &table, &row, &mut self.ids).await?,
+                None => {
+                    write_new_row(dn, txn, &table, &row, &mut self.ids).await?;
+                }
             }
             if keeps_parents {
                 written.push(row);

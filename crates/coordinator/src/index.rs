@@ -30,21 +30,25 @@ pub fn unique_violation(table: &TableDef, index: &IndexDef, row: &[Value]) -> Pg
     .with_detail(format!("Key ({columns})=({values}) already exists."))
 }
 
-/// Writes the index entries of a new row stored under `row_key`.
+/// Writes the index entries of a new row stored under `row_key`, but that of
+/// `table.indexes[written]` (an ON CONFLICT arbiter, written first).
 pub async fn insert_entries(
     dn: &Datanodes,
     txn: &mut ClusterTxn,
     table: &TableDef,
     row: &[Value],
     row_key: &[u8],
+    written: Option<usize>,
 ) -> PgResult<()> {
-    for index in &table.indexes {
-        insert_entry(dn, txn, table, index, row, row_key).await?;
+    for (i, index) in table.indexes.iter().enumerate() {
+        if Some(i) != written {
+            insert_entry(dn, txn, table, index, row, row_key).await?;
+        }
     }
     Ok(())
 }
 
-async fn insert_entry(
+pub async fn insert_entry(
     dn: &Datanodes,
     txn: &mut ClusterTxn,
     table: &TableDef,

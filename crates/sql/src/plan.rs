@@ -781,8 +781,10 @@ pub struct Insert {
     pub source: Rel,
     pub source_types: Vec<DataType>,
     pub on_conflict_do_nothing: bool,
-    /// ON CONFLICT (primary key) DO UPDATE.
+    /// ON CONFLICT (arbiter) DO UPDATE.
     pub on_conflict_update: Option<Box<ConflictUpdate>>,
+    /// The unique key whose conflicts ON CONFLICT handles (`AnyUnique` without it).
+    pub arbiter: Arbiter,
     pub returning: Option<Vec<(Expr, OutputColumn)>>,
     /// The table's CHECK constraints, which every row written satisfies (behind one
     /// pointer: a bound `Statement` stays small).
@@ -855,6 +857,17 @@ pub struct BoundCheck {
 pub struct ConflictUpdate {
     pub assignments: Vec<(usize, Expr)>,
     pub filter: Option<Expr>,
+}
+
+/// The unique key whose conflict INSERT … ON CONFLICT turns into DO NOTHING or DO UPDATE;
+/// a conflict on any other stays a unique violation, as PostgreSQL's arbiter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arbiter {
+    /// ON CONFLICT DO NOTHING without a target (and INSERT without ON CONFLICT).
+    AnyUnique,
+    PrimaryKey,
+    /// `table.indexes[i]`, a unique index.
+    Index(usize),
 }
 
 #[derive(Debug, Clone)]
@@ -1030,8 +1043,9 @@ pub enum AlterAction {
 #[derive(Debug, Clone)]
 pub enum Statement {
     Query(Query),
-    Insert(Insert),
-    /// Boxed: a bound UPDATE is the largest statement by far.
+    /// Boxed, as UPDATE: bound INSERTs and UPDATEs are the largest statements by far (and
+    /// binds are cached, so the box costs once per plan).
+    Insert(Box<Insert>),
     Update(Box<Update>),
     Delete(Delete),
     CreateTable(CreateTable),

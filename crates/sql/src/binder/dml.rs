@@ -197,10 +197,11 @@ impl<'a> Binder<'a> {
         let targets = self.insert_targets(&table, &target_cols)?;
         let alias = ins.table_alias.as_ref().map(|a| ident_name(&a.alias));
         let scope = Self::table_scope(&table, alias);
+        let mut arbiter = Arbiter::AnyUnique;
         let (on_conflict_do_nothing, on_conflict_update) = match &ins.on {
             None => (false, None),
             Some(ast::OnInsert::OnConflict(oc)) => {
-                check_conflict_target(&table, oc.conflict_target.as_ref())?;
+                arbiter = conflict_arbiter(&table, oc.conflict_target.as_ref())?;
                 match &oc.action {
                     ast::OnConflictAction::DoNothing => (true, None),
                     ast::OnConflictAction::DoUpdate(du) => {
@@ -230,7 +231,7 @@ impl<'a> Binder<'a> {
             Some(&all),
             updated.as_deref().map(|u| (false, Some(u))),
         )?;
-        Ok(Statement::Insert(Insert {
+        Ok(Statement::Insert(Box::new(Insert {
             checks,
             foreign_keys,
             table,
@@ -239,8 +240,9 @@ impl<'a> Binder<'a> {
             source_types,
             on_conflict_do_nothing,
             on_conflict_update,
+            arbiter,
             returning,
-        }))
+        })))
     }
 
     /// For each table column: its position among the source columns `sources` (table
@@ -364,15 +366,7 @@ impl<'a> Binder<'a> {
         targets: &[ast::Assignment],
     ) -> PgResult<Vec<(usize, Expr)>> {
         let mut assignments = Vec::new();
-        for a in targets {
-            let name = match &a.target {
-                ast::AssignmentTarget::ColumnName(n) => {
-                    object_name_parts(n).pop().unwrap_or_default()
-                }
-                ast::AssignmentTarget::Tuple(_) => {
-                    return Err(unsupported("multiple-column UPDATE assignments"))
-                }
-            };
+        for (name, value) in single_column_items(targets)? {
             let idx = table.column_index(&name).ok_or_else(|| {
                 PgError::new(
                     codes::UNDEFINED_COLUMN,
@@ -383,7 +377,7 @@ impl<'a> Binder<'a> {
                 )
             })?;
             let ty = table.columns[idx].ty.to_type();
-            let value = match &a.value {
+            let value = match &value {
                 v if is_default_keyword(v) => self
                     .default_expr(table, idx)?
                     .unwrap_or(Expr::Const(Value::Null, ty.clone())),
@@ -430,20 +424,92 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// SET's items one column each: `(a, b) = (x, y)` or `ROW(x, y)` as `a = x, b = y`, and
+/// `(a, b) = (SELECT x, y …)` as `a = (SELECT x …), b = (SELECT y …)` (the subquery runs
+/// once per column: the same rows, or the same error, unless it is volatile).
+fn single_column_items(items: &[ast::Assignment]) -> PgResult<Vec<(String, ast::Expr)>> {
+    let mut out = Vec::with_capacity(items.len());
+    for a in items {
+        let names = match &a.target {
+            ast::AssignmentTarget::ColumnName(n) => {
+                out.push((
+                    object_name_parts(n).pop().unwrap_or_default(),
+                    a.value.clone(),
+                ));
+                continue;
+            }
+            ast::AssignmentTarget::Tuple(names) => names,
+        };
+        let names = names
+            .iter()
+            .map(|n| object_name_parts(n).pop().unwrap_or_default());
+        let not_a_row = || {
+            PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                "source for a multiple-column UPDATE item must be a sub-SELECT or ROW() expression",
+            )
+        };
+        let values: Vec<ast::Expr> = match &a.value {
+            ast::Expr::Tuple(values) => values.clone(),
+            ast::Expr::Function(f) if object_name_parts(&f.name) == ["row"] => match &f.args {
+                ast::FunctionArguments::List(list) => (list.args.iter())
+                    .map(|arg| match arg {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                        _ => Err(not_a_row()),
+                    })
+                    .collect::<PgResult<_>>()?,
+                _ => Vec::new(),
+            },
+            ast::Expr::Subquery(query) => match query.body.as_ref() {
+                ast::SetExpr::Select(select)
+                    if !(select.projection.iter()).any(|item| {
+                        matches!(
+                            item,
+                            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+                        )
+                    }) =>
+                {
+                    (0..select.projection.len())
+                        .map(|i| {
+                            let mut one = select.clone();
+                            one.projection = vec![select.projection[i].clone()];
+                            let mut q = query.clone();
+                            q.body = Box::new(ast::SetExpr::Select(one));
+                            ast::Expr::Subquery(q)
+                        })
+                        .collect()
+                }
+                _ => {
+                    return Err(unsupported(
+                        "a multiple-column UPDATE item from this sub-SELECT",
+                    ))
+                }
+            },
+            _ => return Err(not_a_row()),
+        };
+        if values.len() != names.len() {
+            return Err(syntax("number of columns does not match number of values"));
+        }
+        out.extend(names.zip(values));
+    }
+    Ok(out)
+}
+
 /// The `DEFAULT` keyword where a value is expected (sqlparser reads it as an identifier).
 pub(super) fn is_default_keyword(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(id) if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("default"))
 }
 
-/// `ON CONFLICT (cols)` / `ON CONFLICT ON CONSTRAINT name` must name the primary key,
-/// the only unique constraint a Meridian table has; PostgreSQL's errors otherwise.
-pub(super) fn check_conflict_target(
+/// The arbiter `ON CONFLICT (cols)` / `ON CONFLICT ON CONSTRAINT name` names: the primary
+/// key or a unique index with exactly those columns (or that constraint's name), with
+/// PostgreSQL's errors otherwise. No target: any unique key.
+pub(super) fn conflict_arbiter(
     table: &TableDef,
     target: Option<&ast::ConflictTarget>,
-) -> PgResult<()> {
+) -> PgResult<Arbiter> {
     let pk = table.primary_key.as_deref().unwrap_or(&[]);
     match target {
-        None => Ok(()),
+        None => Ok(Arbiter::AnyUnique),
         Some(ast::ConflictTarget::Columns(cols)) => {
             let mut named = Vec::with_capacity(cols.len());
             for c in cols {
@@ -456,28 +522,38 @@ pub(super) fn check_conflict_target(
                 })?;
                 named.push(i);
             }
-            if !pk.is_empty()
-                && pk.iter().all(|c| named.contains(c))
-                && named.iter().all(|c| pk.contains(c))
-            {
-                Ok(())
-            } else {
-                Err(PgError::new(codes::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"))
+            let same_set = |key: &mut dyn Iterator<Item = usize>| {
+                let key: Vec<usize> = key.collect();
+                !key.is_empty()
+                    && key.iter().all(|c| named.contains(c))
+                    && named.iter().all(|c| key.contains(c))
+            };
+            if same_set(&mut pk.iter().copied()) {
+                return Ok(Arbiter::PrimaryKey);
             }
+            (table.indexes.iter())
+                .position(|ix| ix.unique && same_set(&mut ix.columns.iter().map(|c| c.column)))
+                .map(Arbiter::Index)
+                .ok_or_else(|| PgError::new(codes::INVALID_COLUMN_REFERENCE, "there is no unique or exclusion constraint matching the ON CONFLICT specification"))
         }
         Some(ast::ConflictTarget::OnConstraint(name)) => {
             let name = object_name_parts(name).pop().unwrap_or_default();
             if !pk.is_empty() && table.pk_name.as_deref() == Some(name.as_str()) {
-                Ok(())
-            } else {
-                Err(PgError::new(
-                    codes::UNDEFINED_OBJECT,
-                    format!(
-                        "constraint \"{name}\" for table \"{}\" does not exist",
-                        table.name
-                    ),
-                ))
+                return Ok(Arbiter::PrimaryKey);
             }
+            // A unique index made by CREATE UNIQUE INDEX is no constraint.
+            (table.indexes.iter())
+                .position(|ix| ix.unique && ix.constraint_oid.is_some() && ix.name == name)
+                .map(Arbiter::Index)
+                .ok_or_else(|| {
+                    PgError::new(
+                        codes::UNDEFINED_OBJECT,
+                        format!(
+                            "constraint \"{name}\" for table \"{}\" does not exist",
+                            table.name
+                        ),
+                    )
+                })
         }
     }
 }
