@@ -160,7 +160,7 @@ fn infinity_value(positive: bool, numeric_result: bool) -> Value {
 }
 
 /// ISO 8601 week number and week-based year of a date (PG's date2isoweek/date2isoyear).
-fn iso_week(year: i64, month: u32, day: u32) -> (i64, i64) {
+pub(crate) fn iso_week(year: i64, month: u32, day: u32) -> (i64, i64) {
     let jd = date2j(year, month as i64, day as i64);
     // Monday of week 1: the week with the year's first Thursday
     let week1 = |y: i64| {
@@ -184,7 +184,7 @@ fn iso_week(year: i64, month: u32, day: u32) -> (i64, i64) {
 }
 
 /// Day of the week, 0 = Sunday.
-fn dow(year: i64, month: u32, day: u32) -> i64 {
+pub(crate) fn dow(year: i64, month: u32, day: u32) -> i64 {
     (date2j(year, month as i64, day as i64) + 1).rem_euclid(7)
 }
 

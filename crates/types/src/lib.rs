@@ -11,6 +11,7 @@ pub mod json;
 pub mod numeric;
 pub mod ops;
 pub mod timezone;
+pub mod to_char;
 pub mod uuid;
 pub mod value;
 

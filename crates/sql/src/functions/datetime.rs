@@ -30,7 +30,26 @@ impl ScalarFunc {
                 | F::MakeTimestamptz
                 | F::MakeInterval
                 | F::ToTimestamp
+                | F::ToCharDatetime
         ) || self.builds_json()
+    }
+}
+
+/// to_char of a timestamp (its wall clock) or a timestamptz (in `zone`); NULL for an
+/// infinite one or an empty template, as PostgreSQL.
+fn to_char(v: &Value, template: &str, zone: &Zone) -> Value {
+    use types::to_char::{format, ShownZone};
+    match *v {
+        _ if !fields::is_finite(v) || template.is_empty() => Value::Null,
+        Value::Timestamp(ts) => Value::Text(format(ts, template, &ShownZone::default())),
+        Value::TimestampTz(ts) => {
+            let shown = ShownZone {
+                east_secs: zone.offset_at(ts),
+                abbreviation: zone.abbreviation_at(ts),
+            };
+            Value::Text(format(zone.to_local(ts), template, &shown))
+        }
+        _ => Value::Null,
     }
 }
 
@@ -127,6 +146,9 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
             (F::MakeInterval, want, Interval)
         }
         ("to_timestamp", 1) if args[0] != Text => (F::ToTimestamp, vec![Float8], TimestampTz),
+        ("to_char", 2) if matches!(args[0], Timestamp | TimestampTz | Date) => {
+            (F::ToCharDatetime, vec![moment(&args[0]), Text], Text)
+        }
         _ => return None,
     })
 }
@@ -198,6 +220,7 @@ pub fn eval(func: ScalarFunc, args: Vec<Value>, zone: &Zone) -> PgResult<Value> 
             fields::make_interval([int(0), int(1), int(2), int(3), int(4), int(5)], float(6))?
         }
         F::ToTimestamp => fields::to_timestamp_epoch(float(0))?,
+        F::ToCharDatetime => to_char(&args[0], &text(1), zone),
         _ => return Err(pgerror::PgError::internal("not a date/time function")),
     })
 }

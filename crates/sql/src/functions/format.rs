@@ -1,5 +1,6 @@
-//! Quoting and formatting (issue 31): quote_ident, quote_literal, quote_nullable and
-//! format() with PostgreSQL's `%s`, `%I`, `%L`, positions (`%2$s`) and widths (`%-10s`).
+//! Quoting and formatting (issue 31): quote_ident, quote_literal, quote_nullable,
+//! format() with PostgreSQL's `%s`, `%I`, `%L`, positions (`%2$s`) and widths (`%-10s`),
+//! and to_char of numbers (`types::to_char::number`).
 
 use super::{value_to_text, ScalarFunc as F};
 use crate::deparse::quote_ident;
@@ -34,6 +35,13 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataT
             );
             (F::Format, types, Text)
         }
+        ("to_char", 2) if args[0].is_numeric() => {
+            let t = match &args[0] {
+                Int2 => Int4,
+                other => other.clone(),
+            };
+            (F::ToCharNumber, vec![t, Text], Text)
+        }
         _ => return None,
     })
 }
@@ -47,6 +55,9 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         F::QuoteLiteral | F::QuoteNullable => Value::Text(quote_literal(&value_to_text(&args[0]))),
         F::Format if args[0].is_null() => Value::Null,
         F::Format => Value::Text(format(&text(&args[0]), &args[1..])?),
+        F::ToCharNumber if args.iter().any(Value::is_null) => Value::Null,
+        F::ToCharNumber => types::to_char::number::to_char(&args[0], &text(&args[1]))?
+            .map_or(Value::Null, Value::Text),
         other => {
             return Err(PgError::internal(format!(
                 "{other:?} is not a format function"

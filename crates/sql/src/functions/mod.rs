@@ -174,6 +174,10 @@ pub enum ScalarFunc {
     MakeTimestamptz,
     MakeInterval,
     ToTimestamp,
+    /// to_char of a timestamp, timestamptz or date.
+    ToCharDatetime,
+    /// to_char of an integer, numeric or float (format.rs).
+    ToCharNumber,
     // String functions (string.rs).
     Chr,
     Ascii,
@@ -840,7 +844,7 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::ConcatWs
         | F::RegexpReplace
         | F::SimilarTo => string::eval(func, &args)?,
-        F::QuoteIdent | F::QuoteLiteral | F::QuoteNullable | F::Format => {
+        F::QuoteIdent | F::QuoteLiteral | F::QuoteNullable | F::Format | F::ToCharNumber => {
             format::eval(func, &args)?
         }
         F::Encode | F::Decode => bytes::eval(func, &args)?,
