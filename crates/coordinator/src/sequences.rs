@@ -400,18 +400,6 @@ fn serial_sequence(session: &SessionView, args: &[Value]) -> PgResult<Value> {
         .into_iter()
         .find(|s| s.owned_by == owner)
         .map_or(Value::Null, |s| {
-            Value::Text(format!("public.{}", quote_ident(&s.name)))
+            Value::Text(format!("public.{}", sql::deparse::quote_ident(&s.name)))
         }))
-}
-
-fn quote_ident(name: &str) -> String {
-    let plain = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && !name.starts_with(|c: char| c.is_ascii_digit());
-    if plain {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
 }

@@ -354,7 +354,8 @@ fn bare_constant(v: &Value, ty: &DataType) -> String {
 }
 
 /// A name as PostgreSQL's `quote_identifier` writes it: bare when lower case letters,
-/// digits and underscores not starting with a digit, else double-quoted.
+/// digits and underscores not starting with a digit and not a keyword PostgreSQL
+/// reserves in any way, else double-quoted.
 pub fn quote_ident(name: &str) -> String {
     let plain = name
         .chars()
@@ -363,9 +364,184 @@ pub fn quote_ident(name: &str) -> String {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
+    if plain && NON_UNRESERVED_KEYWORDS.binary_search(&name).is_err() {
         name.to_string()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+/// PostgreSQL 15's keywords that are not unreserved (`pg_get_keywords()` with catcode C,
+/// T or R), sorted: an identifier spelled as one is quoted, as quote_identifier does.
+const NON_UNRESERVED_KEYWORDS: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "authorization",
+    "between",
+    "bigint",
+    "binary",
+    "bit",
+    "boolean",
+    "both",
+    "case",
+    "cast",
+    "char",
+    "character",
+    "check",
+    "coalesce",
+    "collate",
+    "collation",
+    "column",
+    "concurrently",
+    "constraint",
+    "create",
+    "cross",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_schema",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "dec",
+    "decimal",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "exists",
+    "extract",
+    "false",
+    "fetch",
+    "float",
+    "for",
+    "foreign",
+    "freeze",
+    "from",
+    "full",
+    "grant",
+    "greatest",
+    "group",
+    "grouping",
+    "having",
+    "ilike",
+    "in",
+    "initially",
+    "inner",
+    "inout",
+    "int",
+    "integer",
+    "intersect",
+    "interval",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "lateral",
+    "leading",
+    "least",
+    "left",
+    "like",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "national",
+    "natural",
+    "nchar",
+    "none",
+    "normalize",
+    "not",
+    "notnull",
+    "null",
+    "nullif",
+    "numeric",
+    "offset",
+    "on",
+    "only",
+    "or",
+    "order",
+    "out",
+    "outer",
+    "overlaps",
+    "overlay",
+    "placing",
+    "position",
+    "precision",
+    "primary",
+    "real",
+    "references",
+    "returning",
+    "right",
+    "row",
+    "select",
+    "session_user",
+    "setof",
+    "similar",
+    "smallint",
+    "some",
+    "substring",
+    "symmetric",
+    "table",
+    "tablesample",
+    "then",
+    "time",
+    "timestamp",
+    "to",
+    "trailing",
+    "treat",
+    "trim",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "values",
+    "varchar",
+    "variadic",
+    "verbose",
+    "when",
+    "where",
+    "window",
+    "with",
+    "xmlattributes",
+    "xmlconcat",
+    "xmlelement",
+    "xmlexists",
+    "xmlforest",
+    "xmlnamespaces",
+    "xmlparse",
+    "xmlpi",
+    "xmlroot",
+    "xmlserialize",
+    "xmltable",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_are_sorted_for_binary_search() {
+        assert!(NON_UNRESERVED_KEYWORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn keywords_and_unsafe_names_are_quoted() {
+        assert_eq!(quote_ident("user"), "\"user\"");
+        assert_eq!(quote_ident("xmltable"), "\"xmltable\"");
+        assert_eq!(quote_ident("name"), "name"); // unreserved
+        assert_eq!(quote_ident("Mixed"), "\"Mixed\"");
+        assert_eq!(quote_ident("a\"b"), "\"a\"\"b\"");
     }
 }
