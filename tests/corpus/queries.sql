@@ -25,6 +25,14 @@ SELECT dept, count(*) FROM cq_emp GROUP BY dept HAVING count(*) > 1 ORDER BY dep
 SELECT dept, count(*) FILTER (WHERE salary > 60000) FROM cq_emp GROUP BY dept ORDER BY dept NULLS LAST;
 SELECT count(*), count(salary), count(DISTINCT salary), sum(DISTINCT salary) FROM cq_emp;
 SELECT avg(salary)::numeric(10,2), stddev(salary)::numeric(10,2), variance(salary)::numeric(14,2) FROM cq_emp;
+SELECT dept, variance(salary), var_pop(salary), stddev(salary), stddev_pop(salary), var_samp(id), stddev_samp(id) FROM cq_emp GROUP BY dept ORDER BY dept;
+SELECT variance(salary::float8), var_pop(salary::float8), stddev(salary::float8), stddev_pop(salary::real) FROM cq_emp;
+SELECT variance(id::int8), stddev(id::int2), variance(DISTINCT salary), stddev(salary) FILTER (WHERE dept = 1) FROM cq_emp;
+SELECT id, stddev(salary) OVER (ORDER BY id) FROM cq_emp ORDER BY id;
+SELECT variance(x), stddev(x), var_pop(x), stddev_pop(x) FROM (VALUES (1::numeric)) v(x);
+SELECT variance(x), var_pop(x) FROM (VALUES ('NaN'::numeric), (1)) v(x);
+SELECT variance(x) FROM (VALUES (1e308::float8), (1e308)) v(x);
+SELECT stddev(name) FROM cq_emp;
 SELECT bool_and(salary > 60000), bool_or(salary > 100000), every(id > 0) FROM cq_emp;
 SELECT string_agg(name, ',' ORDER BY name), array_agg(id ORDER BY id DESC) FROM cq_emp;
 SELECT dept, string_agg(name, '|' ORDER BY name) FROM cq_emp GROUP BY dept ORDER BY dept NULLS FIRST;

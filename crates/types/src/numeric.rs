@@ -930,7 +930,38 @@ pub fn rem(a: &Numeric, b: &Numeric) -> PgResult<Numeric> {
     }
 }
 
-pub use transcendental::{exp, ln, log, pow, sqrt};
+pub use transcendental::{exp, ln, log, pow, sqrt, sqrt_scaled};
+
+/// var_samp/var_pop (stddev: their square roots) of `count` values whose sum is `sum` and
+/// sum of squares `sum_sq`, as PostgreSQL's numeric_stddev_internal computes them: None
+/// for too few values, else NaN past an infinity or NaN.
+pub fn variance(
+    count: i64,
+    sum: &Numeric,
+    sum_sq: &Numeric,
+    sample: bool,
+    stddev: bool,
+) -> PgResult<Option<Numeric>> {
+    if count == 0 || (sample && count == 1) {
+        return Ok(None);
+    }
+    if !sum.is_finite() || !sum_sq.is_finite() {
+        return Ok(Some(Numeric::NAN));
+    }
+    let n = Numeric::from_i64(count);
+    let numerator = sub(&mul(&n, sum_sq)?, &mul(sum, sum)?)?;
+    if numerator.signum() <= 0 {
+        // roundoff cannot make it negative here, but PostgreSQL answers 0 for it
+        return Ok(Some(Numeric::ZERO));
+    }
+    let others = Numeric::from_i64(if sample { count - 1 } else { count });
+    let variance = div(&numerator, &mul(&n, &others)?)?;
+    if stddev {
+        let rscale = i64::from(variance.dscale());
+        return sqrt_scaled(&variance, rscale).map(Some);
+    }
+    Ok(Some(variance))
+}
 
 // ---------------------------------------------------------------------------------------
 // Casts.

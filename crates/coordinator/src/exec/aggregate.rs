@@ -2,11 +2,12 @@
 
 use super::memory::{Held, MemoryAccount};
 use super::{group_key, Row};
-use pgerror::PgResult;
+use pgerror::{codes, PgError, PgResult};
 use rustc_hash::{FxHashMap, FxHashSet};
 use spill::row_size;
 use sql::functions::AggFunc;
 use sql::plan::{AggCall, Expr};
+use types::numeric::{self as numeric, Numeric};
 use types::ops::{self, BinaryOp};
 use types::{DataType, Value};
 
@@ -21,6 +22,19 @@ enum AggState {
         count: i64,
     },
     Array(Vec<Value>),
+    /// variance/stddev of exact numbers: count, sum and sum of squares (numeric).
+    Moments {
+        count: i64,
+        sum: Numeric,
+        sum_sq: Numeric,
+    },
+    /// variance/stddev of floats: PostgreSQL's Youngs-Cramer transition values (count,
+    /// sum, sum of squared differences from the running mean).
+    FloatMoments {
+        n: f64,
+        sx: f64,
+        sxx: f64,
+    },
 }
 
 /// One group: its key values, its aggregate states, and per aggregate the DISTINCT values
@@ -67,6 +81,16 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                     count: 0,
                 },
                 f if f.is_ordered() => AggState::Array(Vec::new()),
+                f if f.is_variance() && a.ty == DataType::Float8 => AggState::FloatMoments {
+                    n: 0.0,
+                    sx: 0.0,
+                    sxx: 0.0,
+                },
+                f if f.is_variance() => AggState::Moments {
+                    count: 0,
+                    sum: Numeric::ZERO,
+                    sum_sq: Numeric::ZERO,
+                },
                 _ => AggState::Value(Value::Null),
             })
             .collect();
@@ -242,6 +266,37 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
     match state {
         AggState::Count(n) => *n += 1,
         AggState::Array(items) => items.push(v),
+        AggState::Moments { count, sum, sum_sq } => {
+            let x = match v {
+                Value::Numeric(x) => x,
+                other => Numeric::from_i64(other.as_i64().unwrap_or(0)),
+            };
+            *sum_sq = numeric::add(sum_sq, &numeric::mul(&x, &x)?)?;
+            *sum = numeric::add(sum, &x)?;
+            *count += 1;
+        }
+        AggState::FloatMoments { n, sx, sxx } => {
+            // float8_accum: Youngs-Cramer, so that the squares never cancel
+            let x = v.as_f64().unwrap_or(0.0);
+            let (before, sum_before) = (*n, *sx);
+            *n += 1.0;
+            *sx += x;
+            if before > 0.0 {
+                let tmp = x * *n - *sx;
+                *sxx += tmp * tmp / (*n * before);
+                if sx.is_infinite() || sxx.is_infinite() {
+                    if sum_before.is_finite() && x.is_finite() {
+                        return Err(PgError::new(
+                            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+                            "value out of range: overflow",
+                        ));
+                    }
+                    *sxx = f64::NAN;
+                }
+            } else if !x.is_finite() {
+                *sxx = f64::NAN;
+            }
+        }
         AggState::Avg { sum, count } => {
             let v = match v {
                 Value::Float4(f) => Value::Float8(f as f64),
@@ -310,7 +365,11 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                 | AggFunc::StringAgg
                 | AggFunc::JsonbAgg
                 | AggFunc::JsonAgg
-                | AggFunc::JsonbObjectAgg => {
+                | AggFunc::JsonbObjectAgg
+                | AggFunc::VarSamp
+                | AggFunc::VarPop
+                | AggFunc::StddevSamp
+                | AggFunc::StddevPop => {
                     unreachable!("handled by their own states")
                 }
             };
@@ -355,6 +414,22 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
                 Value::Null
             } else {
                 Value::Array(items)
+            }
+        }
+        AggState::Moments { count, sum, sum_sq } => {
+            let (sample, stddev) = agg.func.variance_kind();
+            numeric::variance(count, &sum, &sum_sq, sample, stddev)?
+                .map_or(Value::Null, Value::Numeric)
+        }
+        AggState::FloatMoments { n, sxx, .. } => {
+            let (sample, stddev) = agg.func.variance_kind();
+            let others = if sample { n - 1.0 } else { n };
+            if others <= 0.0 {
+                Value::Null
+            } else if stddev {
+                Value::Float8((sxx / others).sqrt())
+            } else {
+                Value::Float8(sxx / others)
             }
         }
         AggState::Avg { sum, count } => {

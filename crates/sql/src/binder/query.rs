@@ -1692,6 +1692,10 @@ pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
         "json_agg(",
         "jsonb_agg(",
         "jsonb_object_agg(",
+        "stddev",
+        "variance(",
+        "var_samp(",
+        "var_pop(",
     ]
     .iter()
     .any(|p| s.contains(p))

@@ -250,6 +250,11 @@ pub enum AggFunc {
     JsonAgg,
     /// jsonb_object_agg(key, value): the binder passes ARRAY[to_jsonb(key), to_jsonb(value)].
     JsonbObjectAgg,
+    /// variance / var_samp, var_pop, stddev / stddev_samp, stddev_pop.
+    VarSamp,
+    VarPop,
+    StddevSamp,
+    StddevPop,
 }
 
 impl AggFunc {
@@ -258,6 +263,22 @@ impl AggFunc {
         matches!(
             self,
             AggFunc::ArrayAgg | AggFunc::JsonbAgg | AggFunc::JsonAgg
+        )
+    }
+
+    /// Whether the aggregate is one of the variances and standard deviations.
+    pub fn is_variance(self) -> bool {
+        matches!(
+            self,
+            AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop
+        )
+    }
+
+    /// Of a variance or standard deviation: (of a sample, a standard deviation).
+    pub fn variance_kind(self) -> (bool, bool) {
+        (
+            matches!(self, AggFunc::VarSamp | AggFunc::StddevSamp),
+            matches!(self, AggFunc::StddevSamp | AggFunc::StddevPop),
         )
     }
 
@@ -290,6 +311,10 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         "jsonb_agg" => AggFunc::JsonbAgg,
         "json_agg" => AggFunc::JsonAgg,
         "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
+        "variance" | "var_samp" => AggFunc::VarSamp,
+        "var_pop" => AggFunc::VarPop,
+        "stddev" | "stddev_samp" => AggFunc::StddevSamp,
+        "stddev_pop" => AggFunc::StddevPop,
         _ => return None,
     };
     let arg_ty = arg.cloned().unwrap_or(Int8);
@@ -322,6 +347,16 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         AggFunc::StringAgg => Text,
         AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => Jsonb,
         AggFunc::JsonAgg => Json,
+        // PostgreSQL: float8 of floats, numeric of integers and numerics
+        AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop => {
+            match arg_ty {
+                Float4 | Float8 | Unknown => Float8,
+                Int2 | Int4 | Int8 | Numeric { .. } => Numeric {
+                    precision_scale: None,
+                },
+                _ => return None,
+            }
+        }
     };
     Some((f, ty))
 }

@@ -189,6 +189,17 @@ fn exp_dec(x: &Dec, rscale: i64) -> PgResult<Dec> {
 }
 
 pub fn sqrt(x: &Numeric) -> PgResult<Numeric> {
+    sqrt_to(x, None)
+}
+
+/// sqrt(x) to `rscale` digits after the point (PostgreSQL's sqrt_var with a caller's
+/// scale, as stddev asks for it).
+pub fn sqrt_scaled(x: &Numeric, rscale: i64) -> PgResult<Numeric> {
+    sqrt_to(x, Some(rscale))
+}
+
+/// sqrt to `rscale`, or to numeric_sqrt's own scale.
+fn sqrt_to(x: &Numeric, rscale: Option<i64>) -> PgResult<Numeric> {
     let negative = || power_error("cannot take square root of a negative number");
     let Some(d) = x.dec() else {
         return if x.signum() < 0 && !x.is_nan() {
@@ -200,9 +211,11 @@ pub fn sqrt(x: &Numeric) -> PgResult<Numeric> {
     if d.is_neg() {
         return Err(negative());
     }
-    let weight = if d.is_zero() { 0 } else { d.nbase_weight() };
-    let sweight = (weight + 1) * 4 / 2 - 1;
-    let rscale = clamp_scale(MIN_SIG_DIGITS - sweight, &[d.scale]);
+    let rscale = rscale.unwrap_or_else(|| {
+        let weight = if d.is_zero() { 0 } else { d.nbase_weight() };
+        let sweight = (weight + 1) * 4 / 2 - 1;
+        clamp_scale(MIN_SIG_DIGITS - sweight, &[d.scale])
+    });
     // floor(sqrt(x) × 10^(rscale+e)) with e ≥ 1 extra digits, then round once
     let mut e = 1;
     while 2 * (rscale + e) < d.scale {
