@@ -1379,13 +1379,19 @@ pub fn session_function(
             "SQL_ASCII"
         }),
         F::HasPrivilege => Value::Bool(true),
-        F::ToRegclass => {
-            use sql::catalog::Catalog;
-            match session.catalog.table(None, &arg_text(0)) {
-                Some(t) => Value::Oid(t.oid),
-                None => Value::Null,
-            }
-        }
+        F::ToRegclass => regclass_oid(session, &arg_text(0)).map_or(Value::Null, Value::Oid),
+        F::RegclassIn => match args.first() {
+            None | Some(Value::Null) => Value::Null,
+            Some(_) => match regclass_oid(session, &arg_text(0)) {
+                Some(o) => Value::Oid(o),
+                None => {
+                    return Err(PgError::new(
+                        codes::UNDEFINED_TABLE,
+                        format!("relation \"{}\" does not exist", arg_text(0)),
+                    ))
+                }
+            },
+        },
         F::PgGetStatisticsObjDefColumns => Value::Null,
         F::PgRelationSize | F::PgTotalRelationSize => {
             Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192))
@@ -1441,6 +1447,22 @@ pub fn session_function(
             ))
         }
     })
+}
+
+/// The OID of the table, view or sequence a regclass name (`name` or `public.name`)
+/// denotes.
+fn regclass_oid(session: &SessionView, name: &str) -> Option<u32> {
+    use sql::catalog::Catalog;
+    let parts = sql::binder::parse_object_name(name);
+    let name = match parts.as_slice() {
+        [name] => name,
+        [schema, name] if schema == "public" => name,
+        _ => return None,
+    };
+    let catalog = &session.catalog;
+    (catalog.table(None, name).map(|t| t.oid))
+        .or_else(|| catalog.sequence(name).map(|s| s.oid))
+        .or_else(|| catalog.view(name).map(|v| v.oid))
 }
 
 /// A column default as pg_get_expr deparses it: PostgreSQL shows string constants and

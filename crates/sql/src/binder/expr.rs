@@ -946,6 +946,13 @@ impl<'a> Binder<'a> {
             }
         }
         let inner = self.infer_param(inner, to);
+        if *to == DataType::RegClass && inner.ty().is_string() {
+            return Ok(Expr::Func {
+                func: ScalarFunc::RegclassIn,
+                args: vec![inner],
+                ty: DataType::RegClass,
+            });
+        }
         cast_to_explicit(inner, to)
     }
 

@@ -169,7 +169,7 @@ fn unknown_type_oid(oid: u32) -> PgError {
 }
 
 /// `schema.table` or `table`, unquoting and lower-casing unquoted parts.
-fn parse_object_name(s: &str) -> Vec<String> {
+pub fn parse_object_name(s: &str) -> Vec<String> {
     s.split('.')
         .map(|p| {
             if p.starts_with('"') {
