@@ -1449,18 +1449,22 @@ pub fn session_function(
     })
 }
 
-/// The OID of the table, view or sequence a regclass name (`name` or `public.name`)
-/// denotes.
+/// The OID of the table, view, sequence or system catalog a regclass name (`name`,
+/// `public.name` or `pg_catalog.name`) denotes.
 fn regclass_oid(session: &SessionView, name: &str) -> Option<u32> {
     use sql::catalog::Catalog;
     let parts = sql::binder::parse_object_name(name);
     let name = match parts.as_slice() {
         [name] => name,
         [schema, name] if schema == "public" => name,
+        [schema, name] if schema == "pg_catalog" => {
+            return sql::system_tables::system_table(name).map(system_table_oid)
+        }
         _ => return None,
     };
     let catalog = &session.catalog;
     (catalog.table(None, name).map(|t| t.oid))
+        .or_else(|| sql::system_tables::system_table(name).map(system_table_oid))
         .or_else(|| catalog.sequence(name).map(|s| s.oid))
         .or_else(|| catalog.view(name).map(|v| v.oid))
 }
@@ -1478,7 +1482,25 @@ pub(crate) fn deparse_default(d: &str, ty: &DataType) -> String {
         && t.ends_with('\'')
         && !t[1..t.len() - 1].replace("''", "").contains('\'');
     if quoted {
-        return format!("{t}::{}", type_name());
+        // A quoted literal is a constant of the column's type; PostgreSQL's
+        // get_const_expr shows some of those bare.
+        let inner = &t[1..t.len() - 1];
+        let digits = inner.chars().next().is_some_and(|c| c.is_ascii_digit());
+        let bare = match ty {
+            DataType::Int4 => inner
+                .parse::<i32>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .map(|n| n.to_string()),
+            DataType::Numeric { .. } if digits && inner.contains(['e', 'E', '.']) => {
+                Some(inner.to_string())
+            }
+            DataType::Bool => (types::io::from_text(inner, ty).ok())
+                .and_then(|v| v.as_bool())
+                .map(|b| b.to_string()),
+            _ => None,
+        };
+        return bare.unwrap_or_else(|| format!("{t}::{}", type_name()));
     }
     let negative_number = t
         .strip_prefix('-')

@@ -30,6 +30,7 @@ mod json_table;
 mod locking;
 mod prepare;
 mod query;
+mod select_srf;
 mod serial;
 mod view;
 mod window;
