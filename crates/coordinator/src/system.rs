@@ -1567,6 +1567,14 @@ mod tests {
         assert_eq!(deparse_default("5", &DataType::Int4), "5");
         assert_eq!(deparse_default("now()", &DataType::Timestamp), "now()");
         assert_eq!(deparse_default("'a' || 'b'", &DataType::Text), "'a' || 'b'");
+        // quoted constants PostgreSQL's get_const_expr shows bare, and some it does not
+        assert_eq!(deparse_default("'0'", &DataType::Int4), "0");
+        assert_eq!(deparse_default("'-1'", &DataType::Int4), "'-1'::integer");
+        assert_eq!(deparse_default("'0'", &DataType::Int8), "'0'::bigint");
+        let numeric = DataType::NUMERIC;
+        assert_eq!(deparse_default("'1.0'", &numeric), "1.0");
+        assert_eq!(deparse_default("'2'", &numeric), "'2'::numeric");
+        assert_eq!(deparse_default("'yes'", &DataType::Bool), "true");
     }
 
     #[test]
