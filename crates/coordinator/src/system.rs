@@ -1379,13 +1379,19 @@ pub fn session_function(
             "SQL_ASCII"
         }),
         F::HasPrivilege => Value::Bool(true),
-        F::ToRegclass => {
-            use sql::catalog::Catalog;
-            match session.catalog.table(None, &arg_text(0)) {
-                Some(t) => Value::Oid(t.oid),
-                None => Value::Null,
-            }
-        }
+        F::ToRegclass => regclass_oid(session, &arg_text(0)).map_or(Value::Null, Value::Oid),
+        F::RegclassIn => match args.first() {
+            None | Some(Value::Null) => Value::Null,
+            Some(_) => match regclass_oid(session, &arg_text(0)) {
+                Some(o) => Value::Oid(o),
+                None => {
+                    return Err(PgError::new(
+                        codes::UNDEFINED_TABLE,
+                        format!("relation \"{}\" does not exist", arg_text(0)),
+                    ))
+                }
+            },
+        },
         F::PgGetStatisticsObjDefColumns => Value::Null,
         F::PgRelationSize | F::PgTotalRelationSize => {
             Value::Int8(find_table(session, arg_oid(0)).map_or(0, |_| 8192))
@@ -1443,6 +1449,26 @@ pub fn session_function(
     })
 }
 
+/// The OID of the table, view, sequence or system catalog a regclass name (`name`,
+/// `public.name` or `pg_catalog.name`) denotes.
+fn regclass_oid(session: &SessionView, name: &str) -> Option<u32> {
+    use sql::catalog::Catalog;
+    let parts = sql::binder::parse_object_name(name);
+    let name = match parts.as_slice() {
+        [name] => name,
+        [schema, name] if schema == "public" => name,
+        [schema, name] if schema == "pg_catalog" => {
+            return sql::system_tables::system_table(name).map(system_table_oid)
+        }
+        _ => return None,
+    };
+    let catalog = &session.catalog;
+    (catalog.table(None, name).map(|t| t.oid))
+        .or_else(|| sql::system_tables::system_table(name).map(system_table_oid))
+        .or_else(|| catalog.sequence(name).map(|s| s.oid))
+        .or_else(|| catalog.view(name).map(|v| v.oid))
+}
+
 /// A column default as pg_get_expr deparses it: PostgreSQL shows string constants and
 /// negative numbers with an explicit cast to the column type (`'x'::text`, `'-1'::integer`).
 pub(crate) fn deparse_default(d: &str, ty: &DataType) -> String {
@@ -1456,7 +1482,25 @@ pub(crate) fn deparse_default(d: &str, ty: &DataType) -> String {
         && t.ends_with('\'')
         && !t[1..t.len() - 1].replace("''", "").contains('\'');
     if quoted {
-        return format!("{t}::{}", type_name());
+        // A quoted literal is a constant of the column's type; PostgreSQL's
+        // get_const_expr shows some of those bare.
+        let inner = &t[1..t.len() - 1];
+        let digits = inner.chars().next().is_some_and(|c| c.is_ascii_digit());
+        let bare = match ty {
+            DataType::Int4 => inner
+                .parse::<i32>()
+                .ok()
+                .filter(|n| *n >= 0)
+                .map(|n| n.to_string()),
+            DataType::Numeric { .. } if digits && inner.contains(['e', 'E', '.']) => {
+                Some(inner.to_string())
+            }
+            DataType::Bool => (types::io::from_text(inner, ty).ok())
+                .and_then(|v| v.as_bool())
+                .map(|b| b.to_string()),
+            _ => None,
+        };
+        return bare.unwrap_or_else(|| format!("{t}::{}", type_name()));
     }
     let negative_number = t
         .strip_prefix('-')
@@ -1523,6 +1567,14 @@ mod tests {
         assert_eq!(deparse_default("5", &DataType::Int4), "5");
         assert_eq!(deparse_default("now()", &DataType::Timestamp), "now()");
         assert_eq!(deparse_default("'a' || 'b'", &DataType::Text), "'a' || 'b'");
+        // quoted constants PostgreSQL's get_const_expr shows bare, and some it does not
+        assert_eq!(deparse_default("'0'", &DataType::Int4), "0");
+        assert_eq!(deparse_default("'-1'", &DataType::Int4), "'-1'::integer");
+        assert_eq!(deparse_default("'0'", &DataType::Int8), "'0'::bigint");
+        let numeric = DataType::NUMERIC;
+        assert_eq!(deparse_default("'1.0'", &numeric), "1.0");
+        assert_eq!(deparse_default("'2'", &numeric), "'2'::numeric");
+        assert_eq!(deparse_default("'yes'", &DataType::Bool), "true");
     }
 
     #[test]

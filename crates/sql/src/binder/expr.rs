@@ -945,7 +945,18 @@ impl<'a> Binder<'a> {
                 }
             }
         }
-        let inner = self.infer_param(inner, to);
+        // A parameter cast to regclass is a name, resolved by regclassin at run time.
+        let inner = match to {
+            DataType::RegClass => self.infer_param(inner, &DataType::Text),
+            _ => self.infer_param(inner, to),
+        };
+        if *to == DataType::RegClass && inner.ty().is_string() {
+            return Ok(Expr::Func {
+                func: ScalarFunc::RegclassIn,
+                args: vec![inner],
+                ty: DataType::RegClass,
+            });
+        }
         cast_to_explicit(inner, to)
     }
 
@@ -1030,7 +1041,17 @@ impl<'a> Binder<'a> {
                 cast_to(a, t)
             })
             .collect::<PgResult<Vec<_>>>()?;
-        Ok(Expr::Func { func, args, ty })
+        let call = Expr::Func { func, args, ty };
+        let vector = matches!(
+            arg_types[..],
+            [DataType::Int2Vector | DataType::OidVector, ..]
+        );
+        if vector && matches!(func, ScalarFunc::ArrayLower | ScalarFunc::ArrayUpper) {
+            // int2vector / oidvector subscripts start at 0 (as in the subscripts above)
+            let one = const_expr(Value::Int4(1), DataType::Int4);
+            return self.binary(BinaryOp::Sub, call, one);
+        }
+        Ok(call)
     }
 
     pub(super) fn function(

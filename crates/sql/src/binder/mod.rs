@@ -30,6 +30,7 @@ mod json_table;
 mod locking;
 mod prepare;
 mod query;
+mod select_srf;
 mod serial;
 mod view;
 mod window;
@@ -169,7 +170,7 @@ fn unknown_type_oid(oid: u32) -> PgError {
 }
 
 /// `schema.table` or `table`, unquoting and lower-casing unquoted parts.
-fn parse_object_name(s: &str) -> Vec<String> {
+pub fn parse_object_name(s: &str) -> Vec<String> {
     s.split('.')
         .map(|p| {
             if p.starts_with('"') {

@@ -784,6 +784,9 @@ impl<'a> Binder<'a> {
         sel: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        if let Some(rewritten) = super::select_srf::lateral_subscripts(sel)? {
+            return self.select(&rewritten, order_by);
+        }
         crate::unsupported_syntax::select(sel)?;
         let appended = std::mem::take(&mut self.appended_items);
         let (mut rel, scope) = self.bind_from(&sel.from)?;

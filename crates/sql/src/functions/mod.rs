@@ -79,6 +79,9 @@ pub enum ScalarFunc {
     RegtypeText,
     RegnamespaceText,
     RegprocText,
+    /// Text input of regclass (regclassin) for a value known only at run time, such as
+    /// `pg_get_serial_sequence(…)::regclass`: 42P01 where no relation has that name.
+    RegclassIn,
     // Pure functions.
     Random,
     GenRandomUuid,
