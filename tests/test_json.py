@@ -23,40 +23,14 @@ import pytest
 from psycopg.types.json import Jsonb
 
 from conftest import run_on_each
+from differential import conns, copy_in, copy_out, run, same  # noqa: F401 (conns is a fixture)
 
 
-@pytest.fixture(scope="module")
-def conns(target, postgres):
-    """(server under test, reference) autocommit connections."""
-    a = psycopg.connect(target.dsn, autocommit=True)
-    b = psycopg.connect(postgres.dsn, autocommit=True)
-    for c in (a, b):
+@pytest.fixture(scope="module", autouse=True)
+def utc(conns):
+    """timestamptz in json as both servers print it in UTC."""
+    for c in conns:
         c.execute("SET TIME ZONE 'UTC'")
-    yield a, b
-    a.close()
-    b.close()
-
-
-def run(conn, sql, params=None, binary=False):
-    """("ok", rows) or ("error", SQLSTATE, message)."""
-    try:
-        with conn.cursor(binary=binary) as cur:
-            cur.execute(sql, params)
-            return "ok", cur.fetchall()
-    except psycopg.Error as e:
-        assert e.sqlstate, f"error without SQLSTATE: {e}"
-        return "error", e.sqlstate, e.diag.message_primary
-
-
-def same(conns, sql, params=None):
-    """The statement gives the same answer on both servers, in text and binary format."""
-    ours, ref = conns
-    for binary in (False, True):
-        want = run(ref, sql, params, binary)
-        got = run(ours, sql, params, binary)
-        fmt = "binary" if binary else "text"
-        assert got == want, f"{sql} [{fmt}]: Meridian {got!r}, PostgreSQL 15 {want!r}"
-    return want
 
 
 DOC = """'{"a": {"b": [1, {"c": "x"}, null]}, "n": 1.50, "t": true, "s": "str", "z": null}'"""
@@ -292,18 +266,6 @@ def test_updates(conns, docs):
     same(conns, "INSERT INTO docs VALUES (1000, '{bad', NULL)")
     same(conns, "INSERT INTO docs VALUES (1001, '{}', 'nope')")
     same(conns, "INSERT INTO docs VALUES (1003, '{\"x\": 1}'::json, '[1]'::jsonb) RETURNING *")
-
-
-def copy_out(conn, sql):
-    with conn.cursor() as cur:
-        with cur.copy(sql) as copy:
-            return b"".join(bytes(b) for b in copy)
-
-
-def copy_in(conn, sql, data):
-    with conn.cursor() as cur:
-        with cur.copy(sql) as copy:
-            copy.write(data)
 
 
 @pytest.mark.parametrize("fmt", ["text", "csv", "binary"])

@@ -9,44 +9,17 @@ multi-byte characters, and on a table's column in WHERE, the select list and ORD
 (in a cluster the WHERE runs on the datanodes).
 """
 
+import functools
 import random
 
 import psycopg
 import pytest
 
 from conftest import run_on_each
+from differential import conns, same as differential_same  # noqa: F401 (conns is a fixture)
 
-
-@pytest.fixture(scope="module")
-def conns(target, postgres):
-    """(server under test, reference) autocommit connections."""
-    a = psycopg.connect(target.dsn, autocommit=True)
-    b = psycopg.connect(postgres.dsn, autocommit=True)
-    yield a, b
-    a.close()
-    b.close()
-
-
-def run(conn, sql, params=None, binary=False):
-    """("ok", rows) or ("error", SQLSTATE)."""
-    try:
-        with conn.cursor(binary=binary) as cur:
-            cur.execute(sql, params)
-            return "ok", cur.fetchall()
-    except psycopg.Error as e:
-        assert e.sqlstate, f"error without SQLSTATE: {e}"
-        return "error", e.sqlstate
-
-
-def same(conns, sql, params=None):
-    """The statement gives the same answer on both servers, in text and binary format."""
-    ours, ref = conns
-    for binary in (False, True):
-        want = run(ref, sql, params, binary)
-        got = run(ours, sql, params, binary)
-        fmt = "binary" if binary else "text"
-        assert got == want, f"{sql} [{fmt}]: Meridian {got!r}, PostgreSQL 15 {want!r}"
-    return want
+# Strings' error messages are not compared (only their SQLSTATEs).
+same = functools.partial(differential_same, message=False)
 
 
 EXPRESSIONS = [

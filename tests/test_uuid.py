@@ -13,38 +13,7 @@ import psycopg
 import pytest
 
 from conftest import run_on_each
-
-
-@pytest.fixture(scope="module")
-def conns(target, postgres):
-    """(server under test, reference) autocommit connections."""
-    a = psycopg.connect(target.dsn, autocommit=True)
-    b = psycopg.connect(postgres.dsn, autocommit=True)
-    yield a, b
-    a.close()
-    b.close()
-
-
-def run(conn, sql, params=None, binary=False):
-    """("ok", rows) or ("error", SQLSTATE, message)."""
-    try:
-        with conn.cursor(binary=binary) as cur:
-            cur.execute(sql, params)
-            return "ok", cur.fetchall()
-    except psycopg.Error as e:
-        assert e.sqlstate, f"error without SQLSTATE: {e}"
-        return "error", e.sqlstate, e.diag.message_primary
-
-
-def same(conns, sql, params=None):
-    """The statement gives the same answer on both servers, in text and binary format."""
-    ours, ref = conns
-    for binary in (False, True):
-        want = run(ref, sql, params, binary)
-        got = run(ours, sql, params, binary)
-        fmt = "binary" if binary else "text"
-        assert got == want, f"{sql} [{fmt}]: Meridian {got!r}, PostgreSQL 15 {want!r}"
-    return want
+from differential import conns, copy_in, copy_out, run, same  # noqa: F401 (conns is a fixture)
 
 
 U = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"
@@ -163,18 +132,6 @@ def test_point_lookups_and_updates(conns, tables):
         conn.execute("INSERT INTO items (id, grp) SELECT gen_random_uuid(), 99"
                      " FROM generate_series(1, 20)")
     same(conns, "SELECT count(*), count(DISTINCT id) FROM items WHERE grp = 99")
-
-
-def copy_out(conn, sql):
-    with conn.cursor() as cur:
-        with cur.copy(sql) as copy:
-            return b"".join(bytes(b) for b in copy)
-
-
-def copy_in(conn, sql, data):
-    with conn.cursor() as cur:
-        with cur.copy(sql) as copy:
-            copy.write(data)
 
 
 @pytest.mark.parametrize("fmt", ["text", "csv", "binary"])
