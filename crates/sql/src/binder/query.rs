@@ -1154,21 +1154,33 @@ impl<'a> Binder<'a> {
     ) -> PgResult<SortKey> {
         let descending = o.options.sort == Some(ast::OrderBySort::Desc);
         let nulls_first = o.options.nulls_first.unwrap_or(descending);
+        // PostgreSQL's errors: only output columns, by name or position
         let index = match &o.expr {
             ast::Expr::Value(v) => match &v.value {
                 ast::Value::Number(n, _) => n
                     .parse::<usize>()
                     .ok()
                     .filter(|i| *i >= 1 && *i <= cols.len())
-                    .map(|i| i - 1),
-                _ => None,
+                    .map(|i| i - 1)
+                    .ok_or_else(|| {
+                        PgError::new(
+                            codes::INVALID_COLUMN_REFERENCE,
+                            format!("ORDER BY position {n} is not in select list"),
+                        )
+                    }),
+                _ => Err(set_operation_order_by()),
             },
-            ast::Expr::Identifier(id) => cols.iter().position(|c| c.name == ident_name(id)),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            unsupported("ORDER BY expressions on UNION results other than output columns")
-        })?;
+            ast::Expr::Identifier(id) => {
+                let name = ident_name(id);
+                cols.iter().position(|c| c.name == name).ok_or_else(|| {
+                    PgError::new(
+                        codes::UNDEFINED_COLUMN,
+                        format!("column \"{name}\" does not exist"),
+                    )
+                })
+            }
+            _ => Err(set_operation_order_by()),
+        }?;
         Ok(SortKey {
             expr: Expr::Column {
                 depth: 0,
@@ -1516,6 +1528,14 @@ pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgR
     }
 }
 
+fn set_operation_order_by() -> PgError {
+    PgError::new(
+        codes::FEATURE_NOT_SUPPORTED,
+        "invalid UNION/INTERSECT/EXCEPT ORDER BY clause",
+    )
+        .with_detail("Only result column names can be used, not expressions or functions.")
+}
+
 /// A RIGHT or FULL JOIN's right side cannot read its left side: the left rows it would
 /// be computed for are not all there when its unmatched rows are.
 fn refuse_lateral(lateral: bool, kind: &str) -> PgResult<()> {
@@ -1537,7 +1557,8 @@ fn full_join_condition(on: Option<&Expr>, left_width: usize) -> PgResult<()> {
     let mut reads_columns = false;
     on.visit(&mut |e| reads_columns |= matches!(e, Expr::Column { depth: 0, .. }));
     if reads_columns && on.equi_join_keys(left_width).is_empty() {
-        return Err(unsupported(
+        return Err(PgError::new(
+            codes::FEATURE_NOT_SUPPORTED,
             "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
         ));
     }
