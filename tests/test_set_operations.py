@@ -177,10 +177,8 @@ BIG = [
 
 
 @pytest.fixture(scope="module")
-def small_memory(server_kind, tmp_path_factory):
-    config = tmp_path_factory.mktemp("setops") / "meridian.toml"
-    config.write_text('query_memory = "8MB"\n')  # read by Meridian only
-    server = start_server(server_kind, config=str(config))
+def small_memory(server_kind):
+    server = start_server(server_kind, query_memory="8MB")
     yield server
     finish_server(server)
 
