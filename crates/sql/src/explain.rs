@@ -9,8 +9,8 @@
 
 use crate::catalog::TableDef;
 use crate::plan::{
-    Access, AggCall, Expr, IndexLookup, JoinKind, SetOpKind, KeyValues, Query, Rel, SortKey, Statement,
-    SubqueryKind, WindowFunc,
+    Access, AggCall, Expr, IndexLookup, JoinKind, KeyValues, Query, Rel, SetOpKind, SortKey,
+    Statement, SubqueryKind, WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::Value;

@@ -1533,7 +1533,7 @@ fn set_operation_order_by() -> PgError {
         codes::FEATURE_NOT_SUPPORTED,
         "invalid UNION/INTERSECT/EXCEPT ORDER BY clause",
     )
-        .with_detail("Only result column names can be used, not expressions or functions.")
+    .with_detail("Only result column names can be used, not expressions or functions.")
 }
 
 /// A RIGHT or FULL JOIN's right side cannot read its left side: the left rows it would
