@@ -1483,6 +1483,7 @@ impl Node for JoinNode<'_> {
                     Some(i) => (&i.rows[..], i.buckets.as_ref(), &mut i.matched),
                     None => (&[][..], None, &mut Vec::new()),
                 };
+                let full = self.kind == JoinKind::Full;
                 let mut examined = 0;
                 let mut exhausted = false;
                 while out.len() < BATCH {
@@ -1519,8 +1520,10 @@ impl Node for JoinNode<'_> {
                     if self.keys_decide || self.ex.matches(&self.outer, self.on, &joined).await? {
                         probe.matched = true;
                         out.push(joined);
-                        if let Some(m) = position.and_then(|p| inner_matched.get_mut(p)) {
-                            *m = true;
+                        if full {
+                            if let Some(m) = position.and_then(|p| inner_matched.get_mut(p)) {
+                                *m = true;
+                            }
                         }
                     }
                     if examined % BATCH == 0 {
