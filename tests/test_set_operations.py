@@ -160,6 +160,34 @@ def test_explain_names_postgres_nodes(pair, target):
     assert full[0] == "Hash Full Join" and full[1].startswith("  Hash Cond: "), full
 
 
+
+def test_in_dml_views_and_with_parameters(target, postgres):
+    """An INSERT of an EXCEPT ALL, a view over a FULL JOIN, and parameters (extended
+    protocol) in set operations and a NATURAL FULL JOIN's WHERE."""
+    run_on_each([target, postgres], [
+        "DROP VIEW IF EXISTS so_v", "DROP TABLE IF EXISTS so_t", "DROP TABLE IF EXISTS so_u",
+        "CREATE TABLE so_t (a int, b text)", "CREATE TABLE so_u (a int, c text)",
+        "INSERT INTO so_t VALUES (1, 'x'), (2, 'y'), (2, 'y'), (NULL, 'n')",
+        "INSERT INTO so_u VALUES (2, 'p'), (3, 'q')",
+    ])
+    statements = [
+        ("INSERT INTO so_u SELECT a, b FROM so_t EXCEPT ALL SELECT a, c FROM so_u", None),
+        ("SELECT * FROM so_u ORDER BY 1, 2", None),
+        ("CREATE VIEW so_v AS SELECT * FROM so_t FULL JOIN so_u USING (a)", None),
+        ("SELECT * FROM so_v ORDER BY 1, 2, 3", None),
+        ("SELECT a FROM so_t EXCEPT SELECT %s ORDER BY 1", (2,)),
+        ("SELECT a FROM so_t INTERSECT SELECT a FROM so_u WHERE a = %s", (2,)),
+        ("SELECT * FROM so_t t NATURAL FULL JOIN so_u u WHERE t.a = %s ORDER BY 1, 2, 3", (2,)),
+    ]
+    outcomes = []
+    for server in (postgres, target):
+        with psycopg.connect(server.dsn, autocommit=True) as conn:
+            outcomes.append([])
+            for sql, params in statements:
+                cur = conn.execute(sql, params)
+                outcomes[-1].append((cur.statusmessage, cur.fetchall() if cur.description else None))
+    assert outcomes[1] == outcomes[0]
+
 # Inputs of 200,000 rows: far more than the 8MB query memory if held whole.
 BIG = [
     "SELECT count(*), sum(x) FROM (SELECT i % 150000 AS x FROM generate_series(1, 200000) i"
