@@ -7,7 +7,8 @@ the statement has no ORDER BY, in order where it has one), the same column names
 types, or the same SQLSTATE: precedence (INTERSECT binds tighter than UNION and EXCEPT),
 parentheses, ORDER BY / LIMIT over the whole, UNION's type resolution, NULLs equal, ALL's
 multiplicities; FULL JOIN with ON and USING (the merged column is COALESCE(l, r)),
-NATURAL [INNER|LEFT|RIGHT|FULL] JOIN, with and without columns in common.
+NATURAL [INNER|LEFT|RIGHT|FULL] JOIN, with and without columns in common; in an INSERT, a
+view and with parameters.
 
 Last, an EXCEPT [ALL], an INTERSECT ALL and FULL JOINs over inputs of 200,000 rows with
 `SET work_mem = '64kB'` on a server whose query memory (8MB) is smaller than those inputs
@@ -99,7 +100,8 @@ JOINS = [
     "SELECT * FROM so_a FULL JOIN so_c USING (x) JOIN so_b USING (id)",
     "SELECT * FROM so_a a FULL JOIN so_c c USING (x, y) ORDER BY x NULLS FIRST, y, id",
     "SELECT count(*), count(a.id), count(b.id) FROM so_a a FULL JOIN so_b b ON a.x = b.x",
-    "SELECT a.id, b.id, c.y FROM so_a a FULL JOIN so_b b ON a.x = b.x LEFT JOIN so_c c ON c.x = b.x",
+    "SELECT a.id, b.id, c.y FROM so_a a FULL JOIN so_b b ON a.x = b.x"
+    " LEFT JOIN so_c c ON c.x = b.x",
     "SELECT a.id, b.id, c.y FROM so_c c JOIN so_a a ON a.x = c.x FULL JOIN so_b b ON a.x = b.x",
     # NATURAL: columns in common by name; none in common is a cross join
     "SELECT * FROM so_a NATURAL JOIN so_b",
@@ -185,7 +187,8 @@ def test_in_dml_views_and_with_parameters(target, postgres):
             outcomes.append([])
             for sql, params in statements:
                 cur = conn.execute(sql, params)
-                outcomes[-1].append((cur.statusmessage, cur.fetchall() if cur.description else None))
+                rows = cur.fetchall() if cur.description else None
+                outcomes[-1].append((cur.statusmessage, rows))
     assert outcomes[1] == outcomes[0]
 
 # Inputs of 200,000 rows: far more than the 8MB query memory if held whole.

@@ -238,7 +238,8 @@ def arrays():
 
 
 # Sides of set operations and joins: duplicates, NULLs, empty, another numeric type.
-SET_SIDES = ["(VALUES (1), (2), (2), (2), (NULL), (NULL)) s(x)", "(VALUES (2), (2), (3), (NULL)) s(x)",
+SET_SIDES = ["(VALUES (1), (2), (2), (2), (NULL), (NULL)) s(x)",
+             "(VALUES (2), (2), (3), (NULL)) s(x)",
              "(VALUES (2.5), (3)) s(x)", "(SELECT 1 WHERE false) s(x)"]
 SET_OPS = ["UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"]
 JOIN_SIDES = ["(VALUES (1, 'a'), (2, 'b'), (2, 'c'), (NULL, 'n')) {}(k, {})",
@@ -266,12 +267,13 @@ def set_operations():
             lines.append(f"SELECT k, a.k, b.k FROM {a} {join} {b} USING (k) ORDER BY 1, 2, 3")
             lines.append(f"SELECT * FROM {a} NATURAL {join} {b} ORDER BY 1, 2, 3")
         lines.append(f"SELECT * FROM {a} NATURAL FULL JOIN {right.format('b', 'v')} ORDER BY 1, 2")
-    write("setops", "INTERSECT, EXCEPT and UNION [ALL] with precedence; inner, outer, FULL and NATURAL joins",
-          lines)
+    write("setops", "INTERSECT, EXCEPT and UNION [ALL] with precedence; "
+          "inner, outer, FULL and NATURAL joins", lines)
 
 
 def main():
-    for gen in (integers, numerics, floats, strings, casts, logic, datetimes, arrays, set_operations):
+    for gen in (integers, numerics, floats, strings, casts, logic, datetimes, arrays,
+                set_operations):
         gen()
 
 
