@@ -7,7 +7,8 @@ Servers
   Unix-domain socket's directory), ``dsn``, ``url``,
   ``data_dir``, ``pid``, ``log_path`` and ``kill9()``, ``restart()``, ``stop()``,
   ``pause()``/``resume()`` (SIGSTOP/SIGCONT), ``is_alive()``, ``peak_rss_bytes()``.
-* ``meridian_factory`` (function scope): ``meridian_factory(cache_size="32MB", ...)``
+* ``meridian_factory`` (function scope): ``meridian_factory(cache_size="32MB", ...)`` (or
+  ``query_memory="8MB"``, Meridian's --query-memory, given to a cluster's first coordinator)
   starts a server under test with extra options; all are stopped at teardown.
 * ``target`` (module scope): one shared server under test for a whole test module.
 * ``meridian_cluster`` (function scope): a fresh cluster of processes (GTM, three
@@ -234,7 +235,8 @@ class ServerHandle:
 
     def __init__(self, base_dir: Path, cache_size: str | None = None,
                  synchronous_commit: str | None = None, config: str | None = None,
-                 port: int | None = None, access: Access | None = None):
+                 port: int | None = None, access: Access | None = None,
+                 query_memory: str | None = None):
         self.base_dir = Path(base_dir)
         self.access = access
         self.data_dir = self.base_dir / "data"
@@ -246,6 +248,8 @@ class ServerHandle:
         self.cache_size = cache_size
         self.synchronous_commit = synchronous_commit
         self.config = config
+        # Meridian's --query-memory (PostgreSQL has no such bound and ignores it)
+        self.query_memory = query_memory
         self.proc: subprocess.Popen | None = None
         self._pump: _OutputPump | None = None
         self._expect_exit = False
@@ -420,6 +424,8 @@ class MeridianServer(ServerHandle):
             cmd += ["--cache-size", self.cache_size]
         if self.config:
             cmd += ["--config", self.config]
+        if self.query_memory:
+            cmd += ["--query-memory", self.query_memory]
         if self.synchronous_commit:
             cmd += ["--synchronous-commit", self.synchronous_commit]
         if self.access:
@@ -651,6 +657,7 @@ class MeridianClusterServer(MeridianServer):
         return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
                 "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
                 "--gtm", self.gtm.addr, "--datanodes", str(self.DATANODES),
+                *(["--query-memory", self.query_memory] if self.query_memory else []),
                 *(self.access.meridian_args(self.base_dir) if self.access else [])]
 
     def start(self):

@@ -237,8 +237,43 @@ def arrays():
     write("arrays", "array operators, functions, slices, ANY and ALL", lines)
 
 
+# Sides of set operations and joins: duplicates, NULLs, empty, another numeric type.
+SET_SIDES = ["(VALUES (1), (2), (2), (2), (NULL), (NULL)) s(x)",
+             "(VALUES (2), (2), (3), (NULL)) s(x)",
+             "(VALUES (2.5), (3)) s(x)", "(SELECT 1 WHERE false) s(x)"]
+SET_OPS = ["UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"]
+JOIN_SIDES = ["(VALUES (1, 'a'), (2, 'b'), (2, 'c'), (NULL, 'n')) {}(k, {})",
+              "(VALUES (2, 'x'), (3, 'y'), (NULL, 'z')) {}(k, {})",
+              "(SELECT 1, 'e' WHERE false) {}(k, {})"]
+JOINS = ["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "FULL OUTER JOIN"]
+
+
+def set_operations():
+    lines = []
+    select = "SELECT x FROM {}"
+    for a, b in product(SET_SIDES, repeat=2):
+        for op in SET_OPS:
+            lines.append(f"{select.format(a)} {op} {select.format(b)} ORDER BY 1")
+    # precedence (INTERSECT first, the rest left to right) and parentheses
+    a, b, c = (select.format(s) for s in SET_SIDES[:3])
+    for op1, op2 in product(SET_OPS, repeat=2):
+        lines.append(f"{a} {op1} {b} {op2} {c} ORDER BY 1")
+        lines.append(f"{a} {op1} ({b} {op2} {c}) ORDER BY 1")
+    for left, right in product(JOIN_SIDES, repeat=2):
+        a, b = left.format("a", "v"), right.format("b", "w")
+        for join in JOINS:
+            lines.append(f"SELECT * FROM {a} {join} {b} ON a.k = b.k ORDER BY 1, 2, 3, 4")
+            lines.append(f"SELECT * FROM {a} {join} {b} USING (k) ORDER BY 1, 2, 3")
+            lines.append(f"SELECT k, a.k, b.k FROM {a} {join} {b} USING (k) ORDER BY 1, 2, 3")
+            lines.append(f"SELECT * FROM {a} NATURAL {join} {b} ORDER BY 1, 2, 3")
+        lines.append(f"SELECT * FROM {a} NATURAL FULL JOIN {right.format('b', 'v')} ORDER BY 1, 2")
+    write("setops", "INTERSECT, EXCEPT and UNION [ALL] with precedence; "
+          "inner, outer, FULL and NATURAL joins", lines)
+
+
 def main():
-    for gen in (integers, numerics, floats, strings, casts, logic, datetimes, arrays):
+    for gen in (integers, numerics, floats, strings, casts, logic, datetimes, arrays,
+                set_operations):
         gen()
 
 

@@ -399,7 +399,9 @@ fn rel_reads_table(r: &Rel, rel: u64) -> bool {
         } => input(i) || limit.iter().chain(offset).any(expr),
         Rel::Distinct { input: i } | Rel::Unique { input: i, .. } => input(i),
         Rel::WindowAgg { input: i, window } => input(i) || window.exprs().any(expr),
-        Rel::Union { left, right, .. } => input(left) || input(right),
+        Rel::Union { left, right, .. } | Rel::SetOp { left, right, .. } => {
+            input(left) || input(right)
+        }
         Rel::RecursiveUnion {
             base, recursive, ..
         } => input(base) || input(recursive),

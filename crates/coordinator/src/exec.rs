@@ -20,6 +20,7 @@ pub mod memory;
 mod nodes;
 pub(crate) use nodes::{key_range, row_count};
 mod pushed;
+mod set_op;
 mod spilling;
 mod window;
 

@@ -9,8 +9,8 @@
 
 use crate::catalog::TableDef;
 use crate::plan::{
-    Access, AggCall, Expr, IndexLookup, JoinKind, KeyValues, Query, Rel, SortKey, Statement,
-    SubqueryKind, WindowFunc,
+    Access, AggCall, Expr, IndexLookup, JoinKind, KeyValues, Query, Rel, SetOpKind, SortKey,
+    Statement, SubqueryKind, WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
 use types::Value;
@@ -441,6 +441,24 @@ impl Builder<'_> {
                     }
                 }
             }
+            Rel::SetOp {
+                left,
+                right,
+                op,
+                all,
+            } => {
+                let op = match op {
+                    SetOpKind::Intersect => "Intersect",
+                    SetOpKind::Except => "Except",
+                };
+                let all = if *all { " All" } else { "" };
+                let mut node = Node::new(format!("HashSetOp {op}{all}"));
+                let mut append = Node::new("Append".into());
+                append.children.push(self.rel(left, Vec::new()));
+                append.children.push(self.rel(right, Vec::new()));
+                node.children.push(append);
+                node
+            }
             Rel::RecursiveUnion {
                 base, recursive, ..
             } => {
@@ -470,7 +488,9 @@ fn joins(rel: &Rel) -> bool {
         | Rel::Distinct { input }
         | Rel::Unique { input, .. }
         | Rel::WindowAgg { input, .. } => joins(input),
-        Rel::Union { left, right, .. } => joins(left) || joins(right),
+        Rel::Union { left, right, .. } | Rel::SetOp { left, right, .. } => {
+            joins(left) || joins(right)
+        }
         Rel::RecursiveUnion {
             base, recursive, ..
         } => joins(base) || joins(recursive),
@@ -542,6 +562,7 @@ fn join_title(kind: JoinKind, hashed: bool) -> String {
     let kind = match kind {
         JoinKind::Inner => "",
         JoinKind::Left => " Left",
+        JoinKind::Full => " Full",
     };
     match hashed {
         true => format!("Hash{kind} Join"),
@@ -642,7 +663,7 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
                 .chain(aggs.iter().map(|a| aggregate(a, &names)))
                 .collect()
         }
-        Rel::Union { left, .. } => columns(left, qualify),
+        Rel::Union { left, .. } | Rel::SetOp { left, .. } => columns(left, qualify),
         Rel::RecursiveUnion { base, .. } => columns(base, qualify),
         Rel::WorkTable { width, .. } => (1..=*width).map(|i| format!("column{i}")).collect(),
     }

@@ -579,6 +579,14 @@ pub enum Rel {
         right: Box<Rel>,
         all: bool,
     },
+    /// INTERSECT / EXCEPT [ALL]: each distinct row (NULLs equal) with its count on each
+    /// side, emitted as often as `op` and `all` say (PostgreSQL's HashSetOp).
+    SetOp {
+        left: Box<Rel>,
+        right: Box<Rel>,
+        op: SetOpKind,
+        all: bool,
+    },
     /// `WITH RECURSIVE` term: `base UNION [ALL] recursive`, where `recursive` reads the
     /// rows of the previous iteration through a `WorkTable` sharing `work`.
     RecursiveUnion {
@@ -602,6 +610,27 @@ pub type WorkTableCell = Arc<std::sync::Mutex<Vec<Vec<Value>>>>;
 pub enum JoinKind {
     Inner,
     Left,
+    /// FULL: a LEFT join that also emits the right rows no left row matched, NULL-extended.
+    Full,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    Intersect,
+    Except,
+}
+
+impl SetOpKind {
+    /// How many copies of a row that appears `left` times on the left and `right` times
+    /// on the right the result has.
+    pub fn copies(self, all: bool, left: u64, right: u64) -> u64 {
+        match (self, all) {
+            (SetOpKind::Intersect, true) => left.min(right),
+            (SetOpKind::Intersect, false) => u64::from(left > 0 && right > 0),
+            (SetOpKind::Except, true) => left.saturating_sub(right),
+            (SetOpKind::Except, false) => u64::from(left > 0 && right == 0),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -1260,7 +1289,7 @@ impl Rel {
                 input.visit_exprs_deep(f);
                 window.exprs().for_each(|e| visit_expr_deep(e, f));
             }
-            Rel::Union { left, right, .. } => {
+            Rel::Union { left, right, .. } | Rel::SetOp { left, right, .. } => {
                 left.visit_exprs_deep(f);
                 right.visit_exprs_deep(f);
             }
@@ -1291,7 +1320,7 @@ impl Rel {
             | Rel::Distinct { input }
             | Rel::Unique { input, .. } => input.width(),
             Rel::WindowAgg { input, window } => input.width() + window.calls.len(),
-            Rel::Union { left, .. } => left.width(),
+            Rel::Union { left, .. } | Rel::SetOp { left, .. } => left.width(),
             Rel::RecursiveUnion { base, .. } => base.width(),
             Rel::WorkTable { width, .. } => *width,
         }

@@ -317,6 +317,11 @@ fn rewrite(rel: &mut Rel, limited: bool) {
             rewrite(left, limited);
             rewrite(right, limited);
         }
+        // every row of both sides is counted before any is emitted
+        Rel::SetOp { left, right, .. } => {
+            rewrite(left, false);
+            rewrite(right, false);
+        }
         Rel::RecursiveUnion {
             base, recursive, ..
         } => {

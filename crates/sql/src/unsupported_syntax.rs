@@ -324,12 +324,12 @@ pub fn join(j: &ast::Join) -> PgResult<()> {
         | ast::JoinOperator::Left(_)
         | ast::JoinOperator::LeftOuter(_)
         | ast::JoinOperator::Right(_)
-        | ast::JoinOperator::RightOuter(_) => Ok(()),
+        | ast::JoinOperator::RightOuter(_)
+        | ast::JoinOperator::FullOuter(_) => Ok(()),
         ast::JoinOperator::CrossJoin(c) => refuse_if(
             !matches!(c, ast::JoinConstraint::None),
             "CROSS JOIN with a join condition",
         ),
-        ast::JoinOperator::FullOuter(_) => Err(unsupported("FULL JOIN")),
         _ => Err(unsupported("this join type")),
     }
 }

@@ -197,6 +197,18 @@ fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used
             ex,
             vec![open(ex, left, outer.clone()), open(ex, right, outer)],
         )),
+        Rel::SetOp {
+            left,
+            right,
+            op,
+            all,
+        } => Box::new(super::set_op::SetOpNode::new(
+            ex,
+            *op,
+            *all,
+            open(ex, left, outer.clone()),
+            open(ex, right, outer),
+        )),
         Rel::WorkTable { work, .. } => Box::new(Deferred::new(async move {
             Ok(Box::new(Rows::new(
                 work.lock().map_err(|_| poisoned())?.clone(),
@@ -1113,12 +1125,30 @@ struct JoinNode<'e> {
     /// (inner, outer) by key; the outer rows then carry their key in front.
     phases: Vec<(spill::Partition, spill::Partition)>,
     keyed_left: bool,
+    /// Whether the outer rows of this phase have all been read.
+    left_done: bool,
 }
 
 struct Inner {
     rows: Vec<Row>,
     /// The rows by hash key; None when the join is not hashed.
     buckets: Option<Buckets>,
+    /// FULL JOIN: per row, whether an outer row matched it (empty for other kinds).
+    matched: Vec<bool>,
+}
+
+impl Inner {
+    fn new(rows: Vec<Row>, buckets: Option<Buckets>, kind: JoinKind) -> Self {
+        let matched = match kind {
+            JoinKind::Full => vec![false; rows.len()],
+            _ => Vec::new(),
+        };
+        Inner {
+            rows,
+            buckets,
+            matched,
+        }
+    }
 }
 
 /// Positions in `Inner::rows` by hash key: each key's rows chained in insertion order
@@ -1224,6 +1254,7 @@ impl<'e> JoinNode<'e> {
             held: Held::new(&ex.state.memory),
             phases: Vec::new(),
             keyed_left: false,
+            left_done: false,
         }
     }
 
@@ -1252,8 +1283,12 @@ impl<'e> JoinNode<'e> {
                         key?
                     }
                 };
-                let Some(key) = key else {
-                    continue; // a NULL key matches nothing, and inner rows are never NULL-extended
+                let key = match key {
+                    Some(key) => key,
+                    // a NULL key matches nothing (no outer key is empty); a FULL join
+                    // still emits the row
+                    None if self.kind == JoinKind::Full => Vec::new(),
+                    None => continue,
                 };
                 if spilled.is_none() && self.held.bytes() > work_mem {
                     let mut partitions = KeyedPartitions::new(ex.state.spill, work_mem);
@@ -1275,10 +1310,7 @@ impl<'e> JoinNode<'e> {
             }
         }
         let Some(inner_partitions) = spilled else {
-            self.inner = Some(Inner {
-                rows,
-                buckets: hashed.then_some(buckets),
-            });
+            self.inner = Some(Inner::new(rows, hashed.then_some(buckets), self.kind));
             return Ok(());
         };
         // The outer side goes to partitions of the same keys; a row whose key is NULL
@@ -1299,10 +1331,7 @@ impl<'e> JoinNode<'e> {
             .zip(outer_partitions.finish()?)
             .collect();
         self.keyed_left = true;
-        self.inner = Some(Inner {
-            rows: Vec::new(),
-            buckets: Some(Buckets::default()),
-        });
+        self.inner = Some(Inner::new(Vec::new(), Some(Buckets::default()), self.kind));
         Ok(())
     }
 
@@ -1311,7 +1340,10 @@ impl<'e> JoinNode<'e> {
     async fn next_phase(&mut self) -> PgResult<bool> {
         let (ex, work_mem) = (self.ex, self.ex.state.work_mem);
         while let Some((inner, outer)) = self.phases.pop() {
-            if outer.rows() == 0 || (inner.rows() == 0 && self.kind == JoinKind::Inner) {
+            let unmatched_inner_emitted = self.kind == JoinKind::Full;
+            if (outer.rows() == 0 && !unmatched_inner_emitted)
+                || (inner.rows() == 0 && (self.kind == JoinKind::Inner || outer.rows() == 0))
+            {
                 continue;
             }
             if inner.bytes() as usize > work_mem && inner.can_split() && outer.can_split() {
@@ -1335,10 +1367,7 @@ impl<'e> JoinNode<'e> {
                     ex.pace(BATCH).await;
                 }
             }
-            self.inner = Some(Inner {
-                rows,
-                buckets: Some(buckets),
-            });
+            self.inner = Some(Inner::new(rows, Some(buckets), self.kind));
             let outer_rows = outer.read()?.into_iter().flatten();
             self.left = Box::new(FileRows {
                 ex,
@@ -1389,6 +1418,23 @@ impl<'e> JoinNode<'e> {
         Ok(())
     }
 
+    /// FULL JOIN, once the outer rows of a phase are all read: the inner rows none of
+    /// them matched, NULL-extended on the left, into `out`.
+    fn unmatched_inner(&mut self, out: &mut Vec<Row>) {
+        let Some(inner) = self.inner.as_mut() else {
+            return;
+        };
+        let rows = std::mem::take(&mut inner.rows);
+        let matched = std::mem::take(&mut inner.matched);
+        for (row, matched) in rows.into_iter().zip(matched) {
+            if !matched {
+                let mut joined = vec![Value::Null; self.left_width];
+                joined.extend(row);
+                out.push(joined);
+            }
+        }
+    }
+
     /// The first inner row of hash key `key`, or `END`.
     fn bucket_of(&self, key: &[u8]) -> usize {
         self.inner
@@ -1408,37 +1454,53 @@ impl Node for JoinNode<'_> {
             let mut out = Vec::new();
             loop {
                 if self.probe.is_none() {
-                    let left = match self.pending.next() {
-                        Some(l) => l,
-                        None => match self.left.next().await? {
-                            Some(batch) => {
-                                self.pending = batch.into_iter();
-                                continue;
+                    let Some(left) = self.pending.next() else {
+                        if !self.left_done {
+                            match self.left.next().await? {
+                                Some(batch) => self.pending = batch.into_iter(),
+                                None => {
+                                    self.left_done = true;
+                                    if self.kind == JoinKind::Full {
+                                        self.unmatched_inner(&mut out);
+                                        if out.len() >= BATCH {
+                                            return Ok(Some(out));
+                                        }
+                                    }
+                                }
                             }
-                            None if self.next_phase().await? => continue,
-                            None => return Ok((!out.is_empty()).then_some(out)),
-                        },
+                            continue;
+                        }
+                        if self.next_phase().await? {
+                            self.left_done = false;
+                            continue;
+                        }
+                        return Ok((!out.is_empty()).then_some(out));
                     };
                     self.start_probe(left).await?;
                 }
                 let probe = self.probe.as_mut().expect("probe started");
-                let inner = self.inner.as_ref();
+                let (inner_rows, buckets, inner_matched) = match self.inner.as_mut() {
+                    Some(i) => (&i.rows[..], i.buckets.as_ref(), &mut i.matched),
+                    None => (&[][..], None, &mut Vec::new()),
+                };
+                let full = self.kind == JoinKind::Full;
                 let mut examined = 0;
                 let mut exhausted = false;
                 while out.len() < BATCH {
                     // whether `next` is the last row of its key's chain
                     let mut last_of_chain = false;
+                    // the inner row and its position in `inner_rows` (None: LATERAL's own)
                     let next = match &mut probe.candidates {
-                        Candidates::All(at) => take_at(inner.map_or(&[][..], |i| &i.rows), at),
-                        Candidates::Own(rows, at) => take_at(rows, at),
-                        Candidates::Chain(at) => inner.filter(|_| *at != END).map(|inner| {
-                            let r = &inner.rows[*at];
-                            *at = inner.buckets.as_ref().map_or(END, |b| b.next[*at]);
+                        Candidates::All(at) => take_at(inner_rows, at).map(|r| (r, Some(*at - 1))),
+                        Candidates::Own(rows, at) => take_at(rows, at).map(|r| (r, None)),
+                        Candidates::Chain(at) => (*at != END).then(|| {
+                            let position = *at;
+                            *at = buckets.map_or(END, |b| b.next[position]);
                             last_of_chain = *at == END;
-                            r
+                            (&inner_rows[position], Some(position))
                         }),
                     };
-                    let Some(r) = next else {
+                    let Some((r, position)) = next else {
                         exhausted = true;
                         break;
                     };
@@ -1458,6 +1520,11 @@ impl Node for JoinNode<'_> {
                     if self.keys_decide || self.ex.matches(&self.outer, self.on, &joined).await? {
                         probe.matched = true;
                         out.push(joined);
+                        if full {
+                            if let Some(m) = position.and_then(|p| inner_matched.get_mut(p)) {
+                                *m = true;
+                            }
+                        }
                     }
                     if examined % BATCH == 0 {
                         self.ex.pace(BATCH).await;
@@ -1467,7 +1534,7 @@ impl Node for JoinNode<'_> {
                     return Ok(Some(out)); // the batch is full
                 }
                 let probe = self.probe.take().expect("probe started");
-                if !probe.matched && self.kind == JoinKind::Left {
+                if !probe.matched && self.kind != JoinKind::Inner {
                     let mut joined = probe.left;
                     joined.extend(std::iter::repeat_n(Value::Null, right_width));
                     out.push(joined);

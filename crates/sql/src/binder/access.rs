@@ -33,7 +33,8 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
             let (mut to_left, mut to_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
             for c in into_conjuncts(predicate) {
                 match c.join_side(left_width) {
-                    Some(true) => to_left.push(c),
+                    // a FULL JOIN's sides are both NULL-extended: nothing goes below it
+                    Some(true) if kind != JoinKind::Full => to_left.push(c),
                     Some(false) if kind == JoinKind::Inner => to_right.push(shifted(c, left_width)),
                     _ => kept.push(c),
                 }

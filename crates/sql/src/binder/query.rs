@@ -274,23 +274,26 @@ impl<'a> Binder<'a> {
                 set_quantifier,
                 right,
             } => {
-                if *op != ast::SetOperator::Union {
-                    return Err(unsupported(format!("{op}")));
-                }
+                let (name, set_op) = match op {
+                    ast::SetOperator::Union => ("UNION", None),
+                    ast::SetOperator::Intersect => ("INTERSECT", Some(SetOpKind::Intersect)),
+                    ast::SetOperator::Except => ("EXCEPT", Some(SetOpKind::Except)),
+                    other => return Err(unsupported(format!("{other}"))),
+                };
                 if !matches!(
                     set_quantifier,
                     ast::SetQuantifier::All
                         | ast::SetQuantifier::Distinct
                         | ast::SetQuantifier::None
                 ) {
-                    return Err(unsupported(format!("UNION {set_quantifier}")));
+                    return Err(unsupported(format!("{name} {set_quantifier}")));
                 }
                 let (l, lcols) = self.set_expr(left)?;
                 let (r, rcols) = self.set_expr(right)?;
                 if lcols.len() != rcols.len() {
-                    return Err(syntax(
-                        "each UNION query must have the same number of columns",
-                    ));
+                    return Err(syntax(format!(
+                        "each {name} query must have the same number of columns"
+                    )));
                 }
                 let all = matches!(set_quantifier, ast::SetQuantifier::All);
                 let mut cols = lcols.clone();
@@ -298,7 +301,7 @@ impl<'a> Binder<'a> {
                 let mut lexprs = Vec::new();
                 let mut need_cast = false;
                 for (i, (lc, rc)) in lcols.iter().zip(&rcols).enumerate() {
-                    let ty = common_type(&[lc.ty.clone(), rc.ty.clone()], "UNION")?;
+                    let ty = common_type(&[lc.ty.clone(), rc.ty.clone()], name)?;
                     lexprs.push(cast_to(
                         Expr::Column {
                             depth: 0,
@@ -332,14 +335,17 @@ impl<'a> Binder<'a> {
                 } else {
                     (l, r)
                 };
-                Ok((
-                    Rel::Union {
-                        left: Box::new(l),
-                        right: Box::new(r),
+                let (left, right) = (Box::new(l), Box::new(r));
+                let rel = match set_op {
+                    None => Rel::Union { left, right, all },
+                    Some(op) => Rel::SetOp {
+                        left,
+                        right,
+                        op,
                         all,
                     },
-                    cols,
-                ))
+                };
+                Ok((rel, cols))
             }
             _ => Err(unsupported("this kind of query")),
         }
@@ -398,6 +404,7 @@ impl<'a> Binder<'a> {
                         right_join = true;
                         (JoinKind::Left, Some(c))
                     }
+                    ast::JoinOperator::FullOuter(c) => (JoinKind::Full, Some(c)),
                     ast::JoinOperator::CrossJoin(_) => (JoinKind::Inner, None),
                     other => {
                         return Err(unsupported(
@@ -415,18 +422,25 @@ impl<'a> Binder<'a> {
                 let left_width = scope.columns.len();
                 let mut joined = scope.clone();
                 joined.columns.extend(rscope.columns);
+                let using_names = match constraint {
+                    Some(ast::JoinConstraint::Using(cols)) => cols
+                        .iter()
+                        .map(|c| object_name_parts(c).pop().unwrap_or_default())
+                        .collect(),
+                    Some(ast::JoinConstraint::Natural) => natural_join_columns(&joined, left_width),
+                    _ => Vec::new(),
+                };
                 let mut using_pairs = Vec::new();
                 let on = match constraint {
                     Some(ast::JoinConstraint::On(e)) => {
                         Some(self.clause_predicate("JOIN/ON", e, &joined)?)
                     }
-                    Some(ast::JoinConstraint::Using(cols)) => {
+                    Some(ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural) => {
                         let mut pred: Option<Expr> = None;
-                        for c in cols {
-                            let name = object_name_parts(c).pop().unwrap_or_default();
-                            let l = using_column(&joined.columns[..left_width], &name, "left")?;
+                        for name in &using_names {
+                            let l = using_column(&joined.columns[..left_width], name, "left")?;
                             let r = left_width
-                                + using_column(&joined.columns[left_width..], &name, "right")?;
+                                + using_column(&joined.columns[left_width..], name, "right")?;
                             using_pairs.push((l, r));
                             let eq = self.comparison(
                                 BinaryOp::Eq,
@@ -448,9 +462,12 @@ impl<'a> Binder<'a> {
                         }
                         pred
                     }
-                    Some(ast::JoinConstraint::Natural) => return Err(unsupported("NATURAL JOIN")),
                     Some(ast::JoinConstraint::None) | None => None,
                 };
+                if kind == JoinKind::Full {
+                    refuse_lateral(lateral, "FULL")?;
+                    full_join_condition(on.as_ref(), left_width)?;
+                }
                 rel = if right_join {
                     // USING's merged column is the right side's in a RIGHT JOIN.
                     using_pairs = using_pairs.into_iter().map(|(l, r)| (r, l)).collect();
@@ -466,7 +483,10 @@ impl<'a> Binder<'a> {
                 };
                 scope = joined;
                 if !using_pairs.is_empty() {
-                    (rel, scope) = merge_using_columns(rel, scope, &using_pairs);
+                    (rel, scope) = match kind {
+                        JoinKind::Full => merge_full_using_columns(rel, scope, &using_pairs)?,
+                        _ => merge_using_columns(rel, scope, &using_pairs),
+                    };
                 }
             }
             result = Some(match result {
@@ -1137,21 +1157,33 @@ impl<'a> Binder<'a> {
     ) -> PgResult<SortKey> {
         let descending = o.options.sort == Some(ast::OrderBySort::Desc);
         let nulls_first = o.options.nulls_first.unwrap_or(descending);
+        // PostgreSQL's errors: only output columns, by name or position
         let index = match &o.expr {
             ast::Expr::Value(v) => match &v.value {
                 ast::Value::Number(n, _) => n
                     .parse::<usize>()
                     .ok()
                     .filter(|i| *i >= 1 && *i <= cols.len())
-                    .map(|i| i - 1),
-                _ => None,
+                    .map(|i| i - 1)
+                    .ok_or_else(|| {
+                        PgError::new(
+                            codes::INVALID_COLUMN_REFERENCE,
+                            format!("ORDER BY position {n} is not in select list"),
+                        )
+                    }),
+                _ => Err(set_operation_order_by()),
             },
-            ast::Expr::Identifier(id) => cols.iter().position(|c| c.name == ident_name(id)),
-            _ => None,
-        }
-        .ok_or_else(|| {
-            unsupported("ORDER BY expressions on UNION results other than output columns")
-        })?;
+            ast::Expr::Identifier(id) => {
+                let name = ident_name(id);
+                cols.iter().position(|c| c.name == name).ok_or_else(|| {
+                    PgError::new(
+                        codes::UNDEFINED_COLUMN,
+                        format!("column \"{name}\" does not exist"),
+                    )
+                })
+            }
+            _ => Err(set_operation_order_by()),
+        }?;
         Ok(SortKey {
             expr: Expr::Column {
                 depth: 0,
@@ -1499,6 +1531,56 @@ pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgR
     }
 }
 
+fn set_operation_order_by() -> PgError {
+    PgError::new(
+        codes::FEATURE_NOT_SUPPORTED,
+        "invalid UNION/INTERSECT/EXCEPT ORDER BY clause",
+    )
+    .with_detail("Only result column names can be used, not expressions or functions.")
+}
+
+/// A RIGHT or FULL JOIN's right side cannot read its left side: the left rows it would
+/// be computed for are not all there when its unmatched rows are.
+fn refuse_lateral(lateral: bool, kind: &str) -> PgResult<()> {
+    match lateral {
+        true => Err(PgError::new(
+            codes::INVALID_COLUMN_REFERENCE,
+            format!("invalid reference to FROM-clause entry in a {kind} JOIN"),
+        )
+        .with_hint("The combining JOIN type must be INNER or LEFT for a LATERAL reference.")),
+        false => Ok(()),
+    }
+}
+
+/// A FULL JOIN runs as a hash join (its unmatched inner rows emitted at the end), so its
+/// condition needs an equality between the sides, as PostgreSQL's hash and merge joins
+/// do; a constant condition (or none) pairs every row.
+fn full_join_condition(on: Option<&Expr>, left_width: usize) -> PgResult<()> {
+    let Some(on) = on else { return Ok(()) };
+    let mut reads_columns = false;
+    on.visit(&mut |e| reads_columns |= matches!(e, Expr::Column { depth: 0, .. }));
+    if reads_columns && on.equi_join_keys(left_width).is_empty() {
+        return Err(PgError::new(
+            codes::FEATURE_NOT_SUPPORTED,
+            "FULL JOIN is only supported with merge-joinable or hash-joinable join conditions",
+        ));
+    }
+    Ok(())
+}
+
+/// NATURAL JOIN's columns: the left side's column names that the right side also has,
+/// in the left side's order (none: a cross join).
+fn natural_join_columns(joined: &Scope, left_width: usize) -> Vec<String> {
+    let (left, right) = joined.columns.split_at(left_width);
+    let mut names: Vec<String> = Vec::new();
+    for c in left.iter().filter(|c| !c.merged_away) {
+        if right.iter().any(|r| !r.merged_away && r.name == c.name) && !names.contains(&c.name) {
+            names.push(c.name.clone());
+        }
+    }
+    names
+}
+
 /// PostgreSQL's column order after `JOIN … USING`: the USING columns (the left side's
 /// copies) first, then the rest of the left side, then the right side with its copies of
 /// the USING columns merged away.
@@ -1512,13 +1594,7 @@ fn right_join_swapped(
     joined: &Scope,
     left_width: usize,
 ) -> PgResult<Rel> {
-    if lateral {
-        return Err(PgError::new(
-            codes::INVALID_COLUMN_REFERENCE,
-            "invalid reference to FROM-clause entry in a RIGHT JOIN",
-        )
-        .with_hint("The combining JOIN type must be INNER or LEFT for a LATERAL reference."));
-    }
+    refuse_lateral(lateral, "RIGHT")?;
     let mut has_subquery = false;
     if let Some(on) = &on {
         on.visit(&mut |e| has_subquery |= matches!(e, Expr::Subquery { .. }));
@@ -1605,6 +1681,54 @@ pub(super) fn merge_using_columns(
         },
         Scope { columns },
     )
+}
+
+/// A FULL JOIN's USING columns: each is `COALESCE(left, right)` (either side may be the
+/// NULL-extended one), first and unqualified; both sides' copies stay, reachable only
+/// qualified, as in PostgreSQL.
+fn merge_full_using_columns(
+    rel: Rel,
+    scope: Scope,
+    pairs: &[(usize, usize)],
+) -> PgResult<(Rel, Scope)> {
+    let column = |i: usize| Expr::Column {
+        depth: 0,
+        index: i,
+        ty: scope.columns[i].ty.clone(),
+    };
+    let mut exprs = Vec::with_capacity(pairs.len() + scope.columns.len());
+    let mut columns = Vec::with_capacity(exprs.capacity());
+    for &(l, r) in pairs {
+        let ty = common_type(
+            &[scope.columns[l].ty.clone(), scope.columns[r].ty.clone()],
+            "JOIN/USING",
+        )?;
+        exprs.push(Expr::Coalesce {
+            args: vec![cast_to(column(l), &ty)?, cast_to(column(r), &ty)?],
+            ty: ty.clone(),
+        });
+        columns.push(ScopeColumn {
+            qualifier: None,
+            table_oid: 0,
+            attnum: 0,
+            ty,
+            ..scope.columns[l].clone()
+        });
+    }
+    for (i, c) in scope.columns.iter().enumerate() {
+        exprs.push(column(i));
+        columns.push(ScopeColumn {
+            merged_away: c.merged_away || pairs.iter().any(|&(l, r)| i == l || i == r),
+            ..c.clone()
+        });
+    }
+    Ok((
+        Rel::Project {
+            input: Box::new(rel),
+            exprs,
+        },
+        Scope { columns },
+    ))
 }
 
 /// `ONLY t [alias]`: sqlparser reads it as table `only` with alias `t`. ONLY excludes
