@@ -47,6 +47,11 @@ SELECT name FROM cq_emp WHERE dept NOT IN (SELECT id FROM cq_dept) ORDER BY name
 SELECT name FROM cq_emp e WHERE EXISTS (SELECT 1 FROM cq_emp s WHERE s.boss = e.id) ORDER BY name;
 SELECT name FROM cq_emp e WHERE NOT EXISTS (SELECT 1 FROM cq_emp s WHERE s.boss = e.id) ORDER BY name;
 SELECT name, (SELECT d.name FROM cq_dept d WHERE d.id = e.dept) FROM cq_emp e ORDER BY name;
+SELECT * FROM cq_emp e JOIN cq_dept d ON e.dept = d.id ORDER BY id;
+SELECT e.name, d.name FROM cq_emp e JOIN cq_dept d ON e.dept = d.id ORDER BY name;
+SELECT name, name FROM cq_emp ORDER BY name;
+SELECT id AS k, dept AS k FROM cq_emp ORDER BY k;
+SELECT id AS k, id AS k FROM cq_emp ORDER BY k DESC;
 SELECT name, salary - (SELECT avg(salary) FROM cq_emp s WHERE s.dept = e.dept) AS diff FROM cq_emp e ORDER BY name;
 SELECT name FROM cq_emp WHERE salary > ALL (SELECT salary FROM cq_emp WHERE dept = 2) ORDER BY name;
 SELECT name FROM cq_emp WHERE salary = ANY (SELECT salary FROM cq_emp WHERE dept = 2) ORDER BY name;

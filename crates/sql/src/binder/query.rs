@@ -1019,7 +1019,22 @@ impl<'a> Binder<'a> {
             .collect();
         let mut sort_keys = Vec::new();
         let visible = exprs.len();
-        for o in &keyed {
+        for (k, o) in keyed.iter().enumerate() {
+            // A name that two different output columns have: PostgreSQL's 42702.
+            if let ast::Expr::Identifier(id) = &o.expr {
+                let name = ident_name(id);
+                let mut named = (columns.iter().enumerate()).filter(|(_, c)| c.name == name);
+                if let Some((first, _)) = named.next() {
+                    let first = format!("{:?}", exprs[first]);
+                    if k < order_by.len() && named.any(|(i, _)| format!("{:?}", exprs[i]) != first)
+                    {
+                        return Err(PgError::new(
+                            codes::AMBIGUOUS_COLUMN,
+                            format!("ORDER BY \"{name}\" is ambiguous"),
+                        ));
+                    }
+                }
+            }
             let descending = o.options.sort == Some(ast::OrderBySort::Desc);
             let nulls_first = o.options.nulls_first.unwrap_or(descending);
             let index = match &o.expr {
@@ -1037,7 +1052,7 @@ impl<'a> Binder<'a> {
                     i - 1
                 }
                 ast::Expr::Identifier(id)
-                    if columns.iter().filter(|c| c.name == ident_name(id)).count() == 1
+                    if columns.iter().any(|c| c.name == ident_name(id))
                         && (agg_ctx.is_some()
                             || !scope.columns.iter().any(|c| c.name == ident_name(id))
                             || items.iter().any(|it| it.1 == ident_name(id))) =>
