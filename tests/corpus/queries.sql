@@ -106,5 +106,9 @@ SELECT t.* FROM (VALUES (1, 'a'), (2, 'b'), (NULL, 'c')) t(n, s) ORDER BY n NULL
 SELECT * FROM generate_series(1, 5) g WHERE g % 2 = 1 ORDER BY g;
 SELECT g, g * 2 FROM generate_series(10, 1, -3) g ORDER BY g;
 SELECT unnest(ARRAY[3,1,2]) AS u ORDER BY u;
+SELECT id, CASE dept WHEN 1 THEN 'eng' WHEN 2.0 THEN 'sales' WHEN '3' THEN 'ops' ELSE 'other' END FROM cq_emp ORDER BY id;
+SELECT id, CASE salary WHEN 70000 THEN 'low' WHEN 120000::int8 THEN 'high' END FROM cq_emp ORDER BY id;
+SELECT CASE 'x' WHEN 1 THEN 'b' END;
+SELECT CASE name WHEN 1 THEN 'b' END FROM cq_emp;
 DROP TABLE cq_emp;
 DROP TABLE cq_dept;

@@ -703,12 +703,21 @@ impl<'a> Binder<'a> {
                 else_result,
                 ..
             } => {
-                let operand = operand.as_ref().map(|o| child(self, o)).transpose()?;
+                // An untyped operand is text, as in PostgreSQL; each WHEN value must have
+                // an `=` with it (42883 otherwise).
+                let operand = match operand.as_ref().map(|o| child(self, o)).transpose()? {
+                    Some(o) if o.ty() == DataType::Unknown => Some(cast_to(o, &DataType::Text)?),
+                    other => other,
+                };
                 let mut whens = Vec::with_capacity(conditions.len());
                 for cw in conditions {
                     let c = child(self, &cw.condition)?;
                     let c = match &operand {
-                        Some(op) => cast_to(c, &op.ty())?,
+                        Some(op) => {
+                            // compared by value, as `=` would after its casts
+                            let (_, right, _) = resolve_binary(BinaryOp::Eq, &op.ty(), &c.ty())?;
+                            cast_to(c, &right)?
+                        }
                         None => cast_to(c, &DataType::Bool)?,
                     };
                     whens.push((c, child(self, &cw.result)?));
