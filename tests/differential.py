@@ -1,6 +1,6 @@
 """Helpers of the differential tests that compare one statement's answer on the server
 under test with PostgreSQL 15's, in text and binary format (test_json, test_uuid,
-test_strings)."""
+test_strings, test_numeric)."""
 
 import psycopg
 import pytest

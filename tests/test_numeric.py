@@ -15,6 +15,8 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from differential import conns  # noqa: F401 (a fixture)
+
 SETTINGS = dict(deadline=None, database=None, derandomize=False,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -22,16 +24,6 @@ SETTINGS = dict(deadline=None, database=None, derandomize=False,
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def conns(target, postgres):
-    """(server under test, reference) autocommit connections."""
-    a = psycopg.connect(target.dsn, autocommit=True)
-    b = psycopg.connect(postgres.dsn, autocommit=True)
-    yield a, b
-    a.close()
-    b.close()
-
 
 def _norm(v):
     """One text form for a result value of either format (Decimal keeps its scale)."""
