@@ -182,13 +182,18 @@ def test_in_dml_views_and_with_parameters(target, postgres):
         ("SELECT * FROM so_t t NATURAL FULL JOIN so_u u WHERE t.a = %s ORDER BY 1, 2, 3", (2,)),
     ]
     outcomes = []
-    for server in (postgres, target):
-        with psycopg.connect(server.dsn, autocommit=True) as conn:
-            outcomes.append([])
-            for sql, params in statements:
-                cur = conn.execute(sql, params)
-                rows = cur.fetchall() if cur.description else None
-                outcomes[-1].append((cur.statusmessage, rows))
+    try:
+        for server in (postgres, target):
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                outcomes.append([])
+                for sql, params in statements:
+                    cur = conn.execute(sql, params)
+                    rows = cur.fetchall() if cur.description else None
+                    outcomes[-1].append((cur.statusmessage, rows))
+    finally:
+        # The reference PostgreSQL is shared by later modules (psql's \dv lists every view).
+        run_on_each([target, postgres], ["DROP VIEW IF EXISTS so_v", "DROP TABLE IF EXISTS so_t",
+                                         "DROP TABLE IF EXISTS so_u"])
     assert outcomes[1] == outcomes[0]
 
 # Inputs of 200,000 rows: far more than the 8MB query memory if held whole.
