@@ -97,6 +97,24 @@ def test_point_read_is_an_index_scan_with_its_key(pair, target):
     assert "  Index Cond: ((id >= 3) AND (id < 9))" in plan, plan
 
 
+def test_whole_primary_key_beats_a_wider_unique_index(pair, target):
+    """Equality on the whole primary key is one read: a unique index over more of the
+    conditions' columns (two reads: its entry, then the row) is not chosen over it."""
+    meridian_only(target)
+    conn = pair[1]
+    conn.execute("CREATE TABLE ex_u (id int PRIMARY KEY, a int, b int, UNIQUE (a, b))")
+    try:
+        conn.execute("INSERT INTO ex_u VALUES (1, 1, 2), (2, 1, 3)")
+        sql = "SELECT id FROM ex_u WHERE a = 1 AND b = 2 AND id = 1"
+        plan = explain(conn, "EXPLAIN " + sql)
+        assert plan[0] == "Index Scan using ex_u_pkey on ex_u", plan
+        assert conn.execute(sql).fetchall() == [(1,)]
+        plan = explain(conn, "EXPLAIN SELECT id FROM ex_u WHERE a = 1 AND b = 3")
+        assert plan[0] == "Index Scan using ex_u_a_b_key on ex_u", plan
+    finally:
+        conn.execute("DROP TABLE ex_u")
+
+
 def test_key_compared_with_a_wider_integer_is_read_by_key(pair, target):
     """Drivers bind 64-bit parameters (sysbench, JDBC's setLong): `int4_key = $1::int8`
     reads by key, as PostgreSQL's cross-type btree operators let it, not by scanning."""

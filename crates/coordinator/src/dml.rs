@@ -92,9 +92,22 @@ async fn write_new_row(
     ids: &mut RowIds,
 ) -> PgResult<Vec<u8>> {
     let key = new_row_key(dn, table, row, ids).await?;
-    write_row_at(dn, txn, table, row, &key).await?;
-    crate::index::insert_entries(dn, txn, table, row, &key, None).await?;
+    write_with_entries(dn, txn, table, row, &key, None).await?;
     Ok(key)
+}
+
+/// Stores a new row under `key` with its index entries, but that of
+/// `table.indexes[written]` (written already).
+async fn write_with_entries(
+    dn: &Datanodes,
+    txn: &mut ClusterTxn,
+    table: &TableDef,
+    row: &[Value],
+    key: &[u8],
+    written: Option<usize>,
+) -> PgResult<()> {
+    write_row_at(dn, txn, table, row, key).await?;
+    crate::index::insert_entries(dn, txn, table, row, key, written).await
 }
 
 /// A new row's key: its primary key, or a fresh row id.
@@ -145,19 +158,16 @@ async fn write_proposed_row(
         Ok(()) => Ok(Ok(())),
     };
     let key = new_row_key(dn, table, row, ids).await?;
-    let written = match arbiter {
+    match arbiter {
         Arbiter::AnyUnique => {
-            let written = async {
-                write_row_at(dn, txn, table, row, &key).await?;
-                crate::index::insert_entries(dn, txn, table, row, &key, None).await
-            };
-            return Ok(arbitrated(written.await)?.map(|()| key));
+            let written = write_with_entries(dn, txn, table, row, &key, None).await;
+            return Ok(arbitrated(written)?.map(|()| key));
         }
         Arbiter::PrimaryKey => {
             if let Err(e) = arbitrated(write_row_at(dn, txn, table, row, &key).await)? {
                 return Ok(Err(e));
             }
-            None
+            crate::index::insert_entries(dn, txn, table, row, &key, None).await?;
         }
         Arbiter::Index(i) => {
             let index = &table.indexes[i];
@@ -165,11 +175,9 @@ async fn write_proposed_row(
             if let Err(e) = arbitrated(entry)? {
                 return Ok(Err(e));
             }
-            write_row_at(dn, txn, table, row, &key).await?;
-            Some(i)
+            write_with_entries(dn, txn, table, row, &key, Some(i)).await?;
         }
-    };
-    crate::index::insert_entries(dn, txn, table, row, &key, written).await?;
+    }
     Ok(Ok(key))
 }
 

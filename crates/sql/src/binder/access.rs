@@ -117,18 +117,27 @@ pub fn access_path(table: &TableDef, filter: Option<&Expr>) -> Access {
     let mut conjuncts = Vec::new();
     collect_conjuncts(filter, &mut conjuncts);
     let by_key = primary_key_access(table, &conjuncts);
+    // A whole primary key is one read: no index lookup can do better.
+    if let Some((r, access)) = &by_key {
+        if *r >= WHOLE_UNIQUE {
+            return access.clone();
+        }
+    }
     match index_access(table, &conjuncts) {
         Some((rank, access)) if by_key.as_ref().is_none_or(|(r, _)| rank > *r) => access,
         _ => by_key.map_or(Access::Full, |(_, access)| access),
     }
 }
 
+/// The least rank of a lookup of whole keys of a unique key.
+const WHOLE_UNIQUE: usize = 1000;
+
 /// How good a lookup is, for choosing between access paths: equality on `equal` leading
 /// columns, then a range on the next or an IN list (`narrowed`); a lookup of whole keys
 /// of a unique key beats every other.
 fn rank(equal: usize, narrowed: Narrowed, whole_unique: bool) -> usize {
     if whole_unique {
-        return 1000 + equal;
+        return WHOLE_UNIQUE + equal;
     }
     let narrowed = match narrowed {
         Narrowed::No => 0,
