@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -94,10 +95,30 @@ def meridian_bin() -> Path:
     return p
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_EPHEMERAL_LOW = _ephemeral_low()
+_port_choice = random.Random()  # its own generator: tests that seed `random` must not repeat ports
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free local port below the kernel's ephemeral range. A port from that range (what
+    binding port 0 gives) can be handed to an outgoing connection between this check and
+    the server's own bind, which then fails with "Address already in use"."""
+    for _ in range(500):
+        port = _port_choice.randrange(10000, _EPHEMERAL_LOW)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("no free port below the ephemeral range")
 
 
 def require_tool(path_or_name: str) -> str:

@@ -6,6 +6,9 @@ CREATE TABLE cq_emp (id int PRIMARY KEY, name text, dept int, salary numeric(10,
 INSERT INTO cq_dept VALUES (1, 'eng', 1000000), (2, 'sales', 250000.50), (3, 'ops', NULL), (4, 'empty', 0);
 INSERT INTO cq_emp VALUES (1, 'ann', 1, 120000, NULL, '2015-03-01'), (2, 'bob', 1, 95000, 1, '2018-07-15'), (3, 'cid', 2, 70000, 1, '2019-01-10'), (4, 'dee', 2, 70000, 3, '2020-11-30'), (5, 'eve', NULL, 50000, 1, '2021-05-05'), (6, 'fay', 3, NULL, 1, '2022-02-28'), (7, 'gus', 1, 95000, 2, '2016-09-09');
 SELECT * FROM cq_emp ORDER BY id;
+SELECT id AS x, name AS x FROM cq_emp ORDER BY x;
+SELECT id AS x, id AS x FROM cq_emp ORDER BY x;
+SELECT id AS x, name AS x FROM cq_emp ORDER BY x, 2;
 SELECT name, salary FROM cq_emp WHERE salary > 80000 ORDER BY salary DESC, name;
 SELECT e.name, d.name FROM cq_emp e JOIN cq_dept d ON e.dept = d.id ORDER BY e.name;
 SELECT e.name, d.name FROM cq_emp e LEFT JOIN cq_dept d ON e.dept = d.id ORDER BY e.name;

@@ -1021,12 +1021,16 @@ impl<'a> Binder<'a> {
         let visible = exprs.len();
         for (k, o) in keyed.iter().enumerate() {
             // A name that two different output columns have: PostgreSQL's 42702.
-            if let ast::Expr::Identifier(id) = &o.expr {
+            if let (ast::Expr::Identifier(id), true) = (&o.expr, k < order_by.len()) {
                 let name = ident_name(id);
-                let mut named = (columns.iter().enumerate()).filter(|(_, c)| c.name == name);
-                if let Some((first, _)) = named.next() {
+                let mut named = (columns.iter().enumerate())
+                    .filter(|(_, c)| c.name == name)
+                    .map(|(i, _)| i);
+                if let (Some(first), Some(second)) = (named.next(), named.next()) {
                     let first = format!("{:?}", exprs[first]);
-                    if k < order_by.len() && named.any(|(i, _)| format!("{:?}", exprs[i]) != first)
+                    if std::iter::once(second)
+                        .chain(named)
+                        .any(|i| format!("{:?}", exprs[i]) != first)
                     {
                         return Err(PgError::new(
                             codes::AMBIGUOUS_COLUMN,

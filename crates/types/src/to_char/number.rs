@@ -178,7 +178,8 @@ struct Digits {
 
 /// to_char of an integer, numeric or float value (None: not a number).
 pub fn to_char(v: &Value, template: &str) -> PgResult<Option<String>> {
-    let post = parse(template)?.1.post;
+    let (nodes, desc) = parse(template)?;
+    let post = desc.post;
     let digits = match v {
         Value::Int2(_) | Value::Int4(_) | Value::Int8(_) => {
             let n = v.as_i64().unwrap_or(0);
@@ -205,7 +206,7 @@ pub fn to_char(v: &Value, template: &str) -> PgResult<Option<String>> {
         Value::Float8(f) => float_digits(*f, post, 15),
         _ => return Ok(None),
     };
-    format(&digits, template).map(Some)
+    Ok(Some(format(&digits, &nodes, desc)))
 }
 
 /// float4_to_char/float8_to_char: at most `max_digits` significant digits in all (fewer
@@ -231,9 +232,8 @@ fn float_digits(f: f64, template_post: i64, max_digits: i64) -> Digits {
     }
 }
 
-/// Formats `digits` by `template`.
-fn format(digits: &Digits, template: &str) -> PgResult<String> {
-    let (nodes, mut d) = parse(template)?;
+/// Formats `digits` by the parsed template.
+fn format(digits: &Digits, nodes: &[Node], mut d: Desc) -> String {
     d.post = digits.post;
     let mut number: Vec<u8> = digits.text.as_bytes().to_vec();
     let pre_len = number
@@ -292,7 +292,7 @@ fn format(digits: &Digits, template: &str) -> PgResult<String> {
         num_count,
         out_pre_spaces,
     };
-    for node in &nodes {
+    for node in nodes {
         match node {
             Node::Text(text) => p.out.extend_from_slice(text.as_bytes()),
             Node::Action(key @ (Key::Nine | Key::Zero | Key::Decimal)) => {
@@ -314,7 +314,7 @@ fn format(digits: &Digits, template: &str) -> PgResult<String> {
     // A digit written past the end of the number is formatting.c's string terminator.
     let end = p.out.iter().position(|&c| c == 0).unwrap_or(p.out.len());
     p.out.truncate(end);
-    Ok(String::from_utf8_lossy(&p.out).into_owned())
+    String::from_utf8_lossy(&p.out).into_owned()
 }
 
 /// formatting.c's get_last_relevant_decnum: the last nonzero digit after the point, or
