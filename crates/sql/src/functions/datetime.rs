@@ -1,5 +1,5 @@
 //! Date/time functions: EXTRACT/date_part, date_trunc, AT TIME ZONE (`timezone`), age,
-//! isfinite, justify_*, make_*, to_timestamp(float). The value logic is
+//! isfinite, justify_*, make_*, to_timestamp, to_date. The value logic is
 //! `types::datetime_fields`; these read timestamptz fields in the session's zone, so
 //! they are evaluated with it (`ScalarFunc::needs_zone`) and never on a datanode.
 
@@ -30,16 +30,18 @@ impl ScalarFunc {
                 | F::MakeTimestamptz
                 | F::MakeInterval
                 | F::ToTimestamp
+                | F::ToTimestampFormatted
+                | F::ToDate
                 | F::ToCharDatetime
         ) || self.builds_json()
     }
 }
 
-/// to_char of a timestamp (its wall clock) or a timestamptz (in `zone`); NULL for an
-/// infinite one or an empty template, as PostgreSQL.
-fn to_char(v: &Value, template: &str, zone: &Zone) -> Value {
-    use types::to_char::{format, ShownZone};
-    match *v {
+/// to_char of a timestamp (its wall clock), a timestamptz (in `zone`) or an interval;
+/// NULL for an infinite timestamp or an empty template, as PostgreSQL.
+fn to_char(v: &Value, template: &str, zone: &Zone) -> PgResult<Value> {
+    use types::to_char::{format, format_interval, ShownZone};
+    Ok(match *v {
         _ if !fields::is_finite(v) || template.is_empty() => Value::Null,
         Value::Timestamp(ts) => Value::Text(format(ts, template, &ShownZone::default())),
         Value::TimestampTz(ts) => {
@@ -49,8 +51,13 @@ fn to_char(v: &Value, template: &str, zone: &Zone) -> Value {
             };
             Value::Text(format(zone.to_local(ts), template, &shown))
         }
+        Value::Interval {
+            months,
+            days,
+            micros,
+        } => Value::Text(format_interval(months, days, micros, template)?),
         _ => Value::Null,
-    }
+    })
 }
 
 /// A date/time value's type after PostgreSQL's coercion for these functions: an untyped
@@ -146,7 +153,9 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
             (F::MakeInterval, want, Interval)
         }
         ("to_timestamp", 1) if args[0] != Text => (F::ToTimestamp, vec![Float8], TimestampTz),
-        ("to_char", 2) if matches!(args[0], Timestamp | TimestampTz | Date) => {
+        ("to_timestamp", 2) => (F::ToTimestampFormatted, vec![Text, Text], TimestampTz),
+        ("to_date", 2) => (F::ToDate, vec![Text, Text], Date),
+        ("to_char", 2) if matches!(args[0], Timestamp | TimestampTz | Date | Interval) => {
             (F::ToCharDatetime, vec![moment(&args[0]), Text], Text)
         }
         _ => return None,
@@ -220,7 +229,13 @@ pub fn eval(func: ScalarFunc, args: Vec<Value>, zone: &Zone) -> PgResult<Value> 
             fields::make_interval([int(0), int(1), int(2), int(3), int(4), int(5)], float(6))?
         }
         F::ToTimestamp => fields::to_timestamp_epoch(float(0))?,
-        F::ToCharDatetime => to_char(&args[0], &text(1), zone),
+        F::ToTimestampFormatted => Value::TimestampTz(types::to_char::parse::to_timestamp(
+            &text(0),
+            &text(1),
+            zone,
+        )?),
+        F::ToDate => Value::Date(types::to_char::parse::to_date(&text(0), &text(1))?),
+        F::ToCharDatetime => to_char(&args[0], &text(1), zone)?,
         _ => return Err(pgerror::PgError::internal("not a date/time function")),
     })
 }

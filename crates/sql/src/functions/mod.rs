@@ -177,7 +177,10 @@ pub enum ScalarFunc {
     MakeTimestamptz,
     MakeInterval,
     ToTimestamp,
-    /// to_char of a timestamp, timestamptz or date.
+    /// to_timestamp(text, text) and to_date(text, text): reading by a to_char template.
+    ToTimestampFormatted,
+    ToDate,
+    /// to_char of a timestamp, timestamptz, date or interval.
     ToCharDatetime,
     /// to_char of an integer, numeric or float (format.rs).
     ToCharNumber,

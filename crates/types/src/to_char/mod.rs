@@ -2,7 +2,11 @@
 //! (formatting.c's DCH keywords) with the FM, TH/th, FX and TM modifiers and quoted or
 //! backslash-escaped literal text; `number` has the numeric templates.
 
+mod interval;
 pub mod number;
+pub mod parse;
+
+pub use interval::format_interval;
 
 use crate::datetime::{date2j, j2date, POSTGRES_EPOCH_JDATE, USECS_PER_DAY, USECS_PER_SEC};
 use crate::datetime_fields::{dow, iso_week};
@@ -73,9 +77,49 @@ pub fn format(local: i64, template: &str, zone: &ShownZone) -> String {
         tod: local.rem_euclid(USECS_PER_DAY),
     };
     let mut out = String::new();
+    for node in nodes(template) {
+        match node {
+            Node::Field {
+                pattern,
+                fill,
+                ordinal,
+            } => {
+                let text = clock.field(pattern, fill, zone);
+                out.push_str(&text);
+                if let (Some(upper), Ok(n)) = (ordinal, text.trim().parse::<i64>()) {
+                    let suffix = ordinal_suffix(n);
+                    out.push_str(&if upper {
+                        suffix.to_uppercase()
+                    } else {
+                        suffix.to_string()
+                    });
+                }
+            }
+            Node::Literal { text, .. } => out.push_str(&text),
+        }
+    }
+    out
+}
+
+/// One element of a date/time template (formatting.c's FormatNode).
+pub(crate) enum Node {
+    /// A pattern with its modifiers: FM (`fill`: no padding) and TH/th (`ordinal`: an
+    /// ordinal suffix, upper case or not). TM and SP change nothing here.
+    Field {
+        pattern: &'static str,
+        fill: bool,
+        ordinal: Option<bool>,
+    },
+    /// Literal text; `quoted` when it was written in double quotes.
+    Literal { text: String, quoted: bool },
+}
+
+/// Splits a date/time template into patterns and literal text, as formatting.c's
+/// parse_format does.
+pub(crate) fn nodes(template: &str) -> Vec<Node> {
+    let mut nodes = Vec::new();
     let mut rest = template;
     while !rest.is_empty() {
-        // Modifiers before a pattern: FM (no padding), FX and TM (no effect on output).
         let mut fill = false;
         loop {
             match rest.get(..2) {
@@ -85,67 +129,61 @@ pub fn format(local: i64, template: &str, zone: &ShownZone) -> String {
             }
             rest = &rest[2..];
         }
-        if let Some(p) = PATTERNS.iter().find(|p| rest.starts_with(**p)) {
-            rest = &rest[p.len()..];
-            let text = clock.field(p, fill, zone);
-            let (ordinal, after) = match rest.get(..2) {
-                Some("TH") => (Some(true), &rest[2..]),
-                Some("th") => (Some(false), &rest[2..]),
-                _ => (None, rest),
+        if let Some(pattern) = PATTERNS.iter().find(|p| rest.starts_with(**p)) {
+            rest = &rest[pattern.len()..];
+            let suffix = rest.get(..2);
+            let ordinal = match suffix {
+                Some("TH") => Some(true),
+                Some("th") => Some(false),
+                _ => None,
             };
-            rest = after;
-            out.push_str(&text);
-            if let Some(upper) = ordinal {
-                if let Ok(n) = text.trim().parse::<i64>() {
-                    let suffix = ordinal_suffix(n);
-                    out.push_str(&if upper {
-                        suffix.to_uppercase()
-                    } else {
-                        suffix.to_string()
-                    });
-                }
+            if ordinal.is_some() || suffix == Some("SP") {
+                rest = &rest[2..];
             }
-            continue;
+            nodes.push(Node::Field {
+                pattern,
+                fill,
+                ordinal,
+            });
+        } else if !rest.is_empty() {
+            let quoted = rest.starts_with('"');
+            let mut text = String::new();
+            rest = literal(rest, &mut text);
+            nodes.push(Node::Literal { text, quoted });
         }
-        rest = literal(rest, &mut out);
     }
-    out
+    nodes
 }
 
-/// Copies the literal text at the start of `rest` to `out`: a double-quoted string (a
-/// backslash escapes its next character), a backslash-escaped quote, or one character.
-/// Returns what follows it.
+/// Copies the literal text at the start of `rest` to `out`: a double-quoted string, a
+/// backslash-escaped double quote, or one character. Returns what follows it.
 pub(crate) fn literal<'t>(rest: &'t str, out: &mut String) -> &'t str {
     let mut chars = rest.chars();
     match chars.next() {
         Some('"') => {
-            let mut escaped = false;
-            for c in chars.by_ref() {
-                match (escaped, c) {
-                    (false, '\\') => escaped = true,
-                    (false, '"') => break,
-                    _ => {
-                        out.push(c);
-                        escaped = false;
-                    }
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    // A backslash in quotes keeps the character after it, if any.
+                    '\\' => out.push(chars.next().unwrap_or(c)),
+                    _ => out.push(c),
                 }
             }
         }
-        Some('\\') => match chars.next() {
-            Some('"') => out.push('"'),
-            Some(c) => {
-                out.push('\\');
-                out.push(c);
-            }
-            None => out.push('\\'),
-        },
+        // Outside quotes a backslash only escapes a double quote.
+        Some('\\') if chars.as_str().starts_with('"') => {
+            chars.next();
+            out.push('"');
+        }
         Some(c) => out.push(c),
         None => {}
     }
     chars.as_str()
 }
 
+/// The English ordinal suffix of a number, by its last digits (a sign changes nothing).
 fn ordinal_suffix(n: i64) -> &'static str {
+    let n = n.unsigned_abs();
     match (n % 100, n % 10) {
         (11..=13, _) => "th",
         (_, 1) => "st",
@@ -153,6 +191,28 @@ fn ordinal_suffix(n: i64) -> &'static str {
         (_, 3) => "rd",
         _ => "th",
     }
+}
+
+/// AM/PM or AD/BC as the pattern writes it: dotted or not, lower case or not.
+fn marker(pattern: &str, plain: &str, dotted: &str) -> String {
+    let text = if pattern.contains('.') { dotted } else { plain };
+    if pattern.starts_with(|c: char| c.is_ascii_lowercase()) {
+        text.to_lowercase()
+    } else {
+        text.to_string()
+    }
+}
+
+/// MS, US and FF1…FF6: the fraction of a second `micros` to that many digits, zero-padded
+/// even under FM (formatting.c ignores FM there).
+fn fraction(upper: &str, micros: i64) -> String {
+    let digits = match upper {
+        "MS" => 3,
+        "US" => 6,
+        _ => (upper.as_bytes()[2] - b'0') as u32,
+    };
+    let width = digits as usize;
+    format!("{:0width$}", micros / 10_i64.pow(6 - digits))
 }
 
 /// `n` zero-padded to `width` digits, or as it is under FM; a negative number keeps its
@@ -204,15 +264,7 @@ impl Clock {
         let (iso_week_no, iso_year) = iso_week(self.year, self.month, self.day);
         let iso_year = if iso_year > 0 { iso_year } else { 1 - iso_year };
         let pm = hour >= 12;
-        let meridiem = |plain: &str, dotted: &str| {
-            let dots = pattern.contains('.');
-            let text = if dots { dotted } else { plain };
-            if pattern.starts_with(|c: char| c.is_ascii_lowercase()) {
-                text.to_lowercase()
-            } else {
-                text.to_string()
-            }
-        };
+        let meridiem = |plain: &str, dotted: &str| marker(pattern, plain, dotted);
         let last_digits = |n: i64, digits: u32| {
             let m = n % 10_i64.pow(digits);
             padded(m, digits as usize, fill)
@@ -222,12 +274,7 @@ impl Clock {
             "HH24" => padded(hour, 2, fill),
             "MI" => padded(minute, 2, fill),
             "SS" => padded(second, 2, fill),
-            "MS" => padded(micros / 1000, 3, fill),
-            "US" => padded(micros, 6, fill),
-            "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
-                let digits = (upper.as_bytes()[2] - b'0') as u32;
-                padded(micros / 10_i64.pow(6 - digits), digits as usize, fill)
-            }
+            "MS" | "US" | "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => fraction(&upper, micros),
             "SSSS" | "SSSSS" => (self.tod / USECS_PER_SEC).to_string(),
             "AM" | "PM" => meridiem(if pm { "PM" } else { "AM" }, ""),
             "A.M." | "P.M." => meridiem("", if pm { "P.M." } else { "A.M." }),
