@@ -2,6 +2,8 @@
 
 use pgerror::{codes, PgError, PgResult};
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
+use types::datestyle::{self, IntervalStyle, Style};
 use types::timezone::Zone;
 
 /// The version string clients see; it must parse as 15.x (drivers check it).
@@ -68,7 +70,7 @@ fn canonical(name: &str) -> Option<(&'static str, &'static str, bool)> {
 }
 
 /// One session's settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     values: BTreeMap<&'static str, String>,
     /// Values to restore when the transaction ends (SET LOCAL).
@@ -79,8 +81,27 @@ pub struct Settings {
     txn_defaults: TxnDefaults,
     /// Derived from `values` like `txn_defaults`: read by every statement.
     limits: StatementLimits,
-    /// TimeZone, read: timestamptz values are shown and read in it.
+    /// TimeZone, DateStyle and IntervalStyle, read: date/time values are shown and read
+    /// in them.
     zone: Zone,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        // The default TimeZone by name, so that its abbreviation ("UTC") shows where
+        // DateStyle writes zone names; looked up once.
+        static DEFAULT_ZONE: LazyLock<Zone> = LazyLock::new(|| {
+            let name = canonical("TimeZone").map_or("UTC", |(_, default, _)| default);
+            Zone::from_setting(name).map_or(Zone::UTC, |(zone, _)| zone)
+        });
+        Settings {
+            values: BTreeMap::new(),
+            local_saved: Vec::new(),
+            txn_defaults: TxnDefaults::default(),
+            limits: StatementLimits::default(),
+            zone: DEFAULT_ZONE.clone(),
+        }
+    }
 }
 
 /// What a statement takes from the session's settings. Durations in milliseconds, 0 for
@@ -151,11 +172,18 @@ impl Settings {
                 == Some("on"),
         };
         // Stored values are already validated (normalised by `validate`).
-        self.zone = self
-            .values
-            .get("TimeZone")
-            .and_then(|v| Zone::from_setting(v).ok())
-            .map_or(Zone::UTC, |(zone, _)| zone);
+        let style = Style {
+            interval: (self.get("IntervalStyle").ok())
+                .and_then(|v| datestyle::parse_interval_style(&v).ok())
+                .map_or(IntervalStyle::default(), |(style, _)| style),
+            ..(self.get("DateStyle").ok())
+                .and_then(|v| datestyle::parse_date_style(&v, Style::DEFAULT).ok())
+                .map_or(Style::DEFAULT, |(style, _)| style)
+        };
+        self.zone = (self.get("TimeZone").ok())
+            .and_then(|v| Zone::from_setting(&v).ok())
+            .map_or(Zone::UTC, |(zone, _)| zone)
+            .with_style(style);
         let ms = |name: &str| {
             self.values
                 .get(name)
@@ -216,6 +244,7 @@ impl Settings {
         }
         let value = match value {
             None => default.to_string(),
+            Some(v) if canon == "DateStyle" => datestyle::parse_date_style(v, self.zone.style())?.1,
             Some(v) => validate(canon, v)?,
         };
         if local {
@@ -333,16 +362,10 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
                 ))
             }
         },
-        "DateStyle" => {
-            if lower.contains("iso") || lower.contains("mdy") {
-                "ISO, MDY".to_string()
-            } else {
-                return Err(PgError::unsupported(format!("DateStyle \"{v}\"")));
-            }
-        }
-        "IntervalStyle" if lower != "postgres" => {
-            return Err(PgError::unsupported(format!("IntervalStyle \"{v}\"")))
-        }
+        // Parts of DateStyle not named keep the session's (`Settings::set`); from here,
+        // the default's.
+        "DateStyle" => datestyle::parse_date_style(v, Style::DEFAULT)?.1,
+        "IntervalStyle" => datestyle::parse_interval_style(v)?.1,
         "TimeZone" => Zone::from_setting(v)?.1,
         "password_encryption" => match auth::password::Encryption::from_setting(v) {
             Some(_) => lower,

@@ -234,7 +234,11 @@ impl Deparser<'_> {
             Expr::Cast { operand, .. } if invisible_cast(e) => self.expr(operand),
             Expr::Cast { operand, to, .. } => {
                 let inner = match operand.as_ref() {
-                    Expr::Const(v, ty) if ty == to => bare_constant(v, ty),
+                    // A literal read as its type when the plan runs (DateStyle, TimeZone)
+                    // shows as PostgreSQL shows the literal it reads at parse time.
+                    Expr::Const(v, ty) if ty == to || *ty == DataType::Unknown => {
+                        bare_constant(v, ty)
+                    }
                     o if self.pretty => self.operand(o, Parent::Cast),
                     o => format!("({})", self.expr(o)),
                 };

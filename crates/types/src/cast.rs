@@ -138,16 +138,23 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
     cast_in(v, from, to, explicit, &Zone::UTC)
 }
 
-/// Whether casting `from` to `to` depends on the session's time zone (PostgreSQL's
-/// stable casts: timestamptz to or from text, date, time and timestamp), so that it
-/// cannot be evaluated once at bind time or by a datanode.
+/// Whether casting `from` to `to` depends on the session's time zone or DateStyle /
+/// IntervalStyle (PostgreSQL's stable casts: timestamptz to or from anything else, a
+/// date, timestamp or interval to or from text), so that it cannot be evaluated once at
+/// bind time or by a datanode.
 pub fn depends_on_zone(from: &DataType, to: &DataType) -> bool {
-    let has_tz = |t: &DataType| {
-        matches!(t, DataType::TimestampTz)
-            || t.element()
-                .is_some_and(|e| matches!(e, DataType::TimestampTz))
+    let has = |t: &DataType, kind: fn(&DataType) -> bool| kind(t) || t.element().is_some_and(kind);
+    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz);
+    let styled = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Date | DataType::Timestamp | DataType::TimestampTz | DataType::Interval
+        )
     };
-    has_tz(from) != has_tz(to)
+    let textual = |t: &DataType| t.is_string() || matches!(t, DataType::Unknown | DataType::Json);
+    has(from, zoned) != has(to, zoned)
+        || (has(from, styled) && has(to, textual))
+        || (has(from, textual) && has(to, styled))
 }
 
 /// `cast` with timestamptz values read and shown in `zone` (the session's TimeZone).

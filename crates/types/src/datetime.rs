@@ -5,7 +5,8 @@
 //! `i32::MIN`/`i32::MAX` (dates) and `i64::MIN`/`i64::MAX` (timestamps) are -infinity/infinity,
 //! as in PostgreSQL.
 
-use crate::timezone::{format_offset, Zone};
+use crate::datestyle::DateOrder;
+use crate::timezone::Zone;
 use pgerror::{codes, PgError, PgResult};
 
 pub const POSTGRES_EPOCH_JDATE: i64 = 2_451_545;
@@ -141,19 +142,8 @@ pub fn timestamp_to_date(ts: i64) -> i32 {
     }
 }
 
-fn push_year(out: &mut String, y: i64) {
-    let yy = if y > 0 { y } else { 1 - y };
-    out.push_str(&format!("{:04}", yy));
-}
-
-fn push_bc(out: &mut String, y: i64) {
-    if y <= 0 {
-        out.push_str(" BC");
-    }
-}
-
 /// Appends ".ffffff" with trailing zeros trimmed (nothing when zero).
-fn push_fraction(out: &mut String, usec: i64) {
+pub(crate) fn push_fraction(out: &mut String, usec: i64) {
     if usec != 0 {
         let s = format!("{:06}", usec);
         out.push('.');
@@ -161,19 +151,9 @@ fn push_fraction(out: &mut String, usec: i64) {
     }
 }
 
+/// date output in DateStyle ISO.
 pub fn format_date(d: i32) -> String {
-    match d {
-        DATE_NOBEGIN => "-infinity".into(),
-        DATE_NOEND => "infinity".into(),
-        _ => {
-            let (y, m, dd) = date_to_ymd(d);
-            let mut s = String::with_capacity(16);
-            push_year(&mut s, y);
-            s.push_str(&format!("-{:02}-{:02}", m, dd));
-            push_bc(&mut s, y);
-            s
-        }
-    }
+    crate::datestyle::format_date(d, crate::datestyle::Style::DEFAULT)
 }
 
 pub fn format_time(us: i64) -> String {
@@ -186,38 +166,9 @@ pub fn format_time(us: i64) -> String {
     s
 }
 
-/// timestamp output (ISO).
+/// timestamp output in DateStyle ISO.
 pub fn format_timestamp(ts: i64) -> String {
-    format_wall_clock(ts, None)
-}
-
-/// timestamptz output (ISO): the wall clock in `zone` and its offset there.
-pub fn format_timestamptz(ts: i64, zone: &Zone) -> String {
-    if ts == TS_NOBEGIN || ts == TS_NOEND {
-        return format_wall_clock(ts, None);
-    }
-    format_wall_clock(zone.to_local(ts), Some(zone.offset_at(ts)))
-}
-
-/// `local` as "YYYY-MM-DD HH:MM:SS[.ffffff]", then the offset east if any, then " BC".
-fn format_wall_clock(local: i64, offset: Option<i32>) -> String {
-    match local {
-        TS_NOBEGIN => return "-infinity".into(),
-        TS_NOEND => return "infinity".into(),
-        _ => {}
-    }
-    let days = local.div_euclid(USECS_PER_DAY);
-    let tod = local.rem_euclid(USECS_PER_DAY);
-    let (y, m, d) = j2date(days + POSTGRES_EPOCH_JDATE);
-    let mut s = String::with_capacity(32);
-    push_year(&mut s, y);
-    s.push_str(&format!("-{:02}-{:02} ", m, d));
-    s.push_str(&format_time(tod));
-    if let Some(east) = offset {
-        s.push_str(&format_offset(east));
-    }
-    push_bc(&mut s, y);
-    s
+    crate::datestyle::format_timestamp(ts, crate::datestyle::Style::DEFAULT)
 }
 
 /// IntervalStyle postgres: "1 year 2 mons 3 days 04:05:06.5", "-1 days +02:00:00", "00:00:00".
@@ -448,60 +399,24 @@ fn parse_tz(s: &str) -> Option<i64> {
     Some(sign * (h * 3600 + m * 60 + sec))
 }
 
-/// Parses the date part: ISO Y-M-D, MDY M/D/Y, YYYYMMDD, "Mon D, YYYY", "D Mon YYYY".
-fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
+/// Parses the date part: Y-M-D, D-M-Y or M-D-Y by DateStyle's `order` (with `-`, `/` or
+/// `.`), YYYYMMDD, "D-Mon-Y", "Mon D, YYYY", "D Mon YYYY".
+fn parse_date_token(tok: &str, order: DateOrder) -> Option<(i64, u32, u32)> {
     let b = tok.as_bytes();
-    if tok.contains('-') && b[0].is_ascii_digit() {
-        let p: Vec<&str> = tok.split('-').collect();
-        if p.len() != 3 {
+    if let Some(sep) = ['-', '/', '.'].into_iter().find(|c| tok.contains(*c)) {
+        let p: Vec<&str> = tok.split(sep).collect();
+        if p.len() != 3 || !b[0].is_ascii_digit() {
             return None;
         }
-        if let Some(mn) = month_from_name(p[1]) {
-            // 22-Nov-2026
-            return Some((parse_digits(p[2])?, mn, parse_digits(p[0])? as u32));
+        if let Some(mn) = month_from_name(p[1]).filter(|_| sep == '-') {
+            // 22-Nov-2026; YMD reads 24-Jan-03 as 2024, unless the last field is the year.
+            let (y, d) = match order {
+                DateOrder::Ymd if p[2].len() <= 2 => (p[0], p[2]),
+                _ => (p[2], p[0]),
+            };
+            return Some((year_digits(y)?, mn, parse_digits(d)? as u32));
         }
-        if p[0].len() >= 3 {
-            return Some((
-                parse_digits(p[0])?,
-                parse_digits(p[1])? as u32,
-                parse_digits(p[2])? as u32,
-            ));
-        }
-        // MDY: 11-22-2026 (and 99-01-08 is month 99: out of range, as in PG)
-        let mut y = parse_digits(p[2])?;
-        if p[2].len() <= 2 {
-            y += if y < 70 { 2000 } else { 1900 };
-        }
-        return Some((y, parse_digits(p[0])? as u32, parse_digits(p[1])? as u32));
-    }
-    if tok.contains('/') {
-        let p: Vec<&str> = tok.split('/').collect();
-        if p.len() != 3 {
-            return None;
-        }
-        if p[0].len() >= 3 {
-            return Some((
-                parse_digits(p[0])?,
-                parse_digits(p[1])? as u32,
-                parse_digits(p[2])? as u32,
-            ));
-        }
-        let mut y = parse_digits(p[2])?;
-        if p[2].len() <= 2 {
-            y += if y < 70 { 2000 } else { 1900 };
-        }
-        return Some((y, parse_digits(p[0])? as u32, parse_digits(p[1])? as u32));
-    }
-    if tok.contains('.') && b[0].is_ascii_digit() {
-        let p: Vec<&str> = tok.split('.').collect();
-        if p.len() == 3 && p[0].len() >= 3 {
-            return Some((
-                parse_digits(p[0])?,
-                parse_digits(p[1])? as u32,
-                parse_digits(p[2])? as u32,
-            ));
-        }
-        return None;
+        return ordered_date(&p, order);
     }
     if (tok.len() == 8 || tok.len() == 6) && b.iter().all(|c| c.is_ascii_digit()) {
         if tok.len() == 8 {
@@ -511,9 +426,8 @@ fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
                 parse_digits(&tok[6..])? as u32,
             ));
         }
-        let y = parse_digits(&tok[..2])?;
         return Some((
-            y + if y < 70 { 2000 } else { 1900 },
+            year_digits(&tok[..2])?,
             parse_digits(&tok[2..4])? as u32,
             parse_digits(&tok[4..])? as u32,
         ));
@@ -521,7 +435,38 @@ fn parse_date_token(tok: &str) -> Option<(i64, u32, u32)> {
     None
 }
 
-fn parse_datetime(input: &str, tyname: &str, want_time: bool) -> PgResult<DtParts> {
+/// Three numeric date fields (`01/02/03`, `28.11.2026`) in DateStyle's order; a first
+/// field of three or more digits is the year whatever the order.
+fn ordered_date(p: &[&str], order: DateOrder) -> Option<(i64, u32, u32)> {
+    let (y, m, d) = match order {
+        _ if p[0].len() >= 3 => (p[0], p[1], p[2]),
+        DateOrder::Ymd => (p[0], p[1], p[2]),
+        DateOrder::Dmy => (p[2], p[1], p[0]),
+        DateOrder::Mdy => (p[2], p[0], p[1]),
+    };
+    Some((
+        year_digits(y)?,
+        parse_digits(m)? as u32,
+        parse_digits(d)? as u32,
+    ))
+}
+
+/// A year's digits; one or two of them are the year nearest 2020 (70 is 1970, 69 is 2069).
+fn year_digits(y: &str) -> Option<i64> {
+    let year = parse_digits(y)?;
+    Some(match y.len() {
+        ..=2 if year < 70 => year + 2000,
+        ..=2 => year + 1900,
+        _ => year,
+    })
+}
+
+fn parse_datetime(
+    input: &str,
+    tyname: &str,
+    want_time: bool,
+    order: DateOrder,
+) -> PgResult<DtParts> {
     let s = input.trim();
     if !s.is_ascii() {
         return Err(bad_syntax(tyname, input));
@@ -593,7 +538,7 @@ fn parse_datetime(input: &str, tyname: &str, want_time: bool) -> PgResult<DtPart
             continue;
         }
         if p.date.is_none() && month_name.is_none() {
-            if let Some(d) = parse_date_token(t) {
+            if let Some(d) = parse_date_token(t, order) {
                 p.date = Some(d);
                 continue;
             }
@@ -688,9 +633,9 @@ fn parse_datetime(input: &str, tyname: &str, want_time: bool) -> PgResult<DtPart
     Ok(p)
 }
 
-/// date_in.
-pub fn parse_date(input: &str) -> PgResult<i32> {
-    let p = parse_datetime(input, "date", false)?;
+/// date_in, numeric fields read in DateStyle's `order`.
+pub fn parse_date(input: &str, order: DateOrder) -> PgResult<i32> {
+    let p = parse_datetime(input, "date", false, order)?;
     if let Some(sp) = p.special {
         return Ok(match sp {
             Special::Infinity => DATE_NOEND,
@@ -710,24 +655,25 @@ pub fn parse_date(input: &str) -> PgResult<i32> {
     })
 }
 
-/// timestamp_in: a zone in the input is ignored (as PG).
-pub fn parse_timestamp(input: &str) -> PgResult<i64> {
-    parse_timestamp_in(input, None)
+/// timestamp_in: a zone in the input is ignored (as PG); numeric date fields are read in
+/// DateStyle's `order`.
+pub fn parse_timestamp(input: &str, order: DateOrder) -> PgResult<i64> {
+    parse_timestamp_in(input, None, order)
 }
 
 /// timestamptz_in: the input's offset or zone, else `zone` (the session's), says which
-/// instant the wall-clock time is.
+/// instant the wall-clock time is; the session's DateStyle orders the date's fields.
 pub fn parse_timestamptz(input: &str, zone: &Zone) -> PgResult<i64> {
-    parse_timestamp_in(input, Some(zone))
+    parse_timestamp_in(input, Some(zone), zone.style().order)
 }
 
-fn parse_timestamp_in(input: &str, zone: Option<&Zone>) -> PgResult<i64> {
+fn parse_timestamp_in(input: &str, zone: Option<&Zone>, order: DateOrder) -> PgResult<i64> {
     let tyname = if zone.is_some() {
         "timestamp with time zone"
     } else {
         "timestamp"
     };
-    let p = parse_datetime(input, tyname, true)?;
+    let p = parse_datetime(input, tyname, true, order)?;
     if let Some(sp) = p.special {
         // today, tomorrow and yesterday are midnights of the session's zone
         let now = now_timestamp();
@@ -984,6 +930,8 @@ fn parse_interval_verbose(input: &str, body: &str) -> PgResult<(i32, i32, i64)> 
         {
             i += 1;
             toks[i - 1].clone()
+        } else if i < toks.len() && toks[i].contains(':') {
+            "day".to_string() // a bare number before a time is days: "1 2:03"
         } else if i >= toks.len() || toks[i] == "ago" {
             "second".to_string() // a trailing bare number is seconds
         } else {

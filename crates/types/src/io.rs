@@ -1,6 +1,7 @@
 //! Text and binary I/O in PostgreSQL 15's formats (DateStyle ISO, MDY; extra_float_digits=1;
 //! IntervalStyle postgres; TimeZone UTC).
 
+use crate::datestyle;
 use crate::datetime;
 use crate::json;
 use crate::numeric;
@@ -222,7 +223,8 @@ pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
     to_text_in(v, ty, &Zone::UTC, out)
 }
 
-/// Text output with timestamptz values shown in `zone` (the session's TimeZone).
+/// Text output with timestamptz values shown in `zone` (the session's TimeZone), date/time
+/// values in its DateStyle and IntervalStyle.
 pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
     match v {
         Value::Null => {}
@@ -237,13 +239,15 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
         Value::Numeric(d) => out.extend_from_slice(d.to_string().as_bytes()),
         Value::Text(s) => out.extend_from_slice(s.as_bytes()),
         Value::Bytea(b) => push_hex(out, b),
-        Value::Date(d) => out.extend_from_slice(datetime::format_date(*d).as_bytes()),
+        Value::Date(d) => {
+            out.extend_from_slice(datestyle::format_date(*d, zone.style()).as_bytes())
+        }
         Value::Time(t) => out.extend_from_slice(datetime::format_time(*t).as_bytes()),
         Value::Timestamp(t) | Value::TimestampTz(t) => out.extend_from_slice(
             if matches!(ty, DataType::Timestamp) {
-                datetime::format_timestamp(*t)
+                datestyle::format_timestamp(*t, zone.style())
             } else {
-                datetime::format_timestamptz(*t, zone)
+                datestyle::format_timestamptz(*t, zone)
             }
             .as_bytes(),
         ),
@@ -251,7 +255,11 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
             months,
             days,
             micros,
-        } => out.extend_from_slice(datetime::format_interval(*months, *days, *micros).as_bytes()),
+        } => out.extend_from_slice(
+            datestyle::format_interval(*months, *days, *micros, zone.style())
+                .unwrap_or_else(|| datetime::format_interval(*months, *days, *micros))
+                .as_bytes(),
+        ),
         Value::Oid(o) => push_int(out, *o as i64),
         Value::Uuid(u) => crate::uuid::format(u, out),
         Value::Jsonb(j) => out.extend_from_slice(j.to_text().as_bytes()),
@@ -704,12 +712,12 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
         }
         DataType::Char => Value::Text(s.chars().next().map(String::from).unwrap_or_default()),
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
-        DataType::Date => Value::Date(datetime::parse_date(s)?),
+        DataType::Date => Value::Date(datetime::parse_date(s, zone.style().order)?),
         DataType::Time => Value::Time(datetime::parse_time(s)?),
-        DataType::Timestamp => Value::Timestamp(datetime::parse_timestamp(s)?),
+        DataType::Timestamp => Value::Timestamp(datetime::parse_timestamp(s, zone.style().order)?),
         DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
         DataType::Interval => {
-            let (months, days, micros) = datetime::parse_interval(s)?;
+            let (months, days, micros) = datestyle::parse_interval(s, zone.style())?;
             Value::Interval {
                 months,
                 days,
@@ -1071,12 +1079,14 @@ mod tests {
     #[test]
     fn text_output_pg15() {
         // checked against PostgreSQL 15
-        let ts = datetime::parse_timestamp("2026-11-22 02:15:55.123456").unwrap();
+        let ts =
+            datetime::parse_timestamp("2026-11-22 02:15:55.123456", Default::default()).unwrap();
         assert_eq!(
             text(&Value::Timestamp(ts), &DataType::Timestamp),
             "2026-11-22 02:15:55.123456"
         );
-        let ts = datetime::parse_timestamp("2026-11-22T02:15:55.1234567").unwrap();
+        let ts =
+            datetime::parse_timestamp("2026-11-22T02:15:55.1234567", Default::default()).unwrap();
         assert_eq!(
             text(&Value::Timestamp(ts), &DataType::Timestamp),
             "2026-11-22 02:15:55.123457"

@@ -4,6 +4,7 @@
 pub mod cast;
 pub mod codec;
 pub mod datatype;
+pub mod datestyle;
 pub mod datetime;
 pub mod datetime_fields;
 pub mod io;

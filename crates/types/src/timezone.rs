@@ -6,15 +6,21 @@
 //!
 //! Timestamps are microseconds since 2000-01-01 UTC; offsets are seconds east of UTC.
 
+use crate::datestyle::Style;
 use crate::datetime::{
     date2j, j2date, POSTGRES_EPOCH_JDATE, UNIX_EPOCH_JDATE, USECS_PER_DAY, USECS_PER_SEC,
 };
 use jiff::tz::TimeZone;
 use pgerror::{codes, PgError, PgResult};
 
-/// A session's or an expression's time zone.
+/// A session's or an expression's time zone. A session's also carries its DateStyle and
+/// IntervalStyle (`style`): with the zone they decide how date/time values read and show
+/// as text, and they travel to the same places.
 #[derive(Clone, Debug)]
-pub struct Zone(Kind);
+pub struct Zone {
+    kind: Kind,
+    style: Style,
+}
 
 #[derive(Clone, Debug)]
 enum Kind {
@@ -63,18 +69,34 @@ const ABBREVIATIONS: &[(&str, i32)] = &[
 ];
 
 impl Zone {
-    pub const UTC: Zone = Zone(Kind::Fixed(0));
+    pub const UTC: Zone = Zone::of(Kind::Fixed(0));
+
+    const fn of(kind: Kind) -> Zone {
+        Zone {
+            kind,
+            style: Style::DEFAULT,
+        }
+    }
+
+    /// The same zone with a session's DateStyle and IntervalStyle.
+    pub fn with_style(self, style: Style) -> Zone {
+        Zone { style, ..self }
+    }
+
+    pub fn style(&self) -> Style {
+        self.style
+    }
 
     /// A fixed offset, seconds east of UTC.
     pub fn fixed(east_secs: i32) -> Zone {
-        Zone(Kind::Fixed(east_secs))
+        Zone::of(Kind::Fixed(east_secs))
     }
 
     /// A zone named in AT TIME ZONE, `timezone(zone, ts)` or a timestamp literal: a
     /// database name (any case) or a POSIX specification. None if it is neither.
     pub fn named(name: &str) -> Option<Zone> {
         if let Ok(tz) = jiff::tz::db().get(name) {
-            return Some(Zone(Kind::Rules(tz)));
+            return Some(Zone::of(Kind::Rules(tz)));
         }
         posix(name)
     }
@@ -166,7 +188,7 @@ impl Zone {
         }
         if let Ok(tz) = jiff::tz::db().get(v) {
             let name = tz.iana_name().unwrap_or(v).to_string();
-            return Ok((Zone(Kind::Rules(tz)), name));
+            return Ok((Zone::of(Kind::Rules(tz)), name));
         }
         match posix(v) {
             Some(z) => Ok((z, v.to_string())),
@@ -176,7 +198,7 @@ impl Zone {
 
     /// The offset (seconds east) in force at `utc` (µs since 2000-01-01 UTC).
     pub fn offset_at(&self, utc: i64) -> i32 {
-        match &self.0 {
+        match &self.kind {
             Kind::Fixed(s) => *s,
             Kind::Rules(tz) => tz.to_offset(jiff_timestamp(within_jiff(utc).0)).seconds(),
         }
@@ -184,7 +206,7 @@ impl Zone {
 
     /// The zone's abbreviation at `utc` ("CET", "EDT", "+0530"), for to_char's TZ.
     pub fn abbreviation_at(&self, utc: i64) -> String {
-        match &self.0 {
+        match &self.kind {
             Kind::Fixed(s) => format_offset(*s),
             Kind::Rules(tz) => tz
                 .to_offset_info(jiff_timestamp(within_jiff(utc).0))
@@ -203,7 +225,7 @@ impl Zone {
     /// fall-back transition with the offset after it (PostgreSQL's
     /// DetermineTimeZoneOffset): in both cases the later of the candidate instants.
     pub fn to_utc(&self, local: i64) -> i64 {
-        match &self.0 {
+        match &self.kind {
             Kind::Fixed(s) => local.saturating_sub(*s as i64 * USECS_PER_SEC),
             Kind::Rules(tz) => {
                 let (shifted, shift) = within_jiff(local);
@@ -299,7 +321,9 @@ fn posix(spec: &str) -> Option<Zone> {
         return None;
     }
     if !dst.is_empty() {
-        return TimeZone::posix(spec).ok().map(|tz| Zone(Kind::Rules(tz)));
+        return TimeZone::posix(spec)
+            .ok()
+            .map(|tz| Zone::of(Kind::Rules(tz)));
     }
     Some(Zone::fixed((-sign * secs) as i32))
 }

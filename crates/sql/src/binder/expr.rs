@@ -1271,6 +1271,15 @@ fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
         .as_ref()
         .or(iv.leading_field.as_ref())
         .map(|f| f.to_string().to_ascii_lowercase());
+    if last.is_none() {
+        // Read when the plan runs: IntervalStyle sql_standard signs it differently.
+        return Ok(Expr::Cast {
+            operand: Box::new(Expr::Const(Value::Text(text), DataType::Unknown)),
+            from: DataType::Text,
+            to: DataType::Interval,
+            explicit: true,
+        });
+    }
     let (mut months, mut days, mut micros) = match &last {
         Some(unit) if text.trim().parse::<f64>().is_ok() => {
             types::datetime::parse_interval(&format!("{} {unit}", text.trim()))?

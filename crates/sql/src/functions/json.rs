@@ -8,6 +8,7 @@
 use super::ScalarFunc as F;
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast::BinaryOperator as B;
+use types::datestyle::Style;
 use types::json::{check_depth, escape_into, Jsonb};
 use types::numeric::Numeric;
 use types::timezone::Zone;
@@ -367,6 +368,13 @@ fn set_count(j: &Jsonb, function: &str) -> PgResult<usize> {
 /// session's zone for timestamptz values. NULL arguments are json nulls (to_json and
 /// to_jsonb of NULL are NULL).
 pub fn eval_zoned(func: F, args: Vec<Value>, zone: &Zone) -> PgResult<Value> {
+    // JSON writes dates and times in ISO form whatever DateStyle says; an interval as
+    // its output function, in IntervalStyle.
+    let style = Style {
+        interval: zone.style().interval,
+        ..Style::DEFAULT
+    };
+    let zone = &zone.clone().with_style(style);
     let is_object = matches!(func, F::JsonbBuildObject | F::JsonBuildObject);
     if is_object && args.len() % 2 == 1 {
         let name = if func == F::JsonbBuildObject {
