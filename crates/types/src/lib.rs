@@ -6,6 +6,7 @@ pub mod codec;
 pub mod datatype;
 pub mod datetime;
 pub mod datetime_fields;
+pub mod enums;
 pub mod io;
 pub mod json;
 pub mod numeric;

@@ -1,0 +1,75 @@
+//! CREATE TYPE … AS ENUM, ALTER TYPE … ADD VALUE and DROP TYPE as the binder gives them
+//! to the coordinator, which keeps the types as catalog records (decision 0043).
+
+use pgerror::{codes, PgError, PgResult};
+use sqlparser::ast;
+use types::enums::check_label;
+
+/// `CREATE TYPE name AS ENUM ('label', …)`.
+#[derive(Debug, Clone)]
+pub struct CreateEnum {
+    pub name: String,
+    pub labels: Vec<String>,
+}
+
+/// `ALTER TYPE name ADD VALUE [IF NOT EXISTS] 'label' [BEFORE | AFTER 'neighbour']`.
+#[derive(Debug, Clone)]
+pub struct AddEnumValue {
+    pub name: String,
+    pub label: String,
+    pub if_not_exists: bool,
+    pub position: NewLabelPosition,
+}
+
+/// Where ADD VALUE puts its label.
+#[derive(Debug, Clone)]
+pub enum NewLabelPosition {
+    Last,
+    Before(String),
+    After(String),
+}
+
+impl NewLabelPosition {
+    pub fn as_position(&self) -> types::enums::LabelPosition<'_> {
+        use types::enums::LabelPosition as P;
+        match self {
+            NewLabelPosition::Last => P::Last,
+            NewLabelPosition::Before(n) => P::Before(n),
+            NewLabelPosition::After(n) => P::After(n),
+        }
+    }
+}
+
+/// An enum label: a string literal, as PostgreSQL's grammar has it.
+fn label(id: &ast::Ident) -> PgResult<String> {
+    if id.quote_style != Some('\'') {
+        return Err(PgError::new(
+            codes::SYNTAX_ERROR,
+            format!("syntax error at or near \"{}\"", id.value),
+        ));
+    }
+    Ok(id.value.clone())
+}
+
+pub(crate) fn create_enum(name: String, labels: &[ast::Ident]) -> PgResult<CreateEnum> {
+    let labels = labels.iter().map(label).collect::<PgResult<Vec<_>>>()?;
+    for l in &labels {
+        check_label(l)?;
+    }
+    Ok(CreateEnum { name, labels })
+}
+
+pub(crate) fn add_value(name: String, add: &ast::AlterTypeAddValue) -> PgResult<AddEnumValue> {
+    let new = label(&add.value)?;
+    check_label(&new)?;
+    Ok(AddEnumValue {
+        name,
+        label: new,
+        if_not_exists: add.if_not_exists,
+        position: match &add.position {
+            None => NewLabelPosition::Last,
+            Some(ast::AlterTypeAddValuePosition::Before(n)) => NewLabelPosition::Before(label(n)?),
+            Some(ast::AlterTypeAddValuePosition::After(n)) => NewLabelPosition::After(label(n)?),
+        },
+    })
+}
