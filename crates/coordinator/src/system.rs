@@ -1074,6 +1074,7 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
         Value::Int4(0),
         oid(collation),
         Value::Null,
+        Value::Null,
     ]
 }
 
@@ -1161,6 +1162,7 @@ fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, [u32; 4], char)) -> Vec<
         Value::Int4(-1),
         Value::Int4(0),
         oid(0),
+        Value::Null,
         Value::Null,
     ]
 }

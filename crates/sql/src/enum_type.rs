@@ -4,6 +4,7 @@
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast;
 use types::enums::check_label;
+use types::{DataType, Value};
 
 /// `CREATE TYPE name AS ENUM ('label', …)`.
 #[derive(Debug, Clone)]
@@ -71,5 +72,20 @@ pub(crate) fn add_value(name: String, add: &ast::AlterTypeAddValue) -> PgResult<
             Some(ast::AlterTypeAddValuePosition::Before(n)) => NewLabelPosition::Before(label(n)?),
             Some(ast::AlterTypeAddValuePosition::After(n)) => NewLabelPosition::After(label(n)?),
         },
+    })
+}
+
+/// `enum_first(e)`, `enum_last(e)` and `enum_range(e)`: they read only their argument's
+/// type (PostgreSQL's callers pass `NULL::type`), so they are constants once bound.
+pub(crate) fn type_function(name: &str, arg_types: &[DataType]) -> Option<(Value, DataType)> {
+    let [ty @ DataType::Enum(e)] = arg_types else {
+        return None;
+    };
+    let mut values = e.values();
+    Some(match name {
+        "enum_first" => (values.drain(..).next().unwrap_or(Value::Null), ty.clone()),
+        "enum_last" => (values.pop().unwrap_or(Value::Null), ty.clone()),
+        "enum_range" => (Value::Array(values), DataType::Array(Box::new(ty.clone()))),
+        _ => return None,
     })
 }

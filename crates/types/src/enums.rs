@@ -137,9 +137,9 @@ pub enum LabelPosition<'a> {
     After(&'a str),
 }
 
-/// A label as CREATE TYPE and ADD VALUE accept it: 1 to 63 bytes.
+/// A label as CREATE TYPE and ADD VALUE accept it: at most 63 bytes (empty is a label).
 pub fn check_label(label: &str) -> PgResult<()> {
-    if label.is_empty() || label.len() > MAX_LABEL_BYTES {
+    if label.len() > MAX_LABEL_BYTES {
         return Err(PgError::new(
             codes::INVALID_NAME,
             format!("invalid enum label \"{label}\""),
