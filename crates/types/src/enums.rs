@@ -193,6 +193,7 @@ pub fn by_name(name: &str) -> Option<Arc<EnumType>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DataType;
 
     fn mood() -> EnumType {
         EnumType {
@@ -223,6 +224,43 @@ mod tests {
         assert_eq!(t.sort_order_at(after_last).unwrap(), Some(4.0));
         let missing = t.sort_order_at(LabelPosition::Before("x")).unwrap_err();
         assert_eq!(missing.code, "22023");
+    }
+
+    #[test]
+    fn stored_values_and_keys_keep_the_sort_order() {
+        use crate::codec::{decode_row, encode_key, encode_row};
+        let mut t = mood();
+        let sort_order = t.sort_order_at(LabelPosition::Before("ok")).unwrap();
+        t.labels.insert(
+            1,
+            EnumLabel {
+                oid: 9,
+                sort_order: sort_order.unwrap(),
+                label: "meh".into(),
+            },
+        );
+        let values = t.values();
+        let mut row = Vec::new();
+        encode_row(&values, &mut row);
+        assert_eq!(decode_row(&row).unwrap(), values);
+        let keys: Vec<Vec<u8>> = (values.iter())
+            .map(|v| {
+                let mut k = Vec::new();
+                encode_key(std::slice::from_ref(v), &mut k);
+                k
+            })
+            .collect();
+        assert!(
+            keys.windows(2).all(|w| w[0] < w[1]),
+            "keys in declaration order"
+        );
+        let labels: Vec<_> = (values.iter())
+            .map(|v| crate::io::to_text_string(v, &DataType::Enum(t.clone().into())))
+            .collect();
+        assert_eq!(
+            labels,
+            ["sad", "meh", "ok", "happy"].map(|l| Some(l.to_string()))
+        );
     }
 
     #[test]
