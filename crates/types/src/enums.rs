@@ -264,6 +264,11 @@ mod tests {
     }
 
     #[test]
+    fn an_enum_value_is_no_larger_than_a_text_value() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+    }
+
+    #[test]
     fn unknown_label_is_22p02() {
         let e = mood().value("meh").unwrap_err();
         assert_eq!(
