@@ -11,8 +11,9 @@ casts to and from text, comparisons with unknown literals, of two enum types and
 text (42883), enum arrays, enum_first/enum_last/enum_range, the catalog rows psql,
 format_type, information_schema and drivers read, and the DDL errors.
 
-Then what PostgreSQL does not show by comparison: ROLLBACK of CREATE TYPE, ADD VALUE and
-DROP TYPE leaves the catalog as it was; types, labels and rows survive a kill -9; a type
+RENAME VALUE and RENAME TO keep the rows and change what they read as. Then what
+PostgreSQL does not show by comparison: ROLLBACK of CREATE TYPE, ADD VALUE, RENAME VALUE
+and DROP TYPE leaves the catalog as it was; types, labels and rows survive a kill -9; a type
 created on one coordinator of a cluster is usable on the other.
 """
 
@@ -195,6 +196,45 @@ def test_enum_writes_as_postgres(enum_tables):
     same(enum_tables, "SELECT count(*) FROM pg_type WHERE typname IN ('en_unused', '_en_unused')")
 
 
+def test_renames_as_postgres(enum_tables):
+    """RENAME VALUE changes what stored values read as, RENAME TO the type's name; rows,
+    order, index and key reads stay."""
+    setup = [
+        "CREATE TYPE en_rn AS ENUM ('low', 'mid', 'high')",
+        "CREATE TABLE en_r (m en_rn PRIMARY KEY, ms en_rn[])",
+        "CREATE INDEX en_r_ms ON en_r (ms)",
+        "INSERT INTO en_r VALUES ('mid', '{mid,low}'), ('high', NULL), ('low', '{mid}')",
+        "ALTER TYPE en_rn RENAME VALUE 'mid' TO 'medium'",
+        "ALTER TYPE en_rn RENAME TO en_level",
+    ]
+    try:
+        for sql in setup:
+            for conn in enum_tables:
+                conn.execute(sql)
+        for sql in [
+            "SELECT m, ms::text FROM en_r ORDER BY m",
+            "SELECT m FROM en_r WHERE m = 'medium'",
+            "SELECT m FROM en_r WHERE m = 'mid'",
+            "SELECT m FROM en_r WHERE m > 'low' ORDER BY m DESC",
+            "SELECT m::text, m || '!' FROM en_r WHERE 'medium' = ANY (ms) ORDER BY 1",
+            "SELECT DISTINCT m FROM en_r ORDER BY m",
+            "SELECT enum_range(NULL::en_level)::text, 'medium'::en_level",
+            "SELECT 'low'::en_rn",
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'en_r'::regclass AND attnum > 0 ORDER BY attnum",
+            "ALTER TYPE en_level RENAME VALUE 'nope' TO 'x'",
+            "ALTER TYPE en_level RENAME VALUE 'low' TO 'high'",
+            "ALTER TYPE en_level RENAME TO en_mood",
+            "ALTER TYPE en_nope RENAME TO en_x",
+        ]:
+            same(enum_tables, sql)
+    finally:
+        for conn in enum_tables:
+            conn.execute("DROP TABLE IF EXISTS en_r")
+            conn.execute("DROP TYPE IF EXISTS en_level")
+            conn.execute("DROP TYPE IF EXISTS en_rn")
+
+
 def test_psql_describes_enum_types_as_postgres(enum_tables, target, postgres):
     """psql's \\dT, \\dT+ and \\d read pg_type, pg_enum and format_type."""
     import subprocess
@@ -236,7 +276,9 @@ def test_rollback_undoes_enum_ddl(target):
         assert run(conn, "SELECT 'x'::rb_gone")[:2] == ("error", "42704")
         assert run(conn, "SELECT 'c'::rb_kept")[:2] == ("error", "22P02")
         with conn.transaction(force_rollback=True):
-            conn.execute("DROP TYPE rb_kept")
+            conn.execute("ALTER TYPE rb_kept RENAME VALUE 'a' TO 'aa'")
+            conn.execute("ALTER TYPE rb_kept RENAME TO rb_renamed")
+            conn.execute("DROP TYPE rb_renamed")
         assert catalog_of(conn) == before
         # the name was never taken
         conn.execute("CREATE TYPE rb_gone AS ENUM ('z')")

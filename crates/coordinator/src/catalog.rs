@@ -558,24 +558,36 @@ impl LiveCatalog {
         v
     }
 
-    /// Insert or replace an enum type's definition, durably; a new one whose name another
-    /// type holds fails with 42710.
+    /// Insert or replace an enum type's definition, durably (a rename releases the old
+    /// name in the same write); a name another type holds fails with 42710.
     pub async fn put_type(&self, ty: EnumType, log: &mut DdlLog) -> PgResult<Arc<EnumType>> {
         let bytes = serde_json::to_vec(&ty).map_err(|e| PgError::internal(e.to_string()))?;
         let _writing = self.writes.lock().await;
-        let replaces = self.state.read().types_by_oid.contains_key(&ty.oid);
+        let old_name = (self.state.read().types_by_oid.get(&ty.oid)).map(|t| t.name.clone());
         let name_key = type_name_key(&ty.name);
         let oid_bytes = ty.oid.to_le_bytes().to_vec();
-        let batch = WriteBatch {
-            expect: vec![(name_key.clone(), replaces.then(|| oid_bytes.clone()))],
-            puts: vec![(type_key(ty.oid), Some(bytes)), (name_key, Some(oid_bytes))],
+        let mut batch = WriteBatch {
+            expect: vec![(
+                name_key.clone(),
+                (old_name.as_ref() == Some(&ty.name)).then(|| oid_bytes.clone()),
+            )],
+            puts: vec![
+                (type_key(ty.oid), Some(bytes)),
+                (name_key, Some(oid_bytes.clone())),
+            ],
         };
+        if let Some(old) = old_name.filter(|n| *n != ty.name) {
+            batch.expect.push((type_name_key(&old), Some(oid_bytes)));
+            batch.puts.push((type_name_key(&old), None));
+        }
         let version = self
             .written(batch, log, |st| type_conflict(st, &ty.name))
             .await?;
         let ty = Arc::new(ty);
         self.apply(version, |st| {
-            st.types_by_oid.insert(ty.oid, ty.clone());
+            if let Some(old) = st.types_by_oid.insert(ty.oid, ty.clone()) {
+                st.types_by_name.remove(&old.name);
+            }
             st.types_by_name.insert(ty.name.clone(), ty.clone());
         })
         .await?;

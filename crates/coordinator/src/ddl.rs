@@ -188,6 +188,14 @@ pub async fn execute(
             crate::type_ddl::add_value(shared, log, add, out).await?;
             Ok("ALTER TYPE".into())
         }
+        Statement::RenameEnumValue(rename) => {
+            crate::type_ddl::rename_value(shared, log, rename).await?;
+            Ok("ALTER TYPE".into())
+        }
+        Statement::RenameType { name, new_name } => {
+            crate::type_ddl::rename(shared, log, name, new_name).await?;
+            Ok("ALTER TYPE".into())
+        }
         Statement::DropType {
             names,
             if_exists,

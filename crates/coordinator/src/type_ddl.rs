@@ -1,13 +1,15 @@
-//! CREATE TYPE … AS ENUM, ALTER TYPE … ADD VALUE and DROP TYPE (decision 0043). An enum
-//! type is a catalog record only, changed through the transaction's `DdlLog`: its OID,
-//! its array type's and one per label come from the catalog's OID counter.
+//! CREATE TYPE … AS ENUM, ALTER TYPE … ADD VALUE, RENAME VALUE and RENAME TO, and DROP
+//! TYPE (decision 0043). An enum type is a catalog record only, changed through the
+//! transaction's `DdlLog`: its OID, its array type's and one per label come from the
+//! catalog's OID counter. Columns name the type by OID and values are known by their
+//! sort order, so renaming the type or a label changes the record alone.
 
 use crate::ddl::notice;
 use crate::ddl_log::DdlLog;
 use crate::server::Shared;
 use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
-use sql::enum_type::{AddEnumValue, CreateEnum};
+use sql::enum_type::{AddEnumValue, CreateEnum, RenameEnumValue};
 use types::enums::{EnumLabel, EnumType};
 
 pub async fn create(shared: &Shared, log: &mut DdlLog, ce: &CreateEnum) -> PgResult<()> {
@@ -84,6 +86,47 @@ pub async fn add_value(
         .partition_point(|l| l.sort_order < sort_order);
     altered.labels.insert(at, label);
     log.put_type(shared, altered).await
+}
+
+pub async fn rename_value(
+    shared: &Shared,
+    log: &mut DdlLog,
+    rename: &RenameEnumValue,
+) -> PgResult<()> {
+    let ty = shared
+        .catalog
+        .enum_type(&rename.name)
+        .ok_or_else(|| does_not_exist(&rename.name))?;
+    let mut renamed = (*ty).clone();
+    let Some(at) = renamed.labels.iter().position(|l| l.label == rename.from) else {
+        return Err(PgError::new(
+            codes::INVALID_PARAMETER_VALUE,
+            format!("\"{}\" is not an existing enum label", rename.from),
+        ));
+    };
+    if rename.from == rename.to {
+        return Ok(());
+    }
+    if renamed.labels.iter().any(|l| l.label == rename.to) {
+        return Err(PgError::new(
+            codes::DUPLICATE_OBJECT,
+            format!("enum label \"{}\" already exists", rename.to),
+        ));
+    }
+    renamed.labels[at].label = rename.to.clone();
+    log.put_type(shared, renamed).await
+}
+
+pub async fn rename(shared: &Shared, log: &mut DdlLog, name: &str, new_name: &str) -> PgResult<()> {
+    let ty = (shared.catalog.enum_type(name)).ok_or_else(|| does_not_exist(name))?;
+    if shared.catalog.enum_type(new_name).is_some() {
+        return Err(already_exists(new_name));
+    }
+    let renamed = EnumType {
+        name: new_name.to_string(),
+        ..(*ty).clone()
+    };
+    log.put_type(shared, renamed).await
 }
 
 pub async fn drop(

@@ -89,3 +89,24 @@ pub(crate) fn type_function(name: &str, arg_types: &[DataType]) -> Option<(Value
         _ => return None,
     })
 }
+
+/// `ALTER TYPE name RENAME VALUE 'from' TO 'to'`.
+#[derive(Debug, Clone)]
+pub struct RenameEnumValue {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+}
+
+pub(crate) fn rename_value(
+    name: String,
+    rename: &ast::AlterTypeRenameValue,
+) -> PgResult<RenameEnumValue> {
+    let to = label(&rename.to)?;
+    check_label(&to)?;
+    Ok(RenameEnumValue {
+        name,
+        from: label(&rename.from)?,
+        to,
+    })
+}

@@ -1092,6 +1092,11 @@ pub enum Statement {
     },
     CreateEnum(crate::enum_type::CreateEnum),
     AddEnumValue(crate::enum_type::AddEnumValue),
+    RenameEnumValue(crate::enum_type::RenameEnumValue),
+    RenameType {
+        name: String,
+        new_name: String,
+    },
     DropType {
         names: Vec<String>,
         if_exists: bool,

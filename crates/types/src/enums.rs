@@ -10,7 +10,8 @@
 //! A value is its label with its sort order (`Value::Enum`): comparing, sorting, hashing
 //! and the storage encodings need no lookup, on a datanode neither. Sort orders never
 //! change once given (a value added between two others takes the midpoint), so stored
-//! values and index keys stay in order.
+//! values and index keys stay in order. The sort order also names the value: output
+//! through the type shows the label the type has now for it (RENAME VALUE).
 
 use crate::Value;
 use pgerror::{codes, PgError, PgResult};
@@ -76,6 +77,14 @@ impl EnumType {
                     format!("invalid input value for enum {}: \"{label}\"", self.name),
                 )
             })
+    }
+
+    /// The label with this sort order (labels are renamed in place, values keep theirs).
+    pub fn label_of(&self, sort: f32) -> Option<&str> {
+        let at = self.labels.partition_point(|l| l.sort_order < sort);
+        (self.labels.get(at))
+            .filter(|l| l.sort_order == sort)
+            .map(|l| l.label.as_str())
     }
 
     /// The type's values in order (`enum_range`).

@@ -255,7 +255,7 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
         Value::Oid(o) => push_int(out, *o as i64),
         Value::Uuid(u) => crate::uuid::format(u, out),
         Value::Jsonb(j) => out.extend_from_slice(j.to_text().as_bytes()),
-        Value::Enum { label, .. } => out.extend_from_slice(label.as_bytes()),
+        Value::Enum { sort, label } => out.extend_from_slice(enum_label(*sort, label, ty)),
         Value::Array(items) => {
             let elem_ty = ty.element().cloned().unwrap_or(DataType::Unknown);
             if matches!(ty, DataType::Int2Vector | DataType::OidVector) {
@@ -295,6 +295,16 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
             out.push(b'}');
         }
     }
+}
+
+/// An enum value's label as its type names it now (RENAME VALUE changes the type, not
+/// the stored values), else as stored.
+fn enum_label<'a>(sort: f32, stored: &'a str, ty: &'a DataType) -> &'a [u8] {
+    let current = match ty {
+        DataType::Enum(e) => e.label_of(sort),
+        _ => None,
+    };
+    current.unwrap_or(stored).as_bytes()
 }
 
 /// Convenience: text output as a String (None for Null).
@@ -802,7 +812,7 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             out.extend_from_slice(j.to_text().as_bytes())
         }
         // enum_send: the label's bytes
-        Value::Enum { label, .. } => out.extend_from_slice(label.as_bytes()),
+        Value::Enum { sort, label } => out.extend_from_slice(enum_label(*sort, label, ty)),
         Value::Array(items) => {
             let elem = ty.element().cloned().unwrap_or(DataType::Unknown);
             let has_null = items.iter().any(|v| v.is_null());

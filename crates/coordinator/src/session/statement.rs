@@ -189,6 +189,8 @@ impl<S: SessionStream> Session<S> {
             | Statement::CreateView(_)
             | Statement::CreateEnum(_)
             | Statement::AddEnumValue(_)
+            | Statement::RenameEnumValue(_)
+            | Statement::RenameType { .. }
             | Statement::DropType { .. }
             | Statement::DropView { .. }
             | Statement::RenameView { .. }

@@ -321,6 +321,20 @@ impl<'a> Binder<'a> {
                 object_name_parts(name).pop().unwrap_or_default(),
                 add,
             )?)),
+            S::AlterType(ast::AlterType {
+                name,
+                operation: ast::AlterTypeOperation::RenameValue(rename),
+            }) => Ok(Statement::RenameEnumValue(crate::enum_type::rename_value(
+                object_name_parts(name).pop().unwrap_or_default(),
+                rename,
+            )?)),
+            S::AlterType(ast::AlterType {
+                name,
+                operation: ast::AlterTypeOperation::Rename(rename),
+            }) => Ok(Statement::RenameType {
+                name: object_name_parts(name).pop().unwrap_or_default(),
+                new_name: ident_name(&rename.new_name),
+            }),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
