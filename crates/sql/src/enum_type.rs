@@ -77,17 +77,31 @@ pub(crate) fn add_value(name: String, add: &ast::AlterTypeAddValue) -> PgResult<
 
 /// `enum_first(e)`, `enum_last(e)` and `enum_range(e)`: they read only their argument's
 /// type (PostgreSQL's callers pass `NULL::type`), so they are constants once bound.
-pub(crate) fn type_function(name: &str, arg_types: &[DataType]) -> Option<(Value, DataType)> {
+pub(crate) fn type_function(
+    name: &str,
+    arg_types: &[DataType],
+) -> Option<PgResult<(Value, DataType)>> {
     let [ty @ DataType::Enum(e)] = arg_types else {
         return None;
     };
     let mut values = e.values();
-    Some(match name {
-        "enum_first" => (values.drain(..).next().unwrap_or(Value::Null), ty.clone()),
-        "enum_last" => (values.pop().unwrap_or(Value::Null), ty.clone()),
-        "enum_range" => (Value::Array(values), DataType::Array(Box::new(ty.clone()))),
+    let end = match name {
+        "enum_first" => values.drain(..).next(),
+        "enum_last" => values.pop(),
+        "enum_range" => {
+            return Some(Ok((
+                Value::Array(values),
+                DataType::Array(Box::new(ty.clone())),
+            )))
+        }
         _ => return None,
-    })
+    };
+    Some(end.map(|v| (v, ty.clone())).ok_or_else(|| {
+        PgError::new(
+            codes::OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("enum {} contains no values", e.name),
+        )
+    }))
 }
 
 /// `ALTER TYPE name RENAME VALUE 'from' TO 'to'`.
