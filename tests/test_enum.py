@@ -20,7 +20,7 @@ created on one coordinator of a cluster is usable on the other.
 import psycopg
 import pytest
 
-from differential import conns, run, same  # noqa: F401 (conns is a fixture)
+from differential import conns, copy_in, copy_out, run, same  # noqa: F401 (conns is a fixture)
 
 DROP = [
     "DROP TABLE IF EXISTS en_t",
@@ -233,6 +233,28 @@ def test_renames_as_postgres(enum_tables):
             conn.execute("DROP TABLE IF EXISTS en_r")
             conn.execute("DROP TYPE IF EXISTS en_level")
             conn.execute("DROP TYPE IF EXISTS en_rn")
+
+
+def test_copy_of_enum_columns_as_postgres(enum_tables):
+    """COPY out in text, CSV and binary (an enum field is its label's bytes) as
+    PostgreSQL writes it; PostgreSQL's binary COPY loads into Meridian, and a label the
+    type lacks is 22P02."""
+    ours, ref = enum_tables
+    for fmt in ("text", "csv", "binary"):
+        sql = f"COPY (SELECT id, m, c FROM en_t ORDER BY id) TO STDOUT (FORMAT {fmt})"
+        assert copy_out(ours, sql) == copy_out(ref, sql), fmt
+    binary = copy_out(ref, "COPY (SELECT id, m FROM en_t ORDER BY id) TO STDOUT (FORMAT binary)")
+    try:
+        for conn in enum_tables:
+            conn.execute("CREATE TABLE en_c (id int PRIMARY KEY, m en_mood)")
+            copy_in(conn, "COPY en_c FROM STDIN (FORMAT binary)", binary)
+        same(enum_tables, "SELECT * FROM en_c ORDER BY m, id")
+        for conn in enum_tables:
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                copy_in(conn, "COPY en_c FROM STDIN", b"100\tnope\n")
+    finally:
+        for conn in enum_tables:
+            conn.execute("DROP TABLE IF EXISTS en_c")
 
 
 def test_psql_describes_enum_types_as_postgres(enum_tables, target, postgres):
