@@ -116,6 +116,7 @@ QUERIES = [
     "UPDATE en_t SET m = 'nope' WHERE id = 1",
     "INSERT INTO en_pk VALUES ('ok', 9)",
     "CREATE TYPE en_mood AS ENUM ('a')",
+    "CREATE TYPE en_t AS ENUM ('a')",
     "CREATE TYPE en_dup AS ENUM ('a', 'a')",
     "CREATE TYPE en_long AS ENUM ('" + "x" * 64 + "')",
     "DROP TYPE en_mood",

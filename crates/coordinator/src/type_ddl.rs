@@ -13,7 +13,7 @@ use sql::enum_type::{AddEnumValue, CreateEnum, RenameEnumValue};
 use types::enums::{EnumLabel, EnumType};
 
 pub async fn create(shared: &Shared, log: &mut DdlLog, ce: &CreateEnum) -> PgResult<()> {
-    if shared.catalog.enum_type(&ce.name).is_some() {
+    if taken(shared, &ce.name) {
         return Err(already_exists(&ce.name));
     }
     // the type, its array type, then each label in order (as PostgreSQL's even OIDs
@@ -119,7 +119,7 @@ pub async fn rename_value(
 
 pub async fn rename(shared: &Shared, log: &mut DdlLog, name: &str, new_name: &str) -> PgResult<()> {
     let ty = (shared.catalog.enum_type(name)).ok_or_else(|| does_not_exist(name))?;
-    if shared.catalog.enum_type(new_name).is_some() {
+    if taken(shared, new_name) {
         return Err(already_exists(new_name));
     }
     let renamed = EnumType {
@@ -205,6 +205,15 @@ fn dependents(shared: &Shared, ty: &EnumType) -> Vec<String> {
         })
     });
     table_columns.chain(view_columns).collect()
+}
+
+/// Whether a type of this name exists: an enum type, or the row type PostgreSQL gives
+/// every table and view.
+fn taken(shared: &Shared, name: &str) -> bool {
+    use sql::catalog::Catalog;
+    shared.catalog.enum_type(name).is_some()
+        || shared.catalog.table(None, name).is_some()
+        || shared.catalog.view(name).is_some()
 }
 
 fn already_exists(name: &str) -> PgError {
