@@ -131,7 +131,8 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # window functions, uuid keys, jsonb columns, CHECK constraints, views, CREATE TABLE AS
 # and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, roles, logins and TLS at both coordinators,
 # SQLAlchemy's and Alembic's reflection and ORM work, INTERSECT/EXCEPT and FULL/NATURAL joins
-# (spilling under a small query memory), each through the
+# (spilling under a small query memory), enum types (keys hashed by an enum column, a
+# type created on one coordinator used on the other), each through the
 # coordinator-datanode protocol and
 # sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
@@ -146,7 +147,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py \
   tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
   tests/test_datestyle.py \
-  tests/test_sqlalchemy.py tests/test_set_operations.py \
+  tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

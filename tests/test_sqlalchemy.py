@@ -2,8 +2,8 @@
 
 One model of several tables uses identity keys, foreign keys, unique and check
 constraints, server defaults, indexes and jsonb, numeric and timestamptz columns (an enum
-column has a model of its own, a strict xfail on Meridian until it has enum types). ``metadata.create_all`` builds it on the server under test and on a private
-PostgreSQL 15 in the same test; then ``sqlalchemy.inspect`` must reflect the same
+column has a model of its own). ``metadata.create_all`` builds it on the server under
+test and on a private PostgreSQL 15 in the same test; then ``sqlalchemy.inspect`` must reflect the same
 tables, columns, keys, indexes, constraints and enums from both, Alembic's autogenerate
 comparison must find no differences, and ORM session work (inserts, updates, deletes,
 joined and select-in relationship loading, ``INSERT … ON CONFLICT DO UPDATE``) must give
@@ -234,7 +234,7 @@ def test_orm_session_work_as_postgres(engines):
     assert got == ref
 
 
-# An enum column, in a model of its own: Meridian has no enum types yet.
+# An enum column, in a model of its own.
 class EnumBase(orm.DeclarativeBase):
     pass
 
@@ -248,11 +248,7 @@ class MoodEntry(EnumBase):
         sa.Enum("sad", "ok", "happy", name="sqlamood"), server_default="ok")
 
 
-def test_enum_column_as_postgres(postgres_fresh, target, request):
-    if target.kind != "postgres":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=sa.exc.NotSupportedError,
-            reason="enum types: CREATE TYPE … AS ENUM is not supported yet (0A000)"))
+def test_enum_column_as_postgres(postgres_fresh, target):
     engines = created(EnumBase.metadata, (postgres_fresh, target))
     try:
         ref, got = (reflected(e, "sqlamood_") for e in engines)

@@ -1,4 +1,4 @@
-//! The live catalog: user tables (and sequences, views, roles), stored as one record per table in the cluster's
+//! The live catalog: user tables (and sequences, views, roles, enum types), stored as one record per table in the cluster's
 //! metadata service (decision 0028; at the GTM, or beside the embedded GTM), and cached
 //! in memory for binding.
 //!
@@ -22,6 +22,7 @@ use sql::view::ViewDef;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use types::enums::EnumType;
 
 const TABLE_PREFIX: &[u8] = b"catalog/table/";
 /// A table's name → its OID: names are unique across coordinators by compare-and-set.
@@ -36,6 +37,10 @@ const VIEW_PREFIX: &[u8] = b"catalog/view/";
 /// are a namespace of their own, shared by the whole cluster).
 const ROLE_PREFIX: &[u8] = b"catalog/role/";
 const ROLE_NAME_PREFIX: &[u8] = b"catalog/role_name/";
+/// An enum type's definition (JSON, `types::enums::EnumType`), under its OID; its name
+/// under `TYPE_NAME_PREFIX` (types are a namespace of their own).
+const TYPE_PREFIX: &[u8] = b"catalog/type/";
+const TYPE_NAME_PREFIX: &[u8] = b"catalog/type_name/";
 /// A sequence's counter in the metadata service (decision 0034), under its OID.
 const SEQUENCE_COUNTER_PREFIX: &[u8] = b"sequence/next/";
 
@@ -51,6 +56,15 @@ struct State {
     views_by_oid: HashMap<u32, Arc<ViewDef>>,
     roles_by_name: HashMap<String, Arc<RoleDef>>,
     roles_by_oid: HashMap<u32, Arc<RoleDef>>,
+    types_by_name: HashMap<String, Arc<EnumType>>,
+    types_by_oid: HashMap<u32, Arc<EnumType>>,
+}
+
+impl State {
+    /// Makes this state's enum types the ones `DataType` lookups by OID and name find.
+    fn publish_types(&self) {
+        types::enums::publish(self.types_by_oid.values().cloned());
+    }
 }
 
 pub struct LiveCatalog {
@@ -161,6 +175,7 @@ impl LiveCatalog {
         let sequences = self.meta.scan(SEQUENCE_PREFIX).await?;
         let views = self.meta.scan(VIEW_PREFIX).await?;
         let roles = self.meta.scan(ROLE_PREFIX).await?;
+        let enum_types = self.meta.scan(TYPE_PREFIX).await?;
         let mut state = State {
             nodes: meta::nodes::nodes(&self.meta).await?,
             ..Default::default()
@@ -182,6 +197,11 @@ impl LiveCatalog {
             state.roles_by_name.insert(role.name.clone(), role.clone());
             state.roles_by_oid.insert(role.oid, role);
         }
+        for (_, value) in enum_types.entries {
+            let ty: Arc<EnumType> = Arc::new(serde_json::from_slice(&value).map_err(unreadable)?);
+            state.types_by_name.insert(ty.name.clone(), ty.clone());
+            state.types_by_oid.insert(ty.oid, ty);
+        }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
             self.place(&table);
@@ -189,13 +209,15 @@ impl LiveCatalog {
             state.by_name.insert(table.name.clone(), table.clone());
             state.by_oid.insert(table.oid, table);
         }
+        state.publish_types();
         *self.state.write() = state;
-        // The older of the two reads: a change between them is loaded again.
+        // The older of the reads: a change between them is loaded again.
         let version = snapshot
             .version
             .min(sequences.version)
             .min(views.version)
-            .min(roles.version);
+            .min(roles.version)
+            .min(enum_types.version);
         self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -525,6 +547,72 @@ impl LiveCatalog {
         .await
     }
 
+    /// The enum type named `name`.
+    pub fn enum_type(&self, name: &str) -> Option<Arc<EnumType>> {
+        self.state.read().types_by_name.get(name).cloned()
+    }
+
+    pub fn enum_types(&self) -> Vec<Arc<EnumType>> {
+        let mut v: Vec<_> = self.state.read().types_by_oid.values().cloned().collect();
+        v.sort_by_key(|t| t.oid);
+        v
+    }
+
+    /// Insert or replace an enum type's definition, durably (a rename releases the old
+    /// name in the same write); a name another type holds fails with 42710.
+    pub async fn put_type(&self, ty: EnumType, log: &mut DdlLog) -> PgResult<Arc<EnumType>> {
+        let bytes = serde_json::to_vec(&ty).map_err(|e| PgError::internal(e.to_string()))?;
+        let _writing = self.writes.lock().await;
+        let old_name = (self.state.read().types_by_oid.get(&ty.oid)).map(|t| t.name.clone());
+        let name_key = type_name_key(&ty.name);
+        let oid_bytes = ty.oid.to_le_bytes().to_vec();
+        let mut batch = WriteBatch {
+            expect: vec![(
+                name_key.clone(),
+                (old_name.as_ref() == Some(&ty.name)).then(|| oid_bytes.clone()),
+            )],
+            puts: vec![
+                (type_key(ty.oid), Some(bytes)),
+                (name_key, Some(oid_bytes.clone())),
+            ],
+        };
+        if let Some(old) = old_name.filter(|n| *n != ty.name) {
+            batch.expect.push((type_name_key(&old), Some(oid_bytes)));
+            batch.puts.push((type_name_key(&old), None));
+        }
+        let version = self
+            .written(batch, log, |st| type_conflict(st, &ty.name))
+            .await?;
+        let ty = Arc::new(ty);
+        self.apply(version, |st| {
+            if let Some(old) = st.types_by_oid.insert(ty.oid, ty.clone()) {
+                st.types_by_name.remove(&old.name);
+            }
+            st.types_by_name.insert(ty.name.clone(), ty.clone());
+        })
+        .await?;
+        Ok(ty)
+    }
+
+    pub async fn remove_type(&self, oid: u32, log: &mut DdlLog) -> PgResult<()> {
+        let _writing = self.writes.lock().await;
+        let Some(old) = self.state.read().types_by_oid.get(&oid).cloned() else {
+            return Ok(());
+        };
+        let batch = WriteBatch {
+            expect: vec![(type_name_key(&old.name), Some(oid.to_le_bytes().to_vec()))],
+            puts: vec![(type_key(oid), None), (type_name_key(&old.name), None)],
+        };
+        let version = self
+            .written(batch, log, |st| type_conflict(st, &old.name))
+            .await?;
+        self.apply(version, |st| {
+            st.types_by_oid.remove(&oid);
+            st.types_by_name.remove(&old.name);
+        })
+        .await
+    }
+
     /// Stores `batch` as part of `log`'s transaction (with the keys' values before it, read
     /// here). A conflict means another coordinator changed the names it expects
     /// meanwhile: this coordinator reloads and the statement fails with `conflict`'s
@@ -554,7 +642,10 @@ impl LiveCatalog {
     /// changed the metadata since the last load, else by reloading it all.
     async fn apply(&self, version: u64, change: impl FnOnce(&mut State)) -> PgResult<()> {
         if self.loaded.load(Ordering::Acquire) + 1 == version {
-            change(&mut self.state.write());
+            let mut state = self.state.write();
+            change(&mut state);
+            state.publish_types();
+            drop(state);
             self.loaded.store(version, Ordering::Release);
             self.version.fetch_add(1, Ordering::AcqRel);
             Ok(())
@@ -597,6 +688,21 @@ fn role_conflict(state: &State, name: &str) -> PgError {
     }
 }
 
+/// A type's name taken or gone under a write (42710 or 42704).
+fn type_conflict(state: &State, name: &str) -> PgError {
+    if state.types_by_name.contains_key(name) {
+        PgError::new(
+            codes::DUPLICATE_OBJECT,
+            format!("type \"{name}\" already exists"),
+        )
+    } else {
+        PgError::new(
+            codes::UNDEFINED_OBJECT,
+            format!("type \"{name}\" does not exist"),
+        )
+    }
+}
+
 fn decode_table(record: &[u8]) -> PgResult<TableDef> {
     serde_json::from_slice(record).map_err(unreadable)
 }
@@ -613,26 +719,34 @@ fn unreadable(e: serde_json::Error) -> PgError {
 }
 
 fn table_key(oid: u32) -> Vec<u8> {
-    let mut k = TABLE_PREFIX.to_vec();
-    k.extend_from_slice(format!("{oid:010}").as_bytes());
-    k
+    record_key(TABLE_PREFIX, oid)
 }
 
 fn sequence_key(oid: u32) -> Vec<u8> {
-    let mut k = SEQUENCE_PREFIX.to_vec();
-    k.extend_from_slice(format!("{oid:010}").as_bytes());
-    k
+    record_key(SEQUENCE_PREFIX, oid)
 }
 
 fn view_key(oid: u32) -> Vec<u8> {
-    let mut k = VIEW_PREFIX.to_vec();
+    record_key(VIEW_PREFIX, oid)
+}
+
+fn role_key(oid: u32) -> Vec<u8> {
+    record_key(ROLE_PREFIX, oid)
+}
+
+fn record_key(prefix: &[u8], oid: u32) -> Vec<u8> {
+    let mut k = prefix.to_vec();
     k.extend_from_slice(format!("{oid:010}").as_bytes());
     k
 }
 
-fn role_key(oid: u32) -> Vec<u8> {
-    let mut k = ROLE_PREFIX.to_vec();
-    k.extend_from_slice(format!("{oid:010}").as_bytes());
+fn type_key(oid: u32) -> Vec<u8> {
+    record_key(TYPE_PREFIX, oid)
+}
+
+fn type_name_key(name: &str) -> Vec<u8> {
+    let mut k = TYPE_NAME_PREFIX.to_vec();
+    k.extend_from_slice(name.as_bytes());
     k
 }
 

@@ -23,9 +23,11 @@ impl CopyField for String {
 
 impl CopyField for Vec<u8> {
     /// As PostgreSQL's receive functions read a field: running out of bytes is the
-    /// message's fault (08P01), bytes left over the value's (22P03).
+    /// message's fault (08P01), bytes left over the value's (22P03). An enum's typlen is
+    /// its OID's, but it is sent as its label.
     fn decode(&self, ty: &DataType, _zone: &Zone) -> PgResult<Value> {
-        if ty.typlen() > 0 && self.len() < ty.typlen() as usize {
+        let fixed = ty.typlen() > 0 && !matches!(ty, DataType::Enum(_));
+        if fixed && self.len() < ty.typlen() as usize {
             return Err(PgError::new(
                 codes::PROTOCOL_VIOLATION,
                 "insufficient data left in message",

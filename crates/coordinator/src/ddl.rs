@@ -180,6 +180,30 @@ pub async fn execute(
             crate::sequence_ddl::drop(shared, log, names, *if_exists, *cascade, out).await?;
             Ok("DROP SEQUENCE".into())
         }
+        Statement::CreateEnum(ce) => {
+            crate::type_ddl::create(shared, log, ce).await?;
+            Ok("CREATE TYPE".into())
+        }
+        Statement::AddEnumValue(add) => {
+            crate::type_ddl::add_value(shared, log, add, out).await?;
+            Ok("ALTER TYPE".into())
+        }
+        Statement::RenameEnumValue(rename) => {
+            crate::type_ddl::rename_value(shared, log, rename).await?;
+            Ok("ALTER TYPE".into())
+        }
+        Statement::RenameType { name, new_name } => {
+            crate::type_ddl::rename(shared, log, name, new_name).await?;
+            Ok("ALTER TYPE".into())
+        }
+        Statement::DropType {
+            names,
+            if_exists,
+            cascade,
+        } => {
+            crate::type_ddl::drop(shared, log, names, *if_exists, *cascade, out).await?;
+            Ok("DROP TYPE".into())
+        }
         Statement::CreateView(cv) => {
             crate::view_ddl::create(shared, log, cv).await?;
             Ok("CREATE VIEW".into())

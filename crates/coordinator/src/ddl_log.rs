@@ -22,6 +22,7 @@ use sql::sequence::SequenceDef;
 use sql::view::ViewDef;
 use sql::TableDef;
 use std::sync::Arc;
+use types::enums::EnumType;
 
 #[derive(Default)]
 pub struct DdlLog {
@@ -131,6 +132,15 @@ impl DdlLog {
 
     pub async fn remove_view(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
         shared.catalog.remove_view(oid, self).await
+    }
+
+    /// Stores an enum type's definition (new, or with a label added).
+    pub async fn put_type(&mut self, shared: &Shared, ty: EnumType) -> PgResult<()> {
+        shared.catalog.put_type(ty, self).await.map(drop)
+    }
+
+    pub async fn remove_type(&mut self, shared: &Shared, oid: u32) -> PgResult<()> {
+        shared.catalog.remove_type(oid, self).await
     }
 
     /// Stores a role's definition (new, altered or renamed).

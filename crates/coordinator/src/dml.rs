@@ -277,6 +277,11 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         // Sequences and views are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
         S::CreateView(_) | S::DropView { .. } | S::RenameView { .. } => false,
+        S::CreateEnum(_)
+        | S::AddEnumValue(_)
+        | S::RenameEnumValue(_)
+        | S::RenameType { .. }
+        | S::DropType { .. } => false,
         S::CreateRole(_) | S::AlterRole(_) | S::DropRole { .. } => false,
         S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,

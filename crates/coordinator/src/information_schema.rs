@@ -114,9 +114,10 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                         | DataType::Interval => Some(6),
                         _ => None,
                     };
-                    let udt_name = match &ty {
-                        DataType::Array(e) => format!("_{}", e.type_name()),
-                        other => other.type_name().to_string(),
+                    let udt_name = ty.type_name();
+                    let udt_schema = match ty.element().unwrap_or(&ty) {
+                        DataType::Enum(_) => SCHEMA,
+                        _ => "pg_catalog",
                     };
                     let default = match (&c.default, identity) {
                         (Some(d), None) => text(&deparse_default(d, &ty)),
@@ -142,7 +143,7 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                         null(),
                     ];
                     row.extend((0..9).map(|_| null()));
-                    row.extend([text(DATABASE), text("pg_catalog"), text(&udt_name)]);
+                    row.extend([text(DATABASE), text(udt_schema), text(&udt_name)]);
                     row.extend((0..4).map(|_| null()));
                     row.push(text(&position.to_string()));
                     row.push(yes_no(false));

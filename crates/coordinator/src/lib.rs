@@ -36,6 +36,7 @@ pub mod system_checks;
 pub mod system_foreign_keys;
 pub mod system_indexes;
 pub mod tls;
+pub mod type_ddl;
 pub mod view_ddl;
 
 pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};

@@ -317,6 +317,22 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .iter()
             .map(pg_type_row)
             .chain(PSEUDO_TYPES.iter().map(pseudo_type_row))
+            .chain(session.catalog.enum_types().into_iter().flat_map(|e| {
+                let ty = DataType::Enum(e);
+                [pg_type_row(&ty), pg_type_row(&DataType::Array(Box::new(ty)))]
+            }))
+            .collect(),
+        PgEnum => (session.catalog.enum_types().iter())
+            .flat_map(|e| {
+                e.labels.iter().map(|l| {
+                    vec![
+                        oid(l.oid),
+                        oid(e.oid),
+                        Value::Float4(l.sort_order),
+                        text(&l.label),
+                    ]
+                })
+            })
             .collect(),
         PgIndex => tables
             .iter()
@@ -634,7 +650,6 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgInherits
         | PgPartitionedTable
         | PgRange
-        | PgEnum
         | PgProc
         | PgCollation
         | PgPolicy
@@ -812,6 +827,7 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
         Uuid => [2952, 2953, 2961, 2962],
         Json => [321, 322, 323, 324],
         Jsonb => [3806, 3804, 3805, 3803],
+        Enum(_) => [3504, 3505, 3532, 3533],
     }
 }
 
@@ -828,6 +844,10 @@ pub fn proc_name(o: u32) -> Option<&'static str> {
         (3804, "jsonb_out"),
         (3805, "jsonb_recv"),
         (3803, "jsonb_send"),
+        (3504, "enum_in"),
+        (3505, "enum_out"),
+        (3532, "enum_recv"),
+        (3533, "enum_send"),
         (2953, "uuid_out"),
         (2961, "uuid_recv"),
         (2962, "uuid_send"),
@@ -1012,14 +1032,23 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
     };
     // name is a fixed-length array of char
     let elem = if *ty == Name { 18 } else { elem };
+    let user_defined = matches!(ty.element().unwrap_or(ty), Enum(_));
     vec![
         oid(ty.oid()),
-        text(ty.type_name()),
-        oid(PG_CATALOG_NAMESPACE_OID),
+        text(&ty.type_name()),
+        oid(if user_defined {
+            PUBLIC_NAMESPACE_OID
+        } else {
+            PG_CATALOG_NAMESPACE_OID
+        }),
         oid(SUPERUSER_OID),
         Value::Int2(len),
         Value::Bool(len > 0 && len <= 8),
-        chr(if *ty == Unknown { 'p' } else { 'b' }),
+        chr(match ty {
+            Unknown => 'p',
+            Enum(_) => 'e',
+            _ => 'b',
+        }),
         chr(ty.category()),
         Value::Bool(preferred),
         Value::Bool(true),
@@ -1044,6 +1073,7 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
         Value::Int4(-1),
         Value::Int4(0),
         oid(collation),
+        Value::Null,
         Value::Null,
     ]
 }
@@ -1132,6 +1162,7 @@ fn pseudo_type_row(t: &(u32, &str, i16, bool, u32, u32, [u32; 4], char)) -> Vec<
         Value::Int4(-1),
         Value::Int4(0),
         oid(0),
+        Value::Null,
         Value::Null,
     ]
 }

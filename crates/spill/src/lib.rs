@@ -59,6 +59,7 @@ fn value_size(value: &Value) -> usize {
         + match value {
             Value::Text(s) => s.capacity(),
             Value::Bytea(b) => b.capacity(),
+            Value::Enum { label, .. } => label.capacity(),
             Value::Array(items) => {
                 (items.capacity() - items.len()) * size_of::<Value>()
                     + items.iter().map(value_size).sum::<usize>()

@@ -257,6 +257,7 @@ pub fn information_view_columns(v: InformationView) -> Vec<(&'static str, DataTy
 pub fn standard_type_name(ty: &DataType) -> String {
     match ty {
         DataType::Array(_) => "ARRAY".into(),
+        DataType::Enum(_) => "USER-DEFINED".into(),
         other => other.format_type_be(),
     }
 }

@@ -9,6 +9,7 @@ mod ctas_columns;
 pub mod deparse;
 pub mod distribute_by;
 mod drop_index;
+pub mod enum_type;
 pub mod eval;
 pub mod explain;
 pub mod functions;

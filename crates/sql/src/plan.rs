@@ -1090,6 +1090,18 @@ pub enum Statement {
         names: Vec<String>,
         if_exists: bool,
     },
+    CreateEnum(crate::enum_type::CreateEnum),
+    AddEnumValue(crate::enum_type::AddEnumValue),
+    RenameEnumValue(crate::enum_type::RenameEnumValue),
+    RenameType {
+        name: String,
+        new_name: String,
+    },
+    DropType {
+        names: Vec<String>,
+        if_exists: bool,
+        cascade: bool,
+    },
     CreateView(crate::view::CreateView),
     DropView {
         names: Vec<String>,

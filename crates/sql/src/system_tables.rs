@@ -204,6 +204,7 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("typndims", Int4),
             ("typcollation", Oid),
             ("typdefault", Text),
+            ("typacl", arr(Text)),
         ],
         PgIndex => vec![
             ("indexrelid", Oid),

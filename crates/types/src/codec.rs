@@ -46,6 +46,8 @@ mod tag {
     pub const UUID: u8 = 20;
     /// jsonb: its text (`Jsonb::to_text`), parsed again when read.
     pub const JSONB: u8 = 21;
+    /// An enum value: its sort order (f32), then its label as text.
+    pub const ENUM: u8 = 22;
 }
 
 /// What follows `tag::NUMERIC`.
@@ -286,6 +288,12 @@ fn encode_value(v: &Value, out: &mut Vec<u8>) {
             put_varint(out, text.len() as u64);
             out.extend_from_slice(text.as_bytes())
         }
+        Value::Enum { sort, label } => {
+            out.push(tag::ENUM);
+            out.extend_from_slice(&sort.to_le_bytes());
+            put_varint(out, label.len() as u64);
+            out.extend_from_slice(label.as_bytes())
+        }
         Value::Array(items) => {
             out.push(tag::ARRAY);
             put_varint(out, items.len() as u64);
@@ -350,6 +358,16 @@ fn decode_value(r: &mut Reader<'_>, depth: usize) -> PgResult<Value> {
                 crate::json::parse(text).map_err(|_| corrupted("invalid jsonb"))?,
             ))
         }
+        tag::ENUM => {
+            let sort = f32::from_le_bytes(r.arr()?);
+            let n = r.len()?;
+            let label =
+                std::str::from_utf8(r.take(n)?).map_err(|_| corrupted("invalid UTF-8 in enum"))?;
+            Value::Enum {
+                sort,
+                label: label.to_string(),
+            }
+        }
         tag::ARRAY => {
             if depth >= MAX_ARRAY_DEPTH {
                 return Err(corrupted("arrays nested too deep"));
@@ -387,6 +405,12 @@ fn skip_value(r: &mut Reader<'_>, depth: usize) -> PgResult<()> {
             let n = r.len()?;
             r.take(n)?;
             r.varint()?;
+            return Ok(());
+        }
+        tag::ENUM => {
+            r.take(4)?;
+            let n = r.len()?;
+            r.take(n)?;
             return Ok(());
         }
         tag::ARRAY => {
@@ -485,6 +509,9 @@ pub mod ktag {
     pub const UUID: u8 = 0x80;
     /// jsonb: `json::encode_key`'s bytes, escaped and terminated as text.
     pub const JSONB: u8 = 0x88;
+    /// An enum value: its sort order as a float (labels are not in the key: the sort
+    /// order alone tells a type's values apart).
+    pub const ENUM: u8 = 0x90;
     /// NULL sorts after every value (ASC NULLS LAST).
     pub const NULL: u8 = 0xFF;
 }
@@ -624,6 +651,10 @@ fn encode_key_value(v: &Value, out: &mut Vec<u8>) {
             out.push(ktag::JSONB);
             key_bytes(out, &key)
         }
+        Value::Enum { sort, .. } => {
+            out.push(ktag::ENUM);
+            key_f64(out, *sort as f64)
+        }
         Value::Array(items) => {
             out.push(ktag::ARRAY);
             for it in items {
@@ -656,7 +687,7 @@ pub fn key_value_len(key: &[u8]) -> Option<usize> {
     let body_len = match key[0] {
         ktag::NULL => 0,
         ktag::BOOL => 1,
-        ktag::INT | ktag::FLOAT | ktag::TIMESTAMP | ktag::TIME => 8,
+        ktag::INT | ktag::FLOAT | ktag::TIMESTAMP | ktag::TIME | ktag::ENUM => 8,
         ktag::DATE | ktag::OID => 4,
         ktag::INTERVAL | ktag::UUID => 16,
         ktag::TEXT | ktag::BYTEA | ktag::JSONB => escaped_bytes_len(body)?,

@@ -109,6 +109,8 @@ pub enum DataType {
     Jsonb,
     /// One-dimensional array of the element type.
     Array(Box<DataType>),
+    /// An enum type (`crate::enums`): its values are `Value::Enum`.
+    Enum(std::sync::Arc<crate::enums::EnumType>),
     /// An untyped literal or a parameter whose type is not known yet.
     Unknown,
 }
@@ -163,6 +165,7 @@ impl DataType {
             Json => oid::JSON,
             Jsonb => oid::JSONB,
             Unknown => oid::UNKNOWN,
+            Enum(e) => e.oid,
             Array(e) => match e.as_ref() {
                 Bool => oid::BOOL_ARRAY,
                 Int2 => oid::INT2_ARRAY,
@@ -192,6 +195,7 @@ impl DataType {
                 Uuid => oid::UUID_ARRAY,
                 Json => oid::JSON_ARRAY,
                 Jsonb => oid::JSONB_ARRAY,
+                Enum(e) => e.array_oid,
                 PgNodeTree | Unknown | Array(_) => 0,
             },
         }
@@ -237,6 +241,12 @@ impl DataType {
         };
         if let Some(t) = scalar(o) {
             return Some(t);
+        }
+        if o >= crate::enums::FIRST_USER_OID {
+            if let Some(e) = crate::enums::by_oid(o) {
+                return Some(Enum(e));
+            }
+            return crate::enums::by_array_oid(o).map(|e| Array(Box::new(Enum(e))));
         }
         let elem = match o {
             oid::BOOL_ARRAY => oid::BOOL,
@@ -316,7 +326,7 @@ impl DataType {
         match self {
             Bool | Char => 1,
             Int2 => 2,
-            Int4 | Float4 | Date | Oid | RegClass | RegProc | RegType | RegNamespace => 4,
+            Enum(_) | Int4 | Float4 | Date | Oid | RegClass | RegProc | RegType | RegNamespace => 4,
             Int8 | Float8 | Time | Timestamp | TimestampTz => 8,
             Interval | Uuid => 16,
             Name => 64,
@@ -331,7 +341,16 @@ impl DataType {
     }
 
     /// pg_type.typname ("int4", "varchar", "_int4", ...).
-    pub fn type_name(&self) -> &'static str {
+    pub fn type_name(&self) -> std::borrow::Cow<'static, str> {
+        use DataType::*;
+        match self {
+            Enum(e) => e.name.clone().into(),
+            Array(e) if matches!(**e, Enum(_)) => format!("_{}", e.type_name()).into(),
+            other => other.builtin_type_name().into(),
+        }
+    }
+
+    fn builtin_type_name(&self) -> &'static str {
         use DataType::*;
         match self {
             Bool => "bool",
@@ -364,6 +383,7 @@ impl DataType {
             Json => "json",
             Jsonb => "jsonb",
             Unknown => "unknown",
+            Enum(_) => "???",
             Array(e) => match e.as_ref() {
                 Bool => "_bool",
                 Int2 => "_int2",
@@ -393,7 +413,7 @@ impl DataType {
                 Uuid => "_uuid",
                 Json => "_json",
                 Jsonb => "_jsonb",
-                PgNodeTree | Unknown | Array(_) => "???",
+                PgNodeTree | Unknown | Array(_) | Enum(_) => "???",
             },
         }
     }
@@ -422,7 +442,7 @@ impl DataType {
             Timestamp => "timestamp without time zone".into(),
             TimestampTz => "timestamp with time zone".into(),
             Array(e) => format!("{}[]", e.base_sql_name(with_typmod)),
-            other => other.type_name().into(),
+            other => other.type_name().into_owned(),
         }
     }
 
@@ -460,6 +480,7 @@ impl DataType {
             Interval => 'T',
             Int2Vector | OidVector | Array(_) => 'A',
             Unknown => 'X',
+            Enum(_) => 'E',
         }
     }
 
@@ -688,6 +709,13 @@ impl DataType {
             "jsonb" => no_mods(DataType::Jsonb)?,
             "unknown" => no_mods(DataType::Unknown)?,
             other => {
+                let unqualified = other.strip_prefix("public.").unwrap_or(other);
+                if let Some(e) = crate::enums::by_name(unqualified) {
+                    return no_mods(DataType::Enum(e));
+                }
+                if let Some(e) = (unqualified.strip_prefix('_')).and_then(crate::enums::by_name) {
+                    return no_mods(DataType::Array(Box::new(DataType::Enum(e))));
+                }
                 if let Some(elem) = other.strip_prefix('_') {
                     if let Ok(e) = DataType::from_oid_name(elem) {
                         return Ok(DataType::Array(Box::new(

@@ -263,6 +263,7 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
         Value::Oid(o) => push_int(out, *o as i64),
         Value::Uuid(u) => crate::uuid::format(u, out),
         Value::Jsonb(j) => out.extend_from_slice(j.to_text().as_bytes()),
+        Value::Enum { sort, label } => out.extend_from_slice(enum_label(*sort, label, ty)),
         Value::Array(items) => {
             let elem_ty = ty.element().cloned().unwrap_or(DataType::Unknown);
             if matches!(ty, DataType::Int2Vector | DataType::OidVector) {
@@ -302,6 +303,16 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
             out.push(b'}');
         }
     }
+}
+
+/// An enum value's label as its type names it now (RENAME VALUE changes the type, not
+/// the stored values), else as stored.
+fn enum_label<'a>(sort: f32, stored: &'a str, ty: &'a DataType) -> &'a [u8] {
+    let current = match ty {
+        DataType::Enum(e) => e.label_of(sort),
+        _ => None,
+    };
+    current.unwrap_or(stored).as_bytes()
 }
 
 /// Convenience: text output as a String (None for Null).
@@ -734,7 +745,7 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
             let tyname = ty.type_name();
             let v = parse_int(s, i32::MIN as i64, u32::MAX as i64, "oid").map_err(|e| {
                 if e.code == codes::INVALID_TEXT_REPRESENTATION {
-                    invalid_syntax(tyname, s)
+                    invalid_syntax(&tyname, s)
                 } else {
                     e
                 }
@@ -756,6 +767,7 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
             Value::Text(s.to_string())
         }
         DataType::Jsonb => Value::Jsonb(Box::new(json::parse(s)?)),
+        DataType::Enum(e) => e.value(s)?,
     })
 }
 
@@ -807,6 +819,8 @@ pub fn to_binary(v: &Value, ty: &DataType, out: &mut Vec<u8>) {
             out.push(1);
             out.extend_from_slice(j.to_text().as_bytes())
         }
+        // enum_send: the label's bytes
+        Value::Enum { sort, label } => out.extend_from_slice(enum_label(*sort, label, ty)),
         Value::Array(items) => {
             let elem = ty.element().cloned().unwrap_or(DataType::Unknown);
             let has_null = items.iter().any(|v| v.is_null());
@@ -951,6 +965,7 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
             }
             None => return Err(bad_binary(ty)),
         },
+        DataType::Enum(e) => e.value(&utf8(b)?)?,
         DataType::Array(_) | DataType::Int2Vector | DataType::OidVector => {
             let elem = ty.element().expect("array element").clone();
             let rd_i32 = |at: usize| -> PgResult<i32> {

@@ -1,5 +1,6 @@
 //! SQL values and data types (see README.md): PostgreSQL OIDs and type names, text/binary
-//! I/O, casts, operators, and row/key encodings. No catalog access, no I/O.
+//! I/O, casts, operators, and row/key encodings. No catalog access, no I/O: the enum
+//! types are what the coordinator publishes (`enums::publish`).
 
 pub mod cast;
 pub mod codec;
@@ -7,6 +8,7 @@ pub mod datatype;
 pub mod datestyle;
 pub mod datetime;
 pub mod datetime_fields;
+pub mod enums;
 pub mod io;
 pub mod json;
 pub mod numeric;

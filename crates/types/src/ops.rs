@@ -229,6 +229,8 @@ fn comparison_type(l: &DataType, r: &DataType) -> Option<(DataType, DataType)> {
         (T::Int2Vector, T::Int2Vector) | (T::OidVector, T::OidVector) => {
             Some((l.clone(), r.clone()))
         }
+        // two values of one enum type (of two types: no operator, as in PostgreSQL)
+        (T::Enum(_), T::Enum(_)) if l == r => Some((l.clone(), r.clone())),
         _ => None,
     }
 }
@@ -452,6 +454,7 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (V::Bytea(x), V::Bytea(y)) => Some(x.cmp(y)),
         (V::Uuid(x), V::Uuid(y)) => Some(x.cmp(y)),
         (V::Jsonb(x), V::Jsonb(y)) => Some(crate::json::compare(x, y)),
+        (V::Enum { sort: x, .. }, V::Enum { sort: y, .. }) => x.partial_cmp(y),
         (V::Date(x), V::Date(y)) => Some(x.cmp(y)),
         (V::Date(x), V::Timestamp(y) | V::TimestampTz(y)) => {
             Some(date_as_ts(*x).cmp(&(*y as i128)))
@@ -514,7 +517,8 @@ fn variant_rank(v: &Value) -> u8 {
         Value::Array(_) => 7,
         Value::Uuid(_) => 8,
         Value::Jsonb(_) => 9,
-        Value::Null => 10,
+        Value::Enum { .. } => 10,
+        Value::Null => 11,
     }
 }
 

@@ -35,6 +35,12 @@ pub enum Value {
     Array(Vec<Value>),
     Uuid([u8; 16]),
     Jsonb(Box<crate::json::Jsonb>),
+    /// A value of an enum type: its label, and the sort order that orders it among the
+    /// type's values (`crate::enums`).
+    Enum {
+        sort: f32,
+        label: String,
+    },
 }
 
 impl Value {
@@ -105,6 +111,8 @@ impl Value {
             Value::Oid(_) => DataType::Oid,
             Value::Uuid(_) => DataType::Uuid,
             Value::Jsonb(_) => DataType::Jsonb,
+            // the value does not name its type; its label is text
+            Value::Enum { .. } => DataType::Text,
             Value::Array(items) => DataType::Array(Box::new(
                 items
                     .iter()
@@ -200,6 +208,10 @@ impl Value {
                 crate::json::encode_key(j, &mut key);
                 h.write_u8(18);
                 h.write(&key)
+            }
+            Value::Enum { sort, .. } => {
+                h.write_u8(19);
+                h.write_u32(sort.to_bits())
             }
             Value::Array(items) => {
                 h.write_u8(16);

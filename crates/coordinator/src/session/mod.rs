@@ -111,9 +111,10 @@ impl<S: SessionStream> Session<S> {
         Ok(())
     }
 
-    /// Binds `parsed`. A table this coordinator does not know may have been created by
-    /// another since its last GTM answer: then it asks the metadata service and, if its
-    /// catalog was behind (or another session reloaded it meanwhile), binds again.
+    /// Binds `parsed`. A table or type this coordinator does not know, or an enum label,
+    /// may have been created by another since its last GTM answer: then it asks the
+    /// metadata service and, if its catalog was behind (or another session reloaded it
+    /// meanwhile), binds again.
     async fn bind_fresh(
         &self,
         parsed: &sql::parse::ParsedStatement,
@@ -123,7 +124,7 @@ impl<S: SessionStream> Session<S> {
         let version = catalog.version();
         match sql::binder::bind(parsed, catalog, declared) {
             Err(e)
-                if e.code == codes::UNDEFINED_TABLE
+                if may_be_newer(&e)
                     && (catalog.refresh().await? || catalog.version() != version) =>
             {
                 sql::binder::bind(parsed, catalog, declared)
@@ -343,5 +344,16 @@ fn view<'a>(
         database: &state.database,
         zone: state.settings.lock().zone().clone(),
         bootstrap_role: &shared.bootstrap_role,
+    }
+}
+
+/// Whether binding failed on a catalog object another coordinator may have created: a
+/// table, a type or an enum's label.
+fn may_be_newer(e: &PgError) -> bool {
+    match e.code {
+        codes::UNDEFINED_TABLE => true,
+        codes::UNDEFINED_OBJECT => e.message.starts_with("type "),
+        codes::INVALID_TEXT_REPRESENTATION => e.message.starts_with("invalid input value for enum"),
+        _ => false,
     }
 }

@@ -187,6 +187,11 @@ impl<S: SessionStream> Session<S> {
             Statement::CreateTable(_)
             | Statement::DropTable { .. }
             | Statement::CreateView(_)
+            | Statement::CreateEnum(_)
+            | Statement::AddEnumValue(_)
+            | Statement::RenameEnumValue(_)
+            | Statement::RenameType { .. }
+            | Statement::DropType { .. }
             | Statement::DropView { .. }
             | Statement::RenameView { .. }
             | Statement::Truncate { .. }

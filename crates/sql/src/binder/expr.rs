@@ -1031,6 +1031,10 @@ impl<'a> Binder<'a> {
 
     pub(super) fn call_scalar(&mut self, name: &str, args: Vec<Expr>) -> PgResult<Expr> {
         let arg_types: Vec<DataType> = args.iter().map(Expr::ty).collect();
+        if let Some(constant) = crate::enum_type::type_function(name, &arg_types) {
+            let (value, ty) = constant?;
+            return Ok(const_expr(value, ty));
+        }
         let (func, want, ty) = resolve_scalar(name, &arg_types)?;
         if func == ScalarFunc::PgTypeof {
             return Ok(const_expr(

@@ -278,6 +278,14 @@ impl<'a> Binder<'a> {
                     cascade: *cascade,
                 }),
                 ast::ObjectType::Index => Ok(index::drop_index(names, *if_exists)),
+                ast::ObjectType::Type => Ok(Statement::DropType {
+                    names: names
+                        .iter()
+                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
+                        .collect(),
+                    if_exists: *if_exists,
+                    cascade: *cascade,
+                }),
                 other => Err(unsupported(format!("DROP {other}"))),
             },
             S::Truncate(t) => {
@@ -299,6 +307,34 @@ impl<'a> Binder<'a> {
             }
             S::CreateIndex(ci) => self.create_index(ci),
             S::CreateView(cv) => self.create_view(cv),
+            S::CreateType {
+                name,
+                representation: Some(ast::UserDefinedTypeRepresentation::Enum { labels }),
+            } => Ok(Statement::CreateEnum(crate::enum_type::create_enum(
+                object_name_parts(name).pop().unwrap_or_default(),
+                labels,
+            )?)),
+            S::AlterType(ast::AlterType {
+                name,
+                operation: ast::AlterTypeOperation::AddValue(add),
+            }) => Ok(Statement::AddEnumValue(crate::enum_type::add_value(
+                object_name_parts(name).pop().unwrap_or_default(),
+                add,
+            )?)),
+            S::AlterType(ast::AlterType {
+                name,
+                operation: ast::AlterTypeOperation::RenameValue(rename),
+            }) => Ok(Statement::RenameEnumValue(crate::enum_type::rename_value(
+                object_name_parts(name).pop().unwrap_or_default(),
+                rename,
+            )?)),
+            S::AlterType(ast::AlterType {
+                name,
+                operation: ast::AlterTypeOperation::Rename(rename),
+            }) => Ok(Statement::RenameType {
+                name: object_name_parts(name).pop().unwrap_or_default(),
+                new_name: ident_name(&rename.new_name),
+            }),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
