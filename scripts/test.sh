@@ -40,6 +40,10 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v sysbench >/dev/null || missing+=(sysbench)
+# Go (tests/go: pgx) and a JDK with Maven (tests/java: pgjdbc)
+{ command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; } || missing+=(golang-go)
+command -v javac >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   if [ "$(id -u)" != 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
@@ -94,6 +98,13 @@ fi
 
 step "node-postgres (tests/node)"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
+
+step "pgx (tests/go) and pgjdbc (tests/java)"
+# Fetched once into Go's module cache and ~/.m2; the tests then build offline. tests/go's
+# go.mod names Go 1.25: an older go (1.21 or later) fetches that toolchain itself.
+command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
+(cd tests/go && go mod download && go build -o /dev/null .)
+(cd tests/java && mvn -B -q package)
 
 # ---------------------------------------------------------------------------------------
 status=0
