@@ -78,12 +78,12 @@ QUERIES = [
     "(information_schema._pg_expandarray(i.indkey)).x FROM pg_index i "
     "JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid "
     "WHERE ct.relname LIKE 'is\\_%' ORDER BY 1, 2",
-    "SELECT r.conname, r.attname, r.key_seq FROM (SELECT con.conname, a.attname, a.attnum, "
+    "SELECT \"R\".conname, \"R\".attname, \"R\".key_seq FROM (SELECT con.conname, a.attname, a.attnum, "
     "(information_schema._pg_expandarray(con.conkey)).n AS key_seq, "
     "information_schema._pg_expandarray(con.conkey) AS keys FROM pg_constraint con "
     "JOIN pg_class ct ON con.conrelid = ct.oid JOIN pg_attribute a ON a.attrelid = ct.oid "
-    "WHERE ct.relname LIKE 'is\\_%' AND con.contype IN ('p', 'u')) r "
-    "WHERE r.attnum = (r.keys).x ORDER BY 1, 3",
+    "WHERE ct.relname LIKE 'is\\_%' AND con.contype IN ('p', 'u')) \"R\" "
+    "WHERE \"R\".attnum = (\"R\".keys).x ORDER BY 1, 3",
     "SELECT name, setting FROM pg_settings WHERE name = 'max_index_keys'",
     "SHOW max_index_keys",
 ]

@@ -142,7 +142,7 @@ pub(super) fn expandarray_records(sel: &ast::Select) -> PgResult<Option<ast::Sel
     let _ = ast::visit_expressions_mut(&mut out, |e| {
         if let Some((table, column)) = record_field(e, &records) {
             *e = ast::Expr::CompoundIdentifier(vec![
-                ast::Ident::new(table),
+                ast::Ident::with_quote('"', table),
                 ast::Ident::with_quote('"', column),
             ]);
         }
