@@ -40,6 +40,10 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 command -v sysbench >/dev/null || missing+=(sysbench)
+# Go (tests/go: pgx) and a JDK with Maven (tests/java: pgjdbc)
+{ command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; } || missing+=(golang-go)
+command -v javac >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   if [ "$(id -u)" != 0 ] && [ ${#SUDO[@]} -eq 0 ]; then
@@ -95,6 +99,13 @@ fi
 step "node-postgres (tests/node)"
 (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
 
+step "pgx (tests/go) and pgjdbc (tests/java)"
+# Fetched once into Go's module cache and ~/.m2; the tests then build offline. tests/go's
+# go.mod names Go 1.25: an older go (1.21 or later) fetches that toolchain itself.
+command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
+(cd tests/go && go mod download && go build -o /dev/null .)
+(cd tests/java && mvn -B -q package)
+
 # ---------------------------------------------------------------------------------------
 status=0
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
@@ -130,7 +141,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
 # window functions, uuid keys, jsonb columns, CHECK constraints, views, CREATE TABLE AS
 # and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, roles, logins and TLS at both coordinators,
-# SQLAlchemy's and Alembic's reflection and ORM work, INTERSECT/EXCEPT and FULL/NATURAL joins
+# SQLAlchemy's and Alembic's reflection and ORM work, pgx's binary COPY, pgjdbc's metadata, INTERSECT/EXCEPT and FULL/NATURAL joins
 # (spilling under a small query memory), enum types (keys hashed by an enum column, a
 # type created on one coordinator used on the other), each through the
 # coordinator-datanode protocol and
@@ -146,7 +157,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_uuid.py tests/test_json.py tests/test_check_constraints.py \
   tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py \
   tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
-  tests/test_datestyle.py \
+  tests/test_datestyle.py tests/test_drivers_go_java.py \
   tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 

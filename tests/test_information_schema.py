@@ -65,6 +65,27 @@ QUERIES = [
     "ORDER BY kcu.ordinal_position",
     "SELECT count(*) FROM information_schema.columns "
     "WHERE table_name = 'is_items' AND is_nullable = 'NO'",
+    # pgjdbc's DatabaseMetaData forms: subscripts of a qualified column (0-based for an
+    # int2vector), the fields of information_schema._pg_expandarray in a select list (x
+    # the element, n its 1-based position), the record whole in a derived table with its
+    # field compared a level up (getPrimaryKeys), max_index_keys (getImportedKeys).
+    "SELECT c.conname, c.conkey[1], c.conkey[2], c.confkey[1] FROM pg_constraint c "
+    "JOIN pg_class t ON t.oid = c.conrelid WHERE t.relname LIKE 'is\\_%' ORDER BY 1",
+    "SELECT ci.relname, i.indkey[0], i.indkey[1] FROM pg_index i "
+    "JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid "
+    "WHERE ct.relname LIKE 'is\\_%' ORDER BY 1",
+    "SELECT ci.relname, (information_schema._pg_expandarray(i.indkey)).n AS pos, "
+    "(information_schema._pg_expandarray(i.indkey)).x FROM pg_index i "
+    "JOIN pg_class ci ON ci.oid = i.indexrelid JOIN pg_class ct ON ct.oid = i.indrelid "
+    "WHERE ct.relname LIKE 'is\\_%' ORDER BY 1, 2",
+    "SELECT \"R\".conname, \"R\".attname, \"R\".key_seq FROM (SELECT con.conname, a.attname, a.attnum, "
+    "(information_schema._pg_expandarray(con.conkey)).n AS key_seq, "
+    "information_schema._pg_expandarray(con.conkey) AS keys FROM pg_constraint con "
+    "JOIN pg_class ct ON con.conrelid = ct.oid JOIN pg_attribute a ON a.attrelid = ct.oid "
+    "WHERE ct.relname LIKE 'is\\_%' AND con.contype IN ('p', 'u')) \"R\" "
+    "WHERE \"R\".attnum = (\"R\".keys).x ORDER BY 1, 3",
+    "SELECT name, setting FROM pg_settings WHERE name = 'max_index_keys'",
+    "SHOW max_index_keys",
 ]
 
 NOT_NULL_NAME = re.compile(r"^2200_\d+_(\d+)_not_null$")

@@ -39,6 +39,8 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("superuser_reserved_connections", "3", false),
     ("password_encryption", "scram-sha-256", false),
     ("max_identifier_length", "63", false),
+    // PostgreSQL's INDEX_MAX_KEYS; pgjdbc reads it to number foreign-key columns
+    ("max_index_keys", "32", false),
     ("lc_messages", "C", false),
     ("lc_monetary", "C", false),
     ("lc_numeric", "C", false),
@@ -228,6 +230,7 @@ impl Settings {
                 | "server_version_num"
                 | "block_size"
                 | "max_identifier_length"
+                | "max_index_keys"
                 | "in_hot_standby"
                 | "is_superuser"
                 | "session_authorization"

@@ -256,8 +256,24 @@ impl<'a> Binder<'a> {
                 child(self, expr)?
             }
             E::CompoundFieldAccess { root, access_chain } => {
-                let mut e = child(self, root)?;
-                for access in access_chain {
+                // `t.col[i]` parses as t, then .col, then [i]: the leading names are one
+                // column reference (pgjdbc's `con.conkey[pos.n]`).
+                let dots = (access_chain.iter())
+                    .take_while(|a| matches!(a, ast::AccessExpr::Dot(E::Identifier(_))))
+                    .count();
+                let (mut e, subscripts) = match root.as_ref() {
+                    E::Identifier(first) if dots > 0 => {
+                        let names = std::iter::once(ident_name(first))
+                            .chain(access_chain[..dots].iter().filter_map(|a| match a {
+                                ast::AccessExpr::Dot(E::Identifier(id)) => Some(ident_name(id)),
+                                _ => None,
+                            }))
+                            .collect::<Vec<_>>();
+                        (self.column_ref(&names, scope)?, &access_chain[dots..])
+                    }
+                    _ => (child(self, root)?, access_chain.as_slice()),
+                };
+                for access in subscripts {
                     let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
                         return Err(unsupported(format!("expression \"{access}\"")));
                     };

@@ -804,6 +804,9 @@ impl<'a> Binder<'a> {
         sel: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> PgResult<(Rel, Vec<OutputColumn>)> {
+        if let Some(rewritten) = super::select_srf::expandarray_records(sel)? {
+            return self.select(&rewritten, order_by);
+        }
         if let Some(rewritten) = super::select_srf::lateral_subscripts(sel)? {
             return self.select(&rewritten, order_by);
         }
@@ -1925,10 +1928,13 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
         ast::Expr::Nested(inner) | ast::Expr::Collate { expr: inner, .. } => {
             default_column_name(inner)
         }
-        ast::Expr::CompoundFieldAccess { root, access_chain } => match access_chain.last() {
-            Some(ast::AccessExpr::Dot(ast::Expr::Identifier(id))) => ident_name(id),
-            _ => default_column_name(root),
-        },
+        // the last name: `(r).f` is f, `t.col[1]` is col
+        ast::Expr::CompoundFieldAccess { root, access_chain } => (access_chain.iter().rev())
+            .find_map(|a| match a {
+                ast::AccessExpr::Dot(ast::Expr::Identifier(id)) => Some(ident_name(id)),
+                _ => None,
+            })
+            .unwrap_or_else(|| default_column_name(root)),
         ast::Expr::Case { .. } => "case".into(),
         ast::Expr::Exists { .. } => "exists".into(),
         ast::Expr::Array(_) => "array".into(),

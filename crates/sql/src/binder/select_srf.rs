@@ -1,12 +1,17 @@
-//! `unnest(a)` and `generate_subscripts(a, d)` in a select list, as catalog readers
-//! write them (SQLAlchemy reads a constraint's columns with
-//! `SELECT unnest(conkey) AS attnum, generate_subscripts(conkey, 1) AS ord FROM …`).
+//! `unnest(a)`, `generate_subscripts(a, d)` and the fields of
+//! `information_schema._pg_expandarray(a)` in a select list, as catalog readers write them
+//! (SQLAlchemy reads a constraint's columns with
+//! `SELECT unnest(conkey) AS attnum, generate_subscripts(conkey, 1) AS ord FROM …`;
+//! pgjdbc's getIndexInfo an index's with `(information_schema._pg_expandarray(indkey)).n`).
 //!
 //! PostgreSQL runs the set-returning functions of one select list in lockstep, one
 //! output row per subscript. Where every one of them is over the same array, that is the
 //! select with `LATERAL generate_series(array_lower(a, d), array_upper(a, d)) AS s(n)`
 //! appended to its FROM, `unnest(a)` read as `a[s.n]` and `generate_subscripts(a, d)` as
-//! `s.n`: an empty or NULL array gives no rows, as in PostgreSQL. The rewrite is of the
+//! `s.n`, `(_pg_expandarray(a)).x` as `a[s.n]` and its `.n` as the 1-based position
+//! `s.n - array_lower(a, 1) + 1` (an int2vector's subscripts start at 0): an empty or
+//! NULL array gives no rows, as in PostgreSQL. `_pg_expandarray(a)` itself, a record,
+//! is left alone (no record values here). The rewrite is of the
 //! statement's syntax, so the binder needs no set-returning node. Other shapes (different
 //! arrays, a function nested in an expression, aggregates) are left as they are.
 
@@ -64,7 +69,8 @@ pub(super) fn lateral_subscripts(sel: &ast::Select) -> PgResult<Option<ast::Sele
             continue;
         };
         let replacement = match name.as_str() {
-            "unnest" => format!("({array})[{SERIES}.n]"),
+            "unnest" | "x" => format!("({array})[{SERIES}.n]"),
+            "n" => format!("{SERIES}.n - array_lower({array}, 1) + 1"),
             _ => format!("{SERIES}.n"),
         };
         *item = ast::SelectItem::ExprWithAlias {
@@ -81,6 +87,96 @@ pub(super) fn lateral_subscripts(sel: &ast::Select) -> PgResult<Option<ast::Sele
     Ok(Some(out))
 }
 
+/// A derived table's `_pg_expandarray(a) AS k` as two columns named `k.x` and `k.n`, and
+/// this select's `(alias.k).x` and `(alias.k).n` as those columns: pgjdbc's
+/// getPrimaryKeys selects the record whole and compares its field x a level up, and there
+/// are no record values here. None where no derived table selects one.
+pub(super) fn expandarray_records(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
+    let mut out = sel.clone();
+    // (derived table's alias, the record column's name)
+    let mut records: Vec<(String, String)> = Vec::new();
+    for from in &mut out.from {
+        let factors = std::iter::once(&mut from.relation)
+            .chain(from.joins.iter_mut().map(|j| &mut j.relation));
+        for factor in factors {
+            let ast::TableFactor::Derived {
+                subquery,
+                alias: Some(alias),
+                ..
+            } = factor
+            else {
+                continue;
+            };
+            let ast::SetExpr::Select(inner) = subquery.body.as_mut() else {
+                continue;
+            };
+            let mut projection = Vec::with_capacity(inner.projection.len());
+            for item in std::mem::take(&mut inner.projection) {
+                let ast::SelectItem::ExprWithAlias {
+                    expr,
+                    alias: column,
+                } = &item
+                else {
+                    projection.push(item);
+                    continue;
+                };
+                if !is_expandarray(expr) {
+                    projection.push(item);
+                    continue;
+                }
+                let column = super::ident_name(column);
+                for field in ["x", "n"] {
+                    projection.push(ast::SelectItem::ExprWithAlias {
+                        expr: parsed(&format!("({expr}).{field}"), |p| p.parse_expr())?,
+                        alias: ast::Ident::with_quote('"', format!("{column}.{field}")),
+                    });
+                }
+                records.push((super::ident_name(&alias.name), column));
+            }
+            inner.projection = projection;
+        }
+    }
+    if records.is_empty() {
+        return Ok(None);
+    }
+    let _ = ast::visit_expressions_mut(&mut out, |e| {
+        if let Some((table, column)) = record_field(e, &records) {
+            *e = ast::Expr::CompoundIdentifier(vec![
+                ast::Ident::with_quote('"', table),
+                ast::Ident::with_quote('"', column),
+            ]);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    Ok(Some(out))
+}
+
+/// `(alias.k).x` or `.n` for a record column k of `records` → (alias, "k.x").
+fn record_field(e: &ast::Expr, records: &[(String, String)]) -> Option<(String, String)> {
+    let ast::Expr::CompoundFieldAccess { root, access_chain } = e else {
+        return None;
+    };
+    let [ast::AccessExpr::Dot(ast::Expr::Identifier(field))] = access_chain.as_slice() else {
+        return None;
+    };
+    let ast::Expr::Nested(inner) = root.as_ref() else {
+        return None;
+    };
+    let ast::Expr::CompoundIdentifier(ids) = inner.as_ref() else {
+        return None;
+    };
+    let [table, column] = ids.as_slice() else {
+        return None;
+    };
+    let (table, column, field) = (
+        super::ident_name(table),
+        super::ident_name(column),
+        super::ident_name(field),
+    );
+    (records.contains(&(table.clone(), column.clone())) && (field == "x" || field == "n"))
+        .then(|| (table, format!("{column}.{field}")))
+}
+
 /// Syntax built from the statement's own parts, so it parses; an internal error if not.
 fn parsed<T>(sql: &str, parse: impl FnOnce(&mut Parser) -> Result<T, ParserError>) -> PgResult<T> {
     (Parser::new(&PostgreSqlDialect {}).try_with_sql(sql))
@@ -88,8 +184,51 @@ fn parsed<T>(sql: &str, parse: impl FnOnce(&mut Parser) -> Result<T, ParserError
         .map_err(|e| PgError::internal(format!("select-list subscripts {sql}: {e}")))
 }
 
-/// `unnest(a)` → (a, None); `generate_subscripts(a, d)` → (a, Some(d)); as SQL text.
+/// `unnest(a)` → (a, None); `generate_subscripts(a, d)` → (a, Some(d));
+/// `(_pg_expandarray(a)).x` or `.n` → (a, Some(1)); as SQL text.
 fn array_function(e: &ast::Expr) -> Option<(String, Option<String>)> {
+    if let Some((array, _)) = expandarray_field(e) {
+        return Some((array, Some("1".to_string())));
+    }
+    let args = plain_arguments(e)?;
+    match (function_name(e)?.as_str(), args.as_slice()) {
+        ("unnest", [a]) => Some((a.clone(), None)),
+        ("generate_subscripts", [a, d]) => Some((a.clone(), Some(d.clone()))),
+        _ => None,
+    }
+}
+
+/// `(information_schema._pg_expandarray(a)).x` → (a, "x"), likewise `.n`.
+fn expandarray_field(e: &ast::Expr) -> Option<(String, String)> {
+    let ast::Expr::CompoundFieldAccess { root, access_chain } = e else {
+        return None;
+    };
+    let [ast::AccessExpr::Dot(ast::Expr::Identifier(field))] = access_chain.as_slice() else {
+        return None;
+    };
+    let field = super::ident_name(field);
+    let ast::Expr::Nested(call) = root.as_ref() else {
+        return None;
+    };
+    match plain_arguments(call)?.as_slice() {
+        [a] if is_expandarray(call) && (field == "x" || field == "n") => Some((a.clone(), field)),
+        _ => None,
+    }
+}
+
+/// A call of `information_schema._pg_expandarray(a)`.
+fn is_expandarray(e: &ast::Expr) -> bool {
+    let ast::Expr::Function(f) = e else {
+        return false;
+    };
+    let name = super::object_name_parts(&f.name);
+    matches!(name.as_slice(), [n] | [_, n] if n == "_pg_expandarray")
+        && (name.len() == 1 || name[0] == "information_schema")
+        && plain_arguments(e).is_some_and(|args| args.len() == 1)
+}
+
+/// A call's arguments as SQL text, where they are plain expressions.
+fn plain_arguments(e: &ast::Expr) -> Option<Vec<String>> {
     let ast::Expr::Function(f) = e else {
         return None;
     };
@@ -99,20 +238,20 @@ fn array_function(e: &ast::Expr) -> Option<(String, Option<String>)> {
     if list.duplicate_treatment.is_some() || !list.clauses.is_empty() || f.over.is_some() {
         return None;
     }
-    let args: Vec<String> = (list.args.iter())
+    (list.args.iter())
         .map(|a| match a {
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e.to_string()),
             _ => None,
         })
-        .collect::<Option<_>>()?;
-    match (function_name(e)?.as_str(), args.as_slice()) {
-        ("unnest", [a]) => Some((a.clone(), None)),
-        ("generate_subscripts", [a, d]) => Some((a.clone(), Some(d.clone()))),
-        _ => None,
-    }
+        .collect()
 }
 
+/// The name a select-list function gets replaced under: the function's, or for a field
+/// of `_pg_expandarray` the field's.
 fn function_name(e: &ast::Expr) -> Option<String> {
+    if let Some((_, field)) = expandarray_field(e) {
+        return Some(field);
+    }
     let ast::Expr::Function(f) = e else {
         return None;
     };
