@@ -103,8 +103,11 @@ step "pgx (tests/go) and pgjdbc (tests/java)"
 # Fetched once into Go's module cache and ~/.m2; the tests then build offline. tests/go's
 # go.mod names Go 1.25: an older go (1.21 or later) fetches that toolchain itself.
 command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
-(cd tests/go && go mod download && go build -o /dev/null .)
-(cd tests/java && mvn -B -q package)
+# A failure here fails those tests (never a skip), not the rest of the suite.
+(cd tests/go && go mod download && go build -o /dev/null .) \
+  || echo "pgx: fetching or building tests/go FAILED (test_drivers_go_java will fail)"
+(cd tests/java && mvn -B -q package) \
+  || echo "pgjdbc: fetching or building tests/java FAILED (test_drivers_go_java will fail)"
 
 # ---------------------------------------------------------------------------------------
 status=0
