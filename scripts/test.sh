@@ -143,7 +143,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # cancellation, bad input, EXPLAIN, row locks, time zones, sequences (values of both coordinators),
 # secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
 # window functions, uuid keys, jsonb columns, CHECK constraints, views, CREATE TABLE AS
-# and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, roles, logins and TLS at both coordinators,
+# and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, client_encoding LATIN1, roles, logins and TLS at both coordinators,
 # SQLAlchemy's and Alembic's reflection and ORM work, pgx's binary COPY, pgjdbc's metadata, INTERSECT/EXCEPT and FULL/NATURAL joins
 # (spilling under a small query memory), enum types (keys hashed by an enum column, a
 # type created on one coordinator used on the other), each through the
@@ -160,7 +160,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_uuid.py tests/test_json.py tests/test_check_constraints.py \
   tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py \
   tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
-  tests/test_datestyle.py tests/test_drivers_go_java.py \
+  tests/test_datestyle.py tests/test_drivers_go_java.py tests/test_client_encoding.py \
   tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 

@@ -46,6 +46,8 @@ pub struct CopyParser {
     skip_header: bool,
     finished: bool,
     pub line: u64,
+    /// client_encoding: how the lines' text is written.
+    pub encoding: wire::ClientEncoding,
 }
 
 impl CopyParser {
@@ -59,6 +61,7 @@ impl CopyParser {
             skip_header: format.header,
             finished: false,
             line: 0,
+            encoding: wire::ClientEncoding::Utf8,
         }
     }
 
@@ -140,7 +143,7 @@ impl CopyParser {
             self.skip_header = false;
             return Ok(None);
         }
-        let text = std::str::from_utf8(line).map_err(|_| {
+        let text = self.encoding.decode(line).ok_or_else(|| {
             PgError::new(
                 codes::CHARACTER_NOT_IN_REPERTOIRE,
                 format!(
@@ -150,8 +153,8 @@ impl CopyParser {
             )
         })?;
         Ok(Some(match self.csv {
-            Some((quote, escape)) => self.csv_fields(text, quote as char, escape as char)?,
-            None => self.text_fields(text)?,
+            Some((quote, escape)) => self.csv_fields(&text, quote as char, escape as char)?,
+            None => self.text_fields(&text)?,
         }))
     }
 

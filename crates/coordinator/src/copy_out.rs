@@ -4,7 +4,8 @@
 
 use crate::copy_binary::SIGNATURE;
 use crate::exec::SessionView;
-use crate::output::value_text;
+use crate::output::{client_binary, client_text};
+use pgerror::PgResult;
 use sql::copy::{CopyFormat, CopyKind};
 use sql::plan::OutputColumn;
 use types::Value;
@@ -51,7 +52,8 @@ impl<'a> CopyWriter<'a> {
         }
     }
 
-    pub fn row(&mut self, row: &[Value], session: &SessionView, out: &mut Vec<u8>) {
+    /// One row; 22P05 for a text value with a character the client's encoding lacks.
+    pub fn row(&mut self, row: &[Value], session: &SessionView, out: &mut Vec<u8>) -> PgResult<()> {
         if self.format.kind == CopyKind::Binary {
             out.extend_from_slice(&(row.len() as i16).to_be_bytes());
         }
@@ -64,7 +66,7 @@ impl<'a> CopyWriter<'a> {
                 CopyKind::Binary => match v {
                     Value::Null => out.extend_from_slice(&(-1i32).to_be_bytes()),
                     v => {
-                        types::io::to_binary(v, ty, &mut scratch);
+                        client_binary(v, ty, session, &mut scratch)?;
                         out.extend_from_slice(&(scratch.len() as i32).to_be_bytes());
                         out.extend_from_slice(&scratch);
                     }
@@ -76,7 +78,7 @@ impl<'a> CopyWriter<'a> {
                     if v.is_null() {
                         out.extend_from_slice(self.format.null_string.as_bytes());
                     } else {
-                        value_text(v, ty, session, &mut scratch);
+                        client_text(v, ty, session, &mut scratch)?;
                         if kind == CopyKind::Csv {
                             let forced = self.format.force_quote.get(i).copied().unwrap_or(false);
                             self.csv_field(&scratch, forced, single, out);
@@ -91,6 +93,7 @@ impl<'a> CopyWriter<'a> {
         if self.format.kind != CopyKind::Binary {
             out.push(b'\n');
         }
+        Ok(())
     }
 
     /// What follows the rows: the binary trailer; nothing otherwise.

@@ -83,8 +83,10 @@ pub struct SessionView<'a> {
     pub sequence_state: &'a Mutex<crate::sequences::SessionSequences>,
     pub user: &'a str,
     pub database: &'a str,
-    /// The session's TimeZone as the statement started.
+    /// The session's TimeZone, DateStyle and IntervalStyle as the statement started.
     pub zone: Zone,
+    /// client_encoding: text-format values are sent in it.
+    pub encoding: wire::ClientEncoding,
     /// The superuser `postgres` while the catalog has no record of it.
     pub bootstrap_role: &'a Arc<sql::role::RoleDef>,
 }

@@ -7,6 +7,7 @@ use pgerror::{codes, PgError, PgResult};
 use sql::plan::OutputColumn;
 use types::{DataType, Value};
 use wire::backend::{self, DataRowWriter, FieldDescription};
+use wire::ClientEncoding;
 
 /// The format of result column `i` given Bind's result-format codes.
 pub fn column_format(formats: &[i16], i: usize) -> i16 {
@@ -54,13 +55,14 @@ pub fn row_description(out: &mut BytesMut, columns: &[OutputColumn], formats: &[
     backend::row_description(out, &fields);
 }
 
+/// A DataRow; 22P05 for a text value with a character the client's encoding lacks.
 pub fn data_row(
     out: &mut BytesMut,
     row: &[Value],
     columns: &[OutputColumn],
     formats: &[i16],
     session: &SessionView,
-) {
+) -> PgResult<()> {
     let mut w = DataRowWriter::begin(out, row.len() as i16);
     let mut scratch = Vec::with_capacity(32);
     for (i, v) in row.iter().enumerate() {
@@ -70,14 +72,62 @@ pub fn data_row(
         }
         scratch.clear();
         let ty = &columns[i].ty;
-        if column_format(formats, i) == 1 {
-            types::io::to_binary(v, ty, &mut scratch);
+        let written = if column_format(formats, i) == 1 {
+            client_binary(v, ty, session, &mut scratch)
         } else {
-            value_text(v, ty, session, &mut scratch);
+            client_text(v, ty, session, &mut scratch)
+        };
+        if let Err(e) = written {
+            w.abandon();
+            return Err(e);
         }
         w.field(&scratch);
     }
     w.finish();
+    Ok(())
+}
+
+/// Text output in the client's encoding (22P05 for a character it lacks).
+pub fn client_text(
+    v: &Value,
+    ty: &DataType,
+    session: &SessionView,
+    out: &mut Vec<u8>,
+) -> PgResult<()> {
+    let start = out.len();
+    value_text(v, ty, session, out);
+    if session.encoding != ClientEncoding::Utf8 && !out[start..].is_ascii() {
+        let text = String::from_utf8_lossy(&out[start..]).into_owned();
+        out.truncate(start);
+        session.encoding.encode_into(&text, out)?;
+    }
+    Ok(())
+}
+
+/// Binary output: the types whose binary form is text (text, varchar, char, name, json,
+/// jsonb after its version byte, enums) send it in the client's encoding, as
+/// PostgreSQL's pq_sendtext does.
+pub fn client_binary(
+    v: &Value,
+    ty: &DataType,
+    session: &SessionView,
+    out: &mut Vec<u8>,
+) -> PgResult<()> {
+    let start = out.len();
+    types::io::to_binary(v, ty, out);
+    let text_from = match ty {
+        _ if session.encoding == ClientEncoding::Utf8 => return Ok(()),
+        DataType::Jsonb => start + 1,
+        DataType::Json | DataType::Enum(_) => start,
+        t if t.is_string() => start,
+        _ => return Ok(()),
+    };
+    if out.get(text_from..).is_some_and(|text| !text.is_ascii()) {
+        let text = String::from_utf8_lossy(&out[text_from..]).into_owned();
+        out.truncate(text_from);
+        session.encoding.encode_into(&text, out)?;
+    }
+    Ok(())
 }
 
 /// Text output, resolving reg* types through the catalog as PostgreSQL's output functions do.

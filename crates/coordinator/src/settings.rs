@@ -159,6 +159,13 @@ impl Settings {
         &self.zone
     }
 
+    /// client_encoding (SQL_ASCII passes bytes through as UTF-8 does).
+    pub fn encoding(&self) -> wire::ClientEncoding {
+        (self.values.get("client_encoding"))
+            .and_then(|v| wire::ClientEncoding::from_setting(v))
+            .map_or(wire::ClientEncoding::Utf8, |(encoding, _)| encoding)
+    }
+
     fn values_changed(&mut self) {
         self.txn_defaults = TxnDefaults {
             repeatable_read: matches!(
@@ -356,14 +363,16 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
     let lower = v.to_ascii_lowercase();
     Ok(match name {
         "client_encoding" => match lower.replace(['-', '_', '\''], "").as_str() {
-            "utf8" | "unicode" => "UTF8".to_string(),
             "sqlascii" => "SQL_ASCII".to_string(),
-            _ => {
-                return Err(PgError::new(
-                    codes::INVALID_PARAMETER_VALUE,
-                    format!("invalid value for parameter \"client_encoding\": \"{v}\""),
-                ))
-            }
+            _ => match wire::ClientEncoding::from_setting(v) {
+                Some((_, name)) => name.to_string(),
+                None => {
+                    return Err(PgError::new(
+                        codes::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"client_encoding\": \"{v}\""),
+                    ))
+                }
+            },
         },
         // Parts of DateStyle not named keep the session's (`Settings::set`); from here,
         // the default's.

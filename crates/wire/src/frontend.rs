@@ -19,6 +19,8 @@ use std::fmt;
 use bytes::{Buf, Bytes, BytesMut};
 use pgerror::{codes, PgError};
 
+use crate::encoding::ClientEncoding;
+
 /// Largest accepted start-up packet (PostgreSQL's `MAX_STARTUP_PACKET_LENGTH`).
 pub const MAX_STARTUP_LEN: usize = 10_000;
 
@@ -331,6 +333,15 @@ pub fn decode_message(
     buf: &mut BytesMut,
     max_len: usize,
 ) -> Result<Option<FrontendMessage>, ProtocolError> {
+    decode_message_in(buf, max_len, ClientEncoding::Utf8)
+}
+
+/// [`decode_message`] for a client whose strings (query text, names) are in `encoding`.
+pub fn decode_message_in(
+    buf: &mut BytesMut,
+    max_len: usize,
+    encoding: ClientEncoding,
+) -> Result<Option<FrontendMessage>, ProtocolError> {
     let Some(&tag) = buf.first() else {
         return Ok(None);
     };
@@ -369,6 +380,7 @@ pub fn decode_message(
     let mut frame = buf.split_to(1 + len);
     frame.advance(5);
     let mut r = Reader::new(frame.freeze(), name);
+    r.encoding = encoding;
     let msg = match tag {
         b'Q' => FrontendMessage::Query(r.cstr()?),
         b'P' => {
@@ -470,11 +482,18 @@ struct Reader {
     body: Bytes,
     pos: usize,
     what: &'static str,
+    /// How the client writes its strings.
+    encoding: ClientEncoding,
 }
 
 impl Reader {
     fn new(body: Bytes, what: &'static str) -> Self {
-        Reader { body, pos: 0, what }
+        Reader {
+            body,
+            pos: 0,
+            what,
+            encoding: ClientEncoding::Utf8,
+        }
     }
 
     fn remaining(&self) -> usize {
@@ -551,15 +570,15 @@ impl Reader {
         b
     }
 
-    /// A NUL-terminated UTF-8 string.
+    /// A NUL-terminated string in the client's encoding.
     fn cstr(&mut self) -> Result<String, ProtocolError> {
         let rest = &self.body[self.pos..];
         let Some(nul) = rest.iter().position(|&b| b == 0) else {
             return Err(self.malformed("missing string terminator"));
         };
-        let s = match std::str::from_utf8(&rest[..nul]) {
-            Ok(s) => s.to_owned(),
-            Err(_) => return Err(self.malformed("invalid UTF-8 in string")),
+        let s = match self.encoding.decode(&rest[..nul]) {
+            Some(s) => s.into_owned(),
+            None => return Err(self.malformed("invalid UTF-8 in string")),
         };
         self.pos += nul + 1;
         Ok(s)

@@ -33,7 +33,10 @@
 //! ```
 
 pub mod backend;
+pub mod encoding;
 pub mod frontend;
 
-pub use frontend::{decode_message, decode_startup, FrontendMessage, ProtocolError, StartupPacket};
+pub use encoding::ClientEncoding;
+pub use frontend::{decode_message, decode_message_in, decode_startup};
 pub use frontend::{DescribeKind, ProtocolErrorKind};
+pub use frontend::{FrontendMessage, ProtocolError, StartupPacket};

@@ -23,7 +23,9 @@ impl<S: SessionStream> Session<S> {
         let mut parser = if binary {
             Parser::Binary(BinaryCopyParser::new(copy.fields))
         } else {
-            Parser::Lines(CopyParser::new(&copy.format))
+            let mut lines = CopyParser::new(&copy.format);
+            lines.encoding = self.encoding;
+            Parser::Lines(lines)
         };
         let mut loader = crate::dml::CopyLoader::new(copy);
         // In bulk only where no savepoint could roll part of the transaction back.

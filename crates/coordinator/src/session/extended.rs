@@ -207,15 +207,15 @@ impl<S: SessionStream> Session<S> {
             let format = wire::frontend::param_format(param_formats, params.len(), i).unwrap_or(0);
             values.push(match p {
                 None => Value::Null,
-                Some(bytes) if format == 1 => types::io::from_binary(bytes, ty)?,
+                Some(bytes) if format == 1 => binary_param(bytes, ty, self.encoding)?,
                 Some(bytes) => {
-                    let text = std::str::from_utf8(bytes).map_err(|_| {
+                    let text = self.encoding.decode(bytes).ok_or_else(|| {
                         PgError::new(
                             codes::CHARACTER_NOT_IN_REPERTOIRE,
                             "invalid byte sequence for encoding \"UTF8\"",
                         )
                     })?;
-                    types::io::from_text_in(text, ty, self.state.settings.lock().zone())?
+                    types::io::from_text_in(&text, ty, self.state.settings.lock().zone())?
                 }
             });
         }
@@ -361,10 +361,10 @@ impl<S: SessionStream> Session<S> {
             );
             while sent < limit {
                 let Some(r) = rows.pop_front() else { break };
-                output::data_row(&mut self.out, &r, &columns, &view_formats, &view);
+                output::data_row(&mut self.out, &r, &columns, &view_formats, &view)?;
                 sent += 1;
                 if self.out.len() > FLUSH_THRESHOLD {
-                    write_out(&mut self.stream, &mut self.out)
+                    write_out(&mut self.stream, &mut self.out, self.encoding)
                         .await
                         .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
                 }
@@ -378,5 +378,30 @@ impl<S: SessionStream> Session<S> {
             self.portals.insert(name.to_string(), portal);
         }
         Ok(())
+    }
+}
+
+/// A binary-format parameter; the types whose binary form is text (text, varchar, char,
+/// name, json, jsonb after its version byte, enums) read it in the client's encoding.
+fn binary_param(
+    bytes: &[u8],
+    ty: &types::DataType,
+    encoding: wire::ClientEncoding,
+) -> PgResult<Value> {
+    use types::DataType as T;
+    let text_from = match ty {
+        _ if encoding == wire::ClientEncoding::Utf8 || bytes.is_ascii() => None,
+        T::Jsonb => Some(1.min(bytes.len())),
+        T::Json | T::Enum(_) => Some(0),
+        t if t.is_string() => Some(0),
+        _ => None,
+    };
+    match text_from.and_then(|from| Some((from, encoding.decode(&bytes[from..])?))) {
+        Some((from, text)) => {
+            let mut utf8 = bytes[..from].to_vec();
+            utf8.extend_from_slice(text.as_bytes());
+            types::io::from_binary(&utf8, ty)
+        }
+        None => types::io::from_binary(bytes, ty),
     }
 }

@@ -30,7 +30,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use wire::backend::{self, NoticeSeverity};
-use wire::{decode_message, FrontendMessage};
+use wire::{decode_message_in, ClientEncoding, FrontendMessage};
 
 /// Largest message a client may send (PostgreSQL allows 1 GB; we bound memory per session).
 pub const MAX_MESSAGE_LEN: usize = 64 << 20;
@@ -67,6 +67,8 @@ pub struct Session<S> {
     /// Set while a statement runs whose query rows go straight to the client, in these
     /// result formats, as they are produced (not collected into its `Outcome`).
     stream_rows: Option<Vec<i16>>,
+    /// client_encoding, as last reported to the client.
+    encoding: ClientEncoding,
 }
 
 impl<S: SessionStream> Session<S> {
@@ -90,14 +92,16 @@ impl<S: SessionStream> Session<S> {
             cancel,
             limits: StatementLimits::default(),
             stream_rows: None,
+            encoding: ClientEncoding::Utf8,
         }
     }
 
     /// Send the post-authentication greeting.
     pub async fn greet(&mut self, secret: i32) -> std::io::Result<()> {
         backend::authentication_ok(&mut self.out);
-        for (name, value) in self.state.settings.lock().reported() {
-            backend::parameter_status(&mut self.out, name, &value);
+        let reported = self.state.settings.lock().reported();
+        for (name, value) in reported {
+            self.report_setting(name, &value);
         }
         backend::backend_key_data(&mut self.out, self.state.pid, secret);
         self.ready_for_query();
@@ -106,7 +110,7 @@ impl<S: SessionStream> Session<S> {
 
     /// Sends what is written and gives the output buffer back to the thread.
     async fn flush(&mut self) -> std::io::Result<()> {
-        write_out(&mut self.stream, &mut self.out).await?;
+        write_out(&mut self.stream, &mut self.out, self.encoding).await?;
         session_io::give_back(&mut self.out);
         Ok(())
     }
@@ -138,6 +142,17 @@ impl<S: SessionStream> Session<S> {
         backend::ready_for_query(&mut self.out, status);
     }
 
+    /// ParameterStatus for a setting the client tracks; client_encoding also changes how
+    /// this session reads and writes text from here on.
+    fn report_setting(&mut self, name: &str, value: &str) {
+        backend::parameter_status(&mut self.out, name, value);
+        if name == "client_encoding" {
+            if let Some((encoding, _)) = ClientEncoding::from_setting(value) {
+                self.encoding = encoding;
+            }
+        }
+    }
+
     fn send_error(&mut self, err: &PgError) {
         backend::error_response(&mut self.out, err);
     }
@@ -150,8 +165,8 @@ impl<S: SessionStream> Session<S> {
     /// waiting for input, so a pipelined batch (Bind/Execute/Sync…) costs one write.
     async fn next_message(&mut self) -> PgResult<Option<FrontendMessage>> {
         loop {
-            if let Some(m) =
-                decode_message(&mut self.inbuf, MAX_MESSAGE_LEN).map_err(|e| e.into_pg_error())?
+            if let Some(m) = decode_message_in(&mut self.inbuf, MAX_MESSAGE_LEN, self.encoding)
+                .map_err(|e| e.into_pg_error())?
             {
                 if self.out.capacity() == 0 {
                     self.out = session_io::take();
@@ -308,11 +323,14 @@ impl<S: SessionStream> Session<S> {
 }
 
 /// Write and clear the output buffer; a large one is not kept for an idle session.
+/// Writes `out` to the client, its text messages in the client's `encoding` first.
 async fn write_out<S: AsyncWrite + Unpin>(
     stream: &mut S,
     out: &mut BytesMut,
+    encoding: ClientEncoding,
 ) -> std::io::Result<()> {
     if !out.is_empty() {
+        encoding.encode_messages(out);
         stream.write_all(out).await?;
         out.clear();
         if out.capacity() > 1 << 20 {
@@ -330,6 +348,7 @@ fn view<'a>(
     tx: &Option<Transaction>,
     statement_time: i64,
 ) -> SessionView<'a> {
+    let settings = state.settings.lock();
     SessionView {
         catalog: &shared.catalog,
         cluster: &shared.cluster,
@@ -342,7 +361,8 @@ fn view<'a>(
         sequence_state: &state.sequences,
         user: &state.user,
         database: &state.database,
-        zone: state.settings.lock().zone().clone(),
+        zone: settings.zone().clone(),
+        encoding: settings.encoding(),
         bootstrap_role: &shared.bootstrap_role,
     }
 }

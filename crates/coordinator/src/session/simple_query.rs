@@ -122,9 +122,9 @@ impl<S: SessionStream> Session<S> {
             types::datetime::now_timestamp(),
         );
         for r in rows {
-            output::data_row(&mut self.out, r, columns, formats, &view);
+            output::data_row(&mut self.out, r, columns, formats, &view)?;
             if self.out.len() > FLUSH_THRESHOLD {
-                write_out(&mut self.stream, &mut self.out)
+                write_out(&mut self.stream, &mut self.out, self.encoding)
                     .await
                     .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             }

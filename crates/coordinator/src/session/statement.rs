@@ -98,7 +98,7 @@ impl<S: SessionStream> Session<S> {
                     .lock()
                     .set(name, value.as_deref(), *local)?;
                 if let Some((n, v)) = report {
-                    backend::parameter_status(&mut self.out, n, &v);
+                    self.report_setting(n, &v);
                 }
                 Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }))
             }
@@ -335,9 +335,14 @@ impl<S: SessionStream> Session<S> {
                 Some(formats) => {
                     let reader = dml.reader(txn);
                     let mut rows = reader.rows(q);
-                    let count = stream(&mut rows, &mut self.stream, &mut self.out, |r, out| {
-                        output::data_row(out, r, &q.columns, &formats, &view)
-                    })
+                    let encoding = self.encoding;
+                    let count = stream(
+                        &mut rows,
+                        &mut self.stream,
+                        &mut self.out,
+                        encoding,
+                        |r, out| output::data_row(out, r, &q.columns, &formats, &view),
+                    )
                     .await?;
                     Outcome {
                         tag: format!("SELECT {count}"),
@@ -364,11 +369,19 @@ impl<S: SessionStream> Session<S> {
                 }
                 let reader = dml.reader(txn);
                 let mut rows = reader.rows(&copy.query);
-                let count = stream(&mut rows, &mut self.stream, &mut self.out, |r, out| {
-                    data.clear();
-                    writer.row(r, &view, &mut data);
-                    backend::copy_data(out, &data);
-                })
+                let encoding = self.encoding;
+                let count = stream(
+                    &mut rows,
+                    &mut self.stream,
+                    &mut self.out,
+                    encoding,
+                    |r, out| {
+                        data.clear();
+                        writer.row(r, &view, &mut data)?;
+                        backend::copy_data(out, &data);
+                        Ok(())
+                    },
+                )
                 .await?;
                 data.clear();
                 writer.trailer(&mut data);
@@ -403,7 +416,7 @@ impl<S: SessionStream> Session<S> {
         };
         let reports: Vec<_> = std::mem::take(&mut *self.state.reports.lock());
         for (n, v) in reports {
-            backend::parameter_status(&mut self.out, n, &v);
+            self.report_setting(n, &v);
         }
         Ok(outcome)
     }
@@ -415,16 +428,17 @@ async fn stream<W: tokio::io::AsyncWrite + Unpin>(
     rows: &mut QueryRows<'_>,
     client: &mut W,
     out: &mut BytesMut,
-    mut write: impl FnMut(&Row, &mut BytesMut),
+    encoding: wire::ClientEncoding,
+    mut write: impl FnMut(&Row, &mut BytesMut) -> PgResult<()>,
 ) -> PgResult<u64> {
     let mut count = 0u64;
     while let Some(batch) = rows.next_batch().await? {
         for r in &batch {
-            write(r, out);
+            write(r, out)?;
         }
         count += batch.len() as u64;
         if out.len() > FLUSH_THRESHOLD {
-            write_out(client, out)
+            write_out(client, out, encoding)
                 .await
                 .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
         }

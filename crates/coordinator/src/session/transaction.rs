@@ -11,7 +11,7 @@ use datanode_client::{Isolation, PreparedXact, Timestamp};
 use distribution::{ClusterSavepoint, ClusterTxn};
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::{IsolationLevel, Statement};
-use wire::backend::{self, NoticeSeverity, TransactionStatus};
+use wire::backend::{NoticeSeverity, TransactionStatus};
 
 /// The transaction the session is in.
 pub struct Transaction {
@@ -442,7 +442,7 @@ impl<S: SessionStream> Session<S> {
     fn end_local_settings(&mut self) {
         let changed = self.state.settings.lock().end_transaction();
         for (n, v) in changed {
-            backend::parameter_status(&mut self.out, n, &v);
+            self.report_setting(n, &v);
         }
     }
 }
