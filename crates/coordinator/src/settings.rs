@@ -2,7 +2,6 @@
 
 use pgerror::{codes, PgError, PgResult};
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
 use types::datestyle::{self, IntervalStyle, Style};
 use types::timezone::Zone;
 
@@ -86,22 +85,19 @@ pub struct Settings {
     /// TimeZone, DateStyle and IntervalStyle, read: date/time values are shown and read
     /// in them.
     zone: Zone,
+    /// client_encoding, read likewise.
+    encoding: wire::ClientEncoding,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        // The default TimeZone by name, so that its abbreviation ("UTC") shows where
-        // DateStyle writes zone names; looked up once.
-        static DEFAULT_ZONE: LazyLock<Zone> = LazyLock::new(|| {
-            let name = canonical("TimeZone").map_or("UTC", |(_, default, _)| default);
-            Zone::from_setting(name).map_or(Zone::UTC, |(zone, _)| zone)
-        });
         Settings {
             values: BTreeMap::new(),
             local_saved: Vec::new(),
             txn_defaults: TxnDefaults::default(),
             limits: StatementLimits::default(),
-            zone: DEFAULT_ZONE.clone(),
+            zone: Zone::NAMED_UTC,
+            encoding: wire::ClientEncoding::Utf8,
         }
     }
 }
@@ -161,9 +157,7 @@ impl Settings {
 
     /// client_encoding (SQL_ASCII passes bytes through as UTF-8 does).
     pub fn encoding(&self) -> wire::ClientEncoding {
-        (self.values.get("client_encoding"))
-            .and_then(|v| wire::ClientEncoding::from_setting(v))
-            .map_or(wire::ClientEncoding::Utf8, |(encoding, _)| encoding)
+        self.encoding
     }
 
     fn values_changed(&mut self) {
@@ -189,9 +183,13 @@ impl Settings {
                 .and_then(|v| datestyle::parse_date_style(&v, Style::DEFAULT).ok())
                 .map_or(Style::DEFAULT, |(style, _)| style)
         };
-        self.zone = (self.get("TimeZone").ok())
-            .and_then(|v| Zone::from_setting(&v).ok())
-            .map_or(Zone::UTC, |(zone, _)| zone)
+        self.encoding = (self.values.get("client_encoding"))
+            .and_then(|v| wire::ClientEncoding::from_setting(v))
+            .map_or(wire::ClientEncoding::Utf8, |(encoding, _)| encoding);
+        // Unset, TimeZone is the default Etc/UTC.
+        self.zone = (self.values.get("TimeZone"))
+            .and_then(|v| Zone::from_setting(v).ok())
+            .map_or(Zone::NAMED_UTC, |(zone, _)| zone)
             .with_style(style);
         let ms = |name: &str| {
             self.values

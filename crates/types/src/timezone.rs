@@ -70,6 +70,10 @@ const ABBREVIATIONS: &[(&str, i32)] = &[
 
 impl Zone {
     pub const UTC: Zone = Zone::of(Kind::Fixed(0));
+    /// UTC by name (TimeZone `Etc/UTC`, the default): shown as "UTC" where a style writes
+    /// zone names. Cloned without touching a reference count, unlike zones read from the
+    /// database, which matters to a value copied into every statement.
+    pub const NAMED_UTC: Zone = Zone::of(Kind::Rules(TimeZone::UTC));
 
     const fn of(kind: Kind) -> Zone {
         Zone {
