@@ -96,16 +96,10 @@ pub fn client_text(
 ) -> PgResult<()> {
     let start = out.len();
     value_text(v, ty, session, out);
-    if session.encoding != ClientEncoding::Utf8 && !out[start..].is_ascii() {
-        let text = String::from_utf8_lossy(&out[start..]).into_owned();
-        out.truncate(start);
-        session.encoding.encode_into(&text, out)?;
-    }
-    Ok(())
+    encode_from(out, start, session.encoding)
 }
 
-/// Binary output: the types whose binary form is text (text, varchar, char, name, json,
-/// jsonb after its version byte, enums) send it in the client's encoding, as
+/// Binary output, its text in the client's encoding where the binary form is text, as
 /// PostgreSQL's pq_sendtext does.
 pub fn client_binary(
     v: &Value,
@@ -115,17 +109,18 @@ pub fn client_binary(
 ) -> PgResult<()> {
     let start = out.len();
     types::io::to_binary(v, ty, out);
-    let text_from = match ty {
-        _ if session.encoding == ClientEncoding::Utf8 => return Ok(()),
-        DataType::Jsonb => start + 1,
-        DataType::Json | DataType::Enum(_) => start,
-        t if t.is_string() => start,
-        _ => return Ok(()),
-    };
-    if out.get(text_from..).is_some_and(|text| !text.is_ascii()) {
-        let text = String::from_utf8_lossy(&out[text_from..]).into_owned();
-        out.truncate(text_from);
-        session.encoding.encode_into(&text, out)?;
+    match types::io::binary_text_start(ty) {
+        Some(text) => encode_from(out, start + text, session.encoding),
+        None => Ok(()),
+    }
+}
+
+/// `out[from..]`, UTF-8, re-encoded in `encoding`.
+fn encode_from(out: &mut Vec<u8>, from: usize, encoding: ClientEncoding) -> PgResult<()> {
+    if encoding != ClientEncoding::Utf8 && out.get(from..).is_some_and(|t| !t.is_ascii()) {
+        let text = String::from_utf8_lossy(&out[from..]).into_owned();
+        out.truncate(from);
+        encoding.encode_into(&text, out)?;
     }
     Ok(())
 }

@@ -5,9 +5,8 @@
 //! every date/time value.
 
 use crate::datetime::{
-    date_to_ymd, format_time, j2date, push_fraction, DATE_NOBEGIN, DATE_NOEND,
-    POSTGRES_EPOCH_JDATE, TS_NOBEGIN, TS_NOEND, USECS_PER_DAY, USECS_PER_HOUR, USECS_PER_MINUTE,
-    USECS_PER_SEC,
+    date_to_ymd, format_time, j2date, push_fraction, IntervalFields, DATE_NOBEGIN, DATE_NOEND,
+    POSTGRES_EPOCH_JDATE, TS_NOBEGIN, TS_NOEND, USECS_PER_DAY,
 };
 use crate::timezone::{format_offset, Zone};
 use pgerror::{codes, PgError, PgResult};
@@ -288,20 +287,12 @@ fn format_wall_clock(local: i64, zone: Option<(i32, String)>, style: Style) -> S
 /// interval output (EncodeInterval) in the non-default IntervalStyles; `None` for the
 /// default, which `datetime::format_interval` writes.
 pub fn format_interval(months: i32, days: i32, micros: i64, style: Style) -> Option<String> {
-    let year = (months / 12) as i64;
-    let month = (months % 12) as i64;
-    let day = days as i64;
-    let hour = micros / USECS_PER_HOUR;
-    let minute = micros / USECS_PER_MINUTE % 60;
-    let second = micros / USECS_PER_SEC % 60;
-    let fraction = micros % USECS_PER_SEC;
+    let fields = IntervalFields::of(months, days, micros);
     Some(match style.interval {
         IntervalStyle::Postgres => return None,
-        IntervalStyle::PostgresVerbose => verbose(year, month, day, hour, minute, second, fraction),
-        IntervalStyle::SqlStandard => {
-            sql_standard(year, month, day, hour, minute, second, fraction)
-        }
-        IntervalStyle::Iso8601 => iso_8601(year, month, day, hour, minute, second, fraction),
+        IntervalStyle::PostgresVerbose => verbose(fields),
+        IntervalStyle::SqlStandard => sql_standard(fields),
+        IntervalStyle::Iso8601 => iso_8601(fields),
     })
 }
 
@@ -317,15 +308,16 @@ fn seconds(second: i64, fraction: i64, pad: bool) -> String {
     s
 }
 
-fn verbose(
-    year: i64,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    fraction: i64,
-) -> String {
+fn verbose(fields: IntervalFields) -> String {
+    let IntervalFields {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micros: fraction,
+    } = fields;
     let mut s = String::from("@");
     let (mut is_zero, mut is_before) = (true, false);
     for (value, unit) in [
@@ -378,15 +370,16 @@ fn verbose(
     s
 }
 
-fn sql_standard(
-    year: i64,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    fraction: i64,
-) -> String {
+fn sql_standard(fields: IntervalFields) -> String {
+    let IntervalFields {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micros: fraction,
+    } = fields;
     let parts = [year, month, day, hour, minute, second, fraction];
     let negative = parts.iter().any(|p| *p < 0);
     let positive = parts.iter().any(|p| *p > 0);
@@ -430,15 +423,16 @@ fn sql_standard(
     }
 }
 
-fn iso_8601(
-    year: i64,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    fraction: i64,
-) -> String {
+fn iso_8601(fields: IntervalFields) -> String {
+    let IntervalFields {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micros: fraction,
+    } = fields;
     if [year, month, day, hour, minute, second, fraction]
         .iter()
         .all(|p| *p == 0)

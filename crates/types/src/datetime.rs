@@ -171,6 +171,33 @@ pub fn format_timestamp(ts: i64) -> String {
     crate::datestyle::format_timestamp(ts, crate::datestyle::Style::DEFAULT)
 }
 
+/// An interval's fields as PostgreSQL's interval2itm splits them, each truncated toward
+/// zero (so each has its part's sign); hours may pass 24.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntervalFields {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+    pub micros: i64,
+}
+
+impl IntervalFields {
+    pub fn of(months: i32, days: i32, micros: i64) -> IntervalFields {
+        IntervalFields {
+            year: months as i64 / 12,
+            month: months as i64 % 12,
+            day: days as i64,
+            hour: micros / USECS_PER_HOUR,
+            minute: micros / USECS_PER_MINUTE % 60,
+            second: micros / USECS_PER_SEC % 60,
+            micros: micros % USECS_PER_SEC,
+        }
+    }
+}
+
 /// IntervalStyle postgres: "1 year 2 mons 3 days 04:05:06.5", "-1 days +02:00:00", "00:00:00".
 pub fn format_interval(months: i32, days: i32, micros: i64) -> String {
     let mut s = String::with_capacity(32);

@@ -217,6 +217,18 @@ fn array_elem_needs_quotes(s: &[u8]) -> bool {
         })
 }
 
+/// Where the binary form of a `ty` value is text (text, varchar, char, name, json, an
+/// enum's label, jsonb after its version byte), the offset it starts at: a client's
+/// encoding applies to it.
+pub fn binary_text_start(ty: &DataType) -> Option<usize> {
+    match ty {
+        DataType::Jsonb => Some(1),
+        DataType::Json | DataType::Enum(_) => Some(0),
+        t if t.is_string() => Some(0),
+        _ => None,
+    }
+}
+
 /// Text output of a value of type `ty` (Null writes nothing; callers send SQL NULL), a
 /// timestamptz in UTC.
 pub fn to_text(v: &Value, ty: &DataType, out: &mut Vec<u8>) {

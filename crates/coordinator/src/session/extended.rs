@@ -381,22 +381,17 @@ impl<S: SessionStream> Session<S> {
     }
 }
 
-/// A binary-format parameter; the types whose binary form is text (text, varchar, char,
-/// name, json, jsonb after its version byte, enums) read it in the client's encoding.
+/// A binary-format parameter, its text read in the client's encoding where the binary
+/// form is text.
 fn binary_param(
     bytes: &[u8],
     ty: &types::DataType,
     encoding: wire::ClientEncoding,
 ) -> PgResult<Value> {
-    use types::DataType as T;
-    let text_from = match ty {
-        _ if encoding == wire::ClientEncoding::Utf8 || bytes.is_ascii() => None,
-        T::Jsonb => Some(1.min(bytes.len())),
-        T::Json | T::Enum(_) => Some(0),
-        t if t.is_string() => Some(0),
-        _ => None,
-    };
-    match text_from.and_then(|from| Some((from, encoding.decode(&bytes[from..])?))) {
+    let text = types::io::binary_text_start(ty)
+        .filter(|_| encoding != wire::ClientEncoding::Utf8)
+        .and_then(|from| Some((from, encoding.decode(bytes.get(from..)?)?)));
+    match text {
         Some((from, text)) => {
             let mut utf8 = bytes[..from].to_vec();
             utf8.extend_from_slice(text.as_bytes());

@@ -4,56 +4,14 @@
 //! tied to calendar dates (names of months and days, AD/BC, time zones, weekdays) are
 //! refused.
 
-use super::{fraction, marker, nodes, ordinal_suffix, Node, ROMAN};
-use crate::datetime::{date2j, DAYS_PER_MONTH, USECS_PER_SEC};
+use super::{fraction, marker, render, ROMAN};
+use crate::datetime::{date2j, IntervalFields, DAYS_PER_MONTH};
 use pgerror::{codes, PgError, PgResult};
-
-/// An interval's fields as PostgreSQL's interval2itm splits them (each truncated
-/// toward zero, so each has the interval part's sign).
-struct Span {
-    year: i64,
-    month: i64,
-    day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    micros: i64,
-}
 
 /// Formats an interval by `template`.
 pub fn format_interval(months: i32, days: i32, micros: i64, template: &str) -> PgResult<String> {
-    let span = Span {
-        year: months as i64 / 12,
-        month: months as i64 % 12,
-        day: days as i64,
-        hour: micros / (3600 * USECS_PER_SEC),
-        minute: micros / (60 * USECS_PER_SEC) % 60,
-        second: micros / USECS_PER_SEC % 60,
-        micros: micros % USECS_PER_SEC,
-    };
-    let mut out = String::new();
-    for node in nodes(template) {
-        match node {
-            Node::Field {
-                pattern,
-                fill,
-                ordinal,
-            } => {
-                let text = span.field(pattern, fill)?;
-                out.push_str(&text);
-                if let (Some(upper), Ok(n)) = (ordinal, text.trim().parse::<i64>()) {
-                    let suffix = ordinal_suffix(n);
-                    out.push_str(&if upper {
-                        suffix.to_uppercase()
-                    } else {
-                        suffix.to_string()
-                    });
-                }
-            }
-            Node::Literal { text, .. } => out.push_str(&text),
-        }
-    }
-    Ok(out)
+    let span = IntervalFields::of(months, days, micros);
+    render(template, |pattern, fill| field(&span, pattern, fill))
 }
 
 /// `n` zero-padded to `width` characters, its sign included (C's "%0*d"); plain under FM.
@@ -70,112 +28,111 @@ fn signed(n: i64, width: usize, fill: bool) -> String {
     printf(n, width + usize::from(n < 0), fill)
 }
 
-impl Span {
-    fn field(&self, pattern: &str, fill: bool) -> PgResult<String> {
-        let upper = pattern.to_ascii_uppercase();
-        let day_span = (self.year * 12 + self.month) * DAYS_PER_MONTH + self.day;
-        // YYYY…YY and their ISO forms: the last digits, one more character of padding
-        // when the interval's years are negative (Y has none).
-        let year_digits = |year: i64, digits: u32| {
-            let shown = if digits == 4 {
-                year
-            } else {
-                year % 10_i64.pow(digits)
-            };
-            let width = digits as usize + usize::from(self.year < 0 && digits > 1);
-            printf(shown, width, fill)
+/// One pattern's text for the interval's fields `span`.
+fn field(span: &IntervalFields, pattern: &str, fill: bool) -> PgResult<String> {
+    let upper = pattern.to_ascii_uppercase();
+    let day_span = (span.year * 12 + span.month) * DAYS_PER_MONTH + span.day;
+    // YYYY…YY and their ISO forms: the last digits, one more character of padding
+    // when the interval's years are negative (Y has none).
+    let year_digits = |year: i64, digits: u32| {
+        let shown = if digits == 4 {
+            year
+        } else {
+            year % 10_i64.pow(digits)
         };
-        let iso_year = || iso_year(self.year, self.month, self.day);
-        Ok(match upper.as_str() {
-            "HH" | "HH12" => {
-                let h = match self.hour % 12 {
-                    0 => 12,
-                    h => h,
-                };
-                printf(h, if self.hour >= 0 { 2 } else { 3 }, fill)
+        let width = digits as usize + usize::from(span.year < 0 && digits > 1);
+        printf(shown, width, fill)
+    };
+    let iso_year = || iso_year(span.year, span.month, span.day);
+    Ok(match upper.as_str() {
+        "HH" | "HH12" => {
+            let h = match span.hour % 12 {
+                0 => 12,
+                h => h,
+            };
+            printf(h, if span.hour >= 0 { 2 } else { 3 }, fill)
+        }
+        "HH24" => signed(span.hour, 2, fill),
+        "MI" => signed(span.minute, 2, fill),
+        "SS" => signed(span.second, 2, fill),
+        "MS" | "US" | "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
+            fraction(&upper, span.micros)
+        }
+        "SSSS" | "SSSSS" => (span.hour * 3600 + span.minute * 60 + span.second).to_string(),
+        "AM" | "PM" | "A.M." | "P.M." => {
+            let pm = span.hour % 24 >= 12;
+            let (plain, dotted) = if pm { ("PM", "P.M.") } else { ("AM", "A.M.") };
+            marker(pattern, plain, dotted)
+        }
+        "Y,YYY" => {
+            let thousands = span.year / 1000;
+            format!("{thousands},{:03}", span.year - thousands * 1000)
+        }
+        "YYYY" if (-9998..=9999).contains(&span.year) => year_digits(span.year, 4),
+        "YYYY" => span.year.to_string(),
+        "YYY" => year_digits(span.year, 3),
+        "YY" => year_digits(span.year, 2),
+        "Y" => year_digits(span.year, 1),
+        "IYYY" => year_digits(iso_year(), 4),
+        "IYY" => year_digits(iso_year(), 3),
+        "IY" => year_digits(iso_year(), 2),
+        "I" => year_digits(iso_year(), 1),
+        "IW" => printf(iso_week(span.year, span.month, span.day), 2, fill),
+        "IDDD" => {
+            let first_monday = iso_week_monday(iso_year(), 1);
+            printf(
+                date2j(span.year, span.month, span.day) - first_monday + 1,
+                3,
+                fill,
+            )
+        }
+        "CC" => {
+            let century = span.year / 100;
+            if (-99..=99).contains(&century) {
+                signed(century, 2, fill)
+            } else {
+                century.to_string()
             }
-            "HH24" => signed(self.hour, 2, fill),
-            "MI" => signed(self.minute, 2, fill),
-            "SS" => signed(self.second, 2, fill),
-            "MS" | "US" | "FF1" | "FF2" | "FF3" | "FF4" | "FF5" | "FF6" => {
-                fraction(&upper, self.micros)
+        }
+        "MM" => signed(span.month, 2, fill),
+        "DDD" => printf(day_span, 3, fill),
+        "DD" => printf(span.day, 2, fill),
+        "WW" => printf((day_span - 1) / 7 + 1, 2, fill),
+        "W" => ((span.day - 1) / 7 + 1).to_string(),
+        "Q" if span.month == 0 => String::new(),
+        "Q" => ((span.month - 1) / 3 + 1).to_string(),
+        "J" => date2j(span.year, span.month, span.day).to_string(),
+        "RM" if span.month == 0 && span.year == 0 => String::new(),
+        "RM" => {
+            // Whole years show as XII when positive and I when negative; -1 month
+            // is XII (ROMAN runs from January).
+            let month = match span.month {
+                0 if span.year >= 0 => 12,
+                0 => 1,
+                m if m < 0 => 13 + m,
+                m => m,
+            };
+            let roman = ROMAN[month as usize - 1];
+            let text = if pattern == "rm" {
+                roman.to_lowercase()
+            } else {
+                roman.to_string()
+            };
+            if fill {
+                text
+            } else {
+                format!("{text:<4}")
             }
-            "SSSS" | "SSSSS" => (self.hour * 3600 + self.minute * 60 + self.second).to_string(),
-            "AM" | "PM" | "A.M." | "P.M." => {
-                let pm = self.hour % 24 >= 12;
-                let (plain, dotted) = if pm { ("PM", "P.M.") } else { ("AM", "A.M.") };
-                marker(pattern, plain, dotted)
-            }
-            "Y,YYY" => {
-                let thousands = self.year / 1000;
-                format!("{thousands},{:03}", self.year - thousands * 1000)
-            }
-            "YYYY" if (-9998..=9999).contains(&self.year) => year_digits(self.year, 4),
-            "YYYY" => self.year.to_string(),
-            "YYY" => year_digits(self.year, 3),
-            "YY" => year_digits(self.year, 2),
-            "Y" => year_digits(self.year, 1),
-            "IYYY" => year_digits(iso_year(), 4),
-            "IYY" => year_digits(iso_year(), 3),
-            "IY" => year_digits(iso_year(), 2),
-            "I" => year_digits(iso_year(), 1),
-            "IW" => printf(iso_week(self.year, self.month, self.day), 2, fill),
-            "IDDD" => {
-                let first_monday = iso_week_monday(iso_year(), 1);
-                printf(
-                    date2j(self.year, self.month, self.day) - first_monday + 1,
-                    3,
-                    fill,
-                )
-            }
-            "CC" => {
-                let century = self.year / 100;
-                if (-99..=99).contains(&century) {
-                    signed(century, 2, fill)
-                } else {
-                    century.to_string()
-                }
-            }
-            "MM" => signed(self.month, 2, fill),
-            "DDD" => printf(day_span, 3, fill),
-            "DD" => printf(self.day, 2, fill),
-            "WW" => printf((day_span - 1) / 7 + 1, 2, fill),
-            "W" => ((self.day - 1) / 7 + 1).to_string(),
-            "Q" if self.month == 0 => String::new(),
-            "Q" => ((self.month - 1) / 3 + 1).to_string(),
-            "J" => date2j(self.year, self.month, self.day).to_string(),
-            "RM" if self.month == 0 && self.year == 0 => String::new(),
-            "RM" => {
-                // Whole years show as XII when positive and I when negative; -1 month
-                // is XII (ROMAN runs from January).
-                let month = match self.month {
-                    0 if self.year >= 0 => 12,
-                    0 => 1,
-                    m if m < 0 => 13 + m,
-                    m => m,
-                };
-                let roman = ROMAN[month as usize - 1];
-                let text = if pattern == "rm" {
-                    roman.to_lowercase()
-                } else {
-                    roman.to_string()
-                };
-                if fill {
-                    text
-                } else {
-                    format!("{text:<4}")
-                }
-            }
-            "FX" => String::new(),
-            _ => {
-                return Err(PgError::new(
-                    codes::INVALID_DATETIME_FORMAT,
-                    "invalid format specification for an interval value",
-                )
-                .with_hint("Intervals are not tied to specific calendar dates."))
-            }
-        })
-    }
+        }
+        "FX" => String::new(),
+        _ => {
+            return Err(PgError::new(
+                codes::INVALID_DATETIME_FORMAT,
+                "invalid format specification for an interval value",
+            )
+            .with_hint("Intervals are not tied to specific calendar dates."))
+        }
+    })
 }
 
 /// The Julian day of the Monday that starts ISO week `week` of `year` (isoweek2j).

@@ -10,6 +10,7 @@ pub use interval::format_interval;
 
 use crate::datetime::{date2j, j2date, POSTGRES_EPOCH_JDATE, USECS_PER_DAY, USECS_PER_SEC};
 use crate::datetime_fields::{dow, iso_week};
+use pgerror::PgResult;
 
 /// The time zone a timestamptz is shown in (TZ, TZH, TZM, OF); a timestamp's is UTC
 /// without an abbreviation.
@@ -76,6 +77,18 @@ pub fn format(local: i64, template: &str, zone: &ShownZone) -> String {
         day,
         tod: local.rem_euclid(USECS_PER_DAY),
     };
+    render(template, |pattern, fill| {
+        Ok(clock.field(pattern, fill, zone))
+    })
+    .expect("a timestamp's fields are never refused")
+}
+
+/// Writes `template` with each pattern's text from `field(pattern, fill)`, an ordinal
+/// suffix after a number where TH/th asks for one, and the literal text between.
+pub(crate) fn render(
+    template: &str,
+    mut field: impl FnMut(&'static str, bool) -> PgResult<String>,
+) -> PgResult<String> {
     let mut out = String::new();
     for node in nodes(template) {
         match node {
@@ -84,7 +97,7 @@ pub fn format(local: i64, template: &str, zone: &ShownZone) -> String {
                 fill,
                 ordinal,
             } => {
-                let text = clock.field(pattern, fill, zone);
+                let text = field(pattern, fill)?;
                 out.push_str(&text);
                 if let (Some(upper), Ok(n)) = (ordinal, text.trim().parse::<i64>()) {
                     let suffix = ordinal_suffix(n);
@@ -98,7 +111,7 @@ pub fn format(local: i64, template: &str, zone: &ShownZone) -> String {
             Node::Literal { text, .. } => out.push_str(&text),
         }
     }
-    out
+    Ok(out)
 }
 
 /// One element of a date/time template (formatting.c's FormatNode).
