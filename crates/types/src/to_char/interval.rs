@@ -4,7 +4,7 @@
 //! tied to calendar dates (names of months and days, AD/BC, time zones, weekdays) are
 //! refused.
 
-use super::{fraction, marker, render, ROMAN};
+use super::{fraction, marker, render, roman_month};
 use crate::datetime::{date2j, IntervalFields, DAYS_PER_MONTH};
 use pgerror::{codes, PgError, PgResult};
 
@@ -112,17 +112,7 @@ fn field(span: &IntervalFields, pattern: &str, fill: bool) -> PgResult<String> {
                 m if m < 0 => 13 + m,
                 m => m,
             };
-            let roman = ROMAN[month as usize - 1];
-            let text = if pattern == "rm" {
-                roman.to_lowercase()
-            } else {
-                roman.to_string()
-            };
-            if fill {
-                text
-            } else {
-                format!("{text:<4}")
-            }
+            roman_month(month, pattern, fill)
         }
         "FX" => String::new(),
         _ => {

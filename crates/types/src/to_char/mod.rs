@@ -206,6 +206,21 @@ fn ordinal_suffix(n: i64) -> &'static str {
     }
 }
 
+/// RM/rm: month 1–12 in Roman numerals, blank-padded to 4 unless FM.
+fn roman_month(month: i64, pattern: &str, fill: bool) -> String {
+    let roman = ROMAN[month as usize - 1];
+    let text = if pattern == "rm" {
+        roman.to_lowercase()
+    } else {
+        roman.to_string()
+    };
+    if fill {
+        text
+    } else {
+        format!("{text:<4}")
+    }
+}
+
 /// AM/PM or AD/BC as the pattern writes it: dotted or not, lower case or not.
 fn marker(pattern: &str, plain: &str, dotted: &str) -> String {
     let text = if pattern.contains('.') { dotted } else { plain };
@@ -328,19 +343,7 @@ impl Clock {
             }
             "J" => date2j(self.year, self.month as i64, self.day as i64).to_string(),
             "Q" => ((self.month as i64 - 1) / 3 + 1).to_string(),
-            "RM" => {
-                let roman = ROMAN[self.month as usize - 1];
-                let text = if pattern == "rm" {
-                    roman.to_lowercase()
-                } else {
-                    roman.to_string()
-                };
-                if fill {
-                    text
-                } else {
-                    format!("{text:<4}")
-                }
-            }
+            "RM" => roman_month(self.month as i64, pattern, fill),
             "TZ" if pattern == "tz" => zone.abbreviation.to_lowercase(),
             "TZ" => zone.abbreviation.clone(),
             "TZH" => {
