@@ -23,11 +23,14 @@ use std::ops::Bound;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// A scanned range of a relation: `[lo, hi)` in user-key bounds.
+type ScannedRange = (RelId, Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// What a SERIALIZABLE transaction read on this datanode, other than its own writes.
 #[derive(Default)]
 pub(crate) struct ReadSet {
     points: Vec<(RelId, Vec<u8>)>,
-    ranges: Vec<(RelId, Bound<Vec<u8>>, Bound<Vec<u8>>)>,
+    ranges: Vec<ScannedRange>,
 }
 
 impl ReadSet {
