@@ -285,6 +285,90 @@ SCENARIOS.append(("deadlock_truncate", [(1, 0), (2, 0)], [
 ], deadlock_summary_for({"s1": {1: 10, 2: 0}, "s2": {1: 1, 2: 0}})))
 
 
+SER = "BEGIN ISOLATION LEVEL SERIALIZABLE"
+
+
+def serializable_summary(outcome):
+    """What PostgreSQL's users can rely on under SERIALIZABLE, where PostgreSQL (SSI) may
+    raise 40001 at a different statement than Meridian, which validates reads at COMMIT
+    (decision 0044): which sessions' COMMIT committed, the first error of every session
+    that failed (a later 25P02 in its aborted transaction is not compared), the final
+    rows, and what SHOW said. Rows seen by steps are not compared: a session PostgreSQL
+    has already failed sees none."""
+    steps = outcome["steps"]
+    first_error = {}
+    for s in steps:
+        err = s["result"].get("error")
+        if err and s["session"] not in first_error:
+            first_error[s["session"]] = err
+    return {
+        "committed": sorted({s["session"] for s in steps
+                             if s["sql"] == "COMMIT" and s["result"].get("tag") == "COMMIT"}),
+        "first_errors": first_error,
+        "show": [s["result"].get("rows") for s in steps if s["sql"].startswith("SHOW")],
+        "final": outcome["final"],
+    }
+
+
+SCENARIOS += [(name, setup, steps, serializable_summary) for name, setup, steps in [
+    ("write_skew_serializable", [(1, 1), (2, 1)], [   # today both commit: one must fail
+        ("s1", SER), ("s2", SER),
+        ("s1", "SHOW transaction_isolation"),
+        ("s1", "SELECT count(*) FROM {t} WHERE v = 1"),
+        ("s2", "SELECT count(*) FROM {t} WHERE v = 1"),
+        ("s1", "UPDATE {t} SET v = 0 WHERE id = 1"),
+        ("s2", "UPDATE {t} SET v = 0 WHERE id = 2"),
+        ("s1", "COMMIT"), ("s2", "COMMIT"),
+    ]),
+    # Each counts the rows of one class and inserts into the other.
+    ("predicate_anomaly_serializable", [(1, 1), (2, 2)], [
+        ("s1", SER), ("s2", SER),
+        ("s1", "SELECT count(*) FROM {t} WHERE v = 1"),
+        ("s2", "SELECT count(*) FROM {t} WHERE v = 2"),
+        ("s1", "INSERT INTO {t} (id, v) VALUES (3, 2)"),
+        ("s2", "INSERT INTO {t} (id, v) VALUES (4, 1)"),
+        ("s1", "COMMIT"), ("s2", "COMMIT"),
+    ]),
+    # PostgreSQL's isolation test read-only-anomaly-2, its second permutation (X is row 1,
+    # Y row 2): once s3 (read only) has seen s1's deposit, s2 cannot commit.
+    ("read_only_anomaly_serializable", [(1, 0), (2, 0)], [
+        ("s1", SER), ("s2", SER), ("s3", SER),
+        ("s2", "SELECT v FROM {t} WHERE id = 1"),
+        ("s2", "SELECT v FROM {t} WHERE id = 2"),
+        ("s1", "SELECT v FROM {t} WHERE id = 2"),
+        ("s1", "UPDATE {t} SET v = 20 WHERE id = 2"),
+        ("s1", "COMMIT"),
+        ("s3", "SELECT id, v FROM {t} WHERE id IN (1, 2) ORDER BY id"),
+        ("s2", "UPDATE {t} SET v = -11 WHERE id = 1"),
+        ("s2", "COMMIT"),
+        ("s3", "COMMIT"),
+    ]),
+    # Disjoint rows by primary key: both commit.
+    ("non_conflicting_serializable", [(1, 10), (2, 20), (3, 30), (4, 40)], [
+        ("s1", SER), ("s2", SER),
+        ("s1", "SELECT v FROM {t} WHERE id = 1"),
+        ("s2", "SELECT v FROM {t} WHERE id = 3"),
+        ("s1", "UPDATE {t} SET v = 11 WHERE id = 2"),
+        ("s2", "UPDATE {t} SET v = 41 WHERE id = 4"),
+        ("s1", "COMMIT"), ("s2", "COMMIT"),
+    ]),
+    # The session default, and SET TRANSACTION.
+    ("default_isolation_serializable", [(1, 1), (2, 1)], [
+        ("s1", "SET default_transaction_isolation = 'serializable'"),
+        ("s1", "BEGIN"),
+        ("s1", "SHOW transaction_isolation"),
+        ("s2", "BEGIN"),
+        ("s2", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        ("s2", "SHOW transaction_isolation"),
+        ("s1", "SELECT count(*) FROM {t} WHERE v = 1"),
+        ("s2", "SELECT count(*) FROM {t} WHERE v = 1"),
+        ("s1", "UPDATE {t} SET v = 0 WHERE id = 1"),
+        ("s2", "UPDATE {t} SET v = 0 WHERE id = 2"),
+        ("s2", "COMMIT"), ("s1", "COMMIT"),
+    ]),
+]]
+
+
 def _scenario_params():
     for sc in SCENARIOS:
         name, setup, steps = sc[:3]

@@ -127,8 +127,8 @@ impl Default for StatementLimits {
 /// What a new transaction takes from the session's settings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TxnDefaults {
-    /// default_transaction_isolation is REPEATABLE READ or SERIALIZABLE.
-    pub repeatable_read: bool,
+    /// default_transaction_isolation.
+    pub isolation: sql::plan::IsolationLevel,
     /// default_transaction_read_only is on.
     pub read_only: bool,
 }
@@ -162,12 +162,15 @@ impl Settings {
 
     fn values_changed(&mut self) {
         self.txn_defaults = TxnDefaults {
-            repeatable_read: matches!(
-                self.values
-                    .get("default_transaction_isolation")
-                    .map(String::as_str),
-                Some("repeatable read" | "serializable")
-            ),
+            isolation: match self
+                .values
+                .get("default_transaction_isolation")
+                .map(String::as_str)
+            {
+                Some("repeatable read") => sql::plan::IsolationLevel::RepeatableRead,
+                Some("serializable") => sql::plan::IsolationLevel::Serializable,
+                _ => sql::plan::IsolationLevel::ReadCommitted,
+            },
             read_only: self
                 .values
                 .get("default_transaction_read_only")

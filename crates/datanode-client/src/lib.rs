@@ -738,6 +738,14 @@ impl DatanodeTxn {
         }
     }
 
+    /// Whether its commit validates what it read (decision 0044).
+    pub fn is_serializable(&self) -> bool {
+        match self {
+            DatanodeTxn::Local(t) => t.isolation() == Isolation::Serializable,
+            DatanodeTxn::Remote(t) => t.isolation == Isolation::Serializable,
+        }
+    }
+
     /// Whether increments wait to be applied (`DatanodeClient::apply_increments`).
     pub fn has_increments(&self) -> bool {
         match self {

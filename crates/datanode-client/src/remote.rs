@@ -65,7 +65,7 @@ pub struct RemotePrepared {
 pub struct RemoteTxn {
     id: TxnId,
     start_ts: Timestamp,
-    isolation: Isolation,
+    pub(crate) isolation: Isolation,
     /// What goes with the next request. Behind a mutex because reads, which take the
     /// transaction shared, send it too.
     pending: Mutex<Pending>,
@@ -440,6 +440,7 @@ impl RemoteTxn {
             isolation: match self.isolation {
                 Isolation::ReadCommitted => proto::Isolation::ReadCommitted,
                 Isolation::RepeatableRead => proto::Isolation::RepeatableRead,
+                Isolation::Serializable => proto::Isolation::Serializable,
             },
             transient: false,
         }
@@ -451,10 +452,12 @@ impl RemoteTxn {
     }
 
     /// The request for a plain read: transient (`proto::Begin::transient`) while nothing
-    /// of the transaction is on the datanode or queued for it, else as `request`.
+    /// of the transaction is on the datanode or queued for it, else as `request`. Never
+    /// for SERIALIZABLE, whose reads the datanode keeps until the commit validates them.
     fn read_request(&self, call: TxnCall) -> Request {
         let pending = self.pending.lock();
-        if pending.begun || !pending.queued.is_empty() {
+        if pending.begun || !pending.queued.is_empty() || self.isolation == Isolation::Serializable
+        {
             drop(pending);
             return self.request(call);
         }

@@ -39,6 +39,7 @@ pub type TxnId = u64;
 pub enum Isolation {
     ReadCommitted,
     RepeatableRead,
+    Serializable,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]

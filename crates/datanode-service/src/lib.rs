@@ -209,6 +209,7 @@ impl DatanodeService {
         let isolation = match b.isolation {
             proto::Isolation::ReadCommitted => Isolation::ReadCommitted,
             proto::Isolation::RepeatableRead => Isolation::RepeatableRead,
+            proto::Isolation::Serializable => Isolation::Serializable,
         };
         let mut txn = self.datanode.begin(b.start_ts, isolation);
         txn.registered_by_caller();

@@ -188,6 +188,13 @@ impl CommitRegistry {
             })
             .fold(horizon, Timestamp::min)
     }
+    /// Whether a transaction other than `me` is registered on `rel`.
+    pub(crate) fn has_other(&self, rel: RelId, me: u64) -> bool {
+        self.shard(rel)
+            .lock()
+            .get(&rel)
+            .is_some_and(|m| m.keys().any(|&id| id != me))
+    }
     pub(crate) fn blocking(&self, rel: RelId, snapshot: Timestamp, me: u64) -> Vec<Arc<TxnShared>> {
         let s = self.shard(rel).lock();
         match s.get(&rel) {
@@ -245,6 +252,12 @@ impl Datanode {
             return Err(e);
         }
         if txn.applies_nothing() {
+            // A SERIALIZABLE part that only read is validated here, and stays protected
+            // until the decision (decision 0044).
+            if let Err(e) = self.inner.validate_reads(&txn) {
+                abort_unapplied(txn, None).await;
+                return Err(e);
+            }
             return Ok(PreparedTxn(Prepared::ReadOnly(txn)));
         }
         let start = txn.start_ts();
@@ -471,8 +484,10 @@ impl Inner {
             self.committing.register(rel, &txn.shared);
         }
         let start = txn.shared.start_ts;
+        let checked = self.serializable_commit_check(txn, rels, &source).await;
         // `gtm`: the GTM to tell if no timestamp comes (none for a prepared transaction).
         let (ts, gtm) = match source {
+            _ if checked.is_err() => (checked.map(|()| start), source.gtm().cloned()),
             CommitTs::Gtm(gtm) => {
                 txn.shared.set_state(TxnState::CommittingPending);
                 (gtm.commit(start).await, Some(gtm))

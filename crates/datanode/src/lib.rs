@@ -40,6 +40,7 @@ mod merge;
 mod named;
 mod owned;
 mod read;
+mod serializable;
 mod single_version;
 mod spilled;
 mod txn;
@@ -76,6 +77,15 @@ pub type RowBytes = bytes::Bytes;
 pub enum Isolation {
     ReadCommitted,
     RepeatableRead,
+    /// REPEATABLE READ whose commit validates what it read (decision 0044).
+    Serializable,
+}
+
+impl Isolation {
+    /// Whether every statement reads at the transaction's start timestamp.
+    pub fn one_snapshot(self) -> bool {
+        self != Isolation::ReadCommitted
+    }
 }
 
 /// Whether taking a row lock another transaction holds waits for it, or fails at once
@@ -125,6 +135,7 @@ struct Inner {
     opts: DatanodeOptions,
     locks: LockTable,
     committing: CommitRegistry,
+    protections: serializable::ReadProtections,
     owned: OwnedRelations,
     /// Relations VACUUM has nothing to collect in.
     single_version: SingleVersionRelations,
@@ -213,6 +224,7 @@ impl Datanode {
             opts,
             locks: LockTable::new(),
             committing: CommitRegistry::new(),
+            protections: serializable::ReadProtections::new(),
             owned: OwnedRelations::default(),
             single_version: SingleVersionRelations::default(),
             spillers: Spillers::default(),

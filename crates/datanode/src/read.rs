@@ -33,6 +33,7 @@ impl Datanode {
         if let Some(w) = txn.own_write(rel, key)? {
             return Ok(w);
         }
+        txn.note_point_read(rel, key);
         self.wait_unowned(txn, rel).await?;
         for t in self.inner.spillers.of(rel, txn.shared.id) {
             if t.blocks_snapshot(snapshot) {
@@ -92,6 +93,7 @@ impl Datanode {
         snapshot: Timestamp,
     ) -> PgResult<MergeIter<'a>> {
         self.wait_unowned(txn, rel).await?;
+        txn.note_range_read(rel, &lo, &hi);
         // Every transaction that registered before this point and may commit at <= snapshot
         // is waited out; any that registers later gets a commit ts > snapshot.
         for t in self.inner.committing.blocking(rel, snapshot, txn.shared.id) {

@@ -2,6 +2,7 @@
 //! row locks held, and their release when it ends.
 
 use crate::locks::{FxHashMap, FxHashSet, TxnShared, TxnState};
+use crate::serializable::ReadSet;
 use crate::spilled::{self, Intent, Spilled};
 use crate::{Datanode, Inner, Isolation, RelId, RowBytes, Timestamp};
 use pgerror::PgResult;
@@ -61,6 +62,8 @@ pub struct Txn {
     /// Whether its prepare left a durable record (`in_doubt.rs`), which its commit or
     /// abort removes.
     pub(crate) prepared_record: bool,
+    /// What it read, when SERIALIZABLE (validated at commit, `serializable.rs`).
+    pub(crate) reads: Option<Box<parking_lot::Mutex<ReadSet>>>,
     finished: bool,
 }
 
@@ -80,6 +83,24 @@ impl Txn {
     }
     pub fn set_isolation(&mut self, iso: Isolation) {
         self.isolation = iso;
+        self.reads = read_set_for(iso);
+    }
+    /// Records a read of one key (SERIALIZABLE only).
+    pub(crate) fn note_point_read(&self, rel: RelId, key: &[u8]) {
+        if let Some(reads) = &self.reads {
+            reads.lock().point(rel, key);
+        }
+    }
+    /// Records a scan of `[lo, hi)` (SERIALIZABLE only).
+    pub(crate) fn note_range_read(
+        &self,
+        rel: RelId,
+        lo: &std::ops::Bound<Vec<u8>>,
+        hi: &std::ops::Bound<Vec<u8>>,
+    ) {
+        if let Some(reads) = &self.reads {
+            reads.lock().range(rel, lo, hi);
+        }
     }
     pub fn has_writes(&self) -> bool {
         self.n_writes > 0 || self.spilled.is_some()
@@ -291,8 +312,16 @@ impl Txn {
         for (rel, k) in std::mem::take(&mut self.increment_locks) {
             self.inner.locks.release(rel, &k, self.shared.id);
         }
+        if self.reads.is_some() {
+            self.inner.protections.release(self.shared.id);
+        }
         self.shared.set_state(TxnState::Finished);
     }
+}
+
+/// A SERIALIZABLE transaction's empty read set.
+pub(crate) fn read_set_for(iso: Isolation) -> Option<Box<parking_lot::Mutex<ReadSet>>> {
+    (iso == Isolation::Serializable).then(Default::default)
 }
 
 impl Drop for Txn {
@@ -331,6 +360,7 @@ impl Inner {
             inner: self.clone(),
             finishes_at_gtm: true,
             prepared_record: false,
+            reads: read_set_for(isolation),
             finished: false,
         })
     }

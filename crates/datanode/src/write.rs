@@ -144,7 +144,7 @@ impl Datanode {
         match txn.read_newest_locked(rel, key)? {
             None => Ok(None),
             Some(v) => {
-                if txn.isolation == Isolation::RepeatableRead && v.commit_ts > txn.shared.start_ts {
+                if txn.isolation.one_snapshot() && v.commit_ts > txn.shared.start_ts {
                     return Err(serialization_failure());
                 }
                 Ok(v.row)

@@ -79,6 +79,15 @@ impl Datanodes {
             .zip(txn.parts)
             .filter(|(_, part)| !part.is_untouched())
             .partition(|(_, part)| part.has_writes());
+        // A SERIALIZABLE transaction that writes validates its reads on every datanode it
+        // read, protected there until its commit timestamp: the parts that only read are
+        // prepared with the writers (decision 0044).
+        let (writers, readers) = match writers.first() {
+            Some((_, part)) if part.is_serializable() && !readers.is_empty() => {
+                (writers.into_iter().chain(readers).collect(), Vec::new())
+            }
+            _ => (writers, readers),
+        };
         let committed = match (writers.len(), after_decision) {
             (_, Some(after)) => two_phase(writers, start, gtm, Some(after)).await,
             (0, None) if readers.is_empty() => {

@@ -332,8 +332,7 @@ fn isolation_from(words: &[String]) -> PgResult<(Option<IsolationLevel>, Option<
                         IsolationLevel::ReadCommitted
                     }
                     ("repeatable", "read") => IsolationLevel::RepeatableRead,
-                    // SERIALIZABLE runs as snapshot isolation until SSI exists (documented).
-                    ("serializable", _) => IsolationLevel::RepeatableRead,
+                    ("serializable", _) => IsolationLevel::Serializable,
                     _ => return Err(syntax_error_at(level)),
                 });
                 i += if level == "serializable" { 3 } else { 4 };
@@ -433,6 +432,7 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
             let v = match level {
                 IsolationLevel::ReadCommitted => "read committed",
                 IsolationLevel::RepeatableRead => "repeatable read",
+                IsolationLevel::Serializable => "serializable",
             };
             stmts.push(Statement::Set {
                 name: "default_transaction_isolation".into(),

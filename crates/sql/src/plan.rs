@@ -934,10 +934,12 @@ pub struct Delete {
     pub foreign_keys: Arc<ForeignKeys>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IsolationLevel {
+    #[default]
     ReadCommitted,
     RepeatableRead,
+    Serializable,
 }
 
 #[derive(Debug, Clone)]

@@ -645,6 +645,31 @@ impl Store {
         ScanIter::new(iter, snapshot)
     }
 
+    /// Whether any version of a key of `rel` in `[lo, hi)` (user-key bounds), a delete
+    /// included, was committed after `since`: what a SERIALIZABLE transaction's commit
+    /// checks of each range it scanned (`datanode/src/serializable.rs`). Reads every
+    /// version in the range.
+    pub fn changed_since(
+        &self,
+        rel: RelId,
+        lo: &Bound<Vec<u8>>,
+        hi: &Bound<Vec<u8>>,
+        since: Timestamp,
+    ) -> PgResult<bool> {
+        let (start, end) = (lower_bound(rel, lo), upper_bound(rel, hi));
+        if start >= end {
+            return Ok(false);
+        }
+        for g in self.data.range(start..end) {
+            let k = g.key().map_err(|e| io_err("read", e))?;
+            let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
+            if ts > since {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     fn space(&self, space: Space) -> &Keyspace {
         match space {
             Space::Meta => &self.meta,

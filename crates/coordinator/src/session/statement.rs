@@ -108,6 +108,7 @@ impl<S: SessionStream> Session<S> {
                         match self.tx.as_ref().map(|t| t.isolation) {
                             Some(Isolation::RepeatableRead) => "repeatable read".to_string(),
                             Some(Isolation::ReadCommitted) => "read committed".to_string(),
+                            Some(Isolation::Serializable) => "serializable".to_string(),
                             None => self
                                 .state
                                 .settings

@@ -34,6 +34,7 @@ fn isolation_of(level: IsolationLevel) -> Isolation {
     match level {
         IsolationLevel::ReadCommitted => Isolation::ReadCommitted,
         IsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+        IsolationLevel::Serializable => Isolation::Serializable,
     }
 }
 
@@ -350,11 +351,7 @@ impl<S: SessionStream> Session<S> {
             dn_txn: None,
             explicit,
             failed: false,
-            isolation: if defaults.repeatable_read {
-                Isolation::RepeatableRead
-            } else {
-                Isolation::ReadCommitted
-            },
+            isolation: isolation_of(defaults.isolation),
             read_only: defaults.read_only,
             txn_time: types::datetime::now_timestamp(),
             savepoints: Vec::new(),
@@ -384,7 +381,7 @@ impl<S: SessionStream> Session<S> {
                 t.ddl.set_start(start);
                 Ok(start)
             }
-            Some(dn) if t.isolation == Isolation::RepeatableRead => Ok(dn.start_ts()),
+            Some(dn) if t.isolation.one_snapshot() => Ok(dn.start_ts()),
             Some(_) => self.shared.gtm.timestamp().await,
         }
     }
