@@ -92,6 +92,15 @@ pub(super) fn lateral_subscripts(sel: &ast::Select) -> PgResult<Option<ast::Sele
 /// getPrimaryKeys selects the record whole and compares its field x a level up, and there
 /// are no record values here. None where no derived table selects one.
 pub(super) fn expandarray_records(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
+    // Most selects have no derived table: they are not copied.
+    let derived = |f: &ast::TableFactor| matches!(f, ast::TableFactor::Derived { .. });
+    if !sel
+        .from
+        .iter()
+        .any(|f| derived(&f.relation) || f.joins.iter().any(|j| derived(&j.relation)))
+    {
+        return Ok(None);
+    }
     let mut out = sel.clone();
     // (derived table's alias, the record column's name)
     let mut records: Vec<(String, String)> = Vec::new();
