@@ -68,13 +68,21 @@ pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
 /// reach them.
 async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<String, String> {
     let dir = &args.data_dir;
-    let gtm = format!("127.0.0.1:{}", free_port()?);
-    members.push(spawn(dir, "gtm", &["gtm", "--listen", &gtm]).await?);
+    let (member, gtm) = spawn_on_free_port(dir, "gtm", |addr| {
+        ["gtm", "--listen", addr].map(String::from).to_vec()
+    })
+    .await?;
+    members.push(member);
     let mut datanodes = Vec::new();
     for i in 1..=args.datanodes {
-        let addr = format!("127.0.0.1:{}", free_port()?);
         let name = format!("datanode{i}");
-        members.push(spawn(dir, &name, &["datanode", "--listen", &addr, "--gtm", &gtm]).await?);
+        let (member, addr) = spawn_on_free_port(dir, &name, |addr| {
+            ["datanode", "--listen", addr, "--gtm", &gtm]
+                .map(String::from)
+                .to_vec()
+        })
+        .await?;
+        members.push(member);
         datanodes.push(addr);
     }
     let mut connect = Vec::new();
@@ -123,6 +131,41 @@ fn check_datanode_count(dir: &Path, datanodes: usize) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Spawns a member listening on a free local port (`args` of its address); returns it and
+/// the address. A port chosen free can be taken before the member binds it (by another
+/// process's outgoing connection): a member whose log says so is started again on
+/// another port.
+async fn spawn_on_free_port(
+    dir: &Path,
+    name: &str,
+    args: impl Fn(&str) -> Vec<String>,
+) -> Result<(Member, String), String> {
+    let log_path = dir.join(format!("{name}.log"));
+    let mut attempts = 0;
+    loop {
+        let addr = format!("127.0.0.1:{}", free_port()?);
+        let logged = std::fs::metadata(&log_path).map_or(0, |m| m.len());
+        let argv = args(&addr);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        match spawn(dir, name, &argv).await {
+            Ok(member) => return Ok((member, addr)),
+            Err(_) if attempts < 3 && port_was_taken(&log_path, logged) => {
+                attempts += 1;
+                tracing::warn!("{name}: {addr} was taken before it could listen; another port");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Whether the member's log, past its first `from` bytes, says its port was taken.
+fn port_was_taken(log_path: &Path, from: u64) -> bool {
+    std::fs::read(log_path).is_ok_and(|log| {
+        log.get(from as usize..)
+            .is_some_and(|new| String::from_utf8_lossy(new).contains("Address already in use"))
+    })
 }
 
 /// Runs `meridian ARGS --data-dir DIR/NAME`, its output in `DIR/NAME.log`, and waits
@@ -241,4 +284,34 @@ fn free_port() -> Result<u16, String> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("no free local port: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::port_was_taken;
+
+    #[test]
+    fn a_taken_port_is_read_only_from_the_latest_attempt() {
+        let dir = std::env::temp_dir().join(format!("playground-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("gtm.log");
+        std::fs::write(
+            &log,
+            "could not listen on 127.0.0.1:1: Address already in use\n",
+        )
+        .unwrap();
+        assert!(port_was_taken(&log, 0));
+        let first = std::fs::metadata(&log).unwrap().len();
+        std::fs::write(
+            &log,
+            "could not listen on 127.0.0.1:1: Address already in use\nready\n",
+        )
+        .unwrap();
+        assert!(
+            !port_was_taken(&log, first),
+            "the earlier attempt's line is not this one's"
+        );
+        assert!(!port_was_taken(&dir.join("missing.log"), 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
