@@ -251,6 +251,16 @@ def test_pushdown_moves_only_what_passes(meridian_cluster):
     # the replicated table is read on one datanode
     rows, n = moved(conn, "SELECT count(*) FROM pd_rep")
     assert rows == [(ROWS,)] and n == 1
+    # a date, timestamp or interval literal that every DateStyle reads alike is folded
+    # and goes with the filter; `06/01/24` (June or January?) is read where the plan
+    # runs, with the session's DateStyle, so its rows travel
+    for literal in ("'2024-06-01'", "'2024-06-01'::timestamp - interval '1 day'",
+                    "'2024-06-01'::date - '1 mon'::interval"):
+        want = conn.execute(f"SELECT count(*) FROM pd_hash WHERE d > {literal}").fetchone()[0]
+        rows, n = moved(conn, f"SELECT id FROM pd_hash WHERE d > {literal}")
+        assert len(rows) == want == n > 0, literal
+    rows, n = moved(conn, "SELECT id FROM pd_hash WHERE d > '06/01/24'")
+    assert 0 < len(rows) < ROWS and n == ROWS
     # a filter that cannot go (a subquery) reads every row here: the counter is real
     rows, n = moved(conn, "SELECT id FROM pd_hash WHERE v = (SELECT 7)")
     assert len(rows) == 28 and n == ROWS

@@ -157,6 +157,47 @@ pub fn depends_on_zone(from: &DataType, to: &DataType) -> bool {
         || (has(from, textual) && has(to, styled))
 }
 
+/// A text literal read as `to` when every session reads it alike, so that it can be
+/// folded at bind time and pushed to datanodes: None when the result depends on the
+/// session, namely a timestamptz (its zone), a date, timestamp or interval that the
+/// DateStyle field orders or the IntervalStyle sign rules read differently (`01/02/03`,
+/// `-1 2:03`), or one that reads the clock (`today`, `now`). `2024-01-01` and `1 day`
+/// read the same everywhere. An error every session would raise is returned as such.
+pub fn read_literal_any_session(s: &str, to: &DataType) -> Option<PgResult<Value>> {
+    use crate::datestyle::{DateOrder, IntervalStyle, Style};
+    if !depends_on_zone(&DataType::Text, to) {
+        return Some(io::from_text(s, to));
+    }
+    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz);
+    if zoned(to) || to.element().is_some_and(zoned) {
+        return None;
+    }
+    let lower = s.to_ascii_lowercase();
+    if ["now", "today", "tomorrow", "yesterday"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return None;
+    }
+    let mut readings = [DateOrder::Ymd, DateOrder::Dmy, DateOrder::Mdy]
+        .into_iter()
+        .flat_map(|order| {
+            [IntervalStyle::Postgres, IntervalStyle::SqlStandard].map(|interval| Style {
+                order,
+                interval,
+                ..Style::DEFAULT
+            })
+        })
+        .map(|style| io::from_text_in(s, to, &Zone::UTC.with_style(style)));
+    let first = readings.next()?;
+    let all_alike = readings.all(|r| match (&r, &first) {
+        (Ok(a), Ok(b)) => a == b,
+        (Err(a), Err(b)) => a.code == b.code && a.message == b.message,
+        _ => false,
+    });
+    all_alike.then_some(first)
+}
+
 /// `cast` with timestamptz values read and shown in `zone` (the session's TimeZone).
 pub fn cast_in(
     v: Value,
@@ -518,6 +559,22 @@ mod tests {
     use super::*;
     fn num(s: &str) -> Value {
         Value::Numeric(numeric::parse(s).unwrap().unwrap())
+    }
+
+    #[test]
+    fn only_literals_every_session_reads_alike_are_read_at_bind_time() {
+        let read = |s: &str, ty: DataType| read_literal_any_session(s, &ty);
+        assert!(read("2024-01-31", DataType::Date).is_some_and(|r| r.is_ok()));
+        assert!(read("2024-01-31 10:00", DataType::Timestamp).is_some());
+        assert!(read("1 day 02:03", DataType::Interval).is_some());
+        assert!(read("42", DataType::Int4).is_some());
+        // field order, interval sign rules, the clock and the zone: read when run
+        assert!(read("01/02/03", DataType::Date).is_none());
+        assert!(read("-1 2:03", DataType::Interval).is_none());
+        assert!(read("today", DataType::Date).is_none());
+        assert!(read("2024-01-31", DataType::TimestampTz).is_none());
+        // an error in every session is one at bind time
+        assert!(read("2024-13-45", DataType::Date).is_some_and(|r| r.is_err()));
     }
 
     #[test]

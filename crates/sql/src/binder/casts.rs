@@ -1,6 +1,7 @@
 //! Implicit, assignment and explicit casts of bound expressions, and constant folding.
 
 use super::*;
+use types::cast::read_literal_any_session;
 
 /// Cast with implicit-coercion rules; Unknown literals convert to anything.
 pub fn cast_to(e: Expr, to: &DataType) -> PgResult<Expr> {
@@ -16,13 +17,17 @@ pub(super) fn cast_with(e: Expr, to: &DataType, assignment: bool) -> PgResult<Ex
         // Untyped literal: convert now (errors surface as PostgreSQL's input errors).
         return Ok(match e {
             Expr::Const(Value::Null, _) => Expr::Const(Value::Null, to.clone()),
-            Expr::Const(Value::Text(s), _)
-                if !types::cast::depends_on_zone(&DataType::Text, to) =>
-            {
-                Expr::Const(types::io::from_text(&s, to)?, to.clone())
-            }
-            // A timestamptz literal is read in the zone of the session that runs the
-            // plan (plans are shared between sessions): a cast evaluated then.
+            Expr::Const(Value::Text(s), ty) => match read_literal_any_session(&s, to) {
+                Some(v) => Expr::Const(v?, to.clone()),
+                // Read by the session that runs the plan (plans are shared between
+                // sessions, each with its zone and DateStyle): a cast evaluated then.
+                None => Expr::Cast {
+                    operand: Box::new(Expr::Const(Value::Text(s), ty)),
+                    from: DataType::Text,
+                    to: to.clone(),
+                    explicit: false,
+                },
+            },
             other => Expr::Cast {
                 operand: Box::new(other),
                 from: DataType::Text,
@@ -139,14 +144,20 @@ pub(super) fn cast_to_explicit(e: Expr, to: &DataType) -> PgResult<Expr> {
         Expr::Const(Value::Null, _) => Ok(Expr::Const(Value::Null, to.clone())),
         // Read as the type, then held to its modifier as an explicit cast does (a string
         // too long for char(n) or varchar(n) is truncated, not refused).
-        Expr::Const(Value::Text(s), DataType::Unknown)
-            if !types::cast::depends_on_zone(&DataType::Text, to) =>
-        {
-            let v = types::io::from_text(&s, &to.without_typmod())?;
-            Ok(Expr::Const(
-                types::cast::apply_typmod(v, to, true)?,
-                to.clone(),
-            ))
+        // (what some session reads differently is left to `fold`, which defers it)
+        Expr::Const(Value::Text(s), DataType::Unknown) => {
+            match read_literal_any_session(&s, &to.without_typmod()) {
+                Some(v) => Ok(Expr::Const(
+                    types::cast::apply_typmod(v?, to, true)?,
+                    to.clone(),
+                )),
+                None => fold(Expr::Cast {
+                    operand: Box::new(Expr::Const(Value::Text(s), DataType::Unknown)),
+                    from: DataType::Text,
+                    to: to.clone(),
+                    explicit: true,
+                }),
+            }
         }
         other => {
             let from = if from == DataType::Unknown {
@@ -177,9 +188,21 @@ pub(super) fn fold(e: Expr) -> PgResult<Expr> {
             if v.is_null() {
                 return Ok(Expr::Const(Value::Null, to.clone()));
             }
-            // evaluated with the zone of the session that runs the plan
             if types::cast::depends_on_zone(from, to) {
-                return Ok(e);
+                // A string every session reads alike folds; the rest is evaluated with
+                // the zone and styles of the session that runs the plan.
+                return match v {
+                    Value::Text(s) if from.is_string() => {
+                        match read_literal_any_session(s, &to.without_typmod()) {
+                            Some(read) => Ok(Expr::Const(
+                                types::cast::apply_typmod(read?, to, *explicit)?,
+                                to.clone(),
+                            )),
+                            None => Ok(e),
+                        }
+                    }
+                    _ => Ok(e),
+                };
             }
             return Ok(Expr::Const(
                 types::cast::cast(v.clone(), from, to, *explicit)?,

@@ -1292,13 +1292,19 @@ fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
         .or(iv.leading_field.as_ref())
         .map(|f| f.to_string().to_ascii_lowercase());
     if last.is_none() {
-        // Read when the plan runs: IntervalStyle sql_standard signs it differently.
-        return Ok(Expr::Cast {
-            operand: Box::new(Expr::Const(Value::Text(text), DataType::Unknown)),
-            from: DataType::Text,
-            to: DataType::Interval,
-            explicit: true,
-        });
+        // IntervalStyle sql_standard signs `-1 2:03` differently: such a literal is read
+        // when the plan runs.
+        return Ok(
+            match types::cast::read_literal_any_session(&text, &DataType::Interval) {
+                Some(v) => const_expr(v?, DataType::Interval),
+                None => Expr::Cast {
+                    operand: Box::new(Expr::Const(Value::Text(text), DataType::Unknown)),
+                    from: DataType::Text,
+                    to: DataType::Interval,
+                    explicit: true,
+                },
+            },
+        );
     }
     let (mut months, mut days, mut micros) = match &last {
         Some(unit) if text.trim().parse::<f64>().is_ok() => {
