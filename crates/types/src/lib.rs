@@ -11,6 +11,7 @@ pub mod datetime_fields;
 pub mod enums;
 pub mod io;
 pub mod json;
+pub mod json_text;
 pub mod numeric;
 pub mod ops;
 pub mod timezone;

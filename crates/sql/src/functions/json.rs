@@ -1,15 +1,17 @@
 //! json and jsonb operators and functions (issue 31): `->`, `->>`, `#>`, `#>>`, `@>`,
 //! `<@`, `?`, `?|`, `?&`, `||`, `-`, `#-` on jsonb; jsonb_build_object/array,
 //! json_build_object/array, to_jsonb/to_json, jsonb_typeof, jsonb_array_length,
-//! jsonb_extract_path(_text), jsonb_set, jsonb_strip_nulls, jsonb_pretty. The value logic
-//! is `types::json`. Operators on `json` itself are refused (0A000): only their jsonb
-//! forms are implemented.
+//! jsonb_extract_path(_text), jsonb_set, jsonb_strip_nulls, jsonb_pretty; on json, whose
+//! results are slices of its text, `->`, `->>`, `#>`, `#>>`, json_extract_path(_text),
+//! json_typeof and json_array_length. The value logic is `types::json` and
+//! `types::json_text`.
 
 use super::ScalarFunc as F;
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast::BinaryOperator as B;
 use types::datestyle::Style;
 use types::json::{check_depth, escape_into, Jsonb};
+use types::json_text;
 use types::numeric::Numeric;
 use types::timezone::Zone;
 use types::{DataType, Value};
@@ -62,22 +64,42 @@ pub fn resolve_operator(op: &B, l: &DataType, r: &DataType) -> PgResult<Option<R
             _ => Ok(None),
         };
     }
-    if *l == Json || *r == Json {
-        if json_only || matches!(op, B::StringConcat | B::Minus) {
-            return Err(PgError::unsupported(format!(
-                "operator {op} on json (cast to jsonb)"
-            )));
-        }
-        return Ok(None);
-    }
     let string = |t: &DataType| t.is_string() || *t == Unknown;
     let int = |t: &DataType| matches!(t, Int2 | Int4);
-    let jsonb_or_unknown = |t: &DataType| matches!(t, Jsonb | Unknown);
     let text_array_or_unknown = |t: &DataType| match t {
         Unknown => true,
         Array(e) => e.is_string(),
         _ => false,
     };
+    if *l == Json || *r == Json {
+        // json has only the accessors, which return slices of its text
+        let text = matches!(op, B::LongArrow | B::HashLongArrow);
+        let result = if text { Text } else { Json };
+        return match op {
+            B::Arrow | B::LongArrow if *l == Json && string(r) => {
+                let f = if text { F::JsonFieldText } else { F::JsonField };
+                Ok(Some((f, vec![Json, Text], result)))
+            }
+            B::Arrow | B::LongArrow if *l == Json && int(r) => {
+                let f = if text {
+                    F::JsonElementText
+                } else {
+                    F::JsonElement
+                };
+                Ok(Some((f, vec![Json, Int4], result)))
+            }
+            B::HashArrow | B::HashLongArrow if *l == Json && text_array_or_unknown(r) => {
+                let f = if text { F::JsonPathText } else { F::JsonPath };
+                Ok(Some((f, vec![Json, text_array()], result)))
+            }
+            B::StringConcat => Err(PgError::unsupported(format!(
+                "operator {op} on json (cast to jsonb)"
+            ))),
+            _ if json_only || *op == B::Minus => Err(no_operator(op, l, r)),
+            _ => Ok(None),
+        };
+    }
+    let jsonb_or_unknown = |t: &DataType| matches!(t, Jsonb | Unknown);
     let found = match op {
         B::Arrow | B::LongArrow if *l == Jsonb => {
             let text = *op == B::LongArrow;
@@ -158,6 +180,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<PgResult<Resolved>> {
         t => Ok(t.clone()),
     };
     let jsonb_first = n >= 1 && matches!(args[0], Jsonb | Unknown);
+    let json_first = n >= 1 && matches!(args[0], Json | Unknown);
     let found = match (name, n) {
         ("jsonb_build_object", _) | ("jsonb_build_array", _) | ("to_jsonb", 1) => {
             let f = match name {
@@ -182,6 +205,17 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<PgResult<Resolved>> {
                 Err(e) => return Some(Err(e)),
             };
             (f, types, Json)
+        }
+        ("json_typeof", 1) if json_first => (F::JsonTypeof, vec![Json], Text),
+        ("json_array_length", 1) if json_first => (F::JsonArrayLength, vec![Json], Int4),
+        ("json_extract_path" | "json_extract_path_text", _) if n >= 2 && json_first => {
+            let mut types = vec![Json];
+            types.extend(std::iter::repeat_n(Text, n - 1));
+            if name == "json_extract_path" {
+                (F::JsonExtractPath, types, Json)
+            } else {
+                (F::JsonExtractPathText, types, Text)
+            }
         }
         ("jsonb_typeof", 1) if jsonb_first => (F::JsonbTypeof, vec![Jsonb], Text),
         ("jsonb_array_length", 1) if jsonb_first => (F::JsonbArrayLength, vec![Jsonb], Int4),
@@ -247,6 +281,17 @@ fn some_text(j: Option<&Jsonb>) -> Value {
     j.and_then(Jsonb::as_text).map_or(Value::Null, Value::Text)
 }
 
+fn some_json(slice: Option<&str>) -> Value {
+    slice.map_or(Value::Null, |s| Value::Text(s.to_string()))
+}
+
+fn some_json_text(slice: Option<&str>) -> PgResult<Value> {
+    Ok(match slice {
+        Some(s) => json_text::as_text(s)?.map_or(Value::Null, Value::Text),
+        None => Value::Null,
+    })
+}
+
 /// Evaluate one of the operators and pure functions; NULL arguments have been handled
 /// by the caller.
 pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
@@ -270,6 +315,23 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
                 some_text(found)
             }
         }
+        F::JsonField => some_json(json_text::field(text(0), text(1))?),
+        F::JsonFieldText => some_json_text(json_text::field(text(0), text(1))?)?,
+        F::JsonElement => some_json(json_text::element(text(0), int(1))),
+        F::JsonElementText => some_json_text(json_text::element(text(0), int(1)))?,
+        F::JsonPath => some_json(json_text::path(text(0), &path_of(&args[1]))?),
+        F::JsonPathText => some_json_text(json_text::path(text(0), &path_of(&args[1]))?)?,
+        F::JsonExtractPath | F::JsonExtractPathText => {
+            let path: Vec<Option<&str>> = args[1..].iter().map(Value::as_str).collect();
+            let found = json_text::path(text(0), &path)?;
+            if func == F::JsonExtractPath {
+                some_json(found)
+            } else {
+                some_json_text(found)?
+            }
+        }
+        F::JsonTypeof => Value::Text(json_text::type_name(text(0)).to_string()),
+        F::JsonArrayLength => Value::Int4(json_text::array_length(text(0))?),
         F::JsonbContains => Value::Bool(jsonb(&args[0])?.contains(jsonb(&args[1])?)),
         F::JsonbContained => Value::Bool(jsonb(&args[1])?.contains(jsonb(&args[0])?)),
         F::JsonbExists => Value::Bool(jsonb(&args[0])?.exists(text(1))),

@@ -203,6 +203,16 @@ pub enum ScalarFunc {
     /// `s SIMILAR TO pattern [ESCAPE e]` (built by the binder).
     SimilarTo,
     // json and jsonb (json.rs).
+    JsonField,
+    JsonFieldText,
+    JsonElement,
+    JsonElementText,
+    JsonPath,
+    JsonPathText,
+    JsonExtractPath,
+    JsonExtractPathText,
+    JsonTypeof,
+    JsonArrayLength,
     JsonbField,
     JsonbFieldText,
     JsonbElement,
@@ -898,7 +908,17 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::ArrayContains
         | F::ArrayContained
         | F::ArrayOverlap => array::eval(func, &args)?,
-        F::JsonbField
+        F::JsonField
+        | F::JsonFieldText
+        | F::JsonElement
+        | F::JsonElementText
+        | F::JsonPath
+        | F::JsonPathText
+        | F::JsonExtractPath
+        | F::JsonExtractPathText
+        | F::JsonTypeof
+        | F::JsonArrayLength
+        | F::JsonbField
         | F::JsonbFieldText
         | F::JsonbElement
         | F::JsonbElementText
