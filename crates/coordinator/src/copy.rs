@@ -144,13 +144,15 @@ impl CopyParser {
             return Ok(None);
         }
         let text = self.encoding.decode(line).ok_or_else(|| {
-            PgError::new(
-                codes::CHARACTER_NOT_IN_REPERTOIRE,
-                format!(
-                    "invalid byte sequence for encoding \"UTF8\" (COPY line {})",
-                    self.line
-                ),
-            )
+            self.encoding.decode_error(line).unwrap_or_else(|| {
+                PgError::new(
+                    codes::CHARACTER_NOT_IN_REPERTOIRE,
+                    format!(
+                        "invalid byte sequence for encoding \"UTF8\" (COPY line {})",
+                        self.line
+                    ),
+                )
+            })
         })?;
         Ok(Some(match self.csv {
             Some((quote, escape)) => self.csv_fields(&text, quote as char, escape as char)?,

@@ -210,10 +210,12 @@ impl<S: SessionStream> Session<S> {
                 Some(bytes) if format == 1 => binary_param(bytes, ty, self.encoding)?,
                 Some(bytes) => {
                     let text = self.encoding.decode(bytes).ok_or_else(|| {
-                        PgError::new(
-                            codes::CHARACTER_NOT_IN_REPERTOIRE,
-                            "invalid byte sequence for encoding \"UTF8\"",
-                        )
+                        self.encoding.decode_error(bytes).unwrap_or_else(|| {
+                            PgError::new(
+                                codes::CHARACTER_NOT_IN_REPERTOIRE,
+                                "invalid byte sequence for encoding \"UTF8\"",
+                            )
+                        })
                     })?;
                     types::io::from_text_in(&text, ty, self.state.settings.lock().zone())?
                 }
