@@ -110,8 +110,6 @@ def byte_table(dsn, encoding):
         shown = c.execute("SHOW client_encoding").fetchone()
         read = {}
         for b in range(0x80, 0x100):
-            # as a parameter: PostgreSQL ends the statement for an unmapped byte (an
-            # unmapped byte in the query text ends a Meridian session: a known gap)
             read[b] = outcome(c, "SELECT ascii(%s)", (Raw(bytes([b])),))
         points = [r[0][0] for r in read.values() if isinstance(r, list)]
         written = c.execute("SELECT chr(cp) FROM unnest(%s::int[]) cp", (points,)).fetchall()
@@ -138,4 +136,19 @@ def test_encoding_aliases_as_postgres(target, postgres, alias):
         with psycopg.connect(server.dsn, autocommit=True) as c:
             answers.append((outcome(c, f"SET client_encoding = '{alias}'"),
                             c.execute("SHOW client_encoding").fetchone()))
+    assert answers[1] == answers[0]
+
+
+@pytest.mark.parametrize("encoding,text", [("UTF8", b"'\xff\xfe'"), ("UTF8", b"'a\xc3'"),
+                                           ("WIN1252", b"'\x81'"), ("KOI8U", b"'\xae'")])
+def test_unreadable_query_text_ends_the_statement_as_postgres(target, postgres, encoding, text):
+    """Bytes the client's encoding cannot read in the query text: an error for that
+    statement (simple and extended protocol), and the session goes on."""
+    answers = []
+    for server in (postgres, target):
+        with psycopg.connect(server.dsn, autocommit=True) as c:
+            c.execute(f"SET client_encoding = '{encoding}'")
+            answers.append([outcome(c, b"SELECT " + text),
+                            outcome(c, b"SELECT " + text + b", %s", (1,)),
+                            outcome(c, "SELECT 1")])
     assert answers[1] == answers[0]

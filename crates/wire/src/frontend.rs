@@ -78,6 +78,10 @@ impl DescribeKind {
 /// One regular (post start-up) client message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FrontendMessage {
+    /// A Query or extended-protocol message with text the client's encoding cannot read:
+    /// answered with `error` as a failed statement (then ReadyForQuery for a Query, or
+    /// skipping to Sync), as PostgreSQL does.
+    Unreadable { simple_query: bool, error: PgError },
     /// `Q`: simple query; the SQL text without its terminating NUL.
     Query(String),
     /// `P`: `param_types` may be shorter than the number of `$n` used; 0 = unspecified.
@@ -381,6 +385,8 @@ pub fn decode_message_in(
     frame.advance(5);
     let mut r = Reader::new(frame.freeze(), name);
     r.encoding = encoding;
+    // PostgreSQL ends the statement, not the session, for text it cannot read
+    r.unreadable_ends_statement = matches!(tag, b'Q' | b'P' | b'B' | b'D' | b'C' | b'E');
     let msg = match tag {
         b'Q' => FrontendMessage::Query(r.cstr()?),
         b'P' => {
@@ -454,7 +460,37 @@ pub fn decode_message_in(
         _ => unreachable!("tag checked by message_name"),
     };
     r.finish()?;
+    if let Some(error) = r.unreadable {
+        return Ok(Some(FrontendMessage::Unreadable {
+            simple_query: tag == b'Q',
+            error,
+        }));
+    }
     Ok(Some(msg))
+}
+
+/// PostgreSQL's 22021 for bytes that are not UTF-8, naming the first bad sequence.
+fn invalid_utf8(bytes: &[u8]) -> PgError {
+    let at = std::str::from_utf8(bytes)
+        .err()
+        .map_or(0, |e| e.valid_up_to());
+    let len = match bytes[at] {
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf7 => 4,
+        _ => 1,
+    };
+    let shown: Vec<String> = bytes[at..(at + len).min(bytes.len())]
+        .iter()
+        .map(|b| format!("0x{b:02x}"))
+        .collect();
+    PgError::new(
+        codes::CHARACTER_NOT_IN_REPERTOIRE,
+        format!(
+            "invalid byte sequence for encoding \"UTF8\": {}",
+            shown.join(" ")
+        ),
+    )
 }
 
 /// Protocol name of a frontend tag this codec accepts.
@@ -484,6 +520,10 @@ struct Reader {
     what: &'static str,
     /// How the client writes its strings.
     encoding: ClientEncoding,
+    /// The error for the first string the encoding could not read, in a message that is
+    /// answered with it rather than by closing the connection (`unreadable_ends_statement`).
+    unreadable: Option<PgError>,
+    unreadable_ends_statement: bool,
 }
 
 impl Reader {
@@ -493,6 +533,8 @@ impl Reader {
             pos: 0,
             what,
             encoding: ClientEncoding::Utf8,
+            unreadable: None,
+            unreadable_ends_statement: false,
         }
     }
 
@@ -578,6 +620,15 @@ impl Reader {
         };
         let s = match self.encoding.decode(&rest[..nul]) {
             Some(s) => s.into_owned(),
+            None if self.unreadable_ends_statement => {
+                let bytes = &rest[..nul];
+                let error = self
+                    .encoding
+                    .decode_error(bytes)
+                    .unwrap_or_else(|| invalid_utf8(bytes));
+                self.unreadable.get_or_insert(error);
+                String::new()
+            }
             None => return Err(self.malformed("invalid UTF-8 in string")),
         };
         self.pos += nul + 1;

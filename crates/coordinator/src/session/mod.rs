@@ -268,6 +268,16 @@ impl<S: SessionStream> Session<S> {
                 self.ready_for_query();
                 return true;
             }
+            FrontendMessage::Unreadable {
+                simple_query: true,
+                error,
+            } => {
+                self.send_error(&error);
+                self.statement_failed().await;
+                self.ready_for_query();
+                return true;
+            }
+            FrontendMessage::Unreadable { error, .. } => Err(error),
             _ if catalog.is_err() => catalog,
             FrontendMessage::Parse {
                 name,
