@@ -1,6 +1,6 @@
 """client_encoding against PostgreSQL 15 in the same test. LATIN1: query text, parameters
 in text and binary format, result values and column names, error messages, COPY in both
-directions, set by SET and by the startup packet; a character LATIN1 lacks ends the
+directions (COPY FROM also in binary), set by SET and by the startup packet; a character LATIN1 lacks ends the
 statement with 22P05 and the session goes on. Every single-byte encoding: each byte's
 character (or 22P05 where PostgreSQL maps none), each character's byte, the names and
 aliases SET accepts."""
@@ -46,6 +46,9 @@ def workload(dsn, startup, binary):
             out.append(b"".join(bytes(x) for x in cp))
         with c.cursor().copy("COPY ce_words FROM STDIN") as cp:
             cp.write("3\tnaïve\n")
+        with c.cursor().copy("COPY ce_words FROM STDIN (FORMAT binary)") as cp:
+            cp.set_types(["int4", "text"])
+            cp.write_row((5, "ouvre à côté ÿ"))
         out.append(outcome(c, "INSERT INTO ce_words VALUES (4, chr(28450))"))
         try:
             with c.cursor().copy("COPY ce_words TO STDOUT") as cp:

@@ -5,18 +5,20 @@ use pgerror::{codes, PgError, PgResult};
 use sql::copy::{CopyFormat, CopyKind};
 use types::timezone::Zone;
 use types::{DataType, Value};
+use wire::ClientEncoding;
 
 /// One parsed row: a field per column, None for NULL; text, or binary (`Vec<u8>`).
 pub type CopyRow<F = String> = Vec<Option<F>>;
 
 /// A field as COPY's input carries it, decoded into a value of the column's type.
 pub trait CopyField {
-    /// `zone`: the session's, in which text timestamptz is read.
-    fn decode(&self, ty: &DataType, zone: &Zone) -> PgResult<Value>;
+    /// `zone`: the session's, in which text timestamptz is read; `encoding`: the client's,
+    /// in which binary fields whose form is text are written (text lines arrive decoded).
+    fn decode(&self, ty: &DataType, zone: &Zone, encoding: ClientEncoding) -> PgResult<Value>;
 }
 
 impl CopyField for String {
-    fn decode(&self, ty: &DataType, zone: &Zone) -> PgResult<Value> {
+    fn decode(&self, ty: &DataType, zone: &Zone, _: ClientEncoding) -> PgResult<Value> {
         types::io::from_text_in(self, ty, zone)
     }
 }
@@ -25,7 +27,7 @@ impl CopyField for Vec<u8> {
     /// As PostgreSQL's receive functions read a field: running out of bytes is the
     /// message's fault (08P01), bytes left over the value's (22P03). An enum's typlen is
     /// its OID's, but it is sent as its label.
-    fn decode(&self, ty: &DataType, _zone: &Zone) -> PgResult<Value> {
+    fn decode(&self, ty: &DataType, _zone: &Zone, encoding: ClientEncoding) -> PgResult<Value> {
         let fixed = ty.typlen() > 0 && !matches!(ty, DataType::Enum(_));
         if fixed && self.len() < ty.typlen() as usize {
             return Err(PgError::new(
@@ -33,8 +35,30 @@ impl CopyField for Vec<u8> {
                 "insufficient data left in message",
             ));
         }
-        types::io::from_binary(self, ty)
+        from_client_binary(self, ty, encoding)
     }
+}
+
+/// A binary-format value from the client (a COPY field, a Bind parameter), its text read
+/// in the client's encoding where the binary form is text.
+pub fn from_client_binary(
+    bytes: &[u8],
+    ty: &DataType,
+    encoding: ClientEncoding,
+) -> PgResult<Value> {
+    let Some(from) = types::io::binary_text_start(ty).filter(|_| encoding != ClientEncoding::Utf8)
+    else {
+        return types::io::from_binary(bytes, ty);
+    };
+    let Some(rest) = bytes.get(from..) else {
+        return types::io::from_binary(bytes, ty);
+    };
+    let text = encoding
+        .decode(rest)
+        .ok_or_else(|| encoding.decode_error(rest).expect("a single-byte encoding"))?;
+    let mut utf8 = bytes[..from].to_vec();
+    utf8.extend_from_slice(text.as_bytes());
+    types::io::from_binary(&utf8, ty)
 }
 
 pub struct CopyParser {

@@ -1257,7 +1257,9 @@ impl CopyLoader {
             let source = fields
                 .into_iter()
                 .zip(&self.field_types)
-                .map(|(field, ty)| field.map_or(Ok(Value::Null), |f| f.decode(ty, &view.zone)))
+                .map(|(field, ty)| {
+                    field.map_or(Ok(Value::Null), |f| f.decode(ty, &view.zone, view.encoding))
+                })
                 .collect::<PgResult<Vec<_>>>()?;
             let row = insert_row(&ctx, &table, &self.targets, &self.checks, source)?;
             match &mut self.bulk {

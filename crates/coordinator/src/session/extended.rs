@@ -207,7 +207,9 @@ impl<S: SessionStream> Session<S> {
             let format = wire::frontend::param_format(param_formats, params.len(), i).unwrap_or(0);
             values.push(match p {
                 None => Value::Null,
-                Some(bytes) if format == 1 => binary_param(bytes, ty, self.encoding)?,
+                Some(bytes) if format == 1 => {
+                    crate::copy::from_client_binary(bytes, ty, self.encoding)?
+                }
                 Some(bytes) => {
                     let text = self.encoding.decode(bytes).ok_or_else(|| {
                         self.encoding.decode_error(bytes).unwrap_or_else(|| {
@@ -380,25 +382,5 @@ impl<S: SessionStream> Session<S> {
             self.portals.insert(name.to_string(), portal);
         }
         Ok(())
-    }
-}
-
-/// A binary-format parameter, its text read in the client's encoding where the binary
-/// form is text.
-fn binary_param(
-    bytes: &[u8],
-    ty: &types::DataType,
-    encoding: wire::ClientEncoding,
-) -> PgResult<Value> {
-    let text = types::io::binary_text_start(ty)
-        .filter(|_| encoding != wire::ClientEncoding::Utf8)
-        .and_then(|from| Some((from, encoding.decode(bytes.get(from..)?)?)));
-    match text {
-        Some((from, text)) => {
-            let mut utf8 = bytes[..from].to_vec();
-            utf8.extend_from_slice(text.as_bytes());
-            types::io::from_binary(&utf8, ty)
-        }
-        None => types::io::from_binary(bytes, ty),
     }
 }
