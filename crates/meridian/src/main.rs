@@ -58,14 +58,25 @@ enum Command {
     },
 }
 
-fn main() {
-    tracing_subscriber::fmt()
+/// Logs go to stderr, filtered by MERIDIAN_LOG (default `info`): plain text, coloured only
+/// on a terminal, or one JSON object per event with MERIDIAN_LOG_FORMAT=json (inherited
+/// by the processes a playground starts).
+fn init_logging() {
+    use std::io::IsTerminal;
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MERIDIAN_LOG")
                 .unwrap_or_else(|_| "info".into()),
         )
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match std::env::var("MERIDIAN_LOG_FORMAT").as_deref() {
+        Ok("json") => builder.json().init(),
+        _ => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+    }
+}
+
+fn main() {
+    init_logging();
     let cli = Cli::parse();
     raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
