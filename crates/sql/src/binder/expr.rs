@@ -273,6 +273,32 @@ impl<'a> Binder<'a> {
                     }
                     _ => (child(self, root)?, access_chain.as_slice()),
                 };
+                if let [ast::AccessExpr::Subscript(ast::Subscript::Slice {
+                    lower_bound,
+                    upper_bound,
+                    stride: None,
+                })] = subscripts
+                {
+                    if let DataType::Array(_) = e.ty() {
+                        let mut bound = |b: &Option<E>, absent: i32| match b {
+                            Some(b) => {
+                                let b = child(self, b)?;
+                                let b = self.infer_param(b, &DataType::Int4);
+                                // subscripts take assignment casts (1.6 is 2)
+                                assign_cast(b, &DataType::Int4)
+                            }
+                            None => Ok(const_expr(Value::Int4(absent), DataType::Int4)),
+                        };
+                        let lower = bound(lower_bound, 1)?;
+                        let upper = bound(upper_bound, i32::MAX)?;
+                        let ty = e.ty();
+                        return Ok(Expr::Func {
+                            func: ScalarFunc::ArraySlice,
+                            args: vec![e, lower, upper],
+                            ty,
+                        });
+                    }
+                }
                 for access in subscripts {
                     let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
                         return Err(unsupported(format!("expression \"{access}\"")));
@@ -294,7 +320,7 @@ impl<'a> Binder<'a> {
                     let vector = matches!(e.ty(), DataType::Int2Vector | DataType::OidVector);
                     let i = child(self, index)?;
                     let i = self.infer_param(i, &DataType::Int4);
-                    let mut i = cast_to(i, &DataType::Int4)?;
+                    let mut i = assign_cast(i, &DataType::Int4)?;
                     if vector {
                         // int2vector / oidvector subscripts start at 0
                         i = self.binary(

@@ -112,6 +112,9 @@ pub enum ScalarFunc {
     ArrayPosition,
     /// `array[i]`, 1-based (built by the binder for subscripts, which shifts int2vector/oidvector's 0-based ones).
     ArraySubscript,
+    /// `array[lower:upper]` of a one-subscript slice (bounds clipped to the array, the
+    /// result numbered from 1 as in PostgreSQL).
+    ArraySlice,
     ArrayLength,
     ArrayUpper,
     ArrayLower,
@@ -775,6 +778,23 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
                 _ => Value::Null,
             }
         }
+        F::ArraySlice => match &args[0] {
+            // (a multidimensional array is held as an array of arrays: corpus known
+            // differences)
+            Value::Array(items) if items.iter().any(|v| matches!(v, Value::Array(_))) => {
+                return Err(PgError::unsupported("slices of multidimensional arrays"))
+            }
+            Value::Array(items) => {
+                let lower = int(&args[1]).max(1);
+                let upper = int(&args[2]).min(items.len() as i64);
+                Value::Array(if lower <= upper {
+                    items[lower as usize - 1..upper as usize].to_vec()
+                } else {
+                    Vec::new()
+                })
+            }
+            _ => Value::Null,
+        },
         F::ArrayPosition => match &args[0] {
             Value::Array(items) => items
                 .iter()
