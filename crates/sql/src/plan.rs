@@ -116,11 +116,13 @@ pub enum SubqueryKind {
 
 impl Expr {
     /// The column of the row at hand that `self` is, seen through a cast between
-    /// integer types: integers of every width share one key encoding
-    /// (`types::codec::encode_key`) and so one bucket, so `int4_col = $1::int8`, as
-    /// drivers bind a 64-bit parameter, still finds its row by key and its datanode by
+    /// integer types or from varchar to text: integers of every width share one key
+    /// encoding (`types::codec::encode_key`) and so one bucket, so `int4_col = $1::int8`,
+    /// as drivers bind a 64-bit parameter, still finds its row by key and its datanode by
     /// hash (a value outside the column's range finds none; the filter is still applied
-    /// to what is found).
+    /// to what is found); a varchar is a text value, compared as text when a text
+    /// parameter meets a varchar column (`varchar_col = $1`, the binder's
+    /// `(varchar_col)::text = $1::text`, as PostgreSQL's binary-compatible relabelling).
     pub fn key_column(&self) -> Option<usize> {
         match self {
             Expr::Column {
@@ -128,12 +130,16 @@ impl Expr {
             } => Some(*index),
             Expr::Cast {
                 operand, from, to, ..
-            } if from.is_integer() && to.is_integer() => match operand.as_ref() {
-                Expr::Column {
-                    depth: 0, index, ..
-                } => Some(*index),
-                _ => None,
-            },
+            } if from.is_integer() && to.is_integer()
+                || matches!((from, to), (DataType::Varchar { .. }, DataType::Text)) =>
+            {
+                match operand.as_ref() {
+                    Expr::Column {
+                        depth: 0, index, ..
+                    } => Some(*index),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }

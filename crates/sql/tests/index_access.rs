@@ -40,7 +40,9 @@ fn index(name: &str, columns: &[usize], unique: bool) -> IndexDef {
 }
 
 /// t (id PRIMARY KEY, k, a, u): k_1 on k, t_a_k_idx on (a, k), t_u_key unique on u;
-/// ol (w, d, o, n, i) with PRIMARY KEY (w, d, o, n): ol_w_d_i_idx on (w, d, i).
+/// ol (w, d, o, n, i) with PRIMARY KEY (w, d, o, n): ol_w_d_i_idx on (w, d, i);
+/// c (w, d, id, last varchar, first varchar) with PRIMARY KEY (w, d, id): c_name on
+/// (w, d, last, first).
 fn catalog() -> Tables {
     let column = |name: &str| ColumnDef {
         name: name.into(),
@@ -62,8 +64,33 @@ fn catalog() -> Tables {
         checks: Vec::new(),
         foreign_keys: Vec::new(),
     };
+    let varchar = |name: &str| ColumnDef {
+        ty: DataTypeDef::from_type(&DataType::Varchar { max_len: Some(16) }),
+        ..column(name)
+    };
+    let c = TableDef {
+        oid: 16392,
+        name: "c".into(),
+        columns: vec![
+            column("w"),
+            column("d"),
+            column("id"),
+            varchar("last"),
+            varchar("first"),
+        ],
+        primary_key: Some(vec![0, 1, 2]),
+        pk_name: Some("c_pkey".into()),
+        pk_index_oid: Some(16393),
+        rel: 3,
+        fillfactor: None,
+        distribution: Distribution::Hash { column: 0 },
+        indexes: vec![index("c_name", &[0, 1, 3, 4], false)],
+        checks: Vec::new(),
+        foreign_keys: Vec::new(),
+    };
     Tables(vec![
         Arc::new(ol),
+        Arc::new(c),
         Arc::new(TableDef {
             oid: 16384,
             name: "t".into(),
@@ -94,7 +121,9 @@ fn access(sql: &str) -> Access {
     let mut at = &q.root;
     loop {
         match at {
-            Rel::Project { input, .. } | Rel::Filter { input, .. } => at = input,
+            Rel::Project { input, .. } | Rel::Filter { input, .. } | Rel::Sort { input, .. } => {
+                at = input
+            }
             Rel::Scan { access, .. } => return access.clone(),
             other => panic!("{sql}: {other:?}"),
         }
@@ -167,6 +196,63 @@ fn a_widened_integer_column_is_still_a_key_column() {
         access("SELECT * FROM t WHERE id = 5::int8"),
         Access::PrimaryKey(_)
     ));
+}
+
+#[test]
+fn a_varchar_column_compared_as_text_is_still_a_key_column() {
+    // TPC-C's customer by last name: `c_last = $3` binds as `(c_last)::text = $3`, and
+    // the index pinning three columns beats the primary key's two
+    for sql in [
+        "SELECT id FROM c WHERE w = 1 AND d = 2 AND last = 'BAR' ORDER BY first",
+        "SELECT id FROM c WHERE w = 1 AND d = 2 AND last = 'BAR'::text",
+    ] {
+        assert_eq!(index_of(&access(sql)), Some((0, vec![3])), "{sql}");
+    }
+}
+
+/// Whether the plan of `sql` sorts.
+fn sorts(sql: &str) -> bool {
+    let stmts = parse(sql).unwrap();
+    let (stmt, _) = bind(&stmts[0], &catalog(), &[]).unwrap();
+    let Statement::Query(q) = stmt else {
+        panic!("{sql}")
+    };
+    let mut at = &q.root;
+    loop {
+        match at {
+            Rel::Sort { .. } => return true,
+            Rel::Limit { input, .. } | Rel::Project { input, .. } | Rel::Filter { input, .. } => {
+                at = input
+            }
+            _ => return false,
+        }
+    }
+}
+
+#[test]
+fn a_key_range_in_key_order_is_not_sorted() {
+    // TPC-C's Delivery: a district's oldest order, read as the first row of its range
+    for sql in [
+        "SELECT o FROM ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT 1 FOR UPDATE",
+        "SELECT o, n FROM ol WHERE w = 1 AND d = 2 AND o > 5 ORDER BY d, o, n",
+        "SELECT o FROM ol WHERE w = 1 AND d IN (1, 2) ORDER BY d, o",
+        "SELECT n FROM ol WHERE w = 1 AND d = 2 AND o = 3 ORDER BY n",
+        "SELECT i FROM ol WHERE w = 1 AND d = 2 AND o = 3 AND n = 4 ORDER BY i",
+    ] {
+        assert!(!sorts(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT o FROM ol WHERE w = 1 AND d = 2 ORDER BY o DESC LIMIT 1",
+        "SELECT o FROM ol WHERE w = 1 AND d = 2 ORDER BY n",
+        "SELECT o FROM ol WHERE w = 1 AND d = 2 ORDER BY o, i",
+        "SELECT o FROM ol WHERE w = 1 ORDER BY o",
+        "SELECT o FROM ol WHERE w = 1 AND d IN (1, 2) ORDER BY o",
+        "SELECT o FROM ol ORDER BY w, d, o, n",
+        "SELECT o FROM ol WHERE w = 1 AND d = 2 AND i = 3 ORDER BY o",
+        "SELECT DISTINCT o FROM ol WHERE w = 1 AND d = 2 ORDER BY o",
+    ] {
+        assert!(sorts(sql), "{sql}");
+    }
 }
 
 #[test]

@@ -346,6 +346,51 @@ fn index_access(table: &TableDef, conjuncts: &[&Expr]) -> Option<(usize, Access)
     best.map(|(rank, index, lookup)| (rank, Access::Index { index, lookup }))
 }
 
+/// Whether the rows of `rel`, a projection of one table's (filtered) scan by primary
+/// key, come in the order `keys` asks for already: a key scan returns rows in key order
+/// (a cluster merges its datanodes' streams by key), so ascending order by the key
+/// columns after those its equalities pin needs no sort, and ORDER BY … LIMIT reads only
+/// the rows it returns (TPC-C's Delivery takes a district's oldest NEW-ORDER row so).
+pub(super) fn in_key_order(rel: &Rel, keys: &[SortKey]) -> bool {
+    let Rel::Project { input, exprs } = rel else {
+        return false;
+    };
+    let scan = match input.as_ref() {
+        Rel::Filter { input, .. } => input.as_ref(),
+        other => other,
+    };
+    let Rel::Scan { table, access } = scan else {
+        return false;
+    };
+    let Some(pk) = table.primary_key.as_deref() else {
+        return false;
+    };
+    let pinned = match access {
+        Access::PrimaryKey(_) => return true, // one row at most
+        Access::KeyRange { prefix, .. } => prefix.len(),
+        Access::Full | Access::PrimaryKeys { .. } | Access::Index { .. } => return false,
+    };
+    let mut next = pinned;
+    keys.iter().all(|key| {
+        let column = match &key.expr {
+            Expr::Column {
+                depth: 0, index, ..
+            } => exprs.get(*index).and_then(Expr::key_column),
+            _ => None,
+        };
+        match column {
+            // key columns are never NULL: where NULLs would sort does not matter
+            _ if key.descending => false,
+            Some(c) if pk[..pinned].contains(&c) => true,
+            Some(c) if pk.get(next) == Some(&c) => {
+                next += 1;
+                true
+            }
+            _ => false,
+        }
+    })
+}
+
 pub(super) fn collect_conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::And(a, b) => {

@@ -1149,7 +1149,7 @@ impl<'a> Binder<'a> {
                 columns,
             };
         }
-        if !sort_keys.is_empty() {
+        if !sort_keys.is_empty() && !in_key_order(&rel, &sort_keys) {
             rel = Rel::Sort {
                 input: Box::new(rel),
                 keys: sort_keys,
