@@ -51,6 +51,7 @@ pgbench_bench = _load("pgbench_bench", ROOT / "bench" / "pgbench-vs-postgres" / 
 SYSTEMS = {"embedded": cluster_bench.Embedded, "postgres": cluster_bench.Postgres,
            "cluster": cluster_bench.Cluster}
 LABELS = {"embedded": "Meridian embedded", "postgres": "PostgreSQL 15", "cluster": "Meridian cluster"}
+AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")
 COLORS = {"embedded": "tab:blue", "postgres": "tab:orange", "cluster": "tab:green"}
 
 
@@ -132,6 +133,7 @@ class Bench:
             "meridian_version": sh([str(cluster_bench.MERIDIAN), "--version"]),
             "postgres_version": sh([str(cluster_bench.PG_BIN / "postgres"), "--version"]),
             "sysbench_version": sh([self.a.sysbench, "--version"]),
+            "autogroup": AUTOGROUP.read_text().strip() if AUTOGROUP.exists() else "absent",
         }
 
     def sysbench(self, system, workload: str, command: str, *extra: str,
@@ -247,6 +249,10 @@ class Bench:
             f"{i['kernel']}; {i['os']}",
             "- sysbench runs on the same machine as the system it drives, over loopback TCP; "
             "every data directory is on the same file system.",
+            f"- kernel.sched_autogroup_enabled = {i['autogroup']}: each system's processes run in "
+            "a session of their own (bench/cluster starts them so), which with autogroup is a "
+            "CPU-scheduling group of its own, sysbench in the harness's (docs/performance.md, "
+            "\"sysbench\").",
             f"- Load average at start: {i['load_start']}; at the last write: "
             + " ".join(f"{x:.2f}" for x in os.getloadavg())
             + " (the machine is shared with other tenants).", "",
