@@ -214,8 +214,8 @@ class Bench:
         finally:
             for s in self.systems.values():
                 s.stop()
-            self.write()
             shutil.rmtree(self.base, ignore_errors=True)
+            self.write()
 
     # ---- the report
     def cell(self, key: str, workload: str, threads: int) -> list[dict]:
