@@ -91,7 +91,8 @@ pub struct ActivityRow {
     pub xact_start: Option<i64>,
     pub query_start: Option<i64>,
     pub state_change: Option<i64>,
-    /// ('Lock', 'transactionid') while the statement waits for a row lock.
+    /// ('Lock', 'transactionid') while the statement waits for a row lock, ('Client',
+    /// 'ClientRead') while the session waits for its client, as PostgreSQL's.
     pub wait_event: Option<(&'static str, &'static str)>,
     pub state: SessionStateKind,
     pub query: String,
@@ -184,7 +185,14 @@ impl SessionActivity {
     }
 
     pub fn row(&self) -> ActivityRow {
-        let waiting = self.waiting_on_lock.load(Ordering::Relaxed);
+        let state = SessionStateKind::from_u8(self.state.load(Ordering::Relaxed));
+        let wait_event = if state != SessionStateKind::Active {
+            Some(("Client", "ClientRead"))
+        } else if self.waiting_on_lock.load(Ordering::Relaxed) {
+            Some(("Lock", "transactionid"))
+        } else {
+            None
+        };
         ActivityRow {
             pid: self.identity.pid,
             user: self.identity.user.clone(),
@@ -195,8 +203,8 @@ impl SessionActivity {
             xact_start: time(&self.xact_start),
             query_start: time(&self.query_start),
             state_change: time(&self.state_change),
-            wait_event: waiting.then_some(("Lock", "transactionid")),
-            state: SessionStateKind::from_u8(self.state.load(Ordering::Relaxed)),
+            wait_event,
+            state,
             query: self.query.lock().clone(),
         }
     }

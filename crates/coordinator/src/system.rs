@@ -168,7 +168,7 @@ fn signal_backend(session: &SessionView, terminate: bool, args: &[Value]) -> PgR
     let pid = args.first().and_then(Value::as_i64).unwrap_or(0) as i32;
     if terminate && args.get(1).and_then(Value::as_i64).is_some_and(|t| t < 0) {
         return Err(PgError::new(
-            codes::INVALID_PARAMETER_VALUE,
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
             "\"timeout\" must not be negative",
         ));
     }
