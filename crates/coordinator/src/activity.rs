@@ -137,6 +137,15 @@ impl SessionActivity {
             .store(SessionStateKind::Active as u8, Ordering::Relaxed);
     }
 
+    /// When the running statement's message arrived (query_start): its
+    /// statement_timestamp(), and now() if it starts a transaction, as PostgreSQL's.
+    pub fn statement_time(&self) -> i64 {
+        match self.query_start.load(Ordering::Relaxed) {
+            NO_TIME => types::datetime::now_timestamp(),
+            t => t,
+        }
+    }
+
     /// The session waits for its next message (ReadyForQuery sent) in `state`.
     pub fn idle(&self, state: SessionStateKind) {
         if self.state.load(Ordering::Relaxed) == state as u8 {

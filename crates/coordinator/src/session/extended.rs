@@ -359,7 +359,7 @@ impl<S: SessionStream> Session<S> {
                 &self.shared,
                 &self.state,
                 &self.tx,
-                types::datetime::now_timestamp(),
+                self.state.activity.statement_time(),
             );
             while sent < limit {
                 let Some(r) = rows.pop_front() else { break };

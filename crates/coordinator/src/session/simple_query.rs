@@ -120,7 +120,7 @@ impl<S: SessionStream> Session<S> {
             &self.shared,
             &self.state,
             &self.tx,
-            types::datetime::now_timestamp(),
+            self.state.activity.statement_time(),
         );
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view)?;

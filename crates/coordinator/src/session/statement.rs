@@ -244,7 +244,7 @@ impl<S: SessionStream> Session<S> {
                     &shared,
                     &self.state,
                     &self.tx,
-                    types::datetime::now_timestamp(),
+                    self.state.activity.statement_time(),
                 );
                 let state = StatementState::new(&self.limits, &shared.spill);
                 let eval = crate::alter_table::Evaluation {
@@ -301,7 +301,7 @@ impl<S: SessionStream> Session<S> {
             &shared,
             &self.state,
             &self.tx,
-            types::datetime::now_timestamp(),
+            self.state.activity.statement_time(),
         );
         let txn = self
             .tx
