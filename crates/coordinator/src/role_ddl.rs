@@ -2,7 +2,7 @@
 //! passwords hashed per `password_encryption` before they are stored, changes through
 //! the transaction's `DdlLog` (a rolled back CREATE ROLE leaves nothing). Only
 //! superusers manage roles (Meridian has no CREATEROLE yet); any role may change its
-//! own password.
+//! own password and its own settings (ALTER ROLE … SET).
 
 use crate::catalog::LiveCatalog;
 use crate::ddl::notice;
