@@ -281,3 +281,16 @@ def test_alter_role_set_applies_to_new_sessions(meridian, postgres):
     assert got["later"] == ("300ms", "SQL, DMY")
     assert got["earlier"] == ("0",)
     assert got["config"] == (["statement_timeout=300ms", "DateStyle=SQL, DMY"],)
+
+
+def test_role_settings_survive_a_restart(meridian):
+    with meridian.connect(autocommit=True) as su:
+        su.execute("CREATE ROLE act_kept LOGIN")
+        su.execute("ALTER ROLE act_kept SET work_mem = '8MB'")
+    meridian.kill9()
+    meridian.restart()
+    with meridian.connect(user="act_kept", autocommit=True) as kept:
+        assert kept.execute("SHOW work_mem").fetchone() == ("8MB",)
+    with meridian.connect(autocommit=True) as su:
+        assert su.execute("SELECT rolconfig FROM pg_roles WHERE rolname = 'act_kept'").fetchone() \
+            == (["work_mem=8MB"],)
