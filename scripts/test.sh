@@ -146,7 +146,8 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, client_encoding LATIN1, roles, logins and TLS at both coordinators,
 # SQLAlchemy's and Alembic's reflection and ORM work, pgx's binary COPY, pgjdbc's metadata, INTERSECT/EXCEPT and FULL/NATURAL joins
 # (spilling under a small query memory), enum types (keys hashed by an enum column, a
-# type created on one coordinator used on the other), each through the
+# type created on one coordinator used on the other), pg_stat_activity, pg_cancel_backend,
+# pg_terminate_backend and ALTER ROLE … SET at the first coordinator, each through the
 # coordinator-datanode protocol and
 # sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
@@ -161,7 +162,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py \
   tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
   tests/test_datestyle.py tests/test_drivers_go_java.py tests/test_client_encoding.py \
-  tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py \
+  tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py tests/test_activity.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"

@@ -82,6 +82,8 @@ fn read_rules(path: &std::path::Path) -> Result<Rules, String> {
 pub struct Peer {
     /// None: the Unix-domain socket.
     pub address: Option<IpAddr>,
+    /// The client's port (0 for the Unix-domain socket).
+    pub port: u16,
 }
 
 impl Peer {

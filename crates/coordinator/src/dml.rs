@@ -575,6 +575,7 @@ impl<'a> Dml<'a> {
         &self,
         wait: impl std::future::Future<Output = PgResult<T>>,
     ) -> PgResult<T> {
+        let wait = self.view.activity.waiting_for_lock(wait);
         match self.state.lock_timeout {
             None => wait.await,
             Some(limit) => tokio::time::timeout(limit, wait).await.unwrap_or_else(|_| {

@@ -89,6 +89,12 @@ pub struct SessionView<'a> {
     pub encoding: wire::ClientEncoding,
     /// The superuser `postgres` while the catalog has no record of it.
     pub bootstrap_role: &'a Arc<sql::role::RoleDef>,
+    /// This coordinator's sessions (pg_stat_activity, pg_cancel_backend).
+    pub sessions: &'a crate::activity::SessionRegistry,
+    /// This session's activity (its wait for a row lock is shown there).
+    pub activity: &'a crate::activity::SessionActivity,
+    /// Warnings to send after the statement.
+    pub notices: &'a Mutex<Vec<PgError>>,
 }
 
 /// What one statement's executors share: its memory account, the subquery results

@@ -2,6 +2,7 @@
 //! statements, runs transactions against the GTM and the datanode.
 
 pub mod access;
+pub mod activity;
 pub mod alter_table;
 pub mod bulk;
 pub mod catalog;

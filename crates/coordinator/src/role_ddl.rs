@@ -2,7 +2,7 @@
 //! passwords hashed per `password_encryption` before they are stored, changes through
 //! the transaction's `DdlLog` (a rolled back CREATE ROLE leaves nothing). Only
 //! superusers manage roles (Meridian has no CREATEROLE yet); any role may change its
-//! own password.
+//! own password and its own settings (ALTER ROLE … SET).
 
 use crate::catalog::LiveCatalog;
 use crate::ddl::notice;
@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::Statement;
 use sql::role::{
-    check_new_name, AlterRole, CreateRole, RoleDef, RoleOptions, BOOTSTRAP_SUPERUSER,
+    check_new_name, AlterRole, CreateRole, RoleDef, RoleOptions, RoleSetting, BOOTSTRAP_SUPERUSER,
     BOOTSTRAP_SUPERUSER_OID,
 };
 use std::sync::Arc;
@@ -74,6 +74,10 @@ pub async fn execute(
             alter_role(shared, log, name, options, actor, out).await?;
             Ok("ALTER ROLE")
         }
+        Statement::AlterRole(AlterRole::Setting { name, setting }) => {
+            alter_role_setting(shared, log, name, setting, actor).await?;
+            Ok("ALTER ROLE")
+        }
         Statement::AlterRole(AlterRole::Rename { name, new_name }) => {
             rename_role(shared, log, name, new_name, actor, out).await?;
             Ok("ALTER ROLE")
@@ -131,6 +135,7 @@ async fn create_role(
         password: None,
         connection_limit: -1,
         valid_until: None,
+        config: Vec::new(),
     };
     let role = with_options(role, &create.options, actor, out)?;
     log.put_role(shared, role).await
@@ -193,6 +198,50 @@ async fn alter_role(
         return Err(denied("alter"));
     }
     let role = with_options((*role).clone(), options, actor, out)?;
+    log.put_role(shared, role).await
+}
+
+/// ALTER ROLE … SET / RESET: a superuser may change any role's settings, a role its
+/// own (a non-superuser no superuser's), as PostgreSQL without CREATEROLE. The value is
+/// checked as SET would check it and kept as written; it applies from the role's next
+/// session on.
+async fn alter_role_setting(
+    shared: &Shared,
+    log: &mut DdlLog,
+    name: &str,
+    setting: &RoleSetting,
+    actor: &Actor<'_>,
+) -> PgResult<()> {
+    let role = find(shared, name).ok_or_else(|| missing(name))?;
+    if !actor.is_superuser(shared) {
+        if role.superuser {
+            return Err(PgError::new(
+                codes::INSUFFICIENT_PRIVILEGE,
+                "must be superuser to alter superusers",
+            ));
+        }
+        if name != actor.user {
+            return Err(PgError::new(
+                codes::INSUFFICIENT_PRIVILEGE,
+                "permission denied",
+            ));
+        }
+    }
+    let mut role = (*role).clone();
+    match setting {
+        RoleSetting::Set { name, value } => {
+            let canonical = crate::settings::check_value(name, value)?;
+            match role.config.iter_mut().find(|(n, _)| n == canonical) {
+                Some(kept) => kept.1.clone_from(value),
+                None => role.config.push((canonical.to_string(), value.clone())),
+            }
+        }
+        RoleSetting::Reset(name) => {
+            let canonical = crate::settings::check_name(name)?;
+            role.config.retain(|(n, _)| n != canonical);
+        }
+        RoleSetting::ResetAll => role.config.clear(),
+    }
     log.put_role(shared, role).await
 }
 

@@ -4,6 +4,7 @@
 //! shared by all sessions.
 
 use crate::access::{AccessRules, ConnectionCounts, Peer};
+use crate::activity::{SessionActivity, SessionIdentity};
 use crate::catalog::LiveCatalog;
 use crate::executors::SessionExecutors;
 use crate::nodes::ClusterView;
@@ -19,7 +20,6 @@ use meta::{MetaClient, MetaService};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use sql::role::{RoleDef, BOOTSTRAP_SUPERUSER, BOOTSTRAP_SUPERUSER_OID};
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
-use tokio::sync::Notify;
 use wire::backend;
 use wire::{decode_startup, StartupPacket};
 
@@ -117,7 +116,8 @@ pub struct Shared {
     connections: ConnectionCounts,
     /// Failed password logins, to slow down guessing.
     pub failed_logins: crate::access::FailedLogins,
-    cancels: Mutex<HashMap<i32, (i32, Arc<Notify>)>>,
+    /// Every running session (pg_stat_activity, cancel and terminate).
+    pub sessions: crate::activity::SessionRegistry,
     next_pid: AtomicI32,
 }
 
@@ -328,7 +328,7 @@ impl Coordinator {
             max_connections: config.access.max_connections,
             connections: ConnectionCounts::default(),
             failed_logins: Default::default(),
-            cancels: Mutex::new(HashMap::new()),
+            sessions: Default::default(),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
         });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
@@ -367,6 +367,7 @@ impl Coordinator {
                             socket,
                             Peer {
                                 address: Some(peer.ip()),
+                                port: peer.port(),
                             },
                         )
                     }
@@ -380,7 +381,13 @@ impl Coordinator {
             };
             loop {
                 match unix.listener.accept().await {
-                    Ok((socket, _)) => self.spawn_session(socket, Peer { address: None }),
+                    Ok((socket, _)) => self.spawn_session(
+                        socket,
+                        Peer {
+                            address: None,
+                            port: 0,
+                        },
+                    ),
                     Err(e) => accept_failed(e).await,
                 }
             }
@@ -466,12 +473,7 @@ async fn opening<S: SessionStream>(
                 process_id,
                 secret_key,
             } => {
-                let target = shared.cancels.lock().get(&process_id).cloned();
-                if let Some((secret, notify)) = target {
-                    if secret == secret_key {
-                        notify.notify_waiters();
-                    }
-                }
+                shared.sessions.cancel_request(process_id, secret_key);
                 return Ok(Opening::Done);
             }
             StartupPacket::Startup {
@@ -634,6 +636,12 @@ async fn start_session<S: SessionStream + 'static>(
     }
     let mut settings = Settings::default();
     settings.fix_for_session(&role.name, role.superuser, shared.max_connections);
+    // ALTER ROLE … SET, under what the client asks for (as PostgreSQL's PGC_S_USER).
+    for (name, value) in &role.config {
+        if let Err(e) = settings.set(name, Some(value), false) {
+            tracing::warn!(role = %role.name, "role setting {name} not applied: {}", e.message);
+        }
+    }
     for (name, value) in &params {
         let result = match name.as_str() {
             "user" | "database" | "replication" => Ok(None),
@@ -655,22 +663,36 @@ async fn start_session<S: SessionStream + 'static>(
 
     let pid = shared.next_pid.fetch_add(1, Ordering::Relaxed);
     let secret = cancel_secret(pid);
-    let cancel = Arc::new(Notify::new());
-    shared.cancels.lock().insert(pid, (secret, cancel.clone()));
+    let identity = SessionIdentity {
+        pid,
+        secret,
+        user: role.name.clone(),
+        database: database.clone(),
+        client: peer.address.map(|a| SocketAddr::new(a, peer.port)),
+        fd: socket.raw_fd(),
+    };
+    let application_name = settings.get("application_name").unwrap_or_default();
+    let registered = shared
+        .sessions
+        .register(SessionActivity::new(identity, application_name));
     let state = SessionState {
         user: role.name.clone(),
         database,
         pid,
         settings: Mutex::new(settings),
         reports: Mutex::new(Vec::new()),
+        notices: Mutex::new(Vec::new()),
         sequences: Mutex::default(),
+        activity: registered.activity.clone(),
     };
-    let mut session = Session::new(shared.clone(), socket, buf, state, cancel);
+    let mut session = Session::new(shared.clone(), socket, buf, state);
     let result = session.greet(secret).await;
     if result.is_ok() {
         session.run().await;
     }
-    shared.cancels.lock().remove(&pid);
+    // Out of the registry before the socket closes (`activity::Registered`).
+    drop(registered);
+    drop(session);
     drop(slot);
     result.map_err(io_err)
 }
@@ -691,6 +713,7 @@ fn bootstrap_role(access: &AccessConfig) -> RoleDef {
         }),
         connection_limit: -1,
         valid_until: None,
+        config: Vec::new(),
     }
 }
 

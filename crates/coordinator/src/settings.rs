@@ -70,6 +70,19 @@ fn canonical(name: &str) -> Option<(&'static str, &'static str, bool)> {
         .find(|(n, _, _)| n.eq_ignore_ascii_case(name))
 }
 
+/// The canonical name of the setting `name` (42704 if there is none).
+pub fn check_name(name: &str) -> PgResult<&'static str> {
+    canonical(name)
+        .map(|(canon, _, _)| canon)
+        .ok_or_else(|| unrecognized(name))
+}
+
+/// The canonical name of `name`, if SET could give it `value` (ALTER ROLE … SET).
+pub fn check_value(name: &str, value: &str) -> PgResult<&'static str> {
+    Settings::default().set(name, Some(value), false)?;
+    check_name(name)
+}
+
 /// One session's settings.
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -72,7 +72,7 @@ fn role_row(table: SystemTable, r: &RoleDef) -> Vec<Value> {
             all_attributes,
             text("********"),
             valid_until,
-            Value::Null,
+            role_config(r),
         ],
         _ => vec![
             text(&r.name),
@@ -86,9 +86,126 @@ fn role_row(table: SystemTable, r: &RoleDef) -> Vec<Value> {
             text("********"),
             valid_until,
             all_attributes,
-            Value::Null,
+            role_config(r),
             oid(r.oid),
         ],
+    }
+}
+
+/// rolconfig: the role's settings as `name=value`, NULL if none.
+fn role_config(r: &RoleDef) -> Value {
+    if r.config.is_empty() {
+        return Value::Null;
+    }
+    Value::Array(
+        r.config
+            .iter()
+            .map(|(name, value)| text(&format!("{name}={value}")))
+            .collect(),
+    )
+}
+
+fn is_superuser(session: &SessionView, user: &str) -> bool {
+    crate::role_ddl::find_in(session.catalog, session.bootstrap_role, user)
+        .is_some_and(|r| r.superuser)
+}
+
+/// pg_stat_activity: this coordinator's sessions. As PostgreSQL's, a session of another
+/// role shows a non-superuser only who and where, its query `<insufficient privilege>`.
+fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
+    let sees_all = is_superuser(session, session.user);
+    let time = |t: Option<i64>| t.map_or(Value::Null, Value::TimestampTz);
+    let null_text = |s: Option<&str>| s.map_or(Value::Null, text);
+    session
+        .sessions
+        .all()
+        .iter()
+        .map(|a| {
+            let r = a.row();
+            let usesysid =
+                crate::role_ddl::find_in(session.catalog, session.bootstrap_role, &r.user)
+                    .map_or(Value::Null, |role| oid(role.oid));
+            let mut row = vec![
+                oid(POSTGRES_DB_OID),
+                text(&r.database),
+                Value::Int4(r.pid),
+                Value::Null,
+                usesysid,
+                text(&r.user),
+                text(&r.application_name),
+            ];
+            if sees_all || r.user == session.user {
+                row.extend([
+                    r.client.map_or(Value::Null, |c| text(&c.ip().to_string())),
+                    Value::Null,
+                    // -1 for the Unix-domain socket, as PostgreSQL.
+                    Value::Int4(r.client.map_or(-1, |c| i32::from(c.port()))),
+                    Value::TimestampTz(r.backend_start),
+                    time(r.xact_start),
+                    time(r.query_start),
+                    time(r.state_change),
+                    null_text(r.wait_event.map(|w| w.0)),
+                    null_text(r.wait_event.map(|w| w.1)),
+                    text(r.state.name()),
+                    Value::Null,
+                    text(&r.query),
+                ]);
+            } else {
+                row.extend(std::iter::repeat_n(Value::Null, 11));
+                row.push(text("<insufficient privilege>"));
+            }
+            row.push(text("client backend"));
+            row
+        })
+        .collect()
+}
+
+/// pg_cancel_backend(pid) and pg_terminate_backend(pid[, timeout]) with PostgreSQL 15's
+/// checks: a superuser may signal any session, others only their own role's and no
+/// superuser's (Meridian has no pg_signal_backend membership). The timeout is not waited
+/// for: a terminated session ends at its next step.
+fn signal_backend(session: &SessionView, terminate: bool, args: &[Value]) -> PgResult<Value> {
+    let pid = args.first().and_then(Value::as_i64).unwrap_or(0) as i32;
+    if terminate && args.get(1).and_then(Value::as_i64).is_some_and(|t| t < 0) {
+        return Err(PgError::new(
+            codes::NUMERIC_VALUE_OUT_OF_RANGE,
+            "\"timeout\" must not be negative",
+        ));
+    }
+    let Some(target) = session.sessions.get(pid) else {
+        session.notices.lock().push(PgError::new(
+            codes::WARNING,
+            format!("PID {pid} is not a PostgreSQL backend process"),
+        ));
+        return Ok(Value::Bool(false));
+    };
+    let caller_superuser = is_superuser(session, session.user);
+    let target_user = &target.identity.user;
+    if is_superuser(session, target_user) && !caller_superuser {
+        return Err(PgError::new(
+            codes::INSUFFICIENT_PRIVILEGE,
+            if terminate {
+                "must be a superuser to terminate superuser process"
+            } else {
+                "must be a superuser to cancel superuser query"
+            },
+        ));
+    }
+    if !caller_superuser && target_user != session.user {
+        return Err(PgError::new(
+            codes::INSUFFICIENT_PRIVILEGE,
+            if terminate {
+                "must be a member of the role whose process is being terminated or member of pg_signal_backend"
+            } else {
+                "must be a member of the role whose query is being canceled or member of pg_signal_backend"
+            },
+        ));
+    }
+    if terminate {
+        Ok(Value::Bool(session.sessions.terminate(pid)))
+    } else {
+        target.cancel.notify_waiters();
+        Ok(Value::Bool(true))
     }
 }
 
@@ -486,6 +603,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     password: None,
                     connection_limit: -1,
                     valid_until: None,
+                    config: Vec::new(),
                 })
             });
             crate::role_ddl::all(session.catalog, session.bootstrap_role)
@@ -526,21 +644,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 ]
             })
             .collect(),
-        PgStatActivity => vec![vec![
-            oid(POSTGRES_DB_OID),
-            text(session.database),
-            Value::Int4(session.backend_pid),
-            text(session.user),
-            text(
-                &session
-                    .settings
-                    .lock()
-                    .get("application_name")
-                    .unwrap_or_default(),
-            ),
-            text("active"),
-            Value::Null,
-        ]],
+        PgStatActivity => activity_rows(session),
         PgDescription => vec![vec![
             oid(PUBLIC_NAMESPACE_OID),
             oid(system_table_oid(PgNamespace)),
@@ -644,8 +748,12 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 ])
             })
             .collect(),
+        PgDbRoleSetting => crate::role_ddl::all(session.catalog, session.bootstrap_role)
+            .iter()
+            .filter(|r| !r.config.is_empty())
+            .map(|r| vec![oid(0), oid(r.oid), role_config(r)])
+            .collect(),
         PgAuthMembers
-        | PgDbRoleSetting
         | PgEventTrigger
         | PgInherits
         | PgPartitionedTable
@@ -1311,6 +1419,12 @@ pub fn session_function(
         F::CurrentDatabase => text(session.database),
         F::CurrentUser => text(session.user),
         F::PgBackendPid => Value::Int4(session.backend_pid),
+        F::PgCancelBackend | F::PgTerminateBackend => {
+            if args.iter().any(Value::is_null) {
+                return Ok(Value::Null);
+            }
+            return signal_backend(session, func == F::PgTerminateBackend, &args);
+        }
         F::CurrentSetting => {
             if args.iter().take(1).any(Value::is_null) {
                 return Ok(Value::Null);

@@ -4,7 +4,7 @@
 //! business (`coordinator/src/role_ddl.rs`).
 
 use crate::plan::Statement;
-use crate::tokens::Tokens;
+use crate::tokens::{Token, Tokens};
 use pgerror::{codes, PgError, PgResult};
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +26,10 @@ pub struct RoleDef {
     pub connection_limit: i32,
     /// When its password stops being valid (timestamptz microseconds); None: never.
     pub valid_until: Option<i64>,
+    /// ALTER ROLE … SET: (setting's canonical name, value as written), applied at the
+    /// start of the role's sessions (pg_roles.rolconfig).
+    #[serde(default)]
+    pub config: Vec<(String, String)>,
 }
 
 /// The options of CREATE/ALTER ROLE; None: not given.
@@ -50,6 +54,19 @@ pub struct CreateRole {
 pub enum AlterRole {
     Options { name: String, options: RoleOptions },
     Rename { name: String, new_name: String },
+    Setting { name: String, setting: RoleSetting },
+}
+
+/// ALTER ROLE … SET / RESET.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoleSetting {
+    /// The value flattened as SET's: list items joined with ", ", quotes removed.
+    Set {
+        name: String,
+        value: String,
+    },
+    Reset(String),
+    ResetAll,
 }
 
 /// CREATE/ALTER/DROP ROLE and USER; None for any other statement.
@@ -84,8 +101,12 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
                 let new_name = t.identifier()?;
                 t.end()?;
                 Statement::AlterRole(AlterRole::Rename { name, new_name })
-            } else if matches!(t.peek_word().as_deref(), Some("set" | "reset" | "in")) {
-                return Err(PgError::unsupported("ALTER ROLE … SET"));
+            } else if t.keywords(&["in", "database"]) {
+                return Err(PgError::unsupported("ALTER ROLE … IN DATABASE"));
+            } else if matches!(t.peek_word().as_deref(), Some("set" | "reset")) {
+                let setting = role_setting(&mut t)?;
+                t.end()?;
+                Statement::AlterRole(AlterRole::Setting { name, setting })
             } else {
                 Statement::AlterRole(AlterRole::Options {
                     name,
@@ -105,6 +126,41 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
         _ => return Ok(None),
     };
     Ok(Some(statement))
+}
+
+/// `SET name { = | TO } { value [, …] | DEFAULT }`, `RESET name`, `RESET ALL`.
+fn role_setting(t: &mut Tokens) -> PgResult<RoleSetting> {
+    if t.keywords(&["reset"]) {
+        if t.keywords(&["all"]) {
+            return Ok(RoleSetting::ResetAll);
+        }
+        return Ok(RoleSetting::Reset(t.identifier()?));
+    }
+    t.keywords(&["set"]);
+    let name = t.identifier()?;
+    if !t.punct('=') && !t.keywords(&["to"]) {
+        return Err(t.unexpected());
+    }
+    if t.keywords(&["default"]) {
+        return Ok(RoleSetting::Reset(name));
+    }
+    let mut items = Vec::new();
+    loop {
+        match t.tokens.get(t.at) {
+            Some(Token::Word(v) | Token::Quoted(v) | Token::String(v) | Token::Number(v)) => {
+                items.push(v.clone());
+                t.at += 1;
+            }
+            _ => return Err(t.unexpected()),
+        }
+        if !t.punct(',') {
+            break;
+        }
+    }
+    Ok(RoleSetting::Set {
+        name,
+        value: items.join(", "),
+    })
 }
 
 fn redundant() -> PgError {
@@ -254,6 +310,43 @@ mod tests {
         };
         assert_eq!((names, if_exists), (vec!["a".into(), "b".into()], true));
         assert!(parse_statement("DROP TABLE a").unwrap().is_none());
+    }
+
+    #[test]
+    fn role_settings() {
+        let setting = |text: &str| match parse(text).unwrap() {
+            Statement::AlterRole(AlterRole::Setting { setting, .. }) => setting,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            setting("ALTER ROLE a SET statement_timeout = '1s'"),
+            RoleSetting::Set {
+                name: "statement_timeout".into(),
+                value: "1s".into()
+            }
+        );
+        assert_eq!(
+            setting("alter user a set search_path to app, \"Public\""),
+            RoleSetting::Set {
+                name: "search_path".into(),
+                value: "app, Public".into()
+            }
+        );
+        assert_eq!(
+            setting("ALTER ROLE a SET work_mem TO DEFAULT"),
+            RoleSetting::Reset("work_mem".into())
+        );
+        assert_eq!(setting("ALTER ROLE a RESET ALL"), RoleSetting::ResetAll);
+        assert_eq!(
+            parse("ALTER ROLE a SET work_mem").unwrap_err().code,
+            codes::SYNTAX_ERROR
+        );
+        assert_eq!(
+            parse("ALTER ROLE a IN DATABASE d SET work_mem = 1")
+                .unwrap_err()
+                .code,
+            codes::FEATURE_NOT_SUPPORTED
+        );
     }
 
     #[test]

@@ -342,6 +342,8 @@ impl<S: SessionStream> Session<S> {
                 if max_rows <= 0 {
                     self.stream_rows = Some(portal.result_formats.clone());
                 }
+                let text = portal.statement.parsed.as_ref().map_or("", |p| &p.text);
+                self.statement_started(text);
                 let outcome = self.run_portal(&mut portal).await;
                 self.stream_rows = None;
                 let outcome = outcome?;
@@ -361,7 +363,7 @@ impl<S: SessionStream> Session<S> {
                 &self.shared,
                 &self.state,
                 &self.tx,
-                types::datetime::now_timestamp(),
+                self.state.activity.statement_time(),
             );
             while sent < limit {
                 let Some(r) = rows.pop_front() else { break };

@@ -17,6 +17,7 @@ mod transaction;
 
 pub use transaction::Transaction;
 
+use crate::activity::{SessionActivity, SessionStateKind};
 use crate::exec::SessionView;
 use crate::server::Shared;
 use crate::session_io::{self, SessionStream};
@@ -29,7 +30,7 @@ use portals::Portals;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use wire::backend::{self, NoticeSeverity};
+use wire::backend::{self, NoticeSeverity, TransactionStatus};
 use wire::{decode_message_in, ClientEncoding, FrontendMessage};
 
 /// Largest message a client may send (PostgreSQL allows 1 GB; we bound memory per session).
@@ -46,7 +47,12 @@ pub struct SessionState {
     pub pid: i32,
     pub settings: Mutex<Settings>,
     pub reports: Mutex<Vec<(&'static str, String)>>,
+    /// Warnings raised by functions (pg_cancel_backend of an unknown pid), sent after
+    /// the statement.
+    pub notices: Mutex<Vec<PgError>>,
     pub sequences: Mutex<crate::sequences::SessionSequences>,
+    /// This session's row of pg_stat_activity and its cancel and terminate signals.
+    pub activity: Arc<SessionActivity>,
 }
 
 pub struct Session<S> {
@@ -61,7 +67,8 @@ pub struct Session<S> {
     portals: Portals,
     /// After an error in extended protocol: discard messages until Sync.
     skip_to_sync: bool,
-    cancel: Arc<tokio::sync::Notify>,
+    /// Whether the client was sent 57P01 (the session was terminated).
+    termination_reported: bool,
     /// The running statement's limits (read from the settings as it starts).
     limits: StatementLimits,
     /// Set while a statement runs whose query rows go straight to the client, in these
@@ -72,13 +79,7 @@ pub struct Session<S> {
 }
 
 impl<S: SessionStream> Session<S> {
-    pub fn new(
-        shared: Arc<Shared>,
-        stream: S,
-        inbuf: BytesMut,
-        state: SessionState,
-        cancel: Arc<tokio::sync::Notify>,
-    ) -> Self {
+    pub fn new(shared: Arc<Shared>, stream: S, inbuf: BytesMut, state: SessionState) -> Self {
         Session {
             shared,
             stream,
@@ -89,7 +90,7 @@ impl<S: SessionStream> Session<S> {
             prepared: FxHashMap::default(),
             portals: Portals::default(),
             skip_to_sync: false,
-            cancel,
+            termination_reported: false,
             limits: StatementLimits::default(),
             stream_rows: None,
             encoding: ClientEncoding::Utf8,
@@ -139,14 +140,35 @@ impl<S: SessionStream> Session<S> {
 
     fn ready_for_query(&mut self) {
         let status = self.status();
+        self.state.activity.idle(match status {
+            TransactionStatus::Idle => SessionStateKind::Idle,
+            TransactionStatus::InBlock => SessionStateKind::IdleInTransaction,
+            TransactionStatus::Failed => SessionStateKind::IdleInTransactionAborted,
+        });
         backend::ready_for_query(&mut self.out, status);
+    }
+
+    /// A statement starts (a query string, or an Execute): pg_stat_activity shows it.
+    fn statement_started(&self, query: &str) {
+        let xact_start = self.tx.as_ref().map(|t| t.txn_time);
+        self.state.activity.start_statement(query, xact_start);
+    }
+
+    /// The error that ends a session pg_terminate_backend terminated.
+    fn terminated() -> PgError {
+        PgError::fatal(
+            codes::ADMIN_SHUTDOWN,
+            "terminating connection due to administrator command",
+        )
     }
 
     /// ParameterStatus for a setting the client tracks; client_encoding also changes how
     /// this session reads and writes text from here on.
     fn report_setting(&mut self, name: &str, value: &str) {
         backend::parameter_status(&mut self.out, name, value);
-        if name == "client_encoding" {
+        if name == "application_name" {
+            self.state.activity.set_application_name(value);
+        } else if name == "client_encoding" {
             if let Some((encoding, _)) = ClientEncoding::from_setting(value) {
                 self.encoding = encoding;
             }
@@ -154,6 +176,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     fn send_error(&mut self, err: &PgError) {
+        self.termination_reported |= err.code == codes::ADMIN_SHUTDOWN;
         backend::error_response(&mut self.out, err);
     }
 
@@ -214,7 +237,12 @@ impl<S: SessionStream> Session<S> {
     /// The message loop. Returns when the client terminates or the connection fails.
     pub async fn run(&mut self) {
         loop {
-            let msg = match self.next_message().await {
+            let next = self.next_message().await;
+            // A terminated session's reads end (`SessionRegistry::terminate`).
+            if !matches!(next, Ok(Some(_))) && self.state.activity.terminated() {
+                break;
+            }
+            let msg = match next {
                 Ok(Some(m)) => m,
                 Ok(None) => break,
                 Err(e) => {
@@ -234,6 +262,9 @@ impl<S: SessionStream> Session<S> {
             if !crate::hot_future::in_hot_block(|| self.dispatch(msg)).await {
                 break;
             }
+        }
+        if self.state.activity.terminated() && !self.termination_reported {
+            self.send_error(&Self::terminated());
         }
         let _ = self.flush().await;
         self.end_session().await;
@@ -264,6 +295,9 @@ impl<S: SessionStream> Session<S> {
                         self.send_error(&e);
                         self.statement_failed().await;
                     }
+                }
+                if self.state.activity.terminated() {
+                    return false;
                 }
                 self.ready_for_query();
                 return true;
@@ -371,6 +405,9 @@ fn view<'a>(
         sequence_state: &state.sequences,
         user: &state.user,
         database: &state.database,
+        sessions: &shared.sessions,
+        activity: &state.activity,
+        notices: &state.notices,
         zone: settings.zone().clone(),
         encoding: settings.encoding(),
         bootstrap_role: &shared.bootstrap_role,

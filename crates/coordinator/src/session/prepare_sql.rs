@@ -64,7 +64,7 @@ impl<S: SessionStream> Session<S> {
             &self.shared,
             &self.state,
             &self.tx,
-            types::datetime::now_timestamp(),
+            self.state.activity.statement_time(),
         );
         let env = ConstantEnv(&view);
         let ctx = EvalCtx {

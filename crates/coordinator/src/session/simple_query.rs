@@ -15,6 +15,7 @@ use wire::backend;
 
 impl<S: SessionStream> Session<S> {
     pub(super) async fn simple_query(&mut self, sql: &str) {
+        self.statement_started(sql);
         // Parse every statement before running any (a syntax error anywhere runs nothing).
         let texts = split_statements(sql);
         if texts.is_empty() {
@@ -119,7 +120,7 @@ impl<S: SessionStream> Session<S> {
             &self.shared,
             &self.state,
             &self.tx,
-            types::datetime::now_timestamp(),
+            self.state.activity.statement_time(),
         );
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view)?;

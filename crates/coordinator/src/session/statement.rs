@@ -48,16 +48,25 @@ impl<S: SessionStream> Session<S> {
         let deadline = (timeout > 0)
             .then(|| tokio::time::Instant::now() + std::time::Duration::from_millis(timeout));
         let client = self.stream.raw_fd();
-        let cancel = self.cancel.clone();
-        let notified = cancel.notified();
+        let activity = self.state.activity.clone();
+        let notified = activity.cancel.notified();
         tokio::pin!(notified);
-        tokio::select! {
+        let result = tokio::select! {
             biased;
             r = self.execute(stmt, params) => r,
-            _ = &mut notified => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")),
+            _ = &mut notified => Err(if activity.terminated() {
+                Self::terminated()
+            } else {
+                PgError::new(codes::QUERY_CANCELED, "canceling statement due to user request")
+            }),
             _ = until(deadline) => Err(PgError::new(codes::QUERY_CANCELED, "canceling statement due to statement timeout")),
             _ = session_io::client_gone(client) => Err(PgError::new(codes::CONNECTION_FAILURE, "connection to client lost")),
+        };
+        let notices = std::mem::take(&mut *self.state.notices.lock());
+        for notice in notices {
+            backend::notice_response_with(&mut self.out, NoticeSeverity::Warning, &notice);
         }
+        result
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
@@ -235,7 +244,7 @@ impl<S: SessionStream> Session<S> {
                     &shared,
                     &self.state,
                     &self.tx,
-                    types::datetime::now_timestamp(),
+                    self.state.activity.statement_time(),
                 );
                 let state = StatementState::new(&self.limits, &shared.spill);
                 let eval = crate::alter_table::Evaluation {
@@ -292,7 +301,7 @@ impl<S: SessionStream> Session<S> {
             &shared,
             &self.state,
             &self.tx,
-            types::datetime::now_timestamp(),
+            self.state.activity.statement_time(),
         );
         let txn = self
             .tx

@@ -353,7 +353,7 @@ impl<S: SessionStream> Session<S> {
             failed: false,
             isolation: isolation_of(defaults.isolation),
             read_only: defaults.read_only,
-            txn_time: types::datetime::now_timestamp(),
+            txn_time: self.state.activity.statement_time(),
             savepoints: Vec::new(),
             ddl: DdlLog::default(),
         }

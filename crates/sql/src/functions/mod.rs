@@ -31,6 +31,9 @@ pub enum ScalarFunc {
     CurrentDatabase,
     CurrentUser,
     PgBackendPid,
+    /// pg_cancel_backend(pid), pg_terminate_backend(pid[, timeout]): signal a session.
+    PgCancelBackend,
+    PgTerminateBackend,
     CurrentSetting,
     SetConfig,
     FormatType,
@@ -413,6 +416,9 @@ pub fn resolve_scalar(
             (F::CurrentUser, vec![], Name)
         }
         ("pg_backend_pid", 0) => (F::PgBackendPid, vec![], Int4),
+        ("pg_cancel_backend", 1) => (F::PgCancelBackend, vec![Int4], Bool),
+        ("pg_terminate_backend", 1) => (F::PgTerminateBackend, vec![Int4], Bool),
+        ("pg_terminate_backend", 2) => (F::PgTerminateBackend, vec![Int4, Int8], Bool),
         ("current_setting", 1) => (F::CurrentSetting, vec![Text], Text),
         ("current_setting", 2) => (F::CurrentSetting, vec![Text, Bool], Text),
         ("set_config", 3) => (F::SetConfig, vec![Text, Text, Bool], Text),
@@ -619,7 +625,13 @@ impl ScalarFunc {
     /// Whether each call gives a new value (never evaluated once for many rows, never
     /// pushed down).
     pub fn is_volatile(self) -> bool {
-        matches!(self, ScalarFunc::Random | ScalarFunc::GenRandomUuid)
+        matches!(
+            self,
+            ScalarFunc::Random
+                | ScalarFunc::GenRandomUuid
+                | ScalarFunc::PgCancelBackend
+                | ScalarFunc::PgTerminateBackend
+        )
     }
 }
 
