@@ -417,7 +417,6 @@ fn malformed_bodies_are_errors() {
     let cases: Vec<(&str, Vec<u8>)> = vec![
         ("query without NUL", frame(b'Q', b"select 1")),
         ("query trailing garbage", frame(b'Q', b"select 1\0x")),
-        ("query invalid utf8", frame(b'Q', b"select '\xc3\x28'\0")),
         ("parse negative count", frame(b'P', b"\0q\0\xff\xff")),
         ("parse count > body", frame(b'P', b"\0q\0\0\x02\0\0\0\x17")),
         ("parse missing count", frame(b'P', b"\0q\0")),
@@ -449,6 +448,22 @@ fn malformed_bodies_are_errors() {
         ("function call", frame(b'F', b"")),
         ("TLS ClientHello", vec![0x16, 0x03, 0x01, 0x02, 0x00]),
     ];
+    // Text that is not UTF-8 ends the statement, not the connection (22021).
+    let mut b = BytesMut::from(&frame(b'Q', b"select '\xc3\x28'\0")[..]);
+    match decode_message(&mut b, MAX) {
+        Ok(Some(M::Unreadable {
+            simple_query: true,
+            error,
+        })) => {
+            assert_eq!(error.code, "22021");
+            assert_eq!(
+                error.message,
+                "invalid byte sequence for encoding \"UTF8\": 0xc3 0x28"
+            );
+        }
+        other => panic!("query invalid utf8: {other:?}"),
+    }
+    assert!(b.is_empty());
     for (what, bytes) in cases {
         let mut b = BytesMut::from(&bytes[..]);
         let r = decode_message(&mut b, MAX);

@@ -21,6 +21,9 @@ fn cstr(v: &mut Vec<u8>, s: &str) {
 pub fn encode(msg: &FrontendMessage) -> Vec<u8> {
     let mut b = Vec::new();
     let tag = match msg {
+        FrontendMessage::Unreadable { .. } => {
+            unreachable!("what the decoder makes of unreadable text, not a message to send")
+        }
         FrontendMessage::Query(q) => {
             cstr(&mut b, q);
             b'Q'
