@@ -193,6 +193,11 @@ impl SessionActivity {
         self.terminated.load(Ordering::Relaxed)
     }
 
+    /// The running or last statement's text.
+    pub fn query(&self) -> String {
+        self.query.lock().clone()
+    }
+
     pub fn row(&self) -> ActivityRow {
         let state = SessionStateKind::from_u8(self.state.load(Ordering::Relaxed));
         let wait_event = if state != SessionStateKind::Active {

@@ -30,6 +30,7 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("extra_float_digits", "1", false),
     ("search_path", "\"$user\", public", false),
     ("statement_timeout", "0", false),
+    ("log_min_duration_statement", "-1", false),
     ("lock_timeout", "0", false),
     ("idle_in_transaction_session_timeout", "0", false),
     ("deadlock_timeout", "1s", false),
@@ -124,6 +125,8 @@ pub struct StatementLimits {
     pub idle_in_transaction_timeout_ms: u64,
     /// Memory an operator (sort, hash table) may hold before it spills, in bytes.
     pub work_mem: usize,
+    /// log_min_duration_statement: statements that ran this long are logged; None: -1.
+    pub log_min_duration_ms: Option<u64>,
 }
 
 impl Default for StatementLimits {
@@ -133,6 +136,7 @@ impl Default for StatementLimits {
             lock_timeout_ms: 0,
             idle_in_transaction_timeout_ms: 0,
             work_mem: 4 << 20,
+            log_min_duration_ms: None,
         }
     }
 }
@@ -224,6 +228,10 @@ impl Settings {
                 .map_or(StatementLimits::default().work_mem, |kb| {
                     (kb as usize).saturating_mul(1024)
                 }),
+            log_min_duration_ms: self
+                .values
+                .get("log_min_duration_statement")
+                .and_then(|v| parse_ms(v).ok()),
         };
     }
 
@@ -429,6 +437,16 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
         "statement_timeout" | "lock_timeout" | "idle_in_transaction_session_timeout" => {
             format_ms(parse_ms(v).map_err(|_| invalid(name, v))?)
         }
+        "log_min_duration_statement" => match v.trim().trim_matches('\'').parse::<i64>() {
+            Ok(-1) => "-1".to_string(),
+            Ok(n) if n < -1 => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("{n} ms is outside the valid range for parameter \"log_min_duration_statement\" (-1 .. 2147483647)"),
+                ))
+            }
+            _ => format_ms(parse_ms(v).map_err(|_| invalid(name, v))?),
+        },
         "work_mem" | "maintenance_work_mem" => {
             let kb = parse_kb(v).map_err(|_| invalid(name, v))?;
             if !(64..=i32::MAX as u64).contains(&kb) {

@@ -154,6 +154,31 @@ impl<S: SessionStream> Session<S> {
         self.state.activity.start_statement(query, xact_start);
     }
 
+    /// log_min_duration_statement: a statement (a query string, or an Execute of
+    /// `portal`) that ran at least that long is logged with its duration, in PostgreSQL's
+    /// words.
+    fn log_duration(&self, portal: Option<&str>) {
+        let Some(min_ms) = self.limits.log_min_duration_ms else {
+            return;
+        };
+        let activity = &self.state.activity;
+        let micros = types::datetime::now_timestamp() - activity.statement_time();
+        if micros < min_ms as i64 * 1000 {
+            return;
+        }
+        let ms = micros as f64 / 1000.0;
+        let query = activity.query();
+        match portal {
+            None => {
+                tracing::info!(target: "meridian::statement", duration_ms = ms, "duration: {ms:.3} ms  statement: {query}")
+            }
+            Some(p) => {
+                let p = if p.is_empty() { "<unnamed>" } else { p };
+                tracing::info!(target: "meridian::statement", duration_ms = ms, "duration: {ms:.3} ms  execute {p}: {query}")
+            }
+        }
+    }
+
     /// The error that ends a session pg_terminate_backend terminated.
     fn terminated() -> PgError {
         PgError::fatal(
@@ -296,6 +321,7 @@ impl<S: SessionStream> Session<S> {
                         self.statement_failed().await;
                     }
                 }
+                self.log_duration(None);
                 if self.state.activity.terminated() {
                     return false;
                 }
@@ -327,7 +353,9 @@ impl<S: SessionStream> Session<S> {
             } => self.bind_message(portal, &statement, &param_formats, params, result_formats),
             FrontendMessage::Describe { kind, name } => self.describe(kind, &name),
             FrontendMessage::Execute { portal, max_rows } => {
-                self.execute_message(&portal, max_rows).await
+                let result = self.execute_message(&portal, max_rows).await;
+                self.log_duration(Some(&portal));
+                result
             }
             FrontendMessage::Close { kind, name } => {
                 match kind {
