@@ -114,6 +114,8 @@ SELECT (ARRAY[1,2,3])[3:2], (ARRAY[1,2,3])[NULL:2], (ARRAY[1,2,3])[1:NULL], (NUL
 SELECT (ARRAY['a','b','c'])[2:2], (ARRAY[1.5,NULL,2.5])[2:3], ('{}'::text[])[1:1];
 SELECT (ARRAY[1,2,3])[1.6:2], (ARRAY[1,2,3])['2':'3'], (ARRAY[1,2,3])[2.5], (ARRAY[1,2,3])[true];
 SELECT id, (ARRAY[id, id * 2, id * 3])[2:] FROM cq_emp ORDER BY id;
+SELECT ARRAY[1,2][1];
+SELECT ARRAY[1,2][1:2];
 SELECT id, CASE dept WHEN 1 THEN 'eng' WHEN 2.0 THEN 'sales' WHEN '3' THEN 'ops' ELSE 'other' END FROM cq_emp ORDER BY id;
 SELECT id, CASE salary WHEN 70000 THEN 'low' WHEN 120000::int8 THEN 'high' END FROM cq_emp ORDER BY id;
 SELECT CASE 'x' WHEN 1 THEN 'b' END;

@@ -255,6 +255,16 @@ impl<'a> Binder<'a> {
                 }
                 child(self, expr)?
             }
+            E::CompoundFieldAccess { root, access_chain }
+                if matches!(root.as_ref(), E::Array(_))
+                    && matches!(access_chain.first(), Some(ast::AccessExpr::Subscript(_))) =>
+            {
+                // PostgreSQL's grammar subscripts only a parenthesized ARRAY[…]
+                return Err(PgError::new(
+                    codes::SYNTAX_ERROR,
+                    "syntax error at or near \"[\"",
+                ));
+            }
             E::CompoundFieldAccess { root, access_chain } => {
                 // `t.col[i]` parses as t, then .col, then [i]: the leading names are one
                 // column reference (pgjdbc's `con.conkey[pos.n]`).

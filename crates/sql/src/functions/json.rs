@@ -181,6 +181,16 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<PgResult<Resolved>> {
     };
     let jsonb_first = n >= 1 && matches!(args[0], Jsonb | Unknown);
     let json_first = n >= 1 && matches!(args[0], Json | Unknown);
+    // (json|jsonb)_extract_path(_text)(doc, VARIADIC text): the document, or its text
+    let extract_path = |doc: DataType, as_doc: F, as_text: F| {
+        let mut types = vec![doc.clone()];
+        types.extend(std::iter::repeat_n(Text, n - 1));
+        if name.ends_with("_text") {
+            (as_text, types, Text)
+        } else {
+            (as_doc, types, doc)
+        }
+    };
     let found = match (name, n) {
         ("jsonb_build_object", _) | ("jsonb_build_array", _) | ("to_jsonb", 1) => {
             let f = match name {
@@ -209,26 +219,14 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<PgResult<Resolved>> {
         ("json_typeof", 1) if json_first => (F::JsonTypeof, vec![Json], Text),
         ("json_array_length", 1) if json_first => (F::JsonArrayLength, vec![Json], Int4),
         ("json_extract_path" | "json_extract_path_text", _) if n >= 2 && json_first => {
-            let mut types = vec![Json];
-            types.extend(std::iter::repeat_n(Text, n - 1));
-            if name == "json_extract_path" {
-                (F::JsonExtractPath, types, Json)
-            } else {
-                (F::JsonExtractPathText, types, Text)
-            }
+            extract_path(Json, F::JsonExtractPath, F::JsonExtractPathText)
         }
         ("jsonb_typeof", 1) if jsonb_first => (F::JsonbTypeof, vec![Jsonb], Text),
         ("jsonb_array_length", 1) if jsonb_first => (F::JsonbArrayLength, vec![Jsonb], Int4),
         ("jsonb_strip_nulls", 1) if jsonb_first => (F::JsonbStripNulls, vec![Jsonb], Jsonb),
         ("jsonb_pretty", 1) if jsonb_first => (F::JsonbPretty, vec![Jsonb], Text),
         ("jsonb_extract_path" | "jsonb_extract_path_text", _) if n >= 2 && jsonb_first => {
-            let mut types = vec![Jsonb];
-            types.extend(std::iter::repeat_n(Text, n - 1));
-            if name == "jsonb_extract_path" {
-                (F::JsonbExtractPath, types, Jsonb)
-            } else {
-                (F::JsonbExtractPathText, types, Text)
-            }
+            extract_path(Jsonb, F::JsonbExtractPath, F::JsonbExtractPathText)
         }
         ("jsonb_set", 3 | 4) if jsonb_first => {
             let mut types = vec![Jsonb, text_array(), Jsonb];
