@@ -253,6 +253,10 @@ class ServerHandle:
     """A server started on a free loopback port in its own data directory."""
 
     kind = "?"
+    # Whether a first start may move to another port when its free port was taken
+    # between `free_port`'s check and the server's bind (by another test's server):
+    # not for a GTM or datanode, whose address other processes are given beforehand.
+    port_may_move = True
 
     def __init__(self, base_dir: Path, cache_size: str | None = None,
                  synchronous_commit: str | None = None, config: str | None = None,
@@ -266,6 +270,7 @@ class ServerHandle:
         # where the Unix-domain socket .s.PGSQL.<port> is created
         self.socket_dir = self.base_dir
         self.port = port or free_port()
+        self._port_moves_left = 0 if port else 3
         self.cache_size = cache_size
         self.synchronous_commit = synchronous_commit
         self.config = config
@@ -320,6 +325,12 @@ class ServerHandle:
                 return self
             if self.proc.poll() is not None:
                 self._pump.join(5)
+                if (self.starts == 1 and self.port_may_move and self._port_moves_left > 0
+                        and "Address already in use" in log_tail(self.log_path)):
+                    self._port_moves_left -= 1
+                    self.port = free_port()
+                    self.starts = 0
+                    return self.start()
                 raise RuntimeError(
                     f"{self.kind} exited with code {self.proc.returncode} before printing "
                     f"{READY_PATTERN!r}; log {self.log_path}:\n{log_tail(self.log_path)}")
@@ -589,6 +600,7 @@ class GtmServer(ServerHandle):
     """`meridian gtm`: the timestamp oracle as its own process."""
 
     kind = "gtm"
+    port_may_move = False
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
@@ -608,6 +620,7 @@ class DatanodeServer(ServerHandle):
     """`meridian datanode`: row storage as its own process, on the GTM at ``gtm_addr``."""
 
     kind = "datanode"
+    port_may_move = False
 
     def __init__(self, *a, gtm_addr: str, **kw):
         super().__init__(*a, **kw)
