@@ -143,7 +143,7 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # cancellation, bad input, EXPLAIN, row locks, time zones, sequences (values of both coordinators),
 # secondary indexes (a global unique index among them), COPY in and out, ALTER TABLE,
 # window functions, uuid keys, jsonb columns, CHECK constraints, views, CREATE TABLE AS
-# and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, client_encoding LATIN1, roles, logins and TLS at both coordinators,
+# and UPDATE … FROM, foreign keys, to_char, DateStyle and IntervalStyle, client encodings, roles, logins and TLS at both coordinators,
 # SQLAlchemy's and Alembic's reflection and ORM work, pgx's binary COPY, pgjdbc's metadata, INTERSECT/EXCEPT and FULL/NATURAL joins
 # (spilling under a small query memory), enum types (keys hashed by an enum column, a
 # type created on one coordinator used on the other), pg_stat_activity, pg_cancel_backend,
