@@ -112,13 +112,19 @@ fn catalog() -> Tables {
     ])
 }
 
-fn access(sql: &str) -> Access {
+/// The bound plan of the query `sql`.
+fn plan(sql: &str) -> Rel {
     let stmts = parse(sql).unwrap();
     let (stmt, _) = bind(&stmts[0], &catalog(), &[]).unwrap();
     let Statement::Query(q) = stmt else {
         panic!("{sql}")
     };
-    let mut at = &q.root;
+    q.root
+}
+
+fn access(sql: &str) -> Access {
+    let root = plan(sql);
+    let mut at = &root;
     loop {
         match at {
             Rel::Project { input, .. } | Rel::Filter { input, .. } | Rel::Sort { input, .. } => {
@@ -212,12 +218,8 @@ fn a_varchar_column_compared_as_text_is_still_a_key_column() {
 
 /// Whether the plan of `sql` sorts.
 fn sorts(sql: &str) -> bool {
-    let stmts = parse(sql).unwrap();
-    let (stmt, _) = bind(&stmts[0], &catalog(), &[]).unwrap();
-    let Statement::Query(q) = stmt else {
-        panic!("{sql}")
-    };
-    let mut at = &q.root;
+    let root = plan(sql);
+    let mut at = &root;
     loop {
         match at {
             Rel::Sort { .. } => return true,
