@@ -138,6 +138,11 @@ impl SingleByte {
         if c.is_ascii() {
             return Some(c as u8);
         }
+        // the byte of the same number first: all of LATIN1, most of the Latin encodings
+        let same = (c as u32).checked_sub(0x80).filter(|&i| i < 128);
+        if let Some(i) = same.filter(|&i| self.upper[i as usize] == Some(c)) {
+            return Some(0x80 + i as u8);
+        }
         let at = self.upper.iter().position(|&u| u == Some(c))?;
         Some(0x80 + at as u8)
     }
