@@ -129,7 +129,12 @@ pub fn decode_version(k: &[u8]) -> PgResult<(RelId, Vec<u8>, Timestamp)> {
 
 /// `escape(user_key)` of a data key at least `8 + 2 + TS_LEN` bytes long.
 fn key_body(k: &[u8]) -> &[u8] {
-    &k[8..k.len() - 2 - TS_LEN]
+    prefix_body(&k[..k.len() - TS_LEN])
+}
+
+/// `escape(user_key)` of a version prefix (`rel | escape(user_key) | 00 00`).
+fn prefix_body(prefix: &[u8]) -> &[u8] {
+    &prefix[8..prefix.len() - 2]
 }
 
 /// The bytes of the user key that `escape` wrote as `body`.
@@ -187,7 +192,11 @@ fn encode_put(row: &[u8]) -> Vec<u8> {
 }
 
 fn decode_value(v: fjall::UserValue) -> PgResult<Option<Bytes>> {
-    let mut b: Bytes = v.into();
+    decode_tagged(v.into())
+}
+
+/// `tag | row bytes` as the row, None for a delete.
+fn decode_tagged(mut b: Bytes) -> PgResult<Option<Bytes>> {
     match b.first() {
         Some(&TAG_PUT) => {
             b.advance(1); // not `slice`: a scan would pay two atomic reference counts a row
@@ -608,18 +617,7 @@ impl Store {
 
     /// The newest version with `commit_ts <= snapshot`, sought in `data`.
     fn get_in_data(&self, prefix: Vec<u8>, snapshot: Timestamp) -> PgResult<Option<Version>> {
-        let end = prefix_end(&prefix);
-        match self.data.range(version_key(&prefix, snapshot)..end).next() {
-            None => Ok(None),
-            Some(g) => {
-                let (k, v) = g.into_inner().map_err(|e| io_err("read", e))?;
-                let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
-                Ok(Some(Version {
-                    commit_ts: ts,
-                    row: decode_value(v)?,
-                }))
-            }
-        }
+        version_in_data(&self.data, &prefix, snapshot)
     }
 
     /// The newest committed version of `key`.
@@ -628,6 +626,8 @@ impl Store {
     }
 
     /// Live rows of `rel` in `[lo, hi)` (user-key bounds) as of `snapshot`, in key order.
+    /// Walks `latest` (one entry per key), and seeks `data` only for the keys written
+    /// after `snapshot` (see the README's "Range scans").
     pub fn scan(
         &self,
         rel: RelId,
@@ -638,11 +638,11 @@ impl Store {
         let start = lower_bound(rel, lo);
         let end = upper_bound(rel, hi);
         let iter = if start < end {
-            Some(self.data.range(start..end))
+            Some(self.latest.range(start..end))
         } else {
             None
         };
-        ScanIter::new(iter, snapshot)
+        ScanIter::new(iter, self.data.clone(), snapshot)
     }
 
     /// Whether any version of a key of `rel` in `[lo, hi)` (user-key bounds), a delete
@@ -965,14 +965,35 @@ fn encode_latest(ts: Timestamp, value: &[u8]) -> Vec<u8> {
 }
 
 fn decode_latest(v: fjall::UserValue) -> PgResult<Version> {
-    let b: Bytes = v.into();
+    let mut b: Bytes = v.into();
     let Some(ts) = latest_ts(&b) else {
         return Err(PgError::internal("storage: malformed latest value"));
     };
+    // `advance`, not `slice`: a scan would pay two atomic reference counts a row.
+    b.advance(TS_LEN);
     Ok(Version {
         commit_ts: ts,
-        row: decode_value(b.slice(TS_LEN..).into())?,
+        row: decode_tagged(b)?,
     })
+}
+
+/// The newest version of a version prefix with `commit_ts <= snapshot`, sought in `data`.
+fn version_in_data(
+    data: &Keyspace,
+    prefix: &[u8],
+    snapshot: Timestamp,
+) -> PgResult<Option<Version>> {
+    let end = prefix_end(prefix);
+    match data.range(version_key(prefix, snapshot)..end).next() {
+        None => Ok(None),
+        Some(g) => {
+            let (k, v) = g.into_inner().map_err(|e| io_err("read", e))?;
+            Ok(Some(Version {
+                commit_ts: ts_of_key(&k),
+                row: decode_value(v)?,
+            }))
+        }
+    }
 }
 
 /// Checks the on-disk format; a directory written before keyspace `latest` existed (data

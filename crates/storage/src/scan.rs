@@ -1,4 +1,6 @@
-//! Range scans: the live rows of a key range as of a snapshot, in key order.
+//! Range scans: the live rows of a key range as of a snapshot, in key order, read from
+//! the `latest` keyspace (one entry per key) and, for keys written after the snapshot,
+//! from `data` (the crate README's "Range scans").
 //!
 //! A scan starts on the caller's thread. Once it has returned `PIPELINE_AFTER` rows it
 //! is a large scan, and the rest of the storage iteration (fjall's merge iterators, the
@@ -9,9 +11,9 @@
 //! The fjall iterator, and with it the snapshot of the tables and memtables it reads, is
 //! created by `Store::scan` on the caller's thread either way: moving it changes nothing
 //! that it sees. Dropping the `ScanIter` stops the producer: its next send fails, and a
-//! flag stops it between entries while it skips versions the snapshot does not see.
+//! flag stops it between entries while it skips deleted keys.
 
-use crate::{decode_value, io_err, key_body, unescape, Timestamp, TS_LEN};
+use crate::{decode_latest, io_err, prefix_body, unescape, version_in_data, Timestamp};
 use bytes::Bytes;
 use pgerror::{PgError, PgResult};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,14 +23,14 @@ use std::sync::Arc;
 /// One live row: (its stored key, row bytes).
 type Item = PgResult<(StoredKey, Bytes)>;
 
-/// The stored key of a scanned row: most scans never look at it (`SELECT count(*)`), so
-/// the user key is decoded only when asked for.
+/// The stored key of a scanned row (its version prefix in `latest`): most scans never
+/// look at it (`SELECT count(*)`), so the user key is decoded only when asked for.
 pub struct StoredKey(fjall::UserKey);
 
 impl StoredKey {
     /// The user key.
     pub fn user_key(&self) -> Vec<u8> {
-        let body = key_body(&self.0);
+        let body = prefix_body(&self.0);
         let mut key = Vec::with_capacity(body.len());
         key.extend(unescape(body));
         key
@@ -36,7 +38,7 @@ impl StoredKey {
 
     /// The user key compared with `key`, without decoding it.
     pub fn cmp_user_key(&self, key: &[u8]) -> std::cmp::Ordering {
-        unescape(key_body(&self.0)).cmp(key.iter().copied())
+        unescape(prefix_body(&self.0)).cmp(key.iter().copied())
     }
 }
 
@@ -66,10 +68,15 @@ enum State {
 }
 
 impl ScanIter {
-    pub(crate) fn new(iter: Option<fjall::Iter>, snapshot: Timestamp) -> ScanIter {
+    /// `iter`: over `latest` in the scanned range.
+    pub(crate) fn new(
+        iter: Option<fjall::Iter>,
+        data: fjall::Keyspace,
+        snapshot: Timestamp,
+    ) -> ScanIter {
         let state = match iter {
             Some(iter) => State::Inline {
-                rows: VisibleRows::new(iter, snapshot),
+                rows: VisibleRows::new(iter, data, snapshot),
                 returned: 0,
             },
             None => State::Done,
@@ -192,25 +199,23 @@ fn produce(mut rows: VisibleRows, tx: SyncSender<Vec<Item>>) {
     }
 }
 
-/// The MVCC filter over fjall's iterator: the newest version of each key at or below the
-/// snapshot, unless it is a delete.
+/// The MVCC filter over `latest`: each key's newest version, when the snapshot sees it;
+/// otherwise the version the snapshot sees, sought in `data`. A delete is no row.
 struct VisibleRows {
+    /// Over `latest` in the scanned range.
     iter: fjall::Iter,
+    data: fjall::Keyspace,
     snapshot: Timestamp,
-    /// The version prefix of the last key taken: its older versions are skipped.
-    skip: Vec<u8>,
-    have_skip: bool,
     /// Set (on the producer thread) when the caller has dropped the scan.
     stop: Option<Arc<AtomicBool>>,
 }
 
 impl VisibleRows {
-    fn new(iter: fjall::Iter, snapshot: Timestamp) -> VisibleRows {
+    fn new(iter: fjall::Iter, data: fjall::Keyspace, snapshot: Timestamp) -> VisibleRows {
         VisibleRows {
             iter,
+            data,
             snapshot,
-            skip: Vec::new(),
-            have_skip: false,
             stop: None,
         }
     }
@@ -221,8 +226,7 @@ impl Iterator for VisibleRows {
 
     fn next(&mut self) -> Option<Item> {
         loop {
-            // Checked per entry: a run of versions the snapshot does not see (a deleted
-            // range not yet collected) can be long.
+            // Checked per entry: a run of deleted keys not yet collected can be long.
             if self
                 .stop
                 .as_ref()
@@ -230,28 +234,29 @@ impl Iterator for VisibleRows {
             {
                 return None;
             }
-            let (k, v) = match self.iter.next()?.into_inner() {
+            let (prefix, v) = match self.iter.next()?.into_inner() {
                 Ok(kv) => kv,
                 Err(e) => return Some(Err(io_err("scan", e))),
             };
-            if k.len() < 8 + 2 + TS_LEN {
-                return Some(Err(PgError::internal("storage: malformed data key")));
+            if prefix.len() < 8 + 2 {
+                return Some(Err(PgError::internal("storage: malformed latest key")));
             }
-            let p = &k[..k.len() - TS_LEN];
-            if self.have_skip && p == self.skip.as_slice() {
-                continue;
-            }
-            let ts = !u64::from_be_bytes(k[k.len() - TS_LEN..].try_into().unwrap());
-            if ts > self.snapshot {
-                continue;
-            }
-            self.skip.clear();
-            self.skip.extend_from_slice(p);
-            self.have_skip = true;
-            match decode_value(v) {
+            let newest = match decode_latest(v) {
+                Ok(version) => version,
                 Err(e) => return Some(Err(e)),
-                Ok(None) => continue,
-                Ok(Some(row)) => return Some(Ok((StoredKey(k), row))),
+            };
+            let seen = if newest.commit_ts <= self.snapshot {
+                newest.row
+            } else {
+                // Written after the snapshot: the version it sees is in `data`, and GC
+                // keeps it while the snapshot is above the horizon.
+                match version_in_data(&self.data, &prefix, self.snapshot) {
+                    Ok(version) => version.and_then(|v| v.row),
+                    Err(e) => return Some(Err(e)),
+                }
+            };
+            if let Some(row) = seen {
+                return Some(Ok((StoredKey(prefix), row)));
             }
         }
     }

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 use storage::{Store, StoreOptions, Timestamp, Version, Write, WriteOp};
 
@@ -246,6 +247,25 @@ fn get_matches_reference_model() {
                         )
                     });
                     assert_eq!(got, want);
+                }
+                // A range scan (through `latest`, and `data` for keys written after the
+                // snapshot) sees what the point reads see.
+                for snap in [u64::MAX, ts, horizon.max(rng.gen_range(0..=ts))] {
+                    let scanned: Vec<(Vec<u8>, String)> = s
+                        .scan(rel, &Bound::Unbounded, &Bound::Unbounded, snap)
+                        .map(|r| {
+                            let (k, row) = r.unwrap();
+                            (k.user_key(), String::from_utf8(row.to_vec()).unwrap())
+                        })
+                        .collect();
+                    let want: Vec<(Vec<u8>, String)> = model
+                        .range((rel, Vec::new())..(rel + 1, Vec::new()))
+                        .filter_map(|((_, k), vs)| {
+                            let row = vs.range(..=snap).next_back()?.1.clone()?;
+                            Some((k.clone(), row))
+                        })
+                        .collect();
+                    assert_eq!(scanned, want, "scan of rel {rel} at snap {snap}");
                 }
             }
         };
