@@ -52,6 +52,8 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("shared_buffers", "128MB", false),
     ("block_size", "8192", false),
     ("row_security", "on", false),
+    // pg_dump turns it off; Meridian's scans always start at the first row.
+    ("synchronize_seqscans", "on", false),
     ("bytea_output", "hex", false),
     ("client_min_messages", "notice", false),
     ("escape_string_warning", "on", false),
@@ -460,6 +462,7 @@ fn validate(name: &'static str, v: &str) -> PgResult<String> {
         "default_transaction_read_only"
         | "transaction_read_only"
         | "row_security"
+        | "synchronize_seqscans"
         | "escape_string_warning"
         | "check_function_bodies"
         | "jit"

@@ -10,7 +10,8 @@ use crate::system_indexes::{find, indexes_of};
 use distribution::Datanodes;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{
-    Distribution, BUCKETS, PG_CATALOG_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID,
+    Distribution, BUCKETS, INFORMATION_SCHEMA_OID, PG_CATALOG_NAMESPACE_OID,
+    PG_TOAST_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID,
 };
 use sql::functions::ScalarFunc;
 use sql::plan::SystemTable;
@@ -22,8 +23,6 @@ use types::{DataType, Value};
 
 const HEAP_AM_OID: u32 = 2;
 const BTREE_AM_OID: u32 = 403;
-const INFORMATION_SCHEMA_OID: u32 = 13_000;
-const PG_TOAST_NAMESPACE_OID: u32 = 99;
 const POSTGRES_DB_OID: u32 = 5;
 /// The built-in role that owns schema public in PostgreSQL 15.
 const PG_DATABASE_OWNER_OID: u32 = 6171;
@@ -294,7 +293,24 @@ fn builtin_types() -> Vec<DataType> {
 
 /// Rows of a system table, in its column order: those of the datanodes' state
 /// (pg_prepared_xacts) from them, the others from the session and catalog (`rows`).
+/// Rows of a scan of a system table: its columns, then `tableoid` where it has one
+/// (`sql::system_tables::scan_columns`).
 pub async fn read(
+    table: SystemTable,
+    session: &SessionView<'_>,
+    datanodes: &Datanodes,
+) -> PgResult<Vec<Vec<Value>>> {
+    let mut rows = columns_of(table, session, datanodes).await?;
+    if sql::system_tables::has_tableoid(table) {
+        let oid = Value::Oid(sql::system_tables::system_table_oid(table));
+        for row in &mut rows {
+            row.push(oid.clone());
+        }
+    }
+    Ok(rows)
+}
+
+async fn columns_of(
     table: SystemTable,
     session: &SessionView<'_>,
     datanodes: &Datanodes,
@@ -768,6 +784,28 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgTrigger
         | PgForeignTable
         | PgExtension
+        | PgInitPrivs
+        | PgLanguage
+        | PgOperator
+        | PgOpclass
+        | PgOpfamily
+        | PgAmop
+        | PgAmproc
+        | PgTsParser
+        | PgTsTemplate
+        | PgTsDict
+        | PgTsConfig
+        | PgForeignDataWrapper
+        | PgForeignServer
+        | PgDefaultAcl
+        | PgConversion
+        | PgCast
+        | PgTransform
+        | PgRewrite
+        | PgSubscription
+        | PgLargeobjectMetadata
+        | PgSeclabels
+        | PgUserMapping
         // Read from the datanodes (`read`).
         | PgPreparedXacts => Vec::new(),
         Information(view) => crate::information_schema::rows(view, session),
@@ -777,6 +815,30 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         r.resize(width, Value::Null);
     }
     Ok(rows)
+}
+
+/// The name of role `oid` (pg_get_userbyid's answer).
+fn role_name(session: &SessionView, oid: u32) -> String {
+    if let Some(r) = session.catalog.role_by_oid(oid) {
+        return r.name.clone();
+    }
+    match oid {
+        SUPERUSER_OID => session.bootstrap_role.name.clone(),
+        o => match PREDEFINED_ROLES.iter().find(|r| r.1 == o) {
+            Some((name, _)) => name.to_string(),
+            None => format!("unknown (OID={o})"),
+        },
+    }
+}
+
+/// A role name as an aclitem writes it: double-quoted unless it is only letters, digits
+/// and underscores (PostgreSQL's putid).
+fn aclitem_role(name: &str) -> String {
+    if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
 }
 
 /// A meridian_distribution row: how the table's rows are placed (user tables all live
@@ -1467,13 +1529,30 @@ pub fn session_function(
         F::PgTableIsVisible | F::PgTypeIsVisible | F::PgFunctionIsVisible => Value::Bool(true),
         F::PgPartitionAncestors => oid(arg_oid(0)),
         F::PgGetTriggerDef => Value::Null,
-        F::PgGetUserById => match arg_oid(0) {
-            SUPERUSER_OID => text("postgres"),
-            o => match PREDEFINED_ROLES.iter().find(|r| r.1 == o) {
-                Some((name, _)) => text(name),
-                None => text(&format!("unknown (OID={o})")),
-            },
-        },
+        F::PgGetUserById => text(&role_name(session, arg_oid(0))),
+        F::AclDefault => {
+            let owner = aclitem_role(&role_name(session, arg_oid(1)));
+            let kind = arg_text(0);
+            let items: Vec<String> = match kind.as_str() {
+                "r" => vec![format!("{owner}=arwdDxt/{owner}")],
+                "s" => vec![format!("{owner}=rwU/{owner}")],
+                "d" => vec![format!("=Tc/{owner}"), format!("{owner}=CTc/{owner}")],
+                "f" => vec![format!("=X/{owner}"), format!("{owner}=X/{owner}")],
+                "l" | "T" => vec![format!("=U/{owner}"), format!("{owner}=U/{owner}")],
+                "L" => vec![format!("{owner}=rw/{owner}")],
+                "n" => vec![format!("{owner}=UC/{owner}")],
+                "t" => vec![format!("{owner}=C/{owner}")],
+                "F" | "S" => vec![format!("{owner}=U/{owner}")],
+                "c" => Vec::new(),
+                _ => {
+                    return Err(PgError::new(
+                        codes::INTERNAL_ERROR,
+                        format!("unrecognized objtype abbreviation: {kind}"),
+                    ))
+                }
+            };
+            Value::Array(items.iter().map(|i| text(i)).collect())
+        }
         F::PgGetExpr => args.into_iter().next().unwrap_or(Value::Null),
         F::PgGetIndexDef => match find(&session.catalog.tables(), arg_oid(0), false) {
             // pg_get_indexdef(index, column, pretty): with column > 0, just that key column.

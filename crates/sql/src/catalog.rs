@@ -11,6 +11,10 @@ use types::DataType;
 pub const PUBLIC_NAMESPACE_OID: u32 = 2200;
 /// OID of `pg_catalog`.
 pub const PG_CATALOG_NAMESPACE_OID: u32 = 11;
+/// OID of `information_schema`.
+pub const INFORMATION_SCHEMA_OID: u32 = 13_000;
+/// OID of `pg_toast`.
+pub const PG_TOAST_NAMESPACE_OID: u32 = 99;
 /// OID of the bootstrap superuser `postgres`.
 pub const SUPERUSER_OID: u32 = 10;
 /// OIDs handed to user objects start here, as in PostgreSQL.

@@ -618,7 +618,7 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
                     .collect(),
             }
         }
-        Rel::System { table } => crate::system_tables::system_columns(*table)
+        Rel::System { table } => crate::system_tables::scan_columns(*table)
             .iter()
             .map(|(n, _)| n.to_string())
             .collect(),

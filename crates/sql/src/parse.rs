@@ -280,6 +280,7 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             }
         }
         "discard" => ready(Statement::Discard),
+        "lock" => Ok(lock_statement(text).map(Parsed::Ready)),
         "deallocate" => {
             let w = words(text);
             let rest: Vec<&String> = w.iter().skip(1).filter(|x| *x != "prepare").collect();
@@ -394,6 +395,33 @@ fn transaction_statement(text: &str) -> PgResult<Option<Statement>> {
         },
         _ => return Ok(None),
     }))
+}
+
+/// LOCK [TABLE] [ONLY] name [*], … IN ACCESS SHARE MODE [NOWAIT]; None for any other mode
+/// (the binder then refuses the statement).
+fn lock_statement(text: &str) -> Option<Statement> {
+    let w = words(text);
+    let at = w.iter().position(|x| x == "in")?;
+    if w[at..] != ["in", "access", "share", "mode"]
+        && w[at..] != ["in", "access", "share", "mode", "nowait"]
+    {
+        return None;
+    }
+    let names = w[1..at]
+        .iter()
+        .filter(|x| !matches!(x.as_str(), "table" | "only" | "*"))
+        .map(|x| {
+            let name = ident(text, x.trim_end_matches('*'));
+            match name.split_once('.') {
+                Some((schema, table)) => (
+                    Some(schema.trim_matches('"').to_string()),
+                    table.trim_matches('"').to_string(),
+                ),
+                None => (None, name),
+            }
+        })
+        .collect::<Vec<_>>();
+    (!names.is_empty()).then_some(Statement::LockTables(names))
 }
 
 /// A savepoint name as written: quoted names keep their case, others fold to lower case.

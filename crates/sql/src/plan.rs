@@ -505,6 +505,28 @@ pub enum SystemTable {
     /// The view of every index with its definition.
     PgIndexes,
     PgViews,
+    PgInitPrivs,
+    PgLanguage,
+    PgOperator,
+    PgOpclass,
+    PgOpfamily,
+    PgAmop,
+    PgAmproc,
+    PgTsParser,
+    PgTsTemplate,
+    PgTsDict,
+    PgTsConfig,
+    PgForeignDataWrapper,
+    PgForeignServer,
+    PgDefaultAcl,
+    PgConversion,
+    PgCast,
+    PgTransform,
+    PgRewrite,
+    PgSubscription,
+    PgLargeobjectMetadata,
+    PgSeclabels,
+    PgUserMapping,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,
     /// Meridian's own view: the cluster's nodes as this coordinator sees them.
@@ -1186,6 +1208,10 @@ pub enum Statement {
         args: Vec<sqlparser::ast::Expr>,
     },
     Discard,
+    /// LOCK [TABLE] name, … IN ACCESS SHARE MODE (what pg_dump takes): it conflicts only
+    /// with ACCESS EXCLUSIVE, which no statement here takes, so it checks that the tables
+    /// exist and holds nothing. Other lock modes are refused (0A000). (schema, name).
+    LockTables(Vec<(Option<String>, String)>),
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),
     /// EXPLAIN of a query, INSERT, UPDATE or DELETE (not run).
@@ -1328,7 +1354,7 @@ impl Rel {
             Rel::Unit => 0,
             Rel::Scan { table, .. } => table.columns.len(),
             Rel::PushedScan(p) => p.width(),
-            Rel::System { table } => crate::system_tables::system_columns(*table).len(),
+            Rel::System { table } => crate::system_tables::scan_columns(*table).len(),
             Rel::Values { rows } => rows.first().map_or(0, Vec::len),
             Rel::GenerateSeries { .. } => 1,
             Rel::Project { exprs, .. } => exprs.len(),

@@ -140,6 +140,28 @@ impl<S: SessionStream> Session<S> {
                     tag: "SHOW".into(),
                 })
             }
+            Statement::LockTables(tables) => {
+                if !self.tx.as_ref().is_some_and(|t| t.explicit) {
+                    return Err(PgError::new(
+                        codes::NO_ACTIVE_SQL_TRANSACTION,
+                        "LOCK TABLE can only be used in transaction blocks",
+                    ));
+                }
+                use sql::catalog::Catalog;
+                for (schema, name) in tables {
+                    if self.shared.catalog.table(schema.as_deref(), name).is_none() {
+                        let shown = match schema {
+                            Some(s) => format!("{s}.{name}"),
+                            None => name.clone(),
+                        };
+                        return Err(PgError::new(
+                            codes::UNDEFINED_TABLE,
+                            format!("relation \"{shown}\" does not exist"),
+                        ));
+                    }
+                }
+                Ok(Outcome::tag("LOCK TABLE"))
+            }
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();

@@ -313,6 +313,28 @@ impl<'a> Binder<'a> {
                     let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
                         return Err(unsupported(format!("expression \"{access}\"")));
                     };
+                    if e.ty() == DataType::Name {
+                        // A name is a fixed array of bytes: name[i] is its (0-based) i-th
+                        // byte as a "char" (pg_dump reads typname[0]).
+                        let i = child(self, index)?;
+                        let i = assign_cast(self.infer_param(i, &DataType::Int4), &DataType::Int4)?;
+                        let from = self.binary(
+                            BinaryOp::Add,
+                            i,
+                            const_expr(Value::Int4(1), DataType::Int4),
+                        )?;
+                        let byte = Expr::Func {
+                            func: ScalarFunc::Substr,
+                            args: vec![
+                                cast_to(e, &DataType::Text)?,
+                                from,
+                                const_expr(Value::Int4(1), DataType::Int4),
+                            ],
+                            ty: DataType::Text,
+                        };
+                        e = cast_to_explicit(byte, &DataType::Char)?;
+                        continue;
+                    }
                     let elem = match e.ty() {
                         DataType::Array(t) => *t,
                         DataType::Int2Vector => DataType::Int2,
@@ -968,6 +990,24 @@ impl<'a> Binder<'a> {
                 return Ok(const_expr(Value::Oid(oid), DataType::RegClass));
             }
         }
+        // 'name'::regnamespace: the schemas there are.
+        if *to == DataType::RegNamespace {
+            if let Expr::Const(Value::Text(name), _) = &inner {
+                let oid = match parse_object_name(name).as_slice() {
+                    [n] if n == "pg_catalog" => crate::catalog::PG_CATALOG_NAMESPACE_OID,
+                    [n] if n == "public" => crate::catalog::PUBLIC_NAMESPACE_OID,
+                    [n] if n == "information_schema" => crate::catalog::INFORMATION_SCHEMA_OID,
+                    [n] if n == "pg_toast" => crate::catalog::PG_TOAST_NAMESPACE_OID,
+                    _ => {
+                        return Err(PgError::new(
+                            codes::INVALID_SCHEMA_NAME,
+                            format!("schema \"{name}\" does not exist"),
+                        ))
+                    }
+                };
+                return Ok(const_expr(Value::Oid(oid), DataType::RegNamespace));
+            }
+        }
         // reg* → text needs the catalog (regclassout, regtypeout…): a session function.
         let reg_text = match inner.ty() {
             DataType::RegClass => Some(ScalarFunc::RegclassText),
@@ -1271,8 +1311,12 @@ impl<'a> Binder<'a> {
             }
             None => (base.trim().to_string(), Vec::new()),
         };
-        let name = name.trim_matches('"').to_string();
-        let ty = DataType::from_sql_name(&name, &mods)?;
+        // Quoted, `"char"` is the one-byte internal type; unquoted, char is character(1).
+        let ty = if name == "\"char\"" && mods.is_empty() {
+            DataType::Char
+        } else {
+            DataType::from_sql_name(name.trim_matches('"'), &mods)?
+        };
         Ok(if array {
             DataType::Array(Box::new(ty))
         } else {

@@ -86,6 +86,7 @@ impl<'a> Binder<'a> {
                     attnum: 0,
                     merged_away: false,
                     scalar_function: false,
+                    system: false,
                 })
                 .collect(),
         };

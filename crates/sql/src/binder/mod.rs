@@ -8,7 +8,7 @@ use crate::catalog::{Catalog, ColumnDef, DataTypeDef, TableDef};
 use crate::functions::{resolve_aggregate, resolve_scalar, ScalarFunc};
 use crate::parse::{Parsed, ParsedStatement};
 use crate::plan::*;
-use crate::system_tables::{system_columns, system_table, system_table_oid};
+use crate::system_tables::{scan_columns, system_columns, system_table, system_table_oid};
 use pgerror::{codes, PgError, PgResult};
 use sqlparser::ast;
 use std::sync::Arc;
@@ -28,6 +28,7 @@ mod foreign_key;
 mod index;
 mod json_table;
 mod locking;
+mod options_table;
 mod prepare;
 mod query;
 mod select_srf;
@@ -60,6 +61,9 @@ struct ScopeColumn {
     /// The only column of a function returning a scalar: its relation's name alone refers
     /// to it (PostgreSQL's whole-row reference of such a function is the value itself).
     scalar_function: bool,
+    /// A system column (`tableoid` of a catalog): reached by its name only, never by `*`,
+    /// NATURAL or USING.
+    system: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -465,7 +469,8 @@ impl<'a> Binder<'a> {
             Some(_) => None,
         };
         if let Some(sys) = system {
-            let cols = system_columns(sys)
+            let width = system_columns(sys).len();
+            let cols = scan_columns(sys)
                 .iter()
                 .enumerate()
                 .map(|(i, (n, t))| ScopeColumn {
@@ -473,9 +478,11 @@ impl<'a> Binder<'a> {
                     name: n.to_string(),
                     ty: t.clone(),
                     table_oid: system_table_oid(sys),
-                    attnum: i as i16 + 1,
+                    // PostgreSQL's TableOidAttributeNumber for `tableoid`.
+                    attnum: if i < width { i as i16 + 1 } else { -6 },
                     merged_away: false,
                     scalar_function: false,
+                    system: i >= width,
                 })
                 .collect();
             return Ok((Rel::System { table: sys }, cols, name));
@@ -493,6 +500,7 @@ impl<'a> Binder<'a> {
                 attnum: i as i16 + 1,
                 merged_away: false,
                 scalar_function: false,
+                system: false,
             })
             .collect();
         Ok((

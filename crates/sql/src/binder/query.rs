@@ -65,6 +65,7 @@ impl<'a> Binder<'a> {
                         attnum: 0,
                         merged_away: false,
                         scalar_function: false,
+                        system: false,
                     })
                     .collect())
             };
@@ -593,6 +594,7 @@ impl<'a> Binder<'a> {
                         attnum: 0,
                         merged_away: false,
                         scalar_function: false,
+                        system: false,
                     })
                     .collect();
                 apply_alias(&mut cols, alias, String::new());
@@ -643,6 +645,9 @@ impl<'a> Binder<'a> {
         ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
+        if let Some(derived) = options_table::rewrite(name, args, alias)? {
+            return self.table_factor(&derived, left);
+        }
         if ordinality && name != "pg_partition_ancestors" {
             return Err(unsupported("WITH ORDINALITY"));
         }
@@ -868,7 +873,7 @@ impl<'a> Binder<'a> {
                         .columns
                         .iter()
                         .enumerate()
-                        .filter(|(_, c)| !c.merged_away)
+                        .filter(|(_, c)| !c.merged_away && !c.system)
                     {
                         items.push((
                             ast::Expr::Identifier(ast::Ident::new(c.name.clone())),
@@ -888,7 +893,7 @@ impl<'a> Binder<'a> {
                         .columns
                         .iter()
                         .enumerate()
-                        .filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str()))
+                        .filter(|(_, c)| c.qualifier.as_deref() == Some(q.as_str()) && !c.system)
                         .collect();
                     // A table's own column order, even where JOIN … USING moved a column.
                     hits.sort_by_key(|(_, c)| c.attnum);
@@ -1539,7 +1544,7 @@ pub(super) fn using_column(side: &[ScopeColumn], name: &str, which: &str) -> PgR
     let mut hits = side
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.name == name && !c.merged_away);
+        .filter(|(_, c)| c.name == name && !c.merged_away && !c.system);
     match (hits.next(), hits.next()) {
         (Some((i, _)), None) => Ok(i),
         (Some(_), Some(_)) => Err(PgError::new(
@@ -1595,8 +1600,12 @@ fn full_join_condition(on: Option<&Expr>, left_width: usize) -> PgResult<()> {
 fn natural_join_columns(joined: &Scope, left_width: usize) -> Vec<String> {
     let (left, right) = joined.columns.split_at(left_width);
     let mut names: Vec<String> = Vec::new();
-    for c in left.iter().filter(|c| !c.merged_away) {
-        if right.iter().any(|r| !r.merged_away && r.name == c.name) && !names.contains(&c.name) {
+    for c in left.iter().filter(|c| !c.merged_away && !c.system) {
+        if right
+            .iter()
+            .any(|r| !r.merged_away && !r.system && r.name == c.name)
+            && !names.contains(&c.name)
+        {
             names.push(c.name.clone());
         }
     }
@@ -1804,6 +1813,7 @@ pub(super) fn function_scope(
             attnum: 0,
             merged_away: false,
             scalar_function: true,
+            system: false,
         }],
     }
 }

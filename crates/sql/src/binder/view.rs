@@ -168,6 +168,7 @@ impl<'a> Binder<'a> {
                 attnum: i as i16 + 1,
                 merged_away: false,
                 scalar_function: false,
+                system: false,
             })
             .collect();
         Ok((root, columns))

@@ -46,6 +46,9 @@ pub enum ScalarFunc {
     PgTypeIsVisible,
     PgFunctionIsVisible,
     PgGetUserById,
+    /// acldefault(object type, owner): the privileges an object of that type has before
+    /// any GRANT or REVOKE, as aclitem text (pg_dump compares an object's ACL with it).
+    AclDefault,
     PgGetExpr,
     PgGetIndexDef,
     PgGetConstraintDef,
@@ -430,6 +433,7 @@ pub fn resolve_scalar(
         ("pg_type_is_visible", 1) => (F::PgTypeIsVisible, vec![Oid], Bool),
         ("pg_function_is_visible", 1) => (F::PgFunctionIsVisible, vec![Oid], Bool),
         ("pg_get_userbyid", 1) => (F::PgGetUserById, vec![Oid], Name),
+        ("acldefault", 2) => (F::AclDefault, vec![Char, Oid], Array(Box::new(Text))),
         ("pg_get_expr", 2) => (F::PgGetExpr, vec![PgNodeTree, Oid], Text),
         ("pg_get_expr", 3) => (F::PgGetExpr, vec![PgNodeTree, Oid, Bool], Text),
         ("pg_get_indexdef", 1) => (F::PgGetIndexDef, vec![Oid], Text),
