@@ -135,7 +135,10 @@ mod tests {
             r#"{"oid":2,"name":"v","columns":[],"query":"SELECT 1","reads":[]}"#,
         )
         .unwrap();
-        assert_eq!((table.owner, view.owner), (BOOTSTRAP_SUPERUSER_OID, BOOTSTRAP_SUPERUSER_OID));
+        assert_eq!(
+            (table.owner, view.owner),
+            (BOOTSTRAP_SUPERUSER_OID, BOOTSTRAP_SUPERUSER_OID)
+        );
     }
 
     #[test]
@@ -144,6 +147,9 @@ mod tests {
         assert!(who(20, false).check_owner(20, "table", "t").is_ok());
         assert!(who(21, true).check_owner(20, "table", "t").is_ok());
         let refused = who(21, false).check_owner(20, "view", "v").unwrap_err();
-        assert_eq!((refused.code, refused.message.as_str()), ("42501", "must be owner of view v"));
+        assert_eq!(
+            (refused.code, refused.message.as_str()),
+            ("42501", "must be owner of view v")
+        );
     }
 }
