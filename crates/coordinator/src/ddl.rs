@@ -9,6 +9,7 @@
 
 use crate::bulk::{BulkSink, Pushed};
 use crate::ddl_log::DdlLog;
+use crate::ownership::Who;
 use crate::server::Shared;
 use bytes::BytesMut;
 use datanode_client::{Isolation, Timestamp};
@@ -44,12 +45,14 @@ pub async fn execute(
     stmt: &Statement,
     mut rows: Option<InTxn<'_>>,
     log: &mut DdlLog,
+    who: &Who,
     out: &mut BytesMut,
 ) -> PgResult<String> {
     use sql::catalog::Catalog;
     // DDL reads the catalog as it executes: with every other coordinator's changes (one
     // round trip to the metadata service; DDL is rare).
     shared.catalog.refresh().await?;
+    crate::ownership::check_statement(shared, who, stmt)?;
     match stmt {
         Statement::CreateTable(ct) => {
             if crate::index_ddl::relation_exists(shared, &ct.name) {
@@ -67,7 +70,7 @@ pub async fn execute(
                 ));
             }
             // A failure leaves the table to the transaction's rollback.
-            create_table(shared, log, ct).await?;
+            create_table(shared, log, ct, who.oid).await?;
             crate::sequence_ddl::create_column_sequences(shared, log, ct).await?;
             Ok("CREATE TABLE".into())
         }
@@ -165,7 +168,7 @@ pub async fn execute(
             })
         }
         Statement::CreateSequence(cs) => {
-            crate::sequence_ddl::create(shared, log, cs, out).await?;
+            crate::sequence_ddl::create(shared, log, cs, who.oid, out).await?;
             Ok("CREATE SEQUENCE".into())
         }
         Statement::AlterSequence(alter) => {
@@ -205,7 +208,7 @@ pub async fn execute(
             Ok("DROP TYPE".into())
         }
         Statement::CreateView(cv) => {
-            crate::view_ddl::create(shared, log, cv).await?;
+            crate::view_ddl::create(shared, log, cv, who.oid).await?;
             Ok("CREATE VIEW".into())
         }
         Statement::DropView {
@@ -239,7 +242,12 @@ pub(crate) fn current(shared: &Shared, t: &TableDef) -> PgResult<Arc<TableDef>> 
     })
 }
 
-async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> PgResult<()> {
+async fn create_table(
+    shared: &Shared,
+    log: &mut DdlLog,
+    ct: &CreateTable,
+    owner: u32,
+) -> PgResult<()> {
     // The CHECK and then the FOREIGN KEY constraints' OIDs follow the table's own.
     let checks = ct.checks.len() as u32;
     let foreign_keys = ct.foreign_keys.len() as u32;
@@ -270,6 +278,7 @@ async fn create_table(shared: &Shared, log: &mut DdlLog, ct: &CreateTable) -> Pg
                 ..f.clone()
             })
             .collect(),
+        owner,
     };
     table.rel = log.create_rel(shared, RelPlacement::of(&table)).await?;
     table.indexes = crate::index_ddl::constraint_indexes(shared, log, &table, &ct.unique).await?;

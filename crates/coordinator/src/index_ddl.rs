@@ -27,6 +27,11 @@ const BUILD_BATCH: usize = 1000;
 const OIDS_PER_INDEX: u32 = 2;
 
 /// The table and position of the index named `name`, if any.
+/// The table whose secondary index is named `name`.
+pub fn table_of_index(shared: &Shared, name: &str) -> Option<Arc<TableDef>> {
+    find_index(shared, name).map(|(table, _)| table)
+}
+
 fn find_index(shared: &Shared, name: &str) -> Option<(Arc<TableDef>, usize)> {
     shared.catalog.tables().into_iter().find_map(|t| {
         let i = t.indexes.iter().position(|ix| ix.name == name)?;

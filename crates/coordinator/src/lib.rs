@@ -22,6 +22,7 @@ pub mod index_ddl;
 pub mod information_schema;
 pub mod nodes;
 pub mod output;
+pub mod ownership;
 pub mod pending_ddl;
 pub mod plan_cache;
 pub mod role_ddl;

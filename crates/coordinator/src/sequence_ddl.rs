@@ -26,6 +26,7 @@ pub async fn create(
     shared: &Shared,
     log: &mut DdlLog,
     cs: &CreateSequence,
+    creator: u32,
     out: &mut BytesMut,
 ) -> PgResult<()> {
     if relation_exists(shared, &cs.name) {
@@ -44,6 +45,7 @@ pub async fn create(
     }
     let (mut def, _) = SequenceDef::define(0, &cs.name, &cs.options, None)?;
     def.owned_by = owner(shared, &cs.options, None)?;
+    def.owner = creator;
     def.oid = shared.catalog.allocate_oids(1).await?;
     log.put_sequence(shared, def).await?;
     Ok(())
@@ -179,6 +181,7 @@ pub async fn create_column_sequences(
             column: cs.column,
         });
         def.identity = cs.identity;
+        def.owner = table.owner;
         def.oid = shared.catalog.allocate_oids(1).await?;
         log.put_sequence(shared, def).await?;
     }

@@ -374,14 +374,17 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             let mut out = Vec::new();
             for t in &tables {
                 let indexes = indexes_of(t);
-                out.push(pg_class_row(
-                    t.oid,
-                    &t.name,
-                    'r',
-                    t.columns.len(),
-                    !indexes.is_empty(),
-                    HEAP_AM_OID,
-                    t.fillfactor,
+                out.push(owned_by(
+                    pg_class_row(
+                        t.oid,
+                        &t.name,
+                        'r',
+                        t.columns.len(),
+                        !indexes.is_empty(),
+                        HEAP_AM_OID,
+                        t.fillfactor,
+                    ),
+                    t.owner,
                 ));
                 if let (Some(row), Some(relchecks)) = (out.last_mut(), column_of(PgClass, "relchecks")) {
                     row[relchecks] = Value::Int2(t.checks.len() as i16);
@@ -394,15 +397,18 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 }
                 for ix in &indexes {
                     let n = ix.columns.len();
-                    out.push(pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None));
+                    let row = pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None);
+                    out.push(owned_by(row, t.owner));
                 }
             }
             for s in session.catalog.sequences() {
                 // A sequence's three columns: last_value, log_cnt, is_called.
-                out.push(pg_class_row(s.oid, &s.name, 'S', 3, false, 0, None));
+                let row = pg_class_row(s.oid, &s.name, 'S', 3, false, 0, None);
+                out.push(owned_by(row, s.owner));
             }
             for v in session.catalog.views() {
-                out.push(pg_class_row(v.oid, &v.name, 'v', v.columns.len(), false, 0, None));
+                let row = pg_class_row(v.oid, &v.name, 'v', v.columns.len(), false, 0, None);
+                out.push(owned_by(row, v.owner));
             }
             out
         }
@@ -868,6 +874,14 @@ fn distribution_row(t: &TableDef) -> Vec<Value> {
 /// would print it.
 fn view_definition(view: &sql::view::ViewDef) -> String {
     format!(" {};", view.query)
+}
+
+/// A pg_class row with its relation's owner.
+fn owned_by(mut row: Vec<Value>, owner: u32) -> Vec<Value> {
+    if let Some(relowner) = column_of(SystemTable::PgClass, "relowner") {
+        row[relowner] = oid(owner);
+    }
+    row
 }
 
 fn pg_class_row(

@@ -11,7 +11,13 @@ use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Catalog;
 use sql::view::{CreateView, ViewDef};
 
-pub async fn create(shared: &Shared, log: &mut DdlLog, cv: &CreateView) -> PgResult<()> {
+/// Creates (or replaces, keeping its owner) a view owned by `creator`.
+pub async fn create(
+    shared: &Shared,
+    log: &mut DdlLog,
+    cv: &CreateView,
+    creator: u32,
+) -> PgResult<()> {
     let existing = shared.catalog.view(&cv.name).filter(|_| cv.or_replace);
     if let Some(existing) = &existing {
         existing.check_replacement(&cv.columns)?;
@@ -37,6 +43,7 @@ pub async fn create(shared: &Shared, log: &mut DdlLog, cv: &CreateView) -> PgRes
         columns: cv.columns.clone(),
         query: cv.query.clone(),
         reads: cv.reads.clone(),
+        owner: existing.as_ref().map_or(creator, |v| v.owner),
     };
     log.put_view(shared, view).await
 }

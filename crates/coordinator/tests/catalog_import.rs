@@ -51,6 +51,7 @@ async fn a_catalog_kept_on_the_datanode_moves_to_the_metadata_service() {
             indexes: Vec::new(),
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            owner: 10,
         };
         let json = serde_json::to_vec(&table).unwrap();
         dn.meta_put(b"catalog/table/0000016384", Some(&json))

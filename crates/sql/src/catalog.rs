@@ -85,6 +85,9 @@ pub struct TableDef {
     /// FOREIGN KEY constraints of this table, the referencing one (`binder/foreign_key.rs`).
     #[serde(default)]
     pub foreign_keys: Vec<ForeignKeyDef>,
+    /// The role that owns the table and its indexes (pg_class.relowner): its creator.
+    #[serde(default = "crate::role::bootstrap_owner")]
+    pub owner: u32,
 }
 
 /// A FOREIGN KEY constraint (MATCH SIMPLE, not deferrable): the referencing table's

@@ -12,6 +12,12 @@ use serde::{Deserialize, Serialize};
 pub const BOOTSTRAP_SUPERUSER_OID: u32 = 10;
 pub const BOOTSTRAP_SUPERUSER: &str = "postgres";
 
+/// The owner of a relation stored before relations had owners: the bootstrap superuser
+/// (a serde default, so that older data directories still load).
+pub fn bootstrap_owner() -> u32 {
+    BOOTSTRAP_SUPERUSER_OID
+}
+
 /// A role as the catalog stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RoleDef {

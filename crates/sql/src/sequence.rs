@@ -28,6 +28,10 @@ pub struct SequenceDef {
     pub owned_by: Option<OwnedBy>,
     /// Set for the sequence of an identity column.
     pub identity: Option<Identity>,
+    /// The role that owns the sequence (pg_class.relowner): its creator, or its
+    /// table's owner for a serial or identity column's.
+    #[serde(default = "crate::role::bootstrap_owner")]
+    pub owner: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,6 +306,7 @@ impl SequenceDef {
             cycle,
             owned_by: old.and_then(|o| o.owned_by),
             identity: old.and_then(|o| o.identity),
+            owner: old.map_or_else(crate::role::bootstrap_owner, |o| o.owner),
         };
         Ok((def, restart))
     }

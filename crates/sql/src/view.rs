@@ -21,6 +21,9 @@ pub struct ViewDef {
     /// The tables and views the query names (OIDs): dropping one of them needs CASCADE,
     /// which drops this view too.
     pub reads: Vec<u32>,
+    /// The role that owns the view (pg_class.relowner): its creator.
+    #[serde(default = "crate::role::bootstrap_owner")]
+    pub owner: u32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -166,6 +169,7 @@ mod tests {
             columns: vec![col("a", 23)],
             query: String::new(),
             reads: Vec::new(),
+            owner: crate::role::bootstrap_owner(),
         };
         assert!(view
             .check_replacement(&[col("a", 23), col("b", 25)])

@@ -55,6 +55,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         indexes: Vec::new(),
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        owner: 10,
     })
 }
 

@@ -63,6 +63,7 @@ fn catalog() -> Tables {
         indexes: vec![index("ol_w_d_i_idx", &[0, 1, 4], false)],
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        owner: 10,
     };
     let varchar = |name: &str| ColumnDef {
         ty: DataTypeDef::from_type(&DataType::Varchar { max_len: Some(16) }),
@@ -87,6 +88,7 @@ fn catalog() -> Tables {
         indexes: vec![index("c_name", &[0, 1, 3, 4], false)],
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        owner: 10,
     };
     Tables(vec![
         Arc::new(ol),
@@ -108,6 +110,7 @@ fn catalog() -> Tables {
             ],
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            owner: 10,
         }),
     ])
 }

@@ -27,7 +27,8 @@ impl<S: SessionStream> Session<S> {
         self.check_catalog_current().await?;
         let t = self.tx.as_mut().expect("started above");
         let create = Statement::CreateTable(ctas.table.clone());
-        crate::ddl::execute(&self.shared, &create, None, &mut t.ddl, &mut self.out).await?;
+        let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+        crate::ddl::execute(&self.shared, &create, None, &mut t.ddl, &who, &mut self.out).await?;
         let Some(insert) = &ctas.rows else {
             return Ok(Outcome::tag("CREATE TABLE AS"));
         };

@@ -256,10 +256,14 @@ impl<S: SessionStream> Session<S> {
                     .zip(snapshot)
                     .map(|(txn, snapshot)| crate::ddl::InTxn { txn, snapshot });
                 let log = &mut t.ddl;
-                let tag = crate::ddl::execute(&self.shared, stmt, rows, log, &mut self.out).await?;
+                let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+                let tag =
+                    crate::ddl::execute(&self.shared, stmt, rows, log, &who, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
             Statement::AlterTable(at) => {
+                let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+                crate::ownership::check_statement(&self.shared, &who, stmt)?;
                 let shared = self.shared.clone();
                 let snapshot = self.ensure_started().await?;
                 let view = view(

@@ -1,0 +1,155 @@
+//! Ownership of relations (docs/decisions/0046-privileges.md): a table, view, sequence or
+//! index belongs to the role that created it (an index to its table's owner), and only
+//! its owner or a superuser may alter or drop it, as in PostgreSQL. The checks run as a
+//! DDL statement executes, before it changes anything, with PostgreSQL's messages
+//! ("must be owner of table t", 42501). A name that does not resolve is left to the
+//! statement, which reports it (or skips it under IF EXISTS) as before.
+
+use crate::role_ddl;
+use crate::server::Shared;
+use pgerror::{codes, PgError, PgResult};
+use sql::catalog::Catalog;
+use sql::plan::Statement;
+
+/// The role a statement runs as, looked up when it runs (a role's SUPERUSER may change
+/// between two statements of a session).
+#[derive(Debug, Clone, Copy)]
+pub struct Who {
+    pub oid: u32,
+    pub superuser: bool,
+}
+
+impl Who {
+    /// The session's role `user`. A role dropped while its session lasts owns nothing
+    /// and has no privileges (PostgreSQL fails its statements later, at the first
+    /// catalog lookup of its OID).
+    pub fn of(shared: &Shared, user: &str) -> Who {
+        role_ddl::find(shared, user).map_or(
+            Who {
+                oid: 0,
+                superuser: false,
+            },
+            |r| Who {
+                oid: r.oid,
+                superuser: r.superuser,
+            },
+        )
+    }
+
+    /// 42501 unless this role owns the object (`owner`) or is a superuser; `kind` and
+    /// `name` as PostgreSQL names the object ("table", "t").
+    pub fn check_owner(&self, owner: u32, kind: &str, name: &str) -> PgResult<()> {
+        if self.superuser || self.oid == owner {
+            return Ok(());
+        }
+        Err(PgError::new(
+            codes::INSUFFICIENT_PRIVILEGE,
+            format!("must be owner of {kind} {name}"),
+        ))
+    }
+}
+
+/// Refuses `stmt` unless `who` owns the relations it alters or drops. Names are checked
+/// in the statement's order, up to the first that does not resolve.
+pub fn check_statement(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult<()> {
+    if who.superuser {
+        return Ok(());
+    }
+    let catalog = &shared.catalog;
+    match stmt {
+        Statement::DropTable { names, .. } => {
+            for name in names {
+                let Some(t) = catalog.table(None, name) else {
+                    return Ok(());
+                };
+                who.check_owner(t.owner, "table", &t.name)?;
+            }
+        }
+        Statement::Truncate { tables } => {
+            // PostgreSQL asks for the TRUNCATE privilege, which only the owner holds
+            // until table privileges can be granted.
+            for t in tables {
+                if who.oid != t.owner {
+                    return Err(PgError::new(
+                        codes::INSUFFICIENT_PRIVILEGE,
+                        format!("permission denied for table {}", t.name),
+                    ));
+                }
+            }
+        }
+        Statement::CreateIndex(ci) => who.check_owner(ci.table.owner, "table", &ci.table.name)?,
+        Statement::DropIndex { names, .. } => {
+            for name in names {
+                let Some(table) = crate::index_ddl::table_of_index(shared, name) else {
+                    return Ok(());
+                };
+                who.check_owner(table.owner, "index", name)?;
+            }
+        }
+        Statement::AlterTable(at) => who.check_owner(at.table.owner, "table", &at.table.name)?,
+        Statement::AlterSequence(alter) => {
+            if let Some(s) = catalog.sequence(&alter.name) {
+                who.check_owner(s.owner, "sequence", &s.name)?;
+            }
+        }
+        Statement::DropSequence { names, .. } => {
+            for name in names {
+                let Some(s) = catalog.sequence(name) else {
+                    return Ok(());
+                };
+                who.check_owner(s.owner, "sequence", &s.name)?;
+            }
+        }
+        Statement::CreateView(cv) if cv.or_replace => {
+            if let Some(v) = catalog.view(&cv.name) {
+                who.check_owner(v.owner, "view", &v.name)?;
+            }
+        }
+        Statement::DropView { names, .. } => {
+            for name in names {
+                let Some(v) = catalog.view(name) else {
+                    return Ok(());
+                };
+                who.check_owner(v.owner, "view", &v.name)?;
+            }
+        }
+        Statement::RenameView { name, .. } => {
+            if let Some(v) = catalog.view(name) {
+                who.check_owner(v.owner, "view", &v.name)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use sql::role::BOOTSTRAP_SUPERUSER_OID;
+
+    #[test]
+    fn relations_stored_before_owners_belong_to_the_bootstrap_superuser() {
+        let table: sql::TableDef =
+            serde_json::from_str(r#"{"oid":1,"name":"t","columns":[],"rel":1}"#).unwrap();
+        let view: sql::view::ViewDef = serde_json::from_str(
+            r#"{"oid":2,"name":"v","columns":[],"query":"SELECT 1","reads":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (table.owner, view.owner),
+            (BOOTSTRAP_SUPERUSER_OID, BOOTSTRAP_SUPERUSER_OID)
+        );
+    }
+
+    #[test]
+    fn only_owners_and_superusers_pass() {
+        let who = |oid, superuser| super::Who { oid, superuser };
+        assert!(who(20, false).check_owner(20, "table", "t").is_ok());
+        assert!(who(21, true).check_owner(20, "table", "t").is_ok());
+        let refused = who(21, false).check_owner(20, "view", "v").unwrap_err();
+        assert_eq!(
+            (refused.code, refused.message.as_str()),
+            ("42501", "must be owner of view v")
+        );
+    }
+}
