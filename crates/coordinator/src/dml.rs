@@ -293,6 +293,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Set { .. }
         | S::Show { .. }
         | S::Discard
+        | S::Extension(_)
         | S::Deallocate(_)
         | S::Explain(_)
         | S::Empty => false,

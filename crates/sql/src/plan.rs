@@ -487,6 +487,8 @@ pub enum SystemTable {
     PgTrigger,
     PgForeignTable,
     PgStatActivity,
+    PgStatStatements,
+    PgStatStatementsInfo,
     PgExtension,
     PgUser,
     PgAuthid,
@@ -1186,6 +1188,8 @@ pub enum Statement {
         args: Vec<sqlparser::ast::Expr>,
     },
     Discard,
+    /// CREATE or DROP EXTENSION pg_stat_statements (always loaded): only its tag.
+    Extension(&'static str),
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),
     /// EXPLAIN of a query, INSERT, UPDATE or DELETE (not run).

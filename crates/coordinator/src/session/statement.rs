@@ -140,6 +140,7 @@ impl<S: SessionStream> Session<S> {
                     tag: "SHOW".into(),
                 })
             }
+            Statement::Extension(tag) => Ok(Outcome::tag(*tag)),
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();
