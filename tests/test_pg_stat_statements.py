@@ -68,10 +68,16 @@ def test_pgbench_statements_counted_once_per_transaction(both, mode):
     meridian, postgres = seen
     assert meridian == postgres
     transactions = clients * per_client
-    tpcb = [r for r in postgres if r[0].startswith(("BEGIN", "END", "UPDATE", "INSERT"))
-            or r[0].startswith("SELECT abalance")]
-    assert len(tpcb) == 7, postgres
-    assert all(calls == transactions for _, calls, _ in tpcb), postgres
+    calls = {" ".join(q.split()[:2]): c for q, c, _ in postgres}
+    # PostgreSQL 15 counts a prepared utility statement's first execution only.
+    utility_calls = clients if mode == "prepared" else transactions
+    assert calls == {"BEGIN": utility_calls, "END": utility_calls,
+                     "UPDATE pgbench_accounts": transactions,
+                     "SELECT abalance": transactions,
+                     "UPDATE pgbench_tellers": transactions,
+                     "UPDATE pgbench_branches": transactions,
+                     "INSERT INTO": transactions,
+                     "select count(*)": 1, "select o.n,": 1}, postgres
 
 
 CASES = [
@@ -109,7 +115,9 @@ def test_normalization_and_counting(target, postgres_fresh):
     assert seen[0] == seen[1]
     errors, rows = seen[1]
     assert errors.count(True) == 3
-    assert ("SELECT $1", 3, 3) in rows  # SELECT 1, select 2, and the 1 before the failure
+    # SELECT 1, select 2, 7, 3, 42, 43 and the 1 before the failure: one shape, the text
+    # as first seen.
+    assert ("SELECT $1", 7, 7) in rows, rows
 
 
 def test_reset_settings_and_info(target, postgres_fresh):
@@ -155,6 +163,6 @@ def test_other_roles_see_no_text(target, postgres_fresh):
             with s.connect(autocommit=True) as su:
                 su.execute(f"DROP ROLE {ROLE}")
         seen.append((rows, denied))
-    assert seen[0] == seen[1]
-    assert seen[1] == ([("<insufficient privilege>", True, 1), ("SELECT $1, $2", False, 1)],
-                       "42501")
+    # PostgreSQL may or may not list the superuser's reset yet: compare distinct rows.
+    assert [(set(rows), denied) for rows, denied in seen] == [
+        ({("<insufficient privilege>", True, 1), ("SELECT $1, $2", False, 1)}, "42501")] * 2
