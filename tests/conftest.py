@@ -538,6 +538,9 @@ class PostgresServer(ServerHandle):
                "-c", "fsync=on", "-c", "max_connections=100",
                # PREPARE TRANSACTION is refused while this is 0 (its default).
                "-c", "max_prepared_transactions=20",
+               # Meridian always has pg_stat_statements loaded; the extension's objects
+               # exist only in a database that runs CREATE EXTENSION.
+               "-c", "shared_preload_libraries=pg_stat_statements",
                "-c", "logging_collector=off"]
         if self.cache_size:
             cmd += ["-c", f"shared_buffers={_size_to_pg(self.cache_size)}"]

@@ -294,6 +294,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::Show { .. }
         | S::Discard
         | S::LockTables(_)
+        | S::Extension(_)
         | S::Deallocate(_)
         | S::Explain(_)
         | S::Empty => false,

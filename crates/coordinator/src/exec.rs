@@ -91,6 +91,8 @@ pub struct SessionView<'a> {
     pub bootstrap_role: &'a Arc<sql::role::RoleDef>,
     /// This coordinator's sessions (pg_stat_activity, pg_cancel_backend).
     pub sessions: &'a crate::activity::SessionRegistry,
+    /// This coordinator's pg_stat_statements.
+    pub statement_stats: &'a crate::statement_stats::StatementStats,
     /// This session's activity (its wait for a row lock is shown there).
     pub activity: &'a crate::activity::SessionActivity,
     /// Warnings to send after the statement.

@@ -33,6 +33,7 @@ pub mod session;
 pub mod session_io;
 pub mod settings;
 pub mod spool;
+pub mod statement_stats;
 pub mod system;
 pub mod system_checks;
 pub mod system_foreign_keys;

@@ -118,6 +118,8 @@ pub struct Shared {
     pub failed_logins: crate::access::FailedLogins,
     /// Every running session (pg_stat_activity, cancel and terminate).
     pub sessions: crate::activity::SessionRegistry,
+    /// pg_stat_statements of this coordinator's sessions.
+    pub statement_stats: crate::statement_stats::StatementStats,
     next_pid: AtomicI32,
 }
 
@@ -329,6 +331,7 @@ impl Coordinator {
             connections: ConnectionCounts::default(),
             failed_logins: Default::default(),
             sessions: Default::default(),
+            statement_stats: Default::default(),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
         });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)

@@ -64,6 +64,13 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("enable_seqscan", "on", false),
     ("cpu_tuple_cost", "0.01", false),
     ("geqo", "on", false),
+    // pg_stat_statements, always loaded, at its defaults (statement_stats.rs follows them).
+    ("shared_preload_libraries", "pg_stat_statements", false),
+    ("pg_stat_statements.max", "5000", false),
+    ("pg_stat_statements.track", "top", false),
+    ("pg_stat_statements.track_utility", "on", false),
+    ("pg_stat_statements.track_planning", "off", false),
+    ("pg_stat_statements.save", "on", false),
 ];
 
 fn canonical(name: &str) -> Option<(&'static str, &'static str, bool)> {

@@ -23,7 +23,7 @@ use types::{DataType, Value};
 
 const HEAP_AM_OID: u32 = 2;
 const BTREE_AM_OID: u32 = 403;
-const POSTGRES_DB_OID: u32 = 5;
+pub(crate) const POSTGRES_DB_OID: u32 = 5;
 /// The built-in role that owns schema public in PostgreSQL 15.
 const PG_DATABASE_OWNER_OID: u32 = 6171;
 /// PostgreSQL 15's predefined (non-login) roles.
@@ -157,6 +157,70 @@ fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
             row
         })
         .collect()
+}
+
+/// pg_stat_statements: this coordinator's entries. As PostgreSQL's, another role's
+/// entry shows a non-superuser its statistics but not its queryid and text.
+fn statement_rows(session: &SessionView) -> Vec<Vec<Value>> {
+    let sees_all = is_superuser(session, session.user);
+    let own = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user)
+        .map(|r| r.oid);
+    let int8 = |n: i64| Value::Int8(n);
+    let zeros = |n: usize, v: Value| std::iter::repeat_n(v, n);
+    session
+        .statement_stats
+        .entries()
+        .iter()
+        .map(|e| {
+            let c = e.counters();
+            let mut row = vec![
+                oid(e.key.userid),
+                oid(e.key.dbid),
+                Value::Bool(e.key.toplevel),
+            ];
+            if sees_all || own == Some(e.key.userid) {
+                row.extend([int8(e.key.queryid), text(&e.query)]);
+            } else {
+                row.extend([Value::Null, text("<insufficient privilege>")]);
+            }
+            // Plans and their times: pg_stat_statements.track_planning is off.
+            row.push(int8(0));
+            row.extend(zeros(5, Value::Float8(0.0)));
+            row.extend([
+                int8(c.calls),
+                Value::Float8(c.total_ms),
+                Value::Float8(c.min_ms),
+                Value::Float8(c.max_ms),
+                Value::Float8(c.mean_ms),
+                Value::Float8(c.stddev_ms()),
+                int8(c.rows),
+            ]);
+            // Block, I/O timing and WAL counters have no equivalent here; JIT is off.
+            row.extend(zeros(10, int8(0)));
+            row.extend(zeros(4, Value::Float8(0.0)));
+            row.extend([int8(0), int8(0), Value::Numeric(0i64.into())]);
+            for _ in 0..4 {
+                row.extend([int8(0), Value::Float8(0.0)]);
+            }
+            row
+        })
+        .collect()
+}
+
+/// pg_stat_statements_reset([userid[, dbid[, queryid]]]): 0 or NULL matches any. As in
+/// PostgreSQL, only superusers may call it (the extension grants it to no one else).
+fn reset_statement_stats(session: &SessionView, args: &[Value]) -> PgResult<Value> {
+    if !is_superuser(session, session.user) {
+        return Err(PgError::new(
+            codes::INSUFFICIENT_PRIVILEGE,
+            "permission denied for function pg_stat_statements_reset",
+        ));
+    }
+    let arg = |i: usize| args.get(i).and_then(Value::as_i64).unwrap_or(0);
+    session
+        .statement_stats
+        .reset(arg(0) as u32, arg(1) as u32, arg(2));
+    Ok(text(""))
 }
 
 /// pg_cancel_backend(pid) and pg_terminate_backend(pid[, timeout]) with PostgreSQL 15's
@@ -667,6 +731,14 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             })
             .collect(),
         PgStatActivity => activity_rows(session),
+        PgStatStatements => statement_rows(session),
+        PgStatStatementsInfo => {
+            let info = session.statement_stats.info();
+            vec![vec![
+                Value::Int8(info.dealloc),
+                Value::TimestampTz(info.stats_reset),
+            ]]
+        }
         PgDescription => vec![vec![
             oid(PUBLIC_NAMESPACE_OID),
             oid(system_table_oid(PgNamespace)),
@@ -1495,6 +1567,7 @@ pub fn session_function(
         F::CurrentDatabase => text(session.database),
         F::CurrentUser => text(session.user),
         F::PgBackendPid => Value::Int4(session.backend_pid),
+        F::PgStatStatementsReset => return reset_statement_stats(session, &args),
         F::PgCancelBackend | F::PgTerminateBackend => {
             if args.iter().any(Value::is_null) {
                 return Ok(Value::Null);

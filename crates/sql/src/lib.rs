@@ -22,6 +22,7 @@ mod prepared_xact;
 pub mod pushdown;
 pub mod role;
 pub mod sequence;
+pub mod statement_shape;
 pub mod subquery;
 pub mod system_tables;
 mod tokens;

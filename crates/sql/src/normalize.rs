@@ -79,7 +79,7 @@ pub const MAX_STATEMENT_LEN: usize = 4096;
 
 /// Bytes that continue an identifier (PostgreSQL: letters, digits, `_`, `$`, and any
 /// non-ASCII character).
-fn ident_byte(b: u8) -> bool {
+pub(crate) fn ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
@@ -216,7 +216,7 @@ fn prev_byte(bytes: &[u8], i: usize) -> u8 {
 /// End of a quoted string or identifier starting at `start` (the index just past the
 /// closing quote); None when unterminated. A doubled quote is an escaped quote; with
 /// `escapes`, so is a backslash-escaped one.
-fn skip_quoted(bytes: &[u8], start: usize, quote: u8, escapes: bool) -> Option<usize> {
+pub(crate) fn skip_quoted(bytes: &[u8], start: usize, quote: u8, escapes: bool) -> Option<usize> {
     let mut i = start + 1;
     while i < bytes.len() {
         let b = bytes[i];
@@ -238,7 +238,7 @@ fn skip_quoted(bytes: &[u8], start: usize, quote: u8, escapes: bool) -> Option<u
 
 /// End of the number starting at `start`: digits, an optional fraction and an optional
 /// exponent (only when digits follow the `e`, as in PostgreSQL's lexer).
-fn number_end(bytes: &[u8], start: usize) -> usize {
+pub(crate) fn number_end(bytes: &[u8], start: usize) -> usize {
     let digits = |mut i: usize| {
         while i < bytes.len() && bytes[i].is_ascii_digit() {
             i += 1;

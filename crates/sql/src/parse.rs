@@ -220,6 +220,37 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
 }
 
 /// Words of a statement, lower-cased, with a trailing `;` and comments removed.
+/// CREATE EXTENSION and DROP EXTENSION. pg_stat_statements, the one extension there is,
+/// is always loaded (as with PostgreSQL's shared_preload_libraries), so both only
+/// answer; no other extension is available.
+fn extension_statement(text: &str) -> PgResult<Option<Statement>> {
+    let w = words(text);
+    let (tag, rest) = match w.as_slice() {
+        [create, extension, rest @ ..] if create == "create" && extension == "extension" => {
+            ("CREATE EXTENSION", rest)
+        }
+        [drop, extension, rest @ ..] if drop == "drop" && extension == "extension" => {
+            ("DROP EXTENSION", rest)
+        }
+        _ => return Ok(None),
+    };
+    let rest = match rest {
+        [if_, not, exists, rest @ ..] if if_ == "if" && not == "not" && exists == "exists" => rest,
+        [if_, exists, rest @ ..] if if_ == "if" && exists == "exists" => rest,
+        _ => rest,
+    };
+    let Some(name) = rest.first() else {
+        return Ok(None);
+    };
+    if name.trim_matches('"') != "pg_stat_statements" {
+        return Err(PgError::new(
+            codes::UNDEFINED_OBJECT,
+            format!("extension \"{}\" is not available", name.trim_matches('"')),
+        ));
+    }
+    Ok(Some(Statement::Extension(tag)))
+}
+
 fn words(text: &str) -> Vec<String> {
     text.trim_end_matches(';')
         .split(|c: char| c.is_whitespace() || c == ',')
@@ -295,6 +326,7 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             let statement = match crate::sequence::parse_statement(text)? {
                 Some(s) => Some(s),
                 None if let Some(s) = crate::role::parse_statement(text)? => Some(s),
+                None if let Some(s) = extension_statement(text)? => Some(s),
                 None if first == "alter" => crate::view::parse_rename(text)?,
                 None => None,
             };

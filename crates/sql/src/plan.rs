@@ -487,6 +487,8 @@ pub enum SystemTable {
     PgTrigger,
     PgForeignTable,
     PgStatActivity,
+    PgStatStatements,
+    PgStatStatementsInfo,
     PgExtension,
     PgUser,
     PgAuthid,
@@ -1212,6 +1214,8 @@ pub enum Statement {
     /// with ACCESS EXCLUSIVE, which no statement here takes, so it checks that the tables
     /// exist and holds nothing. Other lock modes are refused (0A000). (schema, name).
     LockTables(Vec<(Option<String>, String)>),
+    /// CREATE or DROP EXTENSION pg_stat_statements (always loaded): only its tag.
+    Extension(&'static str),
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),
     /// EXPLAIN of a query, INSERT, UPDATE or DELETE (not run).

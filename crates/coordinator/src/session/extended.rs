@@ -13,6 +13,7 @@ use pgerror::{codes, PgError, PgResult};
 use sql::binder::bind;
 use sql::parse::{parse, ParsedStatement};
 use sql::plan::{OutputColumn, Statement};
+use sql::statement_shape::{statement_shape, StatementShape};
 use std::cell::RefCell;
 use std::sync::Arc;
 use types::{DataType, Value};
@@ -28,6 +29,8 @@ pub(super) struct Prepared {
     /// `bound`'s RowDescription (or NoData) with every column in text format, encoded
     /// once: libpq describes the portal at every execution of a prepared statement.
     text_description: bytes::Bytes,
+    /// pg_stat_statements' view of the statement, found once per cached plan.
+    pub(super) shape: Option<StatementShape>,
 }
 
 impl Prepared {
@@ -40,8 +43,10 @@ impl Prepared {
     ) -> Prepared {
         let mut text_description = BytesMut::new();
         describe_columns(&mut text_description, &bound.output_columns(), &[]);
+        let shape = parsed.as_ref().and_then(|p| statement_shape(&p.text));
         Prepared {
             parsed,
+            shape,
             declared_types,
             bound: Arc::new(bound),
             param_types,
@@ -111,6 +116,7 @@ impl<S: SessionStream> Session<S> {
                 PREPARED_PLANS.with(|c| c.borrow_mut().insert(key, prepared))
             }
         };
+        self.utility_counted.remove(&name);
         self.prepared.insert(name, prepared);
         backend::parse_complete(&mut self.out);
         Ok(())
@@ -228,6 +234,13 @@ impl<S: SessionStream> Session<S> {
             (bound, values) = self.prepared_execution(name, args)?;
         }
         output::validate_formats(&result_formats, bound.output_columns().len())?;
+        let tracked = match &prepared.shape {
+            Some(shape) if shape.utility => {
+                !self.utility_counted.contains(statement)
+                    && self.utility_counted.insert(statement.to_string())
+            }
+            shape => shape.is_some(),
+        };
         let described_by = (Arc::ptr_eq(&bound, &prepared.bound)
             && result_formats.iter().all(|f| *f == 0))
         .then(|| prepared.clone());
@@ -240,6 +253,7 @@ impl<S: SessionStream> Session<S> {
                 params: values,
                 result_formats,
                 pending: None,
+                tracked,
             },
         );
         backend::bind_complete(&mut self.out);
@@ -344,9 +358,14 @@ impl<S: SessionStream> Session<S> {
                 }
                 let text = portal.statement.parsed.as_ref().map_or("", |p| &p.text);
                 self.statement_started(text);
+                let started = std::time::Instant::now();
                 let outcome = self.run_portal(&mut portal).await;
                 self.stream_rows = None;
                 let outcome = outcome?;
+                if let Some(shape) = portal.statement.shape.as_ref().filter(|_| portal.tracked) {
+                    let rows = crate::statement_stats::tag_rows(&outcome.tag);
+                    self.record_statement(shape, started, rows);
+                }
                 (outcome.rows.into(), outcome.tag)
             }
         };

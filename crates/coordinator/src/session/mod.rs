@@ -27,8 +27,10 @@ use extended::Prepared;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult, Severity};
 use portals::Portals;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
+use sql::statement_shape::StatementShape;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use wire::backend::{self, NoticeSeverity, TransactionStatus};
 use wire::{decode_message_in, ClientEncoding, FrontendMessage};
@@ -76,6 +78,13 @@ pub struct Session<S> {
     stream_rows: Option<Vec<i16>>,
     /// client_encoding, as last reported to the client.
     encoding: ClientEncoding,
+    /// The session role's OID, as pg_stat_statements records it (found at its first
+    /// statement).
+    stats_userid: Option<u32>,
+    /// Prepared statements (by name) of utility commands whose execution was counted in
+    /// pg_stat_statements since their Parse: PostgreSQL 15 counts such a statement's
+    /// first execution only (it clears the cached plan's queryId then).
+    utility_counted: FxHashSet<String>,
 }
 
 impl<S: SessionStream> Session<S> {
@@ -94,6 +103,8 @@ impl<S: SessionStream> Session<S> {
             limits: StatementLimits::default(),
             stream_rows: None,
             encoding: ClientEncoding::Utf8,
+            stats_userid: None,
+            utility_counted: FxHashSet::default(),
         }
     }
 
@@ -152,6 +163,31 @@ impl<S: SessionStream> Session<S> {
     fn statement_started(&self, query: &str) {
         let xact_start = self.tx.as_ref().map(|t| t.txn_time);
         self.state.activity.start_statement(query, xact_start);
+    }
+
+    /// pg_stat_statements: a statement of `shape` that started at `started` completed,
+    /// returning or affecting `rows`.
+    fn record_statement(&mut self, shape: &StatementShape, started: Instant, rows: u64) {
+        let userid = match self.stats_userid {
+            Some(oid) => oid,
+            None => {
+                let shared = &self.shared;
+                let oid = crate::role_ddl::find_in(
+                    &shared.catalog,
+                    &shared.bootstrap_role,
+                    &self.state.user,
+                )
+                .map_or(0, |r| r.oid);
+                *self.stats_userid.insert(oid)
+            }
+        };
+        self.shared.statement_stats.record(
+            userid,
+            crate::system::POSTGRES_DB_OID,
+            shape,
+            started.elapsed(),
+            rows,
+        );
     }
 
     /// log_min_duration_statement: a statement (a query string, or an Execute of
@@ -359,7 +395,10 @@ impl<S: SessionStream> Session<S> {
             }
             FrontendMessage::Close { kind, name } => {
                 match kind {
-                    wire::frontend::DescribeKind::Statement => drop(self.prepared.remove(&name)),
+                    wire::frontend::DescribeKind::Statement => {
+                        self.utility_counted.remove(&name);
+                        drop(self.prepared.remove(&name))
+                    }
                     wire::frontend::DescribeKind::Portal => drop(self.portals.remove(&name)),
                 }
                 backend::close_complete(&mut self.out);
@@ -434,6 +473,7 @@ fn view<'a>(
         user: &state.user,
         database: &state.database,
         sessions: &shared.sessions,
+        statement_stats: &shared.statement_stats,
         activity: &state.activity,
         notices: &state.notices,
         zone: settings.zone().clone(),

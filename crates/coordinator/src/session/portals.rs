@@ -18,6 +18,8 @@ pub(super) struct Portal {
     pub(super) result_formats: Vec<i16>,
     /// Rows produced but not yet sent (after an Execute with a row limit).
     pub(super) pending: Option<(std::collections::VecDeque<Row>, String)>,
+    /// Whether pg_stat_statements records its execution (see `Session::utility_counted`).
+    pub(super) tracked: bool,
 }
 
 /// The session's portals. Drivers run nearly every statement through the unnamed portal

@@ -10,6 +10,7 @@ use sql::binder::bind;
 use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse_statement, ParsedStatement};
 use sql::plan::Statement;
+use sql::statement_shape::{statement_shape, StatementShape};
 use std::cell::RefCell;
 use std::sync::Arc;
 use types::{DataType, Value};
@@ -24,6 +25,8 @@ pub(super) enum SimplePlan {
         bound: Arc<Statement>,
         param_types: Vec<DataType>,
         catalog_version: u64,
+        /// pg_stat_statements' view of the statements sharing the plan.
+        shape: Option<Arc<StatementShape>>,
     },
     /// Not cacheable: statements with this key take the ordinary path. With a catalog
     /// version, the key failed to bind then and is retried after DDL; without one it can
@@ -117,13 +120,16 @@ impl<S: SessionStream> Session<S> {
     /// caching its normalized text first if needed. Whenever the normalized text does not
     /// bind (to a query or DML, with the literals' own types), the statement takes the
     /// ordinary path, so that errors are reported exactly as they are without the cache.
+    /// Returns the statement's shape (`sql::statement_shape`) and the rows it returned or
+    /// affected.
     pub(super) async fn run_simple_auto(
         &mut self,
         text: &str,
         norm: Normalized,
         cache_key: String,
         found: AutoPlan,
-    ) -> PgResult<()> {
+    ) -> PgResult<(Option<Arc<StatementShape>>, u64)> {
+        let ordinary_shape = || statement_shape(text).map(Arc::new);
         let version = self.shared.catalog.version();
         let plan = match found {
             AutoPlan::Cached(p) if matches!(*p, SimplePlan::Bound { catalog_version, .. } if catalog_version == version) => {
@@ -132,21 +138,27 @@ impl<S: SessionStream> Session<S> {
             AutoPlan::Cached(p) => match &*p {
                 // DDL since it was bound: bind again.
                 SimplePlan::Bound { parsed, .. } => {
-                    self.bind_simple_plan(cache_key, parsed.clone(), &norm, version)
+                    self.bind_simple_plan(cache_key, parsed.clone(), text, &norm, version)
                 }
                 SimplePlan::Uncacheable { .. } => None,
             },
-            AutoPlan::Parsed(parsed) => self.bind_simple_plan(cache_key, parsed, &norm, version),
+            AutoPlan::Parsed(parsed) => {
+                self.bind_simple_plan(cache_key, parsed, text, &norm, version)
+            }
         };
         let Some(plan) = plan else {
             // The original text is parsed only now, after the statements before it ran.
             // It tokenizes like the normalized text that parsed (parse_normalized checks
             // that), so a syntax error here, which would have stopped the whole query
             // string before anything ran, is not a practical concern.
-            return self.run_simple_parsed(&parse_statement(text)?).await;
+            let rows = self.run_simple_parsed(&parse_statement(text)?).await?;
+            return Ok((ordinary_shape(), rows));
         };
         let SimplePlan::Bound {
-            bound, param_types, ..
+            bound,
+            param_types,
+            shape,
+            ..
         } = &*plan
         else {
             unreachable!("only bound plans are returned")
@@ -163,9 +175,10 @@ impl<S: SessionStream> Session<S> {
             // Bound before another coordinator's DDL: the ordinary path binds it again.
             Err(e) if super::transaction::is_catalog_moved(&e) => {
                 self.out.truncate(produced);
-                self.run_simple_parsed(&parse_statement(text)?).await
+                let rows = self.run_simple_parsed(&parse_statement(text)?).await?;
+                Ok((ordinary_shape(), rows))
             }
-            done => done,
+            done => done.map(|rows| (shape.clone(), rows)),
         }
     }
 
@@ -174,6 +187,7 @@ impl<S: SessionStream> Session<S> {
         &mut self,
         cache_key: String,
         parsed: Box<ParsedStatement>,
+        text: &str,
         norm: &Normalized,
         version: u64,
     ) -> Option<Arc<SimplePlan>> {
@@ -201,6 +215,9 @@ impl<S: SessionStream> Session<S> {
                         bound: Arc::new(bound),
                         param_types: types,
                         catalog_version: version,
+                        // Every text with this plan's key has this shape: they differ
+                        // only in numbers, which the shape takes out too.
+                        shape: statement_shape(text).map(Arc::new),
                     }
                 } else {
                     SimplePlan::Uncacheable {

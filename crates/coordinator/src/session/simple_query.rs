@@ -7,9 +7,13 @@ use super::{view, write_out, Session, FLUSH_THRESHOLD};
 use crate::exec::Row;
 use crate::output;
 use crate::session_io::SessionStream;
+use crate::statement_stats::tag_rows;
 use pgerror::{codes, PgError, PgResult};
 use sql::parse::{split_statements, ParsedStatement};
 use sql::plan::{OutputColumn, Statement};
+use sql::statement_shape::statement_shape;
+use std::sync::Arc;
+use std::time::Instant;
 use types::Value;
 use wire::backend;
 
@@ -36,11 +40,15 @@ impl<S: SessionStream> Session<S> {
         let count = steps.len();
         for (i, step) in steps.into_iter().enumerate() {
             let ends_failed = matches!(&step, SimpleStep::Plain(p) if p.ends_failed_transaction());
+            let started = Instant::now();
             let result = if self.tx.as_ref().is_some_and(|t| t.failed) && !ends_failed {
                 Err(in_failed_transaction())
             } else {
                 match step {
-                    SimpleStep::Plain(parsed) => self.run_simple_parsed(&parsed).await,
+                    SimpleStep::Plain(parsed) => self
+                        .run_simple_parsed(&parsed)
+                        .await
+                        .map(|rows| (statement_shape(&parsed.text).map(Arc::new), rows)),
                     SimpleStep::Auto {
                         text,
                         norm,
@@ -49,10 +57,14 @@ impl<S: SessionStream> Session<S> {
                     } => self.run_simple_auto(text, norm, cache_key, found).await,
                 }
             };
-            if let Err(e) = result {
-                self.send_error(&e);
-                self.statement_failed().await;
-                return;
+            match result {
+                Ok((Some(shape), rows)) => self.record_statement(&shape, started, rows),
+                Ok((None, _)) => {}
+                Err(e) => {
+                    self.send_error(&e);
+                    self.statement_failed().await;
+                    return;
+                }
             }
             if self.out.len() > FLUSH_THRESHOLD && i + 1 < count && self.flush().await.is_err() {
                 return;
@@ -64,7 +76,8 @@ impl<S: SessionStream> Session<S> {
 
     /// The ordinary simple-query path: bind the statement's own text and run it (again,
     /// with what it produced discarded, if the catalog moved under it).
-    pub(super) async fn run_simple_parsed(&mut self, parsed: &ParsedStatement) -> PgResult<()> {
+    /// Returns the rows it returned or affected (`tag_rows`).
+    pub(super) async fn run_simple_parsed(&mut self, parsed: &ParsedStatement) -> PgResult<u64> {
         let mut attempt = 1;
         loop {
             let (bound, _) = self.bind_fresh(parsed, &[]).await?;
@@ -80,8 +93,12 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// Run one bound statement of a simple query: RowDescription, DataRows in text
-    /// format, CommandComplete.
-    pub(super) async fn run_simple(&mut self, bound: &Statement, params: &[Value]) -> PgResult<()> {
+    /// format, CommandComplete. Returns the rows it returned or affected (`tag_rows`).
+    pub(super) async fn run_simple(
+        &mut self,
+        bound: &Statement,
+        params: &[Value],
+    ) -> PgResult<u64> {
         let executed;
         let (bound, params) = match bound {
             Statement::Execute { name, args } => {
@@ -107,7 +124,7 @@ impl<S: SessionStream> Session<S> {
         }
         self.send_rows(&outcome.rows, &columns, &[]).await?;
         backend::command_complete(&mut self.out, &outcome.tag);
-        Ok(())
+        Ok(tag_rows(&outcome.tag))
     }
 
     async fn send_rows(

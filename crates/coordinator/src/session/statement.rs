@@ -162,6 +162,7 @@ impl<S: SessionStream> Session<S> {
                 }
                 Ok(Outcome::tag("LOCK TABLE"))
             }
+            Statement::Extension(tag) => Ok(Outcome::tag(*tag)),
             Statement::Discard => {
                 self.prepared.clear();
                 self.portals.clear();

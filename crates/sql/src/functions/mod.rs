@@ -34,6 +34,8 @@ pub enum ScalarFunc {
     /// pg_cancel_backend(pid), pg_terminate_backend(pid[, timeout]): signal a session.
     PgCancelBackend,
     PgTerminateBackend,
+    /// pg_stat_statements_reset([userid[, dbid[, queryid]]]).
+    PgStatStatementsReset,
     CurrentSetting,
     SetConfig,
     FormatType,
@@ -422,6 +424,11 @@ pub fn resolve_scalar(
         ("pg_cancel_backend", 1) => (F::PgCancelBackend, vec![Int4], Bool),
         ("pg_terminate_backend", 1) => (F::PgTerminateBackend, vec![Int4], Bool),
         ("pg_terminate_backend", 2) => (F::PgTerminateBackend, vec![Int4, Int8], Bool),
+        // PostgreSQL's returns void; Meridian has no void type, so an empty text.
+        ("pg_stat_statements_reset", 0) => (F::PgStatStatementsReset, vec![], Text),
+        ("pg_stat_statements_reset", 1) => (F::PgStatStatementsReset, vec![Oid], Text),
+        ("pg_stat_statements_reset", 2) => (F::PgStatStatementsReset, vec![Oid, Oid], Text),
+        ("pg_stat_statements_reset", 3) => (F::PgStatStatementsReset, vec![Oid, Oid, Int8], Text),
         ("current_setting", 1) => (F::CurrentSetting, vec![Text], Text),
         ("current_setting", 2) => (F::CurrentSetting, vec![Text, Bool], Text),
         ("set_config", 3) => (F::SetConfig, vec![Text, Text, Bool], Text),
@@ -635,6 +642,7 @@ impl ScalarFunc {
                 | ScalarFunc::GenRandomUuid
                 | ScalarFunc::PgCancelBackend
                 | ScalarFunc::PgTerminateBackend
+                | ScalarFunc::PgStatStatementsReset
         )
     }
 }
