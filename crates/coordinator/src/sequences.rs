@@ -91,6 +91,8 @@ impl Range {
 /// range reserved ahead (`Prefetch`: kept in `ahead` if its epoch is still current).
 enum Call {
     Reserve(Reserve, mpsc::SyncSender<PgResult<(i64, u64)>>),
+    /// A counter's next value, None if nothing was reserved yet.
+    Peek(Vec<u8>, mpsc::SyncSender<PgResult<Option<i128>>>),
     Restart(Vec<u8>, i128, mpsc::SyncSender<PgResult<()>>),
     Prefetch(Reserve, Arc<Sequence>, u64),
     /// Answered once the calls sent before it are done (the worker runs them in order).
@@ -116,6 +118,15 @@ impl SequenceValues {
                             }
                             Call::Restart(key, next, reply) => {
                                 let _ = reply.send(meta.restart(&key, next).await);
+                            }
+                            Call::Peek(key, reply) => {
+                                let counter = meta.get(vec![key]).await.and_then(|mut v| {
+                                    v.pop()
+                                        .flatten()
+                                        .map(|c| meta::sequence_counter(&c))
+                                        .transpose()
+                                });
+                                let _ = reply.send(counter);
                             }
                             Call::Flush(reply) => {
                                 let _ = reply.send(Ok(()));
@@ -229,6 +240,21 @@ impl SequenceValues {
             }
         }
         Ok(value)
+    }
+
+    /// (the last value any coordinator reserved, true), or (start, false) before any
+    /// was: what a sequence relation shows as (last_value, is_called). A value reserved is
+    /// not always handed out, so a setval to it (pg_dump's) never repeats a value.
+    pub fn last_reserved(&self, def: &SequenceDef) -> PgResult<(i64, bool)> {
+        let key = LiveCatalog::sequence_counter_key(def.oid);
+        let next = self.wait(|reply| Call::Peek(key, reply))?;
+        Ok(match next {
+            Some(next) if next != i128::from(def.start) => {
+                let last = next - i128::from(def.increment);
+                (i64::try_from(last).unwrap_or(def.start), true)
+            }
+            _ => (def.start, false),
+        })
     }
 
     /// setval: later reservations, by any coordinator, continue after `value` (`called`)
@@ -352,6 +378,14 @@ pub fn call(session: &SessionView, func: ScalarFunc, args: &[Value]) -> PgResult
             }
         }
         ScalarFunc::PgGetSerialSequence => serial_sequence(session, args)?,
+        ScalarFunc::SequenceLastValue | ScalarFunc::SequenceIsCalled => {
+            let def = sequence(session, oid())?;
+            let (last, called) = session.sequences.last_reserved(&def)?;
+            match func {
+                ScalarFunc::SequenceLastValue => Value::Int8(last),
+                _ => Value::Bool(called),
+            }
+        }
         other => {
             return Err(PgError::internal(format!(
                 "{other:?} is not a sequence function"

@@ -54,6 +54,9 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("row_security", "on", false),
     // pg_dump turns it off; Meridian's scans always start at the first row.
     ("synchronize_seqscans", "on", false),
+    // pg_dump's scripts set both; every table is in the default tablespace, in rows.
+    ("default_tablespace", "", false),
+    ("default_table_access_method", "heap", false),
     ("bytea_output", "hex", false),
     ("client_min_messages", "notice", false),
     ("escape_string_warning", "on", false),

@@ -434,6 +434,18 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 Value::Null,
             ],
         ],
+        // The schemas initdb creates, with their privileges at that time: pg_dump dumps
+        // a GRANT or REVOKE only for what changed since.
+        PgInitPrivs => rows(PgNamespace, session)?
+            .into_iter()
+            .filter(|r| {
+                matches!(r[0], Value::Oid(o) if o == PG_CATALOG_NAMESPACE_OID || o == PUBLIC_NAMESPACE_OID)
+            })
+            .map(|r| {
+                let acl = r[3].clone();
+                vec![r[0].clone(), oid(2615), Value::Int4(0), chr('i'), acl]
+            })
+            .collect(),
         PgClass => {
             let mut out = Vec::new();
             for t in &tables {
@@ -831,16 +843,37 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .iter()
             .filter_map(|s| {
                 let owner = s.owned_by?;
-                Some(vec![
-                    oid(system_table_oid(PgClass)),
+                let pg_class = oid(system_table_oid(PgClass));
+                let owned = vec![
+                    pg_class.clone(),
                     oid(s.oid),
                     Value::Int4(0),
-                    oid(system_table_oid(PgClass)),
+                    pg_class.clone(),
                     oid(owner.table),
                     Value::Int4(owner.column as i32 + 1),
                     chr(if s.identity.is_some() { 'i' } else { 'a' }),
-                ])
+                ];
+                // A serial column's default (pg_attrdef row, oid as there) uses the
+                // sequence: pg_dump then sets the default after creating the sequence.
+                let has_default = s.identity.is_none()
+                    && tables.iter().any(|t| {
+                        t.oid == owner.table
+                            && t.columns.get(owner.column).is_some_and(|c| c.default.is_some())
+                    });
+                let default = has_default.then(|| {
+                    vec![
+                        oid(system_table_oid(PgAttrdef)),
+                        oid(owner.table * 1000 + owner.column as u32),
+                        Value::Int4(0),
+                        pg_class,
+                        oid(s.oid),
+                        Value::Int4(0),
+                        chr('n'),
+                    ]
+                });
+                Some(std::iter::once(owned).chain(default))
             })
+            .flatten()
             .collect(),
         PgDbRoleSetting => crate::role_ddl::all(session.catalog, session.bootstrap_role)
             .iter()
@@ -862,7 +895,6 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgTrigger
         | PgForeignTable
         | PgExtension
-        | PgInitPrivs
         | PgLanguage
         | PgOperator
         | PgOpclass
@@ -1545,9 +1577,13 @@ pub fn session_function(
             .to_string()
     };
     Ok(match func {
-        F::Nextval | F::Currval | F::Setval | F::Lastval | F::PgGetSerialSequence => {
-            return crate::sequences::call(session, func, &args)
-        }
+        F::Nextval
+        | F::Currval
+        | F::Setval
+        | F::Lastval
+        | F::PgGetSerialSequence
+        | F::SequenceLastValue
+        | F::SequenceIsCalled => return crate::sequences::call(session, func, &args),
         F::Now => Value::TimestampTz(session.txn_time),
         F::StatementTimestamp => Value::TimestampTz(session.statement_time),
         F::ClockTimestamp => Value::TimestampTz(types::datetime::now_timestamp()),

@@ -15,4 +15,4 @@ mod store;
 pub use client::MetaClient;
 pub use proto::{Reserve, Snapshot, WriteBatch, WriteOutcome};
 pub use service::MetaService;
-pub use store::MetaStore;
+pub use store::{sequence_counter, MetaStore};

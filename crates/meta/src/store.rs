@@ -192,7 +192,8 @@ impl MetaStore {
     }
 }
 
-fn sequence_counter(v: &[u8]) -> PgResult<i128> {
+/// A sequence counter's next value, from its stored bytes.
+pub fn sequence_counter(v: &[u8]) -> PgResult<i128> {
     Ok(i128::from_le_bytes(v.try_into().map_err(|_| {
         PgError::new(
             codes::DATA_CORRUPTED,

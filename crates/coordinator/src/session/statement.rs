@@ -309,6 +309,8 @@ impl<S: SessionStream> Session<S> {
         if self.tx.as_ref().is_some_and(|t| t.read_only) {
             match stmt {
                 Statement::Query(q) if q.locking.is_none() => {}
+                // COPY … TO reads, as pg_dump does in its read-only transaction.
+                Statement::CopyTo(_) => {}
                 Statement::Query(_) => {
                     return Err(PgError::new(
                         codes::READ_ONLY_SQL_TRANSACTION,

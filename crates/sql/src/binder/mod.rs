@@ -32,6 +32,7 @@ mod options_table;
 mod prepare;
 mod query;
 mod select_srf;
+mod sequence_relation;
 mod serial;
 mod view;
 mod window;

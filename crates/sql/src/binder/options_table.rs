@@ -1,48 +1,72 @@
 //! `pg_options_to_table(options)`: the `name=value` items of an options array (reloptions,
-//! attfdwoptions, …) as rows of (option_name, option_value), as pg_dump reads them. The
-//! FROM item is rewritten to the lateral subquery
-//! `(SELECT split_part(o, '=', 1), <the text after the first '='> FROM unnest(options) o)`,
-//! so the binder needs no node of its own for it; an item without `=` has a NULL value,
-//! as in PostgreSQL.
+//! attfdwoptions, …) as rows of (option_name, option_value), as pg_dump reads them. Bound
+//! as `unnest` is: a projection over `generate_series(1, cardinality(options))` whose
+//! columns are `split_part(options[n], '=', 1)` and the text after the first `=` (NULL
+//! for an item without one, as in PostgreSQL).
 
-use pgerror::PgResult;
-use sqlparser::ast;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
+use super::*;
 
-/// The derived table standing for the FROM item `pg_options_to_table(e)` (`name` is the
-/// function's unqualified name), or None for any other function.
-pub(super) fn rewrite(
-    name: &str,
-    args: &[ast::FunctionArg],
-    alias: &Option<ast::TableAlias>,
-) -> PgResult<Option<ast::TableFactor>> {
-    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(options))] = args else {
-        return Ok(None);
-    };
-    if name != "pg_options_to_table" {
-        return Ok(None);
+impl Binder<'_> {
+    /// The relation and scope of `pg_options_to_table(options)`.
+    pub(super) fn options_table(
+        &mut self,
+        options: &ast::Expr,
+        alias: &Option<ast::TableAlias>,
+    ) -> PgResult<(Rel, Scope)> {
+        let qualifier = alias.as_ref().map_or_else(
+            || "pg_options_to_table".to_string(),
+            |a| ident_name(&a.name),
+        );
+        let column = |name: &str, attnum| ScopeColumn {
+            qualifier: Some(qualifier.clone()),
+            name: name.to_string(),
+            ty: DataType::Text,
+            table_oid: 0,
+            attnum,
+            merged_away: false,
+            scalar_function: false,
+            system: false,
+        };
+        // The series' subscript, as the columns' expressions see it.
+        let series = Scope {
+            columns: vec![ScopeColumn {
+                ty: DataType::Int4,
+                ..column("n", 1)
+            }],
+        };
+        let item = format!("((({options})::text[])[n])");
+        let bind = |b: &mut Self, sql: String| -> PgResult<Expr> {
+            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+                .try_with_sql(&sql)
+                .and_then(|mut p| p.parse_expr())
+                .map_err(|e| PgError::internal(format!("pg_options_to_table: {e}")))?;
+            b.expr(&e, &series)
+        };
+        let name = bind(self, format!("split_part({item}, '=', 1)"))?;
+        let value = bind(
+            self,
+            format!(
+                "CASE WHEN strpos({item}, '=') > 0 THEN substr({item}, strpos({item}, '=') + 1) END"
+            ),
+        )?;
+        let stop = bind(self, format!("cardinality(({options})::text[])"))?;
+        let series = Rel::GenerateSeries {
+            start: const_expr(Value::Int4(1), DataType::Int4),
+            stop,
+            step: None,
+        };
+        let mut columns = vec![column("option_name", 1), column("option_value", 2)];
+        if let Some(a) = alias {
+            for (c, name) in columns.iter_mut().zip(&a.columns) {
+                c.name = ident_name(&name.name);
+            }
+        }
+        Ok((
+            Rel::Project {
+                input: Box::new(series),
+                exprs: vec![name, value],
+            },
+            Scope { columns },
+        ))
     }
-    let alias = alias
-        .as_ref()
-        .map_or_else(|| "pg_options_to_table".to_string(), |a| a.name.to_string());
-    let sql = format!(
-        "SELECT * FROM (SELECT split_part(o, '=', 1)::text AS option_name, \
-         CASE WHEN strpos(o, '=') > 0 THEN substr(o, strpos(o, '=') + 1) END AS option_value \
-         FROM unnest(({options})::text[]) AS u(o)) AS {alias}"
-    );
-    let stmt = Parser::parse_sql(&PostgreSqlDialect {}, &sql)
-        .map_err(|e| pgerror::PgError::internal(format!("pg_options_to_table: {e}")))?;
-    let Some(ast::Statement::Query(q)) = stmt.into_iter().next() else {
-        return Ok(None);
-    };
-    let ast::SetExpr::Select(select) = *q.body else {
-        return Ok(None);
-    };
-    let mut from = select.from;
-    let mut derived = from.remove(0).relation;
-    if let ast::TableFactor::Derived { lateral, .. } = &mut derived {
-        *lateral = true;
-    }
-    Ok(Some(derived))
 }

@@ -563,6 +563,10 @@ impl<'a> Binder<'a> {
                     apply_alias(&mut cols, &alias, view.name.clone());
                     return Ok((rel, Scope { columns: cols }, false));
                 }
+                if let Some((rel, mut cols, default)) = self.sequence_relation(&parts) {
+                    apply_alias(&mut cols, &alias, default);
+                    return Ok((rel, Scope { columns: cols }, false));
+                }
                 let (rel, mut cols, default) = self.relation(&parts)?;
                 if let Rel::Scan { table, .. } = &rel {
                     self.reads.push(table.oid);
@@ -645,9 +649,6 @@ impl<'a> Binder<'a> {
         ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
-        if let Some(derived) = options_table::rewrite(name, args, alias)? {
-            return self.table_factor(&derived, left);
-        }
         if ordinality && name != "pg_partition_ancestors" {
             return Err(unsupported("WITH ORDINALITY"));
         }
@@ -721,6 +722,11 @@ impl<'a> Binder<'a> {
                 },
                 function_scope("unnest", alias, elem),
             ));
+        }
+        if let ("pg_options_to_table", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) =
+            (name, args)
+        {
+            return self.options_table(e, alias);
         }
         if let Some(found) = self.json_table_function(name, args, alias)? {
             return Ok(found);

@@ -81,6 +81,10 @@ pub enum ScalarFunc {
     Setval,
     Lastval,
     PgGetSerialSequence,
+    /// `SELECT last_value, is_called FROM seq` (pg_dump): the last value reserved by any
+    /// coordinator (the sequence's start before any was), and whether any was.
+    SequenceLastValue,
+    SequenceIsCalled,
     /// Text output of reg* values (regclassout, regtypeout, …): built by the binder for
     /// casts such as `oid::regtype::text`, which need the catalog.
     RegclassText,
