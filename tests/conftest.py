@@ -17,6 +17,9 @@ Servers
   the first coordinator alone.
 * ``postgres`` (session scope): a real PostgreSQL 15 (fsync on, trust auth) started as a
   non-root user; used as the reference the server under test is compared with.
+* ``http_metrics=True`` (an option of ``meridian_factory`` and ``start_server``): every
+  Meridian process gets ``--http-listen 127.0.0.1:0``; ``metrics_url`` is then the URL
+  of its ``/metrics`` (a cluster's members have theirs); PostgreSQL ignores it.
 * ``access=Access(...)`` (an option of ``meridian_factory`` and ``start_server``): who may
   connect -- a pg_hba.conf text, TLS certificate and key files, the superuser's password,
   max_connections -- given to Meridian as flags (to both coordinators of a cluster) and
@@ -68,6 +71,7 @@ import pytest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 READY_PATTERN = "ready to accept connections"
+METRICS_URL_PATTERN = re.compile(rb"metrics on (http://\S+/metrics)")
 START_TIMEOUT = float(os.environ.get("MERIDIAN_START_TIMEOUT", "120"))
 STOP_TIMEOUT = float(os.environ.get("MERIDIAN_STOP_TIMEOUT", "60"))
 PG_BINDIR = Path(os.environ.get("MERIDIAN_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
@@ -196,11 +200,14 @@ class _OutputPump(threading.Thread):
         self.proc = proc
         self.log_path = log_path
         self.ready = threading.Event()
+        self.metrics_url: str | None = None
 
     def run(self):
         with open(self.log_path, "ab", buffering=0) as log:
             for line in iter(self.proc.stdout.readline, b""):
                 log.write(line)
+                if (m := METRICS_URL_PATTERN.search(line)) and not self.metrics_url:
+                    self.metrics_url = m.group(1).decode()
                 if READY_PATTERN.encode() in line:
                     self.ready.set()
         self.proc.stdout.close()
@@ -261,8 +268,10 @@ class ServerHandle:
     def __init__(self, base_dir: Path, cache_size: str | None = None,
                  synchronous_commit: str | None = None, config: str | None = None,
                  port: int | None = None, access: Access | None = None,
-                 query_memory: str | None = None):
+                 query_memory: str | None = None, http_metrics: bool = False):
         self.base_dir = Path(base_dir)
+        # Meridian's --http-listen on a free port (PostgreSQL has no such port)
+        self.http_metrics = http_metrics
         self.access = access
         self.data_dir = self.base_dir / "data"
         self.log_path = self.base_dir / "server.log"
@@ -294,6 +303,14 @@ class ServerHandle:
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the running process serves /metrics (``http_metrics=True``)."""
+        return self._pump.metrics_url if self._pump else None
+
+    def http_args(self) -> list[str]:
+        return ["--http-listen", f"{self.host}:0"] if self.http_metrics else []
 
     def connect(self, **kw):
         import psycopg
@@ -462,7 +479,7 @@ class MeridianServer(ServerHandle):
             cmd += ["--synchronous-commit", self.synchronous_commit]
         if self.access:
             cmd += self.access.meridian_args(self.base_dir)
-        return cmd
+        return cmd + self.http_args()
 
     def peak_rss_bytes(self) -> int:
         # Meridian is one process; should it ever fork helpers, they count too.
@@ -616,7 +633,7 @@ class GtmServer(ServerHandle):
 
     def _command(self):
         return [str(self.bin), "gtm", "--data-dir", str(self.data_dir),
-                "--listen", self.addr]
+                "--listen", self.addr, *self.http_args()]
 
 
 class DatanodeServer(ServerHandle):
@@ -642,7 +659,7 @@ class DatanodeServer(ServerHandle):
             cmd += ["--cache-size", self.cache_size]
         if self.synchronous_commit:
             cmd += ["--synchronous-commit", self.synchronous_commit]
-        return cmd
+        return cmd + self.http_args()
 
     def peak_rss_bytes(self) -> int:
         return vm_hwm_bytes(self.pid)
@@ -664,7 +681,8 @@ class CoordinatorServer(ServerHandle):
         return [str(self.bin), "coordinator", "--data-dir", str(self.data_dir),
                 "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
                 "--gtm", self.gtm_addr, "--datanodes", str(self.datanode_count),
-                *(self.access.meridian_args(self.base_dir) if self.access else [])]
+                *(self.access.meridian_args(self.base_dir) if self.access else []),
+                *self.http_args()]
 
 
 class MeridianClusterServer(MeridianServer):
@@ -680,14 +698,16 @@ class MeridianClusterServer(MeridianServer):
         super().__init__(*a, **kw)
         if self.config:
             raise NotImplementedError("a settings file applies to `meridian start` only")
-        self.gtm = GtmServer(self.base_dir / "gtm")
+        self.gtm = GtmServer(self.base_dir / "gtm", http_metrics=self.http_metrics)
         self.datanodes = [
             DatanodeServer(self.base_dir / f"datanode{i}", gtm_addr=self.gtm.addr,
                            cache_size=self.cache_size,
-                           synchronous_commit=self.synchronous_commit)
+                           synchronous_commit=self.synchronous_commit,
+                           http_metrics=self.http_metrics)
             for i in range(self.DATANODES)]
         self.second = CoordinatorServer(self.base_dir / "coordinator2", gtm_addr=self.gtm.addr,
-                                        datanodes=self.DATANODES, access=self.access)
+                                        datanodes=self.DATANODES, access=self.access,
+                                        http_metrics=self.http_metrics)
         self.members = [self.gtm, *self.datanodes, self.second]
 
     def _command(self):
@@ -695,7 +715,8 @@ class MeridianClusterServer(MeridianServer):
                 "--listen", f"{self.host}:{self.port}", "--unix-socket-dir", str(self.socket_dir),
                 "--gtm", self.gtm.addr, "--datanodes", str(self.DATANODES),
                 *(["--query-memory", self.query_memory] if self.query_memory else []),
-                *(self.access.meridian_args(self.base_dir) if self.access else [])]
+                *(self.access.meridian_args(self.base_dir) if self.access else []),
+                *self.http_args()]
 
     def start(self):
         for m in self.members:

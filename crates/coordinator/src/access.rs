@@ -207,6 +207,7 @@ impl FailedLogins {
 }
 
 fn too_many(message: &str) -> PgError {
+    crate::metrics::metrics().connections_refused.inc();
     PgError::fatal(codes::TOO_MANY_CONNECTIONS, message)
 }
 

@@ -20,6 +20,7 @@ pub mod hot_future;
 pub mod index;
 pub mod index_ddl;
 pub mod information_schema;
+pub mod metrics;
 pub mod nodes;
 pub mod output;
 pub mod ownership;

@@ -240,6 +240,8 @@ fn cancel_secret(pid: i32) -> i32 {
 
 impl Coordinator {
     pub async fn start(config: CoordinatorConfig) -> PgResult<Coordinator> {
+        // Registered now, so that a scrape shows them before the first connection.
+        crate::metrics::metrics();
         let access_rules = AccessRules::load(config.access.hba_file.clone())?;
         let tls = match &config.access.tls {
             Some((cert, key)) => Some(crate::tls::acceptor(cert, key)?),
@@ -400,8 +402,10 @@ impl Coordinator {
 
     fn spawn_session<T: Transport>(&self, socket: T, peer: Peer) {
         let shared = self.shared.clone();
+        let open = crate::metrics::OpenConnection::accepted();
         match socket.into_std() {
             Ok(socket) => drop(self.executors.next().spawn(async move {
+                let _open = open;
                 match T::from_std(socket) {
                     Ok(socket) => {
                         if let Err(e) = T::handle(shared, socket, peer.clone()).await {

@@ -72,7 +72,9 @@ impl Datanode {
             .last_horizon
             .fetch_max(horizon, Ordering::Relaxed);
         let _g = self.inner.gc_lock.lock();
-        self.inner.store.gc_rel(rel, horizon).map(Some)
+        let removed = self.inner.store.gc_rel(rel, horizon)?;
+        counted_gc_run(removed);
+        Ok(Some(removed))
     }
 
     pub fn gc(&self, horizon: Timestamp) -> PgResult<u64> {
@@ -154,6 +156,13 @@ impl Inner {
                 .lock()
                 .insert(rel, std::time::Instant::now());
         }
+        counted_gc_run(removed);
         Ok(removed)
     }
+}
+
+fn counted_gc_run(removed: u64) {
+    let metrics = crate::metrics::metrics();
+    metrics.gc_runs.inc();
+    metrics.gc_versions_removed.inc_by(removed);
 }

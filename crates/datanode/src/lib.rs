@@ -37,6 +37,7 @@ mod in_doubt;
 mod increment;
 mod locks;
 mod merge;
+pub mod metrics;
 mod named;
 mod owned;
 mod read;
@@ -214,6 +215,8 @@ pub const FIRST_REL_ID: RelId = 1;
 
 impl Datanode {
     pub fn open(opts: DatanodeOptions) -> PgResult<Arc<Datanode>> {
+        // Registered now, so that a scrape shows them before the first wait.
+        metrics::metrics();
         let store = Store::open(storage::StoreOptions {
             path: opts.data_dir.clone(),
             cache_size: opts.cache_size,

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 fn deadlock_detected(detail: String) -> PgError {
+    crate::metrics::metrics().deadlocks.inc();
     PgError::new(codes::DEADLOCK_DETECTED, "deadlock detected")
         .with_detail(detail)
         .with_hint("See server log for query details.")
@@ -145,6 +146,7 @@ impl Datanode {
         mut rx: tokio::sync::oneshot::Receiver<()>,
     ) -> PgResult<()> {
         let inner = &*self.inner;
+        crate::metrics::metrics().lock_waits.inc();
         let mut guard = WaitGuard {
             table: &inner.locks,
             txn: txn.shared.clone(),
@@ -196,6 +198,7 @@ impl Datanode {
     /// Waits while another transaction owns `rel`.
     pub(crate) async fn wait_unowned(&self, txn: &Txn, rel: RelId) -> PgResult<()> {
         while let Some(owner) = self.inner.owned.other_owner(rel, txn.shared.id) {
+            crate::metrics::metrics().lock_waits.inc();
             let _waiting = LockTable::wait_for_relation(&txn.shared, rel, &owner);
             let (_registered, cancelled) = self.inner.waits.register(&txn.shared);
             let finished = owner.wait_finished();

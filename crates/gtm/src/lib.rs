@@ -15,6 +15,7 @@
 pub mod client;
 pub mod decisions;
 pub mod horizon;
+pub mod metrics;
 pub mod oracle;
 pub mod proto;
 pub mod server;

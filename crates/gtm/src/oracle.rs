@@ -107,6 +107,8 @@ impl Oracle {
     /// persists the next window before returning. Takes an exclusive lock on the data
     /// directory so that two GTMs can never issue from the same state.
     pub fn open_with(data_dir: &Path, opts: OracleOptions) -> PgResult<Oracle> {
+        // Registered now, so that a scrape shows them before the first timestamp.
+        crate::metrics::metrics();
         let window = opts.window.max(2);
         std::fs::create_dir_all(data_dir)
             .map_err(|e| io_err("could not create GTM data directory", data_dir, e))?;
@@ -164,6 +166,7 @@ impl Oracle {
     pub fn issue(&self, n: u64) -> PgResult<Timestamp> {
         debug_assert!(n >= 1);
         let first = self.next.fetch_add(n, Ordering::AcqRel);
+        crate::metrics::metrics().timestamps_issued.inc_by(n);
         let end = first + n; // one past the last issued
         if end > self.soft_limit.load(Ordering::Acquire) {
             self.extend(end)?;

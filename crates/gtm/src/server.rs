@@ -89,6 +89,8 @@ impl Server {
     }
 
     async fn serve_inner(self, other: Option<OtherService>) -> PgResult<()> {
+        // Registered now, so that a scrape shows them before the first request.
+        crate::metrics::metrics();
         tracing::info!(
             addr = %self.local_addr,
             next = self.oracle.peek_next(),
@@ -299,6 +301,11 @@ impl Connection {
             if r.remaining() != listed.iter().map(|&n| n as usize).sum::<usize>() * 8 {
                 return Err(violation("GTM batch length does not match its counts"));
             }
+            let requests = listed.iter().chain([&counts.begin, &counts.timestamp]);
+            let requests: u64 = requests.map(|&n| u64::from(n)).sum();
+            let metrics = crate::metrics::metrics();
+            metrics.requests.inc_by(requests);
+            metrics.batch_size.observe(requests as f64);
             out.clear();
             put_u32(&mut out, 0); // length, patched below
             let applied = match self.apply(&mut r, &counts, &mut starts) {

@@ -50,8 +50,10 @@ pub struct StartArgs {
     datanode_link: DatanodeLink,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
     /// TOML file with any of: data_dir, listen, unix_socket_dir, cache_size, query_memory,
-    /// txn_memory, synchronous_commit, gtm, session_threads, busy_poll_us.
+    /// txn_memory, synchronous_commit, gtm, session_threads, busy_poll_us, http_listen.
     #[arg(long)]
     config: Option<PathBuf>,
 }
@@ -75,6 +77,7 @@ struct FileSettings {
     gtm: Option<String>,
     session_threads: Option<usize>,
     busy_poll_us: Option<u64>,
+    http_listen: Option<SocketAddr>,
 }
 
 #[derive(Debug)]
@@ -91,6 +94,8 @@ pub struct Settings {
     pub session_threads: usize,
     pub busy_poll_us: u64,
     pub datanode_link: DatanodeLink,
+    /// None: no HTTP port.
+    pub http_listen: Option<SocketAddr>,
 }
 
 impl StartArgs {
@@ -148,6 +153,7 @@ impl StartArgs {
                 .max(1),
             busy_poll_us: self.busy_poll_us.or(file.busy_poll_us).unwrap_or(200),
             datanode_link: self.datanode_link,
+            http_listen: self.http.http_listen.or(file.http_listen),
         })
     }
 }
@@ -230,6 +236,17 @@ pub struct CoordinatorArgs {
     pub busy_poll_us: u64,
     #[command(flatten)]
     pub access: AccessArgs,
+    #[command(flatten)]
+    pub http: HttpArgs,
+}
+
+/// The HTTP port of every process kind (docs/decisions/0048).
+#[derive(Args, Debug)]
+pub struct HttpArgs {
+    /// Serve GET /metrics (Prometheus text format) over HTTP on HOST:PORT; port 0 takes a
+    /// free port, printed at start. Default: no HTTP port.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub http_listen: Option<SocketAddr>,
 }
 
 /// Who may connect and how, for `meridian start` and `meridian coordinator`
@@ -293,6 +310,8 @@ pub struct DatanodeArgs {
     /// on: a commit returns once durable; off: asynchronous commit.
     #[arg(long, default_value = "on")]
     pub synchronous_commit: String,
+    #[command(flatten)]
+    pub http: HttpArgs,
 }
 
 impl DatanodeArgs {

@@ -15,7 +15,7 @@ mod config;
 mod playground;
 
 use clap::{Parser, Subcommand};
-use config::{parse_size, CoordinatorArgs, DatanodeArgs, StartArgs};
+use config::{parse_size, CoordinatorArgs, DatanodeArgs, HttpArgs, StartArgs};
 use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -55,6 +55,8 @@ enum Command {
         data_dir: PathBuf,
         #[arg(long, default_value = "127.0.0.1:6543")]
         listen: SocketAddr,
+        #[command(flatten)]
+        http: HttpArgs,
     },
 }
 
@@ -89,7 +91,11 @@ fn main() {
             Command::Datanode(args) => datanode(*args).await,
             Command::Coordinator(args) => coordinator(*args).await,
             Command::Playground(args) => playground::run(args).await,
-            Command::Gtm { data_dir, listen } => gtm_service(data_dir, listen).await,
+            Command::Gtm {
+                data_dir,
+                listen,
+                http,
+            } => gtm_service(data_dir, listen, http.http_listen).await,
         }
     });
     if let Err(e) = result {
@@ -101,6 +107,7 @@ fn main() {
 async fn start(args: StartArgs) -> Result<(), String> {
     let settings = args.resolve()?;
     let shutdown = ShutdownSignal::install();
+    start_http("", settings.http_listen).await?;
     let config = CoordinatorConfig {
         listen: settings.listen,
         unix_socket_dir: settings.unix_socket_dir.clone(),
@@ -121,6 +128,7 @@ async fn start(args: StartArgs) -> Result<(), String> {
 
 async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
     let shutdown = ShutdownSignal::install();
+    start_http(" coordinator", args.http.http_listen).await?;
     let config = CoordinatorConfig {
         listen: args.listen,
         unix_socket_dir: Some(args.unix_socket_dir).filter(|d| !d.as_os_str().is_empty()),
@@ -174,6 +182,7 @@ async fn datanode(args: DatanodeArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.message)?;
     let datanode = datanode::Datanode::open(options).map_err(|e| e.message)?;
+    start_http(" datanode", args.http.http_listen).await?;
     datanode.start_gc(gtm.clone(), std::time::Duration::from_secs(5));
     datanode.start_resolver(gtm.clone());
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -221,8 +230,13 @@ async fn register_datanode(args: &DatanodeArgs, advertised: &str) -> Result<u32,
 
 /// `meridian gtm`: the timestamp oracle, with the metadata service on the same address
 /// (decision 0028); the service's versions ride on the oracle's answers.
-async fn gtm_service(data_dir: PathBuf, listen: SocketAddr) -> Result<(), String> {
+async fn gtm_service(
+    data_dir: PathBuf,
+    listen: SocketAddr,
+    http_listen: Option<SocketAddr>,
+) -> Result<(), String> {
     let shutdown = ShutdownSignal::install();
+    start_http(" gtm", http_listen).await?;
     let server = gtm::server::Server::bind(data_dir.clone(), listen, Default::default())
         .await
         .map_err(|e| e.message)?;
@@ -235,6 +249,20 @@ async fn gtm_service(data_dir: PathBuf, listen: SocketAddr) -> Result<(), String
         r = server.serve_sharing(move |stream| service.serve(stream)) => r.map_err(|e| e.message),
         _ = shutdown.recv() => Ok(()),
     }
+}
+
+/// `--http-listen`: binds the HTTP port and says where, before the process says it is
+/// ready (with port 0, the port bound). `role` follows "meridian" in the line.
+async fn start_http(role: &str, listen: Option<SocketAddr>) -> Result<(), String> {
+    let Some(addr) = listen else {
+        return Ok(());
+    };
+    let endpoint = observability::HttpEndpoint::bind(addr).await?;
+    let bound = endpoint.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("metrics on http://{bound}/metrics");
+    println!("meridian{role}: metrics on http://{bound}/metrics");
+    endpoint.spawn();
+    Ok(())
 }
 
 /// Each connection is a socket: lift the soft open-file limit to the hard limit so that

@@ -64,22 +64,40 @@ pub async fn run(args: PlaygroundArgs) -> Result<(), String> {
 }
 
 /// Starts the GTM, the datanodes and the coordinators, each once the one before is ready
-/// (the datanodes register at the GTM, where the coordinators find them); returns how to
-/// reach them.
+/// (the datanodes register at the GTM, where the coordinators find them), each with an
+/// HTTP port for its metrics; returns how to reach them.
 async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<String, String> {
     let dir = &args.data_dir;
+    let mut metrics = Vec::new();
+    let mut http_port = |name: &str| -> Result<String, String> {
+        let addr = format!("127.0.0.1:{}", free_port()?);
+        metrics.push(format!("{name} http://{addr}/metrics"));
+        Ok(addr)
+    };
+    let http = http_port("gtm")?;
     let (member, gtm) = spawn_on_free_port(dir, "gtm", |addr| {
-        ["gtm", "--listen", addr].map(String::from).to_vec()
+        ["gtm", "--listen", addr, "--http-listen", &http]
+            .map(String::from)
+            .to_vec()
     })
     .await?;
     members.push(member);
     let mut datanodes = Vec::new();
     for i in 1..=args.datanodes {
         let name = format!("datanode{i}");
+        let http = http_port(&name)?;
         let (member, addr) = spawn_on_free_port(dir, &name, |addr| {
-            ["datanode", "--listen", addr, "--gtm", &gtm]
-                .map(String::from)
-                .to_vec()
+            [
+                "datanode",
+                "--listen",
+                addr,
+                "--gtm",
+                &gtm,
+                "--http-listen",
+                &http,
+            ]
+            .map(String::from)
+            .to_vec()
         })
         .await?;
         members.push(member);
@@ -93,6 +111,7 @@ async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<S
         let listen = format!("127.0.0.1:{port}");
         let socket_dir = dir.join(&name).to_string_lossy().into_owned();
         let count = args.datanodes.to_string();
+        let http = http_port(&name)?;
         let coordinator_args = [
             "coordinator",
             "--listen",
@@ -103,6 +122,8 @@ async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<S
             &gtm,
             "--datanodes",
             &count,
+            "--http-listen",
+            &http,
         ];
         members.push(spawn(dir, &name, &coordinator_args).await?);
         connect.push(format!(
@@ -110,10 +131,11 @@ async fn start_all(args: &PlaygroundArgs, members: &mut Vec<Member>) -> Result<S
         ));
     }
     Ok(format!(
-        "meridian playground: GTM {gtm}, datanodes {}; data and logs in {}\n{}",
+        "meridian playground: GTM {gtm}, datanodes {}; data and logs in {}\n{}\nmetrics: {}",
         datanodes.join(", "),
         dir.display(),
-        connect.join("\n")
+        connect.join("\n"),
+        metrics.join(", ")
     ))
 }
 

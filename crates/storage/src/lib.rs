@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 mod bulk;
 mod intents;
+pub mod metrics;
 mod rotation;
 mod scan;
 mod syncer;
@@ -283,6 +284,22 @@ enum ItemOp {
     Merge(MergeFn),
 }
 
+impl WriteReq {
+    /// The bytes of its keys and values (a merge's result is not known yet).
+    fn payload_len(&self) -> u64 {
+        let items = self.items.iter().map(|(key, op, _)| {
+            key.len()
+                + match op {
+                    ItemOp::Value(v) => v.len(),
+                    ItemOp::Merge(_) => 0,
+                }
+        });
+        let sys =
+            (self.sys_changes.iter()).map(|(key, v)| key.len() + v.as_ref().map_or(0, Vec::len));
+        items.chain(sys).sum::<usize>() as u64
+    }
+}
+
 struct WriteReq {
     /// (version prefix, value, `Write::newest_before`)
     items: Vec<(Vec<u8>, ItemOp, Option<Option<Timestamp>>)>,
@@ -454,6 +471,8 @@ impl Store {
 
         let (tx, rx) = mpsc::channel::<Msg>();
         let stats = Arc::new(WriterStats::default());
+        // Registered now, so that a scrape shows them before the first commit.
+        metrics::metrics();
         let sync_queue = syncer::SyncQueue::new();
         let journal =
             syncer::JournalFile::open(&opts.path).map_err(|e| io_err("open journal", e))?;
@@ -1146,6 +1165,7 @@ fn writer_loop(
         for req in reqs.drain(..) {
             let mut b = db.batch();
             let ts = req.ts;
+            let bytes = req.payload_len();
             replaced.clear();
             let res = (|| -> PgResult<()> {
                 for (prefix, op, newest_before) in req.items {
@@ -1213,6 +1233,7 @@ fn writer_loop(
                     }
                     drop(list);
                     stats.batches.fetch_add(1, Ordering::Relaxed);
+                    metrics::metrics().journal_bytes.inc_by(bytes);
                     if req.durable {
                         durable_waiters.push(req.reply);
                     } else {

@@ -194,6 +194,7 @@ pub(crate) fn syncer_loop(
                 None => sync(&db, &mut journal),
             };
             stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+            crate::metrics::metrics().journal_fsyncs.inc();
             last_sync = Instant::now();
             if let Err(e) = &res {
                 tracing::error!("journal fsync failed; every later commit fails: {e}");

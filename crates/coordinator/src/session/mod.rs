@@ -190,15 +190,20 @@ impl<S: SessionStream> Session<S> {
         );
     }
 
-    /// log_min_duration_statement: a statement (a query string, or an Execute of
-    /// `portal`) that ran at least that long is logged with its duration, in PostgreSQL's
-    /// words.
-    fn log_duration(&self, portal: Option<&str>) {
+    /// A statement (a query string, or an Execute of `portal`) ended: counted with its
+    /// duration in the metrics, and logged with it if it ran at least
+    /// log_min_duration_statement, in PostgreSQL's words.
+    fn statement_ended(&self, portal: Option<&str>) {
+        let activity = &self.state.activity;
+        let micros = types::datetime::now_timestamp() - activity.statement_time();
+        let metrics = crate::metrics::metrics();
+        metrics.statements.inc();
+        metrics
+            .statement_duration
+            .observe(micros.max(0) as f64 / 1e6);
         let Some(min_ms) = self.limits.log_min_duration_ms else {
             return;
         };
-        let activity = &self.state.activity;
-        let micros = types::datetime::now_timestamp() - activity.statement_time();
         if micros < min_ms as i64 * 1000 {
             return;
         }
@@ -237,6 +242,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     fn send_error(&mut self, err: &PgError) {
+        crate::metrics::metrics().error(err.code);
         self.termination_reported |= err.code == codes::ADMIN_SHUTDOWN;
         backend::error_response(&mut self.out, err);
     }
@@ -357,7 +363,7 @@ impl<S: SessionStream> Session<S> {
                         self.statement_failed().await;
                     }
                 }
-                self.log_duration(None);
+                self.statement_ended(None);
                 if self.state.activity.terminated() {
                     return false;
                 }
@@ -390,7 +396,7 @@ impl<S: SessionStream> Session<S> {
             FrontendMessage::Describe { kind, name } => self.describe(kind, &name),
             FrontendMessage::Execute { portal, max_rows } => {
                 let result = self.execute_message(&portal, max_rows).await;
-                self.log_duration(Some(&portal));
+                self.statement_ended(Some(&portal));
                 result
             }
             FrontendMessage::Close { kind, name } => {

@@ -414,6 +414,7 @@ impl<S: SessionStream> Session<S> {
                 Some(after) => self.shared.datanodes.commit_decided(dn, gtm, after).await,
             };
             if let Err(e) = committed {
+                crate::metrics::metrics().transactions_rolled_back.inc();
                 // An unknown outcome is the resolver's to settle, by the GTM's decision.
                 if e.code != codes::TRANSACTION_RESOLUTION_UNKNOWN {
                     ddl.rollback_to(&self.shared, 0).await;
@@ -422,6 +423,7 @@ impl<S: SessionStream> Session<S> {
             }
         }
         ddl.commit(&self.shared).await;
+        crate::metrics::metrics().transactions_committed.inc();
         Ok(())
     }
 
@@ -434,6 +436,7 @@ impl<S: SessionStream> Session<S> {
             self.shared.datanodes.abort(dn, &self.shared.gtm).await;
         }
         ddl.rollback_to(&self.shared, 0).await;
+        crate::metrics::metrics().transactions_rolled_back.inc();
     }
 
     fn end_local_settings(&mut self) {
