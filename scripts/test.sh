@@ -147,9 +147,9 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # SQLAlchemy's and Alembic's reflection and ORM work, pgx's binary COPY, pgjdbc's metadata, INTERSECT/EXCEPT and FULL/NATURAL joins
 # (spilling under a small query memory), enum types (keys hashed by an enum column, a
 # type created on one coordinator used on the other), pg_stat_activity, pg_cancel_backend,
-# pg_terminate_backend and ALTER ROLE … SET at the first coordinator, each through the
-# coordinator-datanode protocol and
-# sockets.
+# pg_terminate_backend and ALTER ROLE … SET at the first coordinator, owners and owner-only
+# DDL, pg_stat_statements, every process's metrics endpoint, and pg_dump / restore, each
+# through the coordinator-datanode protocol and sockets.
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
   --timeout=900 tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py \
   tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py \
@@ -163,6 +163,7 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
   tests/test_datestyle.py tests/test_drivers_go_java.py tests/test_client_encoding.py \
   tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py tests/test_activity.py \
+  tests/test_privileges.py tests/test_pg_stat_statements.py tests/test_metrics.py tests/test_pg_dump.py \
   || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
