@@ -47,6 +47,23 @@ impl Who {
             format!("must be owner of {kind} {name}"),
         ))
     }
+
+    /// `check_owner` for each of `names` in turn, up to the first that `owner_of` does not
+    /// find ((owner, name as shown)): the statement reports that one itself.
+    fn check_each(
+        &self,
+        kind: &str,
+        names: &[String],
+        owner_of: impl Fn(&str) -> Option<(u32, String)>,
+    ) -> PgResult<()> {
+        for name in names {
+            let Some((owner, shown)) = owner_of(name) else {
+                return Ok(());
+            };
+            self.check_owner(owner, kind, &shown)?;
+        }
+        Ok(())
+    }
 }
 
 /// Refuses `stmt` unless `who` owns the relations it alters or drops. Names are checked
@@ -57,14 +74,9 @@ pub fn check_statement(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult
     }
     let catalog = &shared.catalog;
     match stmt {
-        Statement::DropTable { names, .. } => {
-            for name in names {
-                let Some(t) = catalog.table(None, name) else {
-                    return Ok(());
-                };
-                who.check_owner(t.owner, "table", &t.name)?;
-            }
-        }
+        Statement::DropTable { names, .. } => who.check_each("table", names, |name| {
+            catalog.table(None, name).map(|t| (t.owner, t.name.clone()))
+        })?,
         Statement::Truncate { tables } => {
             // PostgreSQL asks for the TRUNCATE privilege, which only the owner holds
             // until table privileges can be granted.
@@ -78,41 +90,26 @@ pub fn check_statement(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult
             }
         }
         Statement::CreateIndex(ci) => who.check_owner(ci.table.owner, "table", &ci.table.name)?,
-        Statement::DropIndex { names, .. } => {
-            for name in names {
-                let Some(table) = crate::index_ddl::table_of_index(shared, name) else {
-                    return Ok(());
-                };
-                who.check_owner(table.owner, "index", name)?;
-            }
-        }
+        Statement::DropIndex { names, .. } => who.check_each("index", names, |name| {
+            crate::index_ddl::table_of_index(shared, name).map(|t| (t.owner, name.to_string()))
+        })?,
         Statement::AlterTable(at) => who.check_owner(at.table.owner, "table", &at.table.name)?,
         Statement::AlterSequence(alter) => {
             if let Some(s) = catalog.sequence(&alter.name) {
                 who.check_owner(s.owner, "sequence", &s.name)?;
             }
         }
-        Statement::DropSequence { names, .. } => {
-            for name in names {
-                let Some(s) = catalog.sequence(name) else {
-                    return Ok(());
-                };
-                who.check_owner(s.owner, "sequence", &s.name)?;
-            }
-        }
+        Statement::DropSequence { names, .. } => who.check_each("sequence", names, |name| {
+            catalog.sequence(name).map(|s| (s.owner, s.name.clone()))
+        })?,
         Statement::CreateView(cv) if cv.or_replace => {
             if let Some(v) = catalog.view(&cv.name) {
                 who.check_owner(v.owner, "view", &v.name)?;
             }
         }
-        Statement::DropView { names, .. } => {
-            for name in names {
-                let Some(v) = catalog.view(name) else {
-                    return Ok(());
-                };
-                who.check_owner(v.owner, "view", &v.name)?;
-            }
-        }
+        Statement::DropView { names, .. } => who.check_each("view", names, |name| {
+            catalog.view(name).map(|v| (v.owner, v.name.clone()))
+        })?,
         Statement::RenameView { name, .. } => {
             if let Some(v) = catalog.view(name) {
                 who.check_owner(v.owner, "view", &v.name)?;

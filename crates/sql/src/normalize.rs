@@ -79,6 +79,22 @@ pub const MAX_STATEMENT_LEN: usize = 4096;
 
 /// Bytes that continue an identifier (PostgreSQL: letters, digits, `_`, `$`, and any
 /// non-ASCII character).
+/// Where the whitespace or comment at `i` ends (`i` itself if there is none there); None
+/// for a block comment that is never closed.
+pub(crate) fn blank_end(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes.get(i)? {
+        b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => Some(i + 1),
+        b'-' if bytes.get(i + 1) == Some(&b'-') => Some(
+            bytes[i..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |n| i + n),
+        ),
+        b'/' if bytes.get(i + 1) == Some(&b'*') => block_comment_end(bytes, i),
+        _ => Some(i),
+    }
+}
+
 pub(crate) fn ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
@@ -116,24 +132,13 @@ pub fn normalize(text: &str) -> Option<Normalized> {
     let mut prev: u8 = b' ';
     let mut i = 0;
     while i < bytes.len() {
-        let c = bytes[i];
-        match c {
-            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => {
-                i += 1;
-                continue;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = block_comment_end(bytes, i)?; // unterminated: not parameterized
-                continue;
-            }
-            _ => {}
+        // An unterminated comment: not parameterized.
+        let after = blank_end(bytes, i)?;
+        if after > i {
+            i = after;
+            continue;
         }
+        let c = bytes[i];
         if first_word {
             // The statement must start with one of the keywords we parameterize.
             let end = bytes[i..]

@@ -13,8 +13,7 @@
 //! PREPARE, EXECUTE and DEALLOCATE are not tracked at all (PostgreSQL tracks the prepared
 //! statement itself instead).
 
-use crate::normalize::{ident_byte, number_end, skip_quoted, LiteralKind};
-use crate::parse::block_comment_end;
+use crate::normalize::{blank_end, ident_byte, number_end, skip_quoted, LiteralKind};
 use std::fmt::Write;
 
 /// A statement as pg_stat_statements records it.
@@ -226,23 +225,15 @@ fn tokenize(text: &str) -> Vec<Token> {
     let mut tokens: Vec<Token> = Vec::with_capacity(bytes.len() / 3);
     let mut i = 0;
     while i < bytes.len() {
+        // An unterminated comment runs to the end.
+        let after = blank_end(bytes, i).unwrap_or(bytes.len());
+        if after > i {
+            i = after;
+            continue;
+        }
         let start = i;
         let c = bytes[i];
         let kind = match c {
-            b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' => {
-                i += 1;
-                continue;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = block_comment_end(bytes, i).unwrap_or(bytes.len());
-                continue;
-            }
             b'\'' => {
                 // A one-letter prefix word right before the quote belongs to the string.
                 let prefix = tokens.last().filter(|t| {

@@ -13,54 +13,70 @@ impl Binder<'_> {
         options: &ast::Expr,
         alias: &Option<ast::TableAlias>,
     ) -> PgResult<(Rel, Scope)> {
+        let options = self.expr(options, &Scope::default())?;
+        let options = cast_to(options, &DataType::Array(Box::new(DataType::Text)))?;
+        let func = |func, args: Vec<Expr>, ty| Expr::Func { func, args, ty };
+        let int = |v| const_expr(Value::Int4(v), DataType::Int4);
+        // options[n], n the series' subscript (column 0 below the projection).
+        let item = func(
+            ScalarFunc::ArraySubscript,
+            vec![
+                options.clone(),
+                Expr::Column {
+                    depth: 0,
+                    index: 0,
+                    ty: DataType::Int4,
+                },
+            ],
+            DataType::Text,
+        );
+        let equals = || const_expr(Value::Text("=".into()), DataType::Text);
+        let name = func(
+            ScalarFunc::SplitPart,
+            vec![item.clone(), equals(), int(1)],
+            DataType::Text,
+        );
+        let at = func(
+            ScalarFunc::Strpos,
+            vec![item.clone(), equals()],
+            DataType::Int4,
+        );
+        let after = self.binary(BinaryOp::Add, at.clone(), int(1))?;
+        let value = Expr::Case {
+            operand: None,
+            whens: vec![(
+                self.binary(BinaryOp::Gt, at, int(0))?,
+                func(ScalarFunc::Substr, vec![item, after], DataType::Text),
+            )],
+            otherwise: None,
+            ty: DataType::Text,
+        };
+        let series = Rel::GenerateSeries {
+            start: int(1),
+            stop: func(ScalarFunc::Cardinality, vec![options], DataType::Int4),
+            step: None,
+        };
         let qualifier = alias.as_ref().map_or_else(
             || "pg_options_to_table".to_string(),
             |a| ident_name(&a.name),
         );
-        let column = |name: &str, attnum| ScopeColumn {
-            qualifier: Some(qualifier.clone()),
-            name: name.to_string(),
-            ty: DataType::Text,
-            table_oid: 0,
-            attnum,
-            merged_away: false,
-            scalar_function: false,
-            system: false,
-        };
-        // The series' subscript, as the columns' expressions see it.
-        let series = Scope {
-            columns: vec![ScopeColumn {
-                ty: DataType::Int4,
-                ..column("n", 1)
-            }],
-        };
-        let item = format!("((({options})::text[])[n])");
-        let bind = |b: &mut Self, sql: String| -> PgResult<Expr> {
-            let e = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
-                .try_with_sql(&sql)
-                .and_then(|mut p| p.parse_expr())
-                .map_err(|e| PgError::internal(format!("pg_options_to_table: {e}")))?;
-            b.expr(&e, &series)
-        };
-        let name = bind(self, format!("split_part({item}, '=', 1)"))?;
-        let value = bind(
-            self,
-            format!(
-                "CASE WHEN strpos({item}, '=') > 0 THEN substr({item}, strpos({item}, '=') + 1) END"
-            ),
-        )?;
-        let stop = bind(self, format!("cardinality(({options})::text[])"))?;
-        let series = Rel::GenerateSeries {
-            start: const_expr(Value::Int4(1), DataType::Int4),
-            stop,
-            step: None,
-        };
-        let mut columns = vec![column("option_name", 1), column("option_value", 2)];
-        if let Some(a) = alias {
-            for (c, name) in columns.iter_mut().zip(&a.columns) {
-                c.name = ident_name(&name.name);
-            }
-        }
+        let names = alias.as_ref().map_or(&[][..], |a| &a.columns[..]);
+        let columns = ["option_name", "option_value"]
+            .iter()
+            .enumerate()
+            .map(|(i, default)| ScopeColumn {
+                qualifier: Some(qualifier.clone()),
+                name: names
+                    .get(i)
+                    .map_or(default.to_string(), |c| ident_name(&c.name)),
+                ty: DataType::Text,
+                table_oid: 0,
+                attnum: i as i16 + 1,
+                merged_away: false,
+                scalar_function: false,
+                system: false,
+            })
+            .collect();
         Ok((
             Rel::Project {
                 input: Box::new(series),

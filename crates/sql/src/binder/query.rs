@@ -563,11 +563,10 @@ impl<'a> Binder<'a> {
                     apply_alias(&mut cols, &alias, view.name.clone());
                     return Ok((rel, Scope { columns: cols }, false));
                 }
-                if let Some((rel, mut cols, default)) = self.sequence_relation(&parts) {
-                    apply_alias(&mut cols, &alias, default);
-                    return Ok((rel, Scope { columns: cols }, false));
-                }
-                let (rel, mut cols, default) = self.relation(&parts)?;
+                let (rel, mut cols, default) = match self.relation(&parts) {
+                    Ok(found) => found,
+                    Err(e) => self.sequence_relation(&parts).ok_or(e)?,
+                };
                 if let Rel::Scan { table, .. } = &rel {
                     self.reads.push(table.oid);
                 }

@@ -5,7 +5,8 @@
 use super::*;
 
 impl Binder<'_> {
-    /// The one-row relation of sequence `parts`, if it names a sequence and no table.
+    /// The one-row relation of sequence `parts`, if it names one (tried when no table
+    /// has that name).
     pub(super) fn sequence_relation(
         &mut self,
         parts: &[String],
@@ -15,9 +16,6 @@ impl Binder<'_> {
             [schema, name] if schema == "public" => name,
             _ => return None,
         };
-        if self.catalog.table(None, name).is_some() {
-            return None;
-        }
         let def = self.catalog.sequence(name)?;
         let oid = const_expr(Value::Oid(def.oid), DataType::Oid);
         let state = |func, ty: DataType| Expr::Func {
