@@ -120,5 +120,14 @@ SELECT id, CASE dept WHEN 1 THEN 'eng' WHEN 2.0 THEN 'sales' WHEN '3' THEN 'ops'
 SELECT id, CASE salary WHEN 70000 THEN 'low' WHEN 120000::int8 THEN 'high' END FROM cq_emp ORDER BY id;
 SELECT CASE 'x' WHEN 1 THEN 'b' END;
 SELECT CASE name WHEN 1 THEN 'b' END FROM cq_emp;
+-- derived tables inside correlated subqueries read the enclosing row
+SELECT d.id, (SELECT sum(salary) FROM (SELECT salary FROM cq_emp e WHERE e.dept = d.id) x) FROM cq_dept d ORDER BY 1;
+SELECT d.id FROM cq_dept d WHERE EXISTS (SELECT 1 FROM (SELECT * FROM cq_emp e WHERE e.dept = d.id) x WHERE x.salary > 80000) ORDER BY 1;
+SELECT d.id, (SELECT count(*) FROM (VALUES (d.id), (d.id + 1)) v(n) WHERE n > 2) FROM cq_dept d ORDER BY 1;
+SELECT d.id, (SELECT x FROM (SELECT d.budget * 2 AS x) s) FROM cq_dept d ORDER BY 1;
+SELECT d.id, l.top FROM cq_dept d, LATERAL (SELECT max(salary) AS top FROM (SELECT salary FROM cq_emp e WHERE e.dept = d.id) x) l ORDER BY 1;
+SELECT d.id, (SELECT max(n) FROM (SELECT (SELECT count(*) FROM cq_emp e WHERE e.dept = d.id AND e.boss = b.id) AS n FROM cq_emp b) x) FROM cq_dept d ORDER BY 1;
+SELECT d.id FROM cq_dept d WHERE d.id IN (SELECT dept FROM (SELECT dept, salary FROM cq_emp WHERE salary >= d.budget / 20) x) ORDER BY 1;
+SELECT * FROM cq_dept d, (SELECT d.id) x;
 DROP TABLE cq_emp;
 DROP TABLE cq_dept;

@@ -12,12 +12,7 @@ impl<'a> Binder<'a> {
     pub(super) fn query_in(&mut self, q: &ast::Query, enclosing: &Scope) -> PgResult<Query> {
         self.outer.push(enclosing.clone());
         let was_escaping = std::mem::replace(&mut self.escapes, 0);
-        let ctes_before = self.ctes.len();
-        let result = match &q.with {
-            Some(with) => self.with_clause(with).and_then(|_| self.query_body(q)),
-            None => self.query_body(q),
-        };
-        self.ctes.truncate(ctes_before);
+        let result = self.query_with_ctes(q);
         self.outer.pop();
         // A reference that reaches past this query's enclosing scope makes the
         // enclosing query correlated too.
@@ -29,6 +24,25 @@ impl<'a> Binder<'a> {
             query.outer_columns = query.referenced_outer_columns();
         }
         Ok(query)
+    }
+
+    /// A query in FROM without LATERAL. It sees the enclosing queries' scopes but not its
+    /// FROM siblings, and its plan runs inside its parent's under the same enclosing rows:
+    /// it adds no level, so a reference to an enclosing query has the depth it has in the
+    /// parent (and makes the parent correlated through `escapes`).
+    fn derived_query(&mut self, q: &ast::Query) -> PgResult<Query> {
+        self.query_with_ctes(q)
+    }
+
+    /// `q`'s WITH clause in scope for its body only.
+    fn query_with_ctes(&mut self, q: &ast::Query) -> PgResult<Query> {
+        let ctes_before = self.ctes.len();
+        let result = match &q.with {
+            Some(with) => self.with_clause(with).and_then(|_| self.query_body(q)),
+            None => self.query_body(q),
+        };
+        self.ctes.truncate(ctes_before);
+        result
     }
 
     /// Bind the CTEs of a WITH clause (at the level of the query that owns it) and put
@@ -579,13 +593,11 @@ impl<'a> Binder<'a> {
                 alias,
                 ..
             } => {
-                let enclosing = if *lateral {
-                    left.cloned().unwrap_or_default()
-                } else {
-                    Scope::default()
-                };
                 // A LATERAL subquery sees the left side as its enclosing scope.
-                let q = self.query_in(subquery, &enclosing)?;
+                let q = match (lateral, left) {
+                    (true, Some(left)) => self.query_in(subquery, left)?,
+                    _ => self.derived_query(subquery)?,
+                };
                 let mut cols: Vec<ScopeColumn> = q
                     .columns
                     .iter()
