@@ -2,7 +2,8 @@
 # THE test command: installs what is missing on a fresh Debian machine, builds Meridian,
 # checks formatting and lints (cargo fmt --check, cargo clippy -D warnings), runs the Rust
 # tests (cargo test --workspace --release) and the end-to-end suite
-# (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN).
+# (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN); the Rust tests and
+# the cluster's pytest run go in the background beside pytest tests/, their output after.
 #
 # Environment:
 #   MERIDIAN_BIN              server binary under test (default target/release/meridian)
@@ -126,17 +127,17 @@ case "$MERIDIAN_BIN" in /*) ;; *) MERIDIAN_BIN="$ROOT/$MERIDIAN_BIN" ;; esac
 export MERIDIAN_BIN
 echo "server under test: $MERIDIAN_BIN (targets: ${MERIDIAN_TEST_TARGETS:-meridian})"
 
+# The Rust tests and the two pytest runs go side by side: the pytest runs mostly wait on
+# servers and clients, so together they take little longer than the longest alone
+# (.ci/run's time budget). The Rust tests' build leaves target/release/meridian as it is.
+mkdir -p target
+CARGO_TEST_LOG=target/cargo-test.log
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
-  step "cargo test --workspace --release"
-  cargo test --workspace --release || { status=1; echo "cargo test FAILED"; }
+  step "cargo test --workspace --release, in the background into $CARGO_TEST_LOG"
+  cargo test --workspace --release > "$CARGO_TEST_LOG" 2>&1 &
+  CARGO_TEST_PID=$!
 fi
 
-step "pytest tests/"
-# shellcheck disable=SC2086
-.venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
-  ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
-
-step "pytest against a cluster of processes (target meridian-cluster)"
 # A GTM, three datanodes and two coordinators as processes (tests use the first; the
 # cluster's own tests use both), every table spread over the
 # datanodes: pgbench's invariant across two-phase commits, isolation, increments, drivers,
@@ -150,21 +151,46 @@ step "pytest against a cluster of processes (target meridian-cluster)"
 # pg_terminate_backend and ALTER ROLE … SET at the first coordinator, owners and owner-only
 # DDL, pg_stat_statements, every process's metrics endpoint, and pg_dump / restore, each
 # through the coordinator-datanode protocol and sockets.
+CLUSTER_FILES=(
+  tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py
+  tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py
+  tests/test_prepared_xacts.py tests/test_cluster_differential.py tests/test_explain.py
+  tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py
+  tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py
+  tests/test_information_schema.py tests/test_ddl.py tests/test_datetime.py
+  tests/test_window.py tests/test_strings.py tests/test_key_access.py
+  tests/test_uuid.py tests/test_json.py tests/test_check_constraints.py
+  tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py
+  tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py
+  tests/test_datestyle.py tests/test_drivers_go_java.py tests/test_client_encoding.py
+  tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py tests/test_activity.py
+  tests/test_privileges.py tests/test_pg_stat_statements.py tests/test_metrics.py tests/test_pg_dump.py
+)
+CLUSTER_LOG=target/pytest-cluster.log
+step "pytest against a cluster of processes (target meridian-cluster), in the background into $CLUSTER_LOG"
+# shellcheck disable=SC2086
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
-  --timeout=900 tests/test_pgbench.py tests/test_isolation.py tests/test_increments.py \
-  tests/test_drivers.py tests/test_cancel.py tests/test_bad_input.py \
-  tests/test_prepared_xacts.py tests/test_cluster_differential.py tests/test_explain.py \
-  tests/test_select_for_update.py tests/test_sequences.py tests/test_indexes.py \
-  tests/test_upsert.py tests/test_copy.py tests/test_prepare_sql.py \
-  tests/test_information_schema.py tests/test_ddl.py tests/test_datetime.py \
-  tests/test_window.py tests/test_strings.py tests/test_key_access.py \
-  tests/test_uuid.py tests/test_json.py tests/test_check_constraints.py \
-  tests/test_views.py tests/test_ctas_update_from.py tests/test_corpus.py \
-  tests/test_auth.py tests/test_tls.py tests/test_foreign_keys.py tests/test_to_char.py \
-  tests/test_datestyle.py tests/test_drivers_go_java.py tests/test_client_encoding.py \
-  tests/test_sqlalchemy.py tests/test_set_operations.py tests/test_enum.py tests/test_activity.py \
-  tests/test_privileges.py tests/test_pg_stat_statements.py tests/test_metrics.py tests/test_pg_dump.py \
-  || { status=1; echo "pytest (meridian-cluster) FAILED"; }
+  --timeout=900 "${CLUSTER_FILES[@]}" ${PYTEST_ARGS:-} > "$CLUSTER_LOG" 2>&1 &
+CLUSTER_PID=$!
+
+step "pytest tests/"
+# shellcheck disable=SC2086
+.venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
+  ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
+
+if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
+  step "cargo test --workspace --release: waiting for it; its output"
+  cargo_status=0
+  wait "$CARGO_TEST_PID" || cargo_status=$?
+  cat "$CARGO_TEST_LOG"
+  [ "$cargo_status" = 0 ] || { status=1; echo "cargo test FAILED"; }
+fi
+
+step "pytest against a cluster of processes: waiting for it; its output"
+cluster_status=0
+wait "$CLUSTER_PID" || cluster_status=$?
+cat "$CLUSTER_LOG"
+[ "$cluster_status" = 0 ] || { status=1; echo "pytest (meridian-cluster) FAILED"; }
 
 step "done: $([ $status = 0 ] && echo 'all tests passed' || echo 'FAILURES (see above)')"
 exit $status
