@@ -391,6 +391,7 @@ impl<'a> Binder<'a> {
         let is_text =
             |s: String| s.to_ascii_lowercase().trim_start_matches("format ").trim() == "text";
         let mut analyze = analyze;
+        let (mut timing, mut summary) = (None, None);
         let mut text_format = format.is_none_or(|f| is_text(f.to_string()));
         for o in options.unwrap_or_default() {
             let on = o.arg.as_ref().is_none_or(|a| {
@@ -402,13 +403,22 @@ impl<'a> Binder<'a> {
             match ident_name(&o.name).as_str() {
                 "analyze" => analyze = on,
                 "format" => text_format = o.arg.as_ref().is_some_and(|a| is_text(a.to_string())),
-                "verbose" | "costs" | "settings" | "buffers" | "wal" | "timing" | "summary" => {}
+                "timing" => timing = Some(on),
+                "summary" => summary = Some(on),
+                "verbose" | "costs" | "settings" | "buffers" | "wal" => {}
                 other => return Err(syntax(format!("unrecognized EXPLAIN option \"{other}\""))),
             }
         }
-        if analyze {
-            return Err(unsupported("EXPLAIN ANALYZE"));
+        if timing == Some(true) && !analyze {
+            return Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                "EXPLAIN option TIMING requires ANALYZE",
+            ));
         }
+        let analyze = analyze.then(|| ExplainAnalyze {
+            timing: timing.unwrap_or(true),
+            summary: summary.unwrap_or(true),
+        });
         if !text_format {
             return Err(unsupported("EXPLAIN formats other than TEXT"));
         }
@@ -425,7 +435,7 @@ impl<'a> Binder<'a> {
                 if joined {
                     return Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING"));
                 }
-                Ok(Statement::Explain(Box::new(bound)))
+                Ok(Statement::Explain(Box::new(bound), analyze))
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",
