@@ -257,6 +257,11 @@ def test_explain_analyze_measures_every_node(pair, target):
                    " WHERE b.w < 20")
     assert plan[0] == "Hash Join (actual rows=19 loops=1)", plan
     assert "  ->  Hash (actual rows=19 loops=1)" in plan, plan
+    plan = explain(pair[1], ANALYZED + "SELECT g FROM ex_a UNION SELECT a_id FROM ex_b"
+                   " WHERE a_id < 3")
+    # 50 rows of ex_a and ex_b's 3 with a_id 1 or 2; 5 distinct values of g, 1 and 2 among them
+    assert plan[0] == "HashAggregate (actual rows=5 loops=1)", plan
+    assert "  ->  Append (actual rows=53 loops=1)" in plan, plan
     timed = explain(pair[1], "EXPLAIN ANALYZE SELECT count(*) FROM ex_a")
     assert re.fullmatch(r"Aggregate \(actual time=(\d+\.\d{3})\.\.(\d+\.\d{3}) rows=1"
                         r" loops=1\)", timed[0]), timed

@@ -551,9 +551,7 @@ impl Builder<'_> {
                 node
             }
             Rel::Union { left, right, all } => {
-                let mut append = Node::new("Append".into());
-                append.children.push(self.rel(left, Vec::new()));
-                append.children.push(self.rel(right, Vec::new()));
+                let append = appended(self.rel(left, Vec::new()), self.rel(right, Vec::new()));
                 match all {
                     true => append,
                     false => {
@@ -576,10 +574,10 @@ impl Builder<'_> {
                 };
                 let all = if *all { " All" } else { "" };
                 let mut node = Node::new(format!("HashSetOp {op}{all}"));
-                let mut append = Node::new("Append".into());
-                append.children.push(self.rel(left, Vec::new()));
-                append.children.push(self.rel(right, Vec::new()));
-                node.children.push(append);
+                node.children.push(appended(
+                    self.rel(left, Vec::new()),
+                    self.rel(right, Vec::new()),
+                ));
                 node
             }
             Rel::RecursiveUnion {
@@ -597,6 +595,23 @@ impl Builder<'_> {
         }
         node
     }
+}
+
+/// An Append of two inputs, which returns what they return (a UNION or set operation
+/// runs them one after the other: it has no `Rel` of its own to measure).
+fn appended(left: Node, right: Node) -> Node {
+    let mut append = Node::new("Append".into());
+    append.actual = left.actual.map(|l| {
+        let r = right.actual.unwrap_or_default();
+        NodeActuals {
+            loops: l.loops,
+            rows: l.rows + r.rows,
+            startup: l.startup,
+            total: l.total + r.total,
+        }
+    });
+    append.children = vec![left, right];
+    append
 }
 
 /// Whether the plan joins relations (its columns then print with their table's name).
