@@ -9,7 +9,14 @@ checked on its own: the node names and properties of PostgreSQL's text format fo
 by key, joins, aggregates, sorts and subqueries. Which datanode a cluster's point read
 goes to is checked in test_cluster.py (the reads EXPLAIN places on a stopped datanode
 are exactly the ones that fail).
+
+EXPLAIN ANALYZE runs the statement (a write happens, as in PostgreSQL) and prints each
+node's rows and loops: where the plans coincide the text is compared with PostgreSQL's
+(COSTS OFF, TIMING OFF, SUMMARY OFF); elsewhere the rows the nodes count are checked
+against what the data holds.
 """
+
+import re
 
 import psycopg
 import pytest
@@ -72,6 +79,9 @@ def test_explain_answers_a_text_plan_and_runs_nothing(pair, sql, params):
     "EXPLAIN SELECT * FROM ex_missing",
     "EXPLAIN SELECT nope FROM ex_a",
     "EXPLAIN SELEC 1",
+    "EXPLAIN (TIMING) SELECT 1",
+    "EXPLAIN ANALYZE SELECT 1 / (g - g) FROM ex_a",
+    "EXPLAIN ANALYZE INSERT INTO ex_a VALUES (1, 1, 'duplicate key')",
 ])
 def test_explain_errors_as_postgres(pair, sql):
     states = []
@@ -81,6 +91,60 @@ def test_explain_errors_as_postgres(pair, sql):
         states.append(e.value.sqlstate)
         assert c.execute("SELECT 1").fetchone() == (1,)
     assert states[1] == states[0], (sql, states)
+
+
+ANALYZED = "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM ex_a WHERE g = 1",
+    "SELECT count(*) FROM ex_b WHERE w > 10",
+    "SELECT count(*) FROM ex_a",
+])
+def test_explain_analyze_counts_rows_as_postgres(pair, target, sql):
+    """Where the plans coincide, EXPLAIN ANALYZE's text is PostgreSQL's to the row (in a
+    cluster, the datanodes filter and aggregate: the plan's top node still counts the
+    same rows)."""
+    plans = [explain(c, ANALYZED + sql) for c in pair]
+    if target.kind == "meridian-cluster":
+        assert plans[1][0] == plans[0][0], plans
+    else:
+        assert plans[1] == plans[0], plans
+
+
+@pytest.mark.parametrize("sql,changes", [
+    ("UPDATE ex_a SET g = g + 1 WHERE g = 2", "Update on"),
+    ("DELETE FROM ex_b WHERE w > 70", "Delete on"),
+    ("INSERT INTO ex_b VALUES (1000, 1, 1), (1001, 2, 2)", "Insert on"),
+])
+def test_explain_analyze_runs_the_write(pair, sql, changes):
+    """ANALYZE runs the statement, as PostgreSQL does: the write happens (and a rollback
+    undoes it); the write's node and its scan count as PostgreSQL counts them."""
+    before = [counts(c) for c in pair]
+    plans = []
+    for c in pair:
+        c.execute("BEGIN")
+        plans.append(explain(c, ANALYZED + sql))
+        c.execute("ROLLBACK")
+    assert [counts(c) for c in pair] == before
+    for c in pair:
+        plans.append(explain(c, "EXPLAIN ANALYZE " + sql))
+    after = [counts(c) for c in pair]
+    assert after[0] != before[0] and after[1] == after[0], (before, after)
+    pg, mine = plans[0], plans[1]
+    assert mine[0] == pg[0] and mine[0].startswith(changes), plans
+    # the rows the write's input produced
+    inputs = [next(line for line in plan if "->" in line) for plan in (pg, mine)]
+    assert inputs[1].split("(actual")[1] == inputs[0].split("(actual")[1], plans
+    for plan in plans[2:]:
+        assert re.fullmatch(r"Execution Time: \d+\.\d{3} ms", plan[-1]), plan
+        assert re.search(r"\(actual time=\d+\.\d{3}\.\.\d+\.\d{3} rows=0 loops=1\)$",
+                         plan[0]), plan
+
+
+def test_explain_analyze_of_a_parameterized_query(pair):
+    plans = [explain(c, ANALYZED + "SELECT v FROM ex_a WHERE g = %s", (3,)) for c in pair]
+    assert [p[0] for p in plans] == ["Seq Scan on ex_a (actual rows=10 loops=1)"] * 2, plans
 
 
 def meridian_only(target):
@@ -163,6 +227,44 @@ def test_window_and_distinct_on_plans_as_postgres(pair, target):
                 "EXPLAIN (COSTS OFF) SELECT DISTINCT ON (g) g, id FROM ex_a ORDER BY g, id"]:
         want, got = (explain(c, sql) for c in pair)
         assert [line for line in got if "Datanode" not in line] == want, (sql, got, want)
+
+
+def test_explain_analyze_measures_every_node(pair, target):
+    """Each node's rows and loops as they ran: a correlated SubPlan once per outer row, a
+    filter's removed rows per loop, the hashed side on its Hash."""
+    meridian_only(target)
+    plan = explain(pair[1], ANALYZED + "SELECT id, (SELECT count(*) FROM ex_b b WHERE"
+                   " b.a_id = a.id) FROM ex_a a WHERE g = 0 ORDER BY id")
+    lines = [line.strip() for line in plan]
+    assert lines[0] == "Sort (actual rows=10 loops=1)", plan
+    assert "->  Seq Scan on ex_a (actual rows=10 loops=1)" in lines, plan
+    subplan = lines[lines.index("SubPlan 1") + 1:]
+    assert subplan[0] == "->  Aggregate (actual rows=1 loops=10)", plan
+    if target.kind == "meridian-cluster":
+        # the datanodes filter: the coordinator sees only the rows that pass
+        assert "Remote Filter: (g = 0)" in lines, plan
+        assert subplan[1] == "->  Seq Scan on ex_b (actual rows=2 loops=10)", plan
+    else:
+        assert "Rows Removed by Filter: 40" in lines, plan
+        # ten ids, 16 of ex_b's 80 rows match one of them: 784 removed over 10 loops
+        assert subplan == [
+            "->  Aggregate (actual rows=1 loops=10)",
+            "->  Seq Scan on ex_b (actual rows=2 loops=10)",
+            "Filter: (a_id = outer.column1)",
+            "Rows Removed by Filter: 78",
+        ], plan
+    plan = explain(pair[1], ANALYZED + "SELECT * FROM ex_a a JOIN ex_b b ON a.id = b.a_id"
+                   " WHERE b.w < 20")
+    assert plan[0] == "Hash Join (actual rows=19 loops=1)", plan
+    assert "  ->  Hash (actual rows=19 loops=1)" in plan, plan
+    plan = explain(pair[1], ANALYZED + "SELECT g FROM ex_a UNION SELECT a_id FROM ex_b"
+                   " WHERE a_id < 3")
+    # 50 rows of ex_a and ex_b's 3 with a_id 1 or 2; 5 distinct values of g, 1 and 2 among them
+    assert plan[0] == "HashAggregate (actual rows=5 loops=1)", plan
+    assert "  ->  Append (actual rows=53 loops=1)" in plan, plan
+    timed = explain(pair[1], "EXPLAIN ANALYZE SELECT count(*) FROM ex_a")
+    assert re.fullmatch(r"Aggregate \(actual time=(\d+\.\d{3})\.\.(\d+\.\d{3}) rows=1"
+                        r" loops=1\)", timed[0]), timed
 
 
 def test_subqueries_are_subplans(pair, target):

@@ -296,8 +296,9 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::LockTables(_)
         | S::Extension(_)
         | S::Deallocate(_)
-        | S::Explain(_)
         | S::Empty => false,
+        // ANALYZE runs the statement.
+        S::Explain(explained, analyze) => analyze.is_some() && needs_applied_increments(explained),
     }
 }
 

@@ -16,6 +16,7 @@
 
 mod aggregate;
 mod columns;
+mod measured;
 pub mod memory;
 mod nodes;
 pub(crate) use nodes::{key_range, row_count};
@@ -116,7 +117,12 @@ pub struct StatementState<'a> {
     since_yield: AtomicUsize,
     /// How deep the foreign keys' referential actions nest now (`crate::foreign_keys`).
     pub(crate) cascade_depth: AtomicUsize,
+    /// Under EXPLAIN ANALYZE: where each operator adds what it measured, by its `Rel`.
+    pub measured: Option<&'a Mutex<NodeMeasures>>,
 }
+
+/// EXPLAIN ANALYZE's measurements by `sql::explain::rel_key`.
+pub type NodeMeasures = std::collections::HashMap<usize, sql::explain::NodeActuals>;
 
 #[derive(Default)]
 struct SubqueryCache {
@@ -138,6 +144,7 @@ impl<'a> StatementState<'a> {
             pending: Mutex::new(None),
             since_yield: AtomicUsize::new(0),
             cascade_depth: AtomicUsize::new(0),
+            measured: None,
         }
     }
 }
@@ -218,7 +225,8 @@ impl<'a> Executor<'a> {
 
     /// The rows of a query, a batch at a time as they are produced.
     pub fn rows<'e>(&'e self, q: &'e Query) -> QueryRows<'e> {
-        match point_query(&q.root) {
+        // EXPLAIN ANALYZE measures operators, which a point query runs without.
+        match point_query(&q.root).filter(|_| self.state.measured.is_none()) {
             Some(_) => QueryRows(Source::Point(Some((self, &q.root)))),
             None => QueryRows(Source::Tree(nodes::open(self, &q.root, Arc::default()))),
         }
@@ -277,7 +285,7 @@ impl<'a> Executor<'a> {
         outer: Outer,
         take: &mut (dyn FnMut(Row) -> PgResult<bool> + Send),
     ) -> PgResult<()> {
-        if let Rel::Values { rows } = rel {
+        if let (Rel::Values { rows }, None) = (rel, self.state.measured) {
             // INSERT … VALUES: no operator tree for a few rows.
             for exprs in rows {
                 if !take(nodes::eval_row(self, &outer, exprs, &[]).await?)? {

@@ -8,9 +8,13 @@ use sql::plan::{Access, Expr};
 use sql::Statement;
 use types::Value;
 
-/// The lines of `EXPLAIN stmt`.
-pub fn explain(shared: &Shared, stmt: &Statement) -> Vec<String> {
-    sql::explain::explain(stmt, &Cluster(shared))
+/// The lines of `EXPLAIN stmt`, with what its run measured under EXPLAIN ANALYZE.
+pub fn explain(
+    shared: &Shared,
+    stmt: &Statement,
+    measured: Option<&sql::explain::Measured>,
+) -> Vec<String> {
+    sql::explain::explain(stmt, &Cluster(shared), measured)
 }
 
 struct Cluster<'s>(&'s Shared);

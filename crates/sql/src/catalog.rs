@@ -20,6 +20,40 @@ pub const SUPERUSER_OID: u32 = 10;
 /// OIDs handed to user objects start here, as in PostgreSQL.
 pub const FIRST_USER_OID: u32 = 16384;
 
+/// The name of a user object (table, view, sequence, index, type) that a statement
+/// creates, drops or alters, from its parts: `name` or `public.name`, the one schema
+/// user objects live in. Any other schema is 3F000, as PostgreSQL answers for a schema
+/// that does not exist; taking the last part alone would act on public's object.
+pub fn public_object_name(mut parts: Vec<String>) -> pgerror::PgResult<String> {
+    use pgerror::{codes, PgError};
+    match parts.len() {
+        1 => {}
+        2 if parts[0] == "public" => {}
+        2 => {
+            return Err(PgError::new(
+                codes::INVALID_SCHEMA_NAME,
+                format!("schema \"{}\" does not exist", parts[0]),
+            ))
+        }
+        3 => {
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                format!(
+                    "cross-database references are not implemented: {}",
+                    parts.join(".")
+                ),
+            ))
+        }
+        _ => {
+            return Err(PgError::new(
+                codes::SYNTAX_ERROR,
+                "improper qualified name (too many dotted names)",
+            ))
+        }
+    }
+    Ok(parts.pop().unwrap_or_default())
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ColumnDef {
     pub name: String,

@@ -6,6 +6,10 @@
 //! BY and DISTINCT hash. Filters show on the node below them, as PostgreSQL shows a scan's
 //! or an aggregate's own filter. Where each scan's rows come from in a cluster is the
 //! caller's to say (`Placement`), as lines under the scan.
+//!
+//! EXPLAIN ANALYZE prints what the executor measured of each `Rel` (`Measured`, by the
+//! node's address) on the printed node that shows it: a Filter's and a Project's rows
+//! on the scan they are printed as, the hashed side's on its Hash.
 
 use crate::catalog::TableDef;
 use crate::plan::{
@@ -13,7 +17,38 @@ use crate::plan::{
     Statement, SubqueryKind, WindowFunc,
 };
 use crate::pushdown::{PushedScan, ScanWork, StateKind};
+use std::collections::HashMap;
+use std::time::Duration;
 use types::Value;
+
+/// What EXPLAIN ANALYZE measured of one plan node, summed over the times it ran.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeActuals {
+    /// How many times the node was opened (a nested loop's inner side once per outer row).
+    pub loops: u64,
+    pub rows: u64,
+    /// Time to the first batch of rows, and in all.
+    pub startup: Duration,
+    pub total: Duration,
+}
+
+/// What EXPLAIN ANALYZE measured of a statement's run.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// By each `Rel`'s address (`rel_key`).
+    pub nodes: HashMap<usize, NodeActuals>,
+    /// Rows an UPDATE or DELETE wrote: its scan, which has no `Rel`, read those.
+    pub written: u64,
+    /// The whole statement's execution.
+    pub elapsed: Duration,
+    /// Whether per-node times print (TIMING).
+    pub timing: bool,
+}
+
+/// The key of `rel` in `Measured::nodes`: the plan is not moved while it runs and prints.
+pub fn rel_key(rel: &Rel) -> usize {
+    rel as *const Rel as usize
+}
 
 /// What a cluster adds to a scan: the lines that say which datanodes it reads (none
 /// with one datanode).
@@ -27,13 +62,27 @@ pub trait Placement {
     fn insert_lines(&self, table: &TableDef) -> Vec<String>;
 }
 
-/// The plan of an explainable statement (a query, INSERT, UPDATE or DELETE).
-pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
+/// The plan of an explainable statement (a query, INSERT, UPDATE or DELETE), with what
+/// its run measured when it ran (EXPLAIN ANALYZE).
+pub fn explain(
+    stmt: &Statement,
+    placement: &dyn Placement,
+    measured: Option<&Measured>,
+) -> Vec<String> {
     let mut b = Builder {
         placement,
         subplans: 0,
         qualify: false,
+        measured,
     };
+    // A write's own node returns no rows; its scan read the rows it wrote.
+    let whole = |rows| NodeActuals {
+        loops: 1,
+        rows,
+        startup: Duration::ZERO,
+        total: measured.map_or(Duration::ZERO, |m| m.elapsed),
+    };
+    let written = measured.map_or(0, |m| m.written);
     let root = match stmt {
         Statement::Query(q) => b.query(q),
         Statement::Insert(ins) => {
@@ -41,6 +90,7 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
             let mut node = Node::new(format!("Insert on {}", ins.table.name));
             node.props.extend(placement.insert_lines(&ins.table));
             node.children.push(b.rel(&ins.source, Vec::new()));
+            node.actual = Some(whole(0));
             node
         }
         Statement::Update(upd) => {
@@ -52,7 +102,9 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
             for (_, e) in &upd.assignments {
                 b.subplans_of(&mut scan, e);
             }
+            scan.actual = Some(whole(written));
             node.children.push(scan);
+            node.actual = Some(whole(0));
             node
         }
         Statement::Delete(del) => {
@@ -60,15 +112,21 @@ pub fn explain(stmt: &Statement, placement: &dyn Placement) -> Vec<String> {
             let mut node = Node::new(format!("Delete on {}", del.table.name));
             node.props
                 .extend(placement.write_lines(&del.table, &del.access));
-            node.children
-                .push(b.scan(&del.table, &del.access, del.filter.as_ref(), &names, None));
+            let mut scan = b.scan(&del.table, &del.access, del.filter.as_ref(), &names, None);
+            scan.actual = Some(whole(written));
+            node.children.push(scan);
+            node.actual = Some(whole(0));
             node
         }
         _ => return Vec::new(),
     };
     let mut lines = Vec::new();
-    root.render(None, &mut lines);
+    root.render(None, measured.map(|m| m.timing), &mut lines);
     lines
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 /// One node of the printed plan.
@@ -78,6 +136,8 @@ struct Node {
     children: Vec<Node>,
     /// The plans of the subqueries in its expressions, numbered as its props name them.
     subplans: Vec<(usize, Node)>,
+    /// What EXPLAIN ANALYZE measured of it; None: it never ran.
+    actual: Option<NodeActuals>,
 }
 
 impl Node {
@@ -87,20 +147,45 @@ impl Node {
             props: Vec::new(),
             children: Vec::new(),
             subplans: Vec::new(),
+            actual: None,
+        }
+    }
+
+    /// PostgreSQL's measurements after a node's title under EXPLAIN ANALYZE (`timing`:
+    /// with times), per loop.
+    fn actual_text(&self, timing: bool) -> String {
+        let Some(a) = self.actual.filter(|a| a.loops > 0) else {
+            return " (never executed)".into();
+        };
+        let per_loop = |v: f64| v / a.loops as f64;
+        let rows = per_loop(a.rows as f64).round();
+        match timing {
+            true => format!(
+                " (actual time={:.3}..{:.3} rows={rows} loops={})",
+                per_loop(millis(a.startup)),
+                per_loop(millis(a.total)),
+                a.loops
+            ),
+            false => format!(" (actual rows={rows} loops={})", a.loops),
         }
     }
 
     /// PostgreSQL's layout: a child's title follows `->  ` at its parent's property
     /// column; its own properties and children start 6 columns further; a SubPlan's label
     /// sits at the property column and its plan 2 columns further.
-    fn render(&self, arrow: Option<usize>, out: &mut Vec<String>) {
+    /// `timing`: Some under EXPLAIN ANALYZE, whether with times.
+    fn render(&self, arrow: Option<usize>, timing: Option<bool>, out: &mut Vec<String>) {
+        let title = match timing {
+            Some(timing) => format!("{}{}", self.title, self.actual_text(timing)),
+            None => self.title.clone(),
+        };
         let props_at = match arrow {
             None => {
-                out.push(self.title.clone());
+                out.push(title);
                 2
             }
             Some(a) => {
-                out.push(format!("{}->  {}", " ".repeat(a), self.title));
+                out.push(format!("{}->  {title}", " ".repeat(a)));
                 a + 6
             }
         };
@@ -109,11 +194,11 @@ impl Node {
             out.push(format!("{indent}{p}"));
         }
         for c in &self.children {
-            c.render(Some(props_at), out);
+            c.render(Some(props_at), timing, out);
         }
         for (n, plan) in &self.subplans {
             out.push(format!("{indent}SubPlan {n}"));
-            plan.render(Some(props_at + 2), out);
+            plan.render(Some(props_at + 2), timing, out);
         }
     }
 }
@@ -124,6 +209,8 @@ struct Builder<'p> {
     subplans: usize,
     /// Whether columns print with their table's name (the plan joins tables).
     qualify: bool,
+    /// What EXPLAIN ANALYZE measured.
+    measured: Option<&'p Measured>,
 }
 
 impl Builder<'_> {
@@ -158,10 +245,15 @@ impl Builder<'_> {
                 lock_rows
             };
             match (&q.root, node.children.pop()) {
-                (Rel::Limit { .. }, Some(locked)) => node.children.push(lock(locked)),
+                (Rel::Limit { .. }, Some(locked)) => {
+                    let mut lock_rows = lock(locked);
+                    lock_rows.actual = lock_rows.children[0].actual;
+                    node.children.push(lock_rows)
+                }
                 (_, child) => {
                     node.children.extend(child);
                     node = lock(node);
+                    node.actual = node.children[0].actual;
                 }
             }
         }
@@ -296,8 +388,38 @@ impl Builder<'_> {
         node
     }
 
-    /// The node of `rel`, with `filters` (of the Filter nodes above it) as its Filter.
+    /// The node of `rel`, with `filters` (of the Filter nodes above it) as its Filter;
+    /// under EXPLAIN ANALYZE, with what was measured of the topmost `Rel` it shows.
     fn rel(&mut self, rel: &Rel, filters: Vec<&Expr>) -> Node {
+        let topmost = filters.is_empty();
+        let mut node = self.rel_node(rel, filters);
+        let Some(measured) = self.measured.filter(|_| topmost) else {
+            return node;
+        };
+        node.actual = measured.nodes.get(&rel_key(rel)).copied();
+        if let (Rel::Filter { .. }, Some(out)) = (rel, node.actual) {
+            let mut unfiltered = rel;
+            while let Rel::Filter { input, .. } = unfiltered {
+                unfiltered = input;
+            }
+            let read = measured
+                .nodes
+                .get(&rel_key(unfiltered))
+                .map_or(0, |a| a.rows);
+            let removed = (read.saturating_sub(out.rows) as f64 / out.loops.max(1) as f64).round();
+            if removed > 0.0 {
+                let at = node.props.iter().position(|p| p.starts_with("Filter: "));
+                let line = format!("Rows Removed by Filter: {removed}");
+                match at {
+                    Some(i) => node.props.insert(i + 1, line),
+                    None => node.props.push(line),
+                }
+            }
+        }
+        node
+    }
+
+    fn rel_node(&mut self, rel: &Rel, filters: Vec<&Expr>) -> Node {
         let names = columns(rel, self.qualify);
         let mut node = match rel {
             Rel::Filter { input, predicate } => {
@@ -360,6 +482,7 @@ impl Builder<'_> {
                 node.children.push(match hashed {
                     true => {
                         let mut hash = Node::new("Hash".into());
+                        hash.actual = right.actual;
                         hash.children.push(right);
                         hash
                     }
@@ -428,9 +551,7 @@ impl Builder<'_> {
                 node
             }
             Rel::Union { left, right, all } => {
-                let mut append = Node::new("Append".into());
-                append.children.push(self.rel(left, Vec::new()));
-                append.children.push(self.rel(right, Vec::new()));
+                let append = appended(self.rel(left, Vec::new()), self.rel(right, Vec::new()));
                 match all {
                     true => append,
                     false => {
@@ -453,10 +574,10 @@ impl Builder<'_> {
                 };
                 let all = if *all { " All" } else { "" };
                 let mut node = Node::new(format!("HashSetOp {op}{all}"));
-                let mut append = Node::new("Append".into());
-                append.children.push(self.rel(left, Vec::new()));
-                append.children.push(self.rel(right, Vec::new()));
-                node.children.push(append);
+                node.children.push(appended(
+                    self.rel(left, Vec::new()),
+                    self.rel(right, Vec::new()),
+                ));
                 node
             }
             Rel::RecursiveUnion {
@@ -474,6 +595,23 @@ impl Builder<'_> {
         }
         node
     }
+}
+
+/// An Append of two inputs, which returns what they return (a UNION or set operation
+/// runs them one after the other: it has no `Rel` of its own to measure).
+fn appended(left: Node, right: Node) -> Node {
+    let mut append = Node::new("Append".into());
+    append.actual = left.actual.map(|l| {
+        let r = right.actual.unwrap_or_default();
+        NodeActuals {
+            loops: l.loops,
+            rows: l.rows + r.rows,
+            startup: l.startup,
+            total: l.total + r.total,
+        }
+    });
+    append.children = vec![left, right];
+    append
 }
 
 /// Whether the plan joins relations (its columns then print with their table's name).

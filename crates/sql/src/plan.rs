@@ -1218,9 +1218,18 @@ pub enum Statement {
     Extension(&'static str),
     /// DEALLOCATE [PREPARE] name | ALL (None = ALL).
     Deallocate(Option<String>),
-    /// EXPLAIN of a query, INSERT, UPDATE or DELETE (not run).
-    Explain(Box<Statement>),
+    /// EXPLAIN of a query, INSERT, UPDATE or DELETE: not run, or run and measured with
+    /// ANALYZE.
+    Explain(Box<Statement>, Option<ExplainAnalyze>),
     Empty,
+}
+
+/// EXPLAIN ANALYZE's options: whether each node's times are measured (TIMING) and
+/// whether the total execution time follows the plan (SUMMARY).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExplainAnalyze {
+    pub timing: bool,
+    pub summary: bool,
 }
 
 impl Statement {
@@ -1245,7 +1254,7 @@ impl Statement {
                 table_oid: 0,
                 column_attr: 0,
             }]),
-            Statement::Explain(_) => Cow::Owned(vec![OutputColumn {
+            Statement::Explain(..) => Cow::Owned(vec![OutputColumn {
                 name: "QUERY PLAN".into(),
                 ty: DataType::Text,
                 table_oid: 0,

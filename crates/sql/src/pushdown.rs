@@ -292,7 +292,7 @@ pub fn push_down(stmt: &mut Statement) {
         Statement::Query(q) => rewrite(&mut q.root, false),
         Statement::Insert(i) => rewrite(&mut i.source, false),
         // EXPLAIN shows the plan the statement would run.
-        Statement::Explain(explained) => push_down(explained),
+        Statement::Explain(explained, _) => push_down(explained),
         _ => {}
     }
 }

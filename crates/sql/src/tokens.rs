@@ -162,23 +162,8 @@ impl Tokens {
 
     /// A sequence name: `name` or `public.name`.
     pub(crate) fn name(&mut self) -> PgResult<String> {
-        let mut parts = self.name_parts()?;
-        match parts.len() {
-            1 => {}
-            2 if parts[0] == "public" => {}
-            2 => {
-                return Err(PgError::new(
-                    codes::INVALID_SCHEMA_NAME,
-                    format!("schema \"{}\" does not exist", parts[0]),
-                ))
-            }
-            _ => {
-                return Err(syntax_error(
-                    "improper qualified name (too many dotted names)",
-                ))
-            }
-        }
-        Ok(parts.pop().unwrap_or_default())
+        let parts = self.name_parts()?;
+        crate::catalog::public_object_name(parts)
     }
 
     pub(crate) fn number(&mut self) -> PgResult<i64> {

@@ -39,6 +39,14 @@ pub(super) fn open<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer) -> BoxN
 
 /// `open` for a consumer that reads only the columns `used` marks (the others may be NULL).
 fn open_reading<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used) -> BoxNode<'e> {
+    let node = open_operator(ex, rel, outer, used);
+    match ex.state.measured {
+        None => node,
+        Some(into) => Box::new(super::measured::Measured::new(node, rel, into)),
+    }
+}
+
+fn open_operator<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Used) -> BoxNode<'e> {
     match rel {
         Rel::Unit => Box::new(Rows::new(vec![Vec::new()], None)),
         Rel::Scan { table, access } => Box::new(Scan {

@@ -7,6 +7,7 @@
 
 mod copy_in;
 mod create_table_as;
+mod explain_analyze;
 mod extended;
 mod portals;
 mod prepare_sql;

@@ -5,11 +5,12 @@
 use super::{view, write_out, Session, FLUSH_THRESHOLD};
 use crate::copy_out::CopyWriter;
 use crate::dml::Locked;
-use crate::exec::{QueryRows, Row, StatementState};
+use crate::exec::{NodeMeasures, QueryRows, Row, StatementState};
 use crate::output;
 use crate::session_io::{self, SessionStream};
 use bytes::BytesMut;
 use datanode_client::Isolation;
+use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
 use sql::plan::Statement;
 use types::Value;
@@ -192,8 +193,11 @@ impl<S: SessionStream> Session<S> {
             }
             // Resolved to the prepared statement before it runs (`prepared_execution`).
             Statement::Execute { .. } => Err(PgError::internal("EXECUTE not resolved")),
-            Statement::Explain(explained) => Ok(Outcome {
-                rows: crate::explain::explain(&self.shared, explained)
+            Statement::Explain(explained, Some(analyze)) => {
+                self.explain_analyze(explained, *analyze, params).await
+            }
+            Statement::Explain(explained, None) => Ok(Outcome {
+                rows: crate::explain::explain(&self.shared, explained, None)
                     .into_iter()
                     .map(|line| vec![Value::Text(line)])
                     .collect(),
@@ -304,6 +308,17 @@ impl<S: SessionStream> Session<S> {
 
     /// SELECT / INSERT / UPDATE / DELETE inside the session's transaction.
     pub(super) async fn dml(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
+        self.measured_dml(stmt, params, None).await
+    }
+
+    /// `dml`, its operators measured into `measured` (EXPLAIN ANALYZE), which then
+    /// returns no rows.
+    pub(super) async fn measured_dml(
+        &mut self,
+        stmt: &Statement,
+        params: &[Value],
+        measured: Option<&Mutex<NodeMeasures>>,
+    ) -> PgResult<Outcome> {
         let snapshot = self.ensure_started().await?;
         self.check_catalog_current().await?;
         if self.tx.as_ref().is_some_and(|t| t.read_only) {
@@ -337,7 +352,8 @@ impl<S: SessionStream> Session<S> {
             .as_mut()
             .and_then(|t| t.dn_txn.as_mut())
             .expect("transaction started");
-        let state = StatementState::new(&self.limits, &shared.spill);
+        let mut state = StatementState::new(&self.limits, &shared.spill);
+        state.measured = measured;
         let mut dml = crate::dml::Dml {
             dn: &shared.datanodes,
             snapshot,
@@ -369,6 +385,15 @@ impl<S: SessionStream> Session<S> {
                     tag: format!("SELECT {}", rows.len()),
                     rows,
                 }
+            }
+            Statement::Query(q) if measured.is_some() => {
+                let reader = dml.reader(txn);
+                let mut rows = reader.rows(q);
+                let mut count = 0;
+                while let Some(batch) = rows.next_batch().await? {
+                    count += batch.len();
+                }
+                Outcome::tag(format!("SELECT {count}"))
             }
             Statement::Query(q) => match self.stream_rows.take() {
                 Some(formats) => {

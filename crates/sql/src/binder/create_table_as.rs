@@ -28,7 +28,7 @@ impl<'a> Binder<'a> {
             Some(_) => return Err(unsupported("WITH DATA AND STATISTICS")),
         };
         let names: Vec<String> = ct.columns.iter().map(|c| ident_name(&c.name)).collect();
-        let name = object_name_parts(&ct.name).pop().unwrap_or_default();
+        let name = user_object_name(&ct.name)?;
         self.table_as(
             name,
             ct.if_not_exists,

@@ -14,7 +14,7 @@ impl<'a> Binder<'a> {
         if let Some(query) = &ct.query {
             return self.create_table_as(ct, query, distribute_by);
         }
-        let name = object_name_parts(&ct.name).pop().unwrap_or_default();
+        let name = user_object_name(&ct.name)?;
         let mut columns = Vec::new();
         let mut primary_key: Option<Vec<usize>> = None;
         let mut sequences = Vec::new();
@@ -188,7 +188,7 @@ impl<'a> Binder<'a> {
     }
 
     pub(super) fn alter_table(&mut self, at: &ast::AlterTable) -> PgResult<Statement> {
-        let table = self.table_by_name(&object_name_parts(&at.name))?;
+        let table = self.altered_table(&object_name_parts(&at.name))?;
         let mut actions = Vec::with_capacity(at.operations.len());
         for op in &at.operations {
             self.alter_action(&table, op, &mut actions)?;

@@ -20,7 +20,7 @@ fn indexed_column(columns: &[ColumnDef], c: &ast::IndexColumn) -> PgResult<usize
 impl<'a> Binder<'a> {
     pub(super) fn create_index(&mut self, ci: &ast::CreateIndex) -> PgResult<Statement> {
         crate::unsupported_syntax::create_index(ci)?;
-        let table = self.table_by_name(&object_name_parts(&ci.table_name))?;
+        let table = self.altered_table(&object_name_parts(&ci.table_name))?;
         let columns = ci
             .columns
             .iter()
@@ -36,10 +36,7 @@ impl<'a> Binder<'a> {
             .collect::<PgResult<Vec<_>>>()?;
         Ok(Statement::CreateIndex(CreateIndex {
             table,
-            name: ci
-                .name
-                .as_ref()
-                .map(|n| object_name_parts(n).pop().unwrap_or_default()),
+            name: ci.name.as_ref().map(user_object_name).transpose()?,
             if_not_exists: ci.if_not_exists,
             unique: ci.unique,
             columns,
@@ -84,12 +81,9 @@ impl<'a> Binder<'a> {
 }
 
 /// DROP INDEX [IF EXISTS] name, …
-pub(super) fn drop_index(names: &[ast::ObjectName], if_exists: bool) -> Statement {
-    Statement::DropIndex {
-        names: names
-            .iter()
-            .map(|n| object_name_parts(n).pop().unwrap_or_default())
-            .collect(),
+pub(super) fn drop_index(names: &[ast::ObjectName], if_exists: bool) -> PgResult<Statement> {
+    Ok(Statement::DropIndex {
+        names: user_object_names(names)?,
         if_exists,
-    }
+    })
 }

@@ -196,6 +196,15 @@ fn ident_name(id: &ast::Ident) -> String {
     }
 }
 
+/// `public_object_name` of an object a statement creates, drops or alters.
+fn user_object_name(name: &ast::ObjectName) -> PgResult<String> {
+    crate::catalog::public_object_name(object_name_parts(name))
+}
+
+fn user_object_names(names: &[ast::ObjectName]) -> PgResult<Vec<String>> {
+    names.iter().map(user_object_name).collect()
+}
+
 fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
     name.0
         .iter()
@@ -267,27 +276,18 @@ impl<'a> Binder<'a> {
                 ..
             } => match object_type {
                 ast::ObjectType::Table => Ok(Statement::DropTable {
-                    names: names
-                        .iter()
-                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
-                        .collect(),
+                    names: user_object_names(names)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
                 ast::ObjectType::View => Ok(Statement::DropView {
-                    names: names
-                        .iter()
-                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
-                        .collect(),
+                    names: user_object_names(names)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
-                ast::ObjectType::Index => Ok(index::drop_index(names, *if_exists)),
+                ast::ObjectType::Index => index::drop_index(names, *if_exists),
                 ast::ObjectType::Type => Ok(Statement::DropType {
-                    names: names
-                        .iter()
-                        .map(|n| object_name_parts(n).pop().unwrap_or_default())
-                        .collect(),
+                    names: user_object_names(names)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
@@ -297,7 +297,7 @@ impl<'a> Binder<'a> {
                 let tables = t
                     .table_names
                     .iter()
-                    .map(|tn| self.table_by_name(&object_name_parts(&tn.name)))
+                    .map(|tn| self.altered_table(&object_name_parts(&tn.name)))
                     .collect::<PgResult<_>>()?;
                 let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
                 let tables = self.truncated_with_references(tables, cascade)?;
@@ -316,28 +316,28 @@ impl<'a> Binder<'a> {
                 name,
                 representation: Some(ast::UserDefinedTypeRepresentation::Enum { labels }),
             } => Ok(Statement::CreateEnum(crate::enum_type::create_enum(
-                object_name_parts(name).pop().unwrap_or_default(),
+                user_object_name(name)?,
                 labels,
             )?)),
             S::AlterType(ast::AlterType {
                 name,
                 operation: ast::AlterTypeOperation::AddValue(add),
             }) => Ok(Statement::AddEnumValue(crate::enum_type::add_value(
-                object_name_parts(name).pop().unwrap_or_default(),
+                user_object_name(name)?,
                 add,
             )?)),
             S::AlterType(ast::AlterType {
                 name,
                 operation: ast::AlterTypeOperation::RenameValue(rename),
             }) => Ok(Statement::RenameEnumValue(crate::enum_type::rename_value(
-                object_name_parts(name).pop().unwrap_or_default(),
+                user_object_name(name)?,
                 rename,
             )?)),
             S::AlterType(ast::AlterType {
                 name,
                 operation: ast::AlterTypeOperation::Rename(rename),
             }) => Ok(Statement::RenameType {
-                name: object_name_parts(name).pop().unwrap_or_default(),
+                name: user_object_name(name)?,
                 new_name: ident_name(&rename.new_name),
             }),
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
@@ -391,6 +391,7 @@ impl<'a> Binder<'a> {
         let is_text =
             |s: String| s.to_ascii_lowercase().trim_start_matches("format ").trim() == "text";
         let mut analyze = analyze;
+        let (mut timing, mut summary) = (None, None);
         let mut text_format = format.is_none_or(|f| is_text(f.to_string()));
         for o in options.unwrap_or_default() {
             let on = o.arg.as_ref().is_none_or(|a| {
@@ -402,13 +403,22 @@ impl<'a> Binder<'a> {
             match ident_name(&o.name).as_str() {
                 "analyze" => analyze = on,
                 "format" => text_format = o.arg.as_ref().is_some_and(|a| is_text(a.to_string())),
-                "verbose" | "costs" | "settings" | "buffers" | "wal" | "timing" | "summary" => {}
+                "timing" => timing = Some(on),
+                "summary" => summary = Some(on),
+                "verbose" | "costs" | "settings" | "buffers" | "wal" => {}
                 other => return Err(syntax(format!("unrecognized EXPLAIN option \"{other}\""))),
             }
         }
-        if analyze {
-            return Err(unsupported("EXPLAIN ANALYZE"));
+        if timing == Some(true) && !analyze {
+            return Err(PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                "EXPLAIN option TIMING requires ANALYZE",
+            ));
         }
+        let analyze = analyze.then(|| ExplainAnalyze {
+            timing: timing.unwrap_or(true),
+            summary: summary.unwrap_or(true),
+        });
         if !text_format {
             return Err(unsupported("EXPLAIN formats other than TEXT"));
         }
@@ -425,7 +435,7 @@ impl<'a> Binder<'a> {
                 if joined {
                     return Err(unsupported("EXPLAIN of UPDATE … FROM or DELETE … USING"));
                 }
-                Ok(Statement::Explain(Box::new(bound)))
+                Ok(Statement::Explain(Box::new(bound), analyze))
             }
             other => Err(syntax(format!(
                 "syntax error at or near \"{}\"",
@@ -435,6 +445,22 @@ impl<'a> Binder<'a> {
     }
 
     // ---------------------------------------------------------------- tables
+
+    /// The table a DDL statement (ALTER TABLE, TRUNCATE, CREATE INDEX … ON) changes: as
+    /// `table_by_name`, but a schema that does not exist is named (3F000), as PostgreSQL
+    /// names it for these statements.
+    fn altered_table(&self, parts: &[String]) -> PgResult<Arc<TableDef>> {
+        if let [.., schema, _] = parts {
+            const SCHEMAS: [&str; 4] = ["public", "pg_catalog", "information_schema", "pg_toast"];
+            if !SCHEMAS.contains(&schema.as_str()) {
+                return Err(PgError::new(
+                    codes::INVALID_SCHEMA_NAME,
+                    format!("schema \"{schema}\" does not exist"),
+                ));
+            }
+        }
+        self.table_by_name(parts)
+    }
 
     fn table_by_name(&self, parts: &[String]) -> PgResult<Arc<TableDef>> {
         let (schema, name) = match parts {

@@ -87,7 +87,7 @@ impl<'a> Binder<'a> {
         reads.sort_unstable();
         reads.dedup();
         Ok(Statement::CreateView(CreateView {
-            name: object_name_parts(name).pop().unwrap_or_default(),
+            name: user_object_name(name)?,
             or_replace: *or_replace,
             columns: view_columns,
             query: query.to_string(),

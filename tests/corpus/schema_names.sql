@@ -1,0 +1,32 @@
+-- objects named with a schema: public is where user objects live; another schema that
+-- does not exist is an error, never public's object of the same name
+DROP TABLE IF EXISTS cs_t;
+DROP VIEW IF EXISTS cs_v;
+DROP SEQUENCE IF EXISTS cs_s;
+CREATE TABLE public.cs_t (id int PRIMARY KEY, v text);
+INSERT INTO public.cs_t VALUES (1, 'a'), (2, 'b');
+CREATE TABLE cs_nowhere.cs_t (id int);
+CREATE TABLE cs_nowhere.cs_t2 AS SELECT 1 AS x;
+CREATE VIEW cs_nowhere.cs_v AS SELECT 1 AS x;
+CREATE VIEW public.cs_v AS SELECT id FROM cs_t;
+CREATE INDEX cs_i ON cs_nowhere.cs_t (v);
+CREATE INDEX cs_i ON public.cs_t (v);
+CREATE SEQUENCE cs_nowhere.cs_s;
+CREATE SEQUENCE public.cs_s;
+CREATE TYPE cs_nowhere.cs_mood AS ENUM ('a');
+DROP TABLE cs_nowhere.cs_t;
+DROP VIEW cs_nowhere.cs_v;
+DROP INDEX cs_nowhere.cs_i;
+DROP SEQUENCE cs_nowhere.cs_s;
+DROP TYPE cs_nowhere.cs_mood;
+ALTER TABLE cs_nowhere.cs_t ADD COLUMN w int;
+TRUNCATE cs_nowhere.cs_t;
+INSERT INTO cs_nowhere.cs_t VALUES (3);
+SELECT * FROM cs_nowhere.cs_t;
+CREATE TABLE a.b.cs_t (id int);
+SELECT * FROM public.cs_t ORDER BY id;
+SELECT * FROM public.cs_v ORDER BY id;
+DROP INDEX public.cs_i;
+DROP VIEW public.cs_v;
+DROP SEQUENCE public.cs_s;
+DROP TABLE public.cs_t;
