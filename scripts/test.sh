@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # THE test command: installs what is missing on a fresh Debian machine, builds Meridian,
-# checks formatting and lints (cargo fmt --check, cargo clippy -D warnings), runs the Rust
+# checks formatting (cargo fmt --check) and lints (cargo clippy -D warnings), runs the Rust
 # tests (cargo test --workspace --release) and the end-to-end suite
-# (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN); the Rust tests and
-# the cluster's pytest run go in the background beside pytest tests/, their output after.
+# (pytest tests/) against target/release/meridian (or $MERIDIAN_BIN); the Rust tests, the
+# cluster's pytest run and pytest tests/'s longest files go in the background beside the
+# rest of pytest tests/, their output after.
 #
 # Environment:
 #   MERIDIAN_BIN              server binary under test (default target/release/meridian)
@@ -113,10 +114,8 @@ command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 # ---------------------------------------------------------------------------------------
 status=0
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
-  step "cargo fmt --check; cargo clippy -D warnings"
+  step "cargo fmt --check"
   cargo fmt --all -- --check || { status=1; echo "cargo fmt --check FAILED (run cargo fmt --all)"; }
-  cargo clippy --workspace --all-targets --release -- -D warnings \
-    || { status=1; echo "cargo clippy FAILED"; }
 
   step "cargo build --release -p meridian"
   cargo build --release -p meridian || die "building the server failed"
@@ -127,14 +126,20 @@ case "$MERIDIAN_BIN" in /*) ;; *) MERIDIAN_BIN="$ROOT/$MERIDIAN_BIN" ;; esac
 export MERIDIAN_BIN
 echo "server under test: $MERIDIAN_BIN (targets: ${MERIDIAN_TEST_TARGETS:-meridian})"
 
-# The Rust tests and the two pytest runs go side by side: the pytest runs mostly wait on
-# servers and clients, so together they take little longer than the longest alone
-# (.ci/run's time budget). The Rust tests' build leaves target/release/meridian as it is.
+# The lints and the Rust tests, and three pytest runs, go side by side: the pytest runs
+# mostly wait on servers and clients, so together they take little longer than the
+# longest alone (.ci/run's time budget). Neither clippy nor the Rust tests' build touches
+# target/release/meridian.
 mkdir -p target
 CARGO_TEST_LOG=target/cargo-test.log
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
-  step "cargo test --workspace --release, in the background into $CARGO_TEST_LOG"
-  cargo test --workspace --release > "$CARGO_TEST_LOG" 2>&1 &
+  step "cargo clippy -D warnings, then cargo test --workspace --release, in the background into $CARGO_TEST_LOG"
+  (
+    rc=0
+    cargo clippy --workspace --all-targets --release -- -D warnings || { rc=1; echo "cargo clippy FAILED"; }
+    cargo test --workspace --release || { rc=1; echo "cargo test FAILED"; }
+    exit $rc
+  ) > "$CARGO_TEST_LOG" 2>&1 &
   CARGO_TEST_PID=$!
 fi
 
@@ -173,17 +178,40 @@ MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cache
   --timeout=900 "${CLUSTER_FILES[@]}" ${PYTEST_ARGS:-} > "$CLUSTER_LOG" 2>&1 &
 CLUSTER_PID=$!
 
-step "pytest tests/"
+# pytest tests/ runs as two processes side by side: the files below (about half of its
+# time, each mostly one long statement or workload) in the background, the rest in front.
+# Each process starts its own servers on free ports.
+LONG_FILES=(
+  tests/test_large_transactions.py tests/test_large_dml.py tests/test_spill.py
+  tests/test_sysbench.py tests/test_subqueries.py tests/test_operators.py
+  tests/test_column_use.py tests/test_tpcc.py
+)
+LONG_LOG=target/pytest-long.log
+step "pytest ${LONG_FILES[*]}, in the background into $LONG_LOG"
 # shellcheck disable=SC2086
-.venv/bin/python -m pytest tests/ -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
-  ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
+.venv/bin/python -m pytest -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
+  "${LONG_FILES[@]}" ${PYTEST_ARGS:-} > "$LONG_LOG" 2>&1 &
+LONG_PID=$!
+
+step "pytest tests/ (without the files above)"
+ignores=()
+for f in "${LONG_FILES[@]}"; do ignores+=(--ignore="$f"); done
+# shellcheck disable=SC2086
+.venv/bin/python -m pytest tests/ "${ignores[@]}" -v -p no:cacheprovider --timeout=900 \
+  --session-timeout=3300 ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
+
+step "pytest ${LONG_FILES[*]}: waiting for it; its output"
+long_status=0
+wait "$LONG_PID" || long_status=$?
+cat "$LONG_LOG"
+[ "$long_status" = 0 ] || { status=1; echo "pytest (long files) FAILED"; }
 
 if [ "${MERIDIAN_SKIP_CARGO:-}" != 1 ]; then
-  step "cargo test --workspace --release: waiting for it; its output"
+  step "cargo clippy and cargo test: waiting for them; their output"
   cargo_status=0
   wait "$CARGO_TEST_PID" || cargo_status=$?
   cat "$CARGO_TEST_LOG"
-  [ "$cargo_status" = 0 ] || { status=1; echo "cargo test FAILED"; }
+  [ "$cargo_status" = 0 ] || { status=1; echo "cargo clippy or cargo test FAILED"; }
 fi
 
 step "pytest against a cluster of processes: waiting for it; its output"
