@@ -2,14 +2,13 @@
 //! timestamp (from the GTM, or from the coordinator for a prepared transaction), the
 //! commit batch with early lock release, and ending without writes.
 
+use crate::committing::WrittenKeys;
 use crate::in_doubt;
 use crate::locks::{LockMode, TxnShared, TxnState};
 use crate::owned::loading_key;
 use crate::txn::{Increments, Txn};
 use crate::{Datanode, Inner, RelId, RowBytes, Timestamp};
-use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -139,73 +138,6 @@ pub(crate) async fn end_unapplied(
         gtm.finish(start).await?;
     }
     Ok(start)
-}
-
-type Committing = HashMap<RelId, HashMap<u64, Arc<TxnShared>>>;
-
-/// Transactions currently committing, per relation (for scans), sharded by relation.
-pub(crate) struct CommitRegistry {
-    shards: Box<[Mutex<Committing>]>,
-}
-
-impl CommitRegistry {
-    pub(crate) fn new() -> Self {
-        CommitRegistry {
-            shards: (0..16).map(|_| Mutex::new(HashMap::new())).collect(),
-        }
-    }
-    pub(crate) fn shard(&self, rel: RelId) -> &Mutex<Committing> {
-        &self.shards[(rel.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 60) as usize % self.shards.len()]
-    }
-    pub(crate) fn register(&self, rel: RelId, t: &Arc<TxnShared>) {
-        self.shard(rel)
-            .lock()
-            .entry(rel)
-            .or_default()
-            .insert(t.id, t.clone());
-    }
-    pub(crate) fn unregister(&self, rel: RelId, id: u64) {
-        let mut s = self.shard(rel).lock();
-        if let Some(m) = s.get_mut(&rel) {
-            m.remove(&id);
-            if m.is_empty() {
-                s.remove(&rel);
-            }
-        }
-    }
-    /// `horizon`, lowered below the start of every committing transaction: the storage
-    /// writer may still need the versions its snapshot saw (a late merge reads the
-    /// version below its commit timestamp, `storage::WriteOp::Merge`), and the GTM no
-    /// longer counts it once it has a commit timestamp.
-    pub(crate) fn clamp_horizon(&self, horizon: Timestamp) -> Timestamp {
-        self.shards
-            .iter()
-            .flat_map(|s| {
-                s.lock()
-                    .values()
-                    .flat_map(|m| m.values().map(|t| t.start_ts))
-                    .min()
-            })
-            .fold(horizon, Timestamp::min)
-    }
-    /// Whether a transaction other than `me` is registered on `rel`.
-    pub(crate) fn has_other(&self, rel: RelId, me: u64) -> bool {
-        self.shard(rel)
-            .lock()
-            .get(&rel)
-            .is_some_and(|m| m.keys().any(|&id| id != me))
-    }
-    pub(crate) fn blocking(&self, rel: RelId, snapshot: Timestamp, me: u64) -> Vec<Arc<TxnShared>> {
-        let s = self.shard(rel).lock();
-        match s.get(&rel) {
-            None => Vec::new(),
-            Some(m) => m
-                .values()
-                .filter(|t| t.id != me && t.blocks_snapshot(snapshot))
-                .cloned()
-                .collect(),
-        }
-    }
 }
 
 impl Datanode {
@@ -385,16 +317,9 @@ impl Inner {
         if txn.spilled.is_some() {
             return self.commit_spilled(txn, merges, source).await;
         }
-        let mut rels: Vec<RelId> = txn
-            .writes
-            .iter()
-            .filter(|(_, m)| !m.is_empty())
-            .map(|(r, _)| *r)
-            .chain(merges.keys().map(|(r, _)| *r))
-            .collect();
-        rels.sort_unstable();
-        rels.dedup();
-        let ts = self.take_commit_ts(&mut txn, &rels, source).await?;
+        let written = written_keys(&txn, &merges);
+        let rels: Vec<RelId> = written.iter().map(|(rel, _)| *rel).collect();
+        let ts = self.take_commit_ts(&mut txn, written, source).await?;
         let mut writes = Vec::with_capacity(txn.n_writes + merges.len());
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
@@ -467,7 +392,8 @@ impl Inner {
         res.map(|()| ts)
     }
 
-    /// Steps 1 and 2 of a commit: registers the transaction on `rels` (scans wait for it),
+    /// Steps 1 and 2 of a commit: registers the transaction on the relations it writes
+    /// (`written`: scans of those keys wait for it),
     /// takes its commit timestamp from `source` and marks it `Committing`: from the GTM
     /// once marked `CommittingPending`, or from its coordinator once marked `Prepared`.
     /// If no timestamp comes (the GTM fails, the prepared transaction is aborted) nothing
@@ -475,13 +401,15 @@ impl Inner {
     pub(crate) async fn take_commit_ts(
         &self,
         txn: &mut Txn,
-        rels: &[RelId],
+        written: Vec<(RelId, WrittenKeys)>,
         source: CommitTs,
     ) -> PgResult<Timestamp> {
+        let rels: Vec<RelId> = written.iter().map(|(rel, _)| *rel).collect();
+        let rels = &rels[..];
         // Before any of its versions is stored: VACUUM must not skip them from here on.
         self.single_version.remove(rels);
-        for &rel in rels {
-            self.committing.register(rel, &txn.shared);
+        for (rel, keys) in written {
+            self.committing.register(rel, &txn.shared, keys);
         }
         let start = txn.shared.start_ts;
         let checked = self.serializable_commit_check(txn, rels, &source).await;
@@ -546,4 +474,32 @@ impl Inner {
             self.committing.unregister(rel, id);
         }
     }
+}
+
+/// The relations a transaction writes, in order, each with the keys it writes there
+/// (puts and increments): what it registers in the commit registry.
+fn written_keys(txn: &Txn, merges: &Increments) -> Vec<(RelId, WrittenKeys)> {
+    let mut incremented: std::collections::BTreeMap<RelId, Vec<&Vec<u8>>> = Default::default();
+    for (rel, key) in merges.keys() {
+        incremented.entry(*rel).or_default().push(key);
+    }
+    let mut rels: Vec<RelId> = txn
+        .writes
+        .iter()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(r, _)| *r)
+        .chain(incremented.keys().copied())
+        .collect();
+    rels.sort_unstable();
+    rels.dedup();
+    rels.into_iter()
+        .map(|rel| {
+            let increments = incremented.get(&rel).map_or(&[][..], |v| &v[..]);
+            let keys = match txn.writes.get(&rel) {
+                Some(m) => WrittenKeys::of(m.keys(), increments),
+                None => WrittenKeys::of(std::iter::empty::<&Vec<u8>>(), increments),
+            };
+            (rel, keys)
+        })
+        .collect()
 }

@@ -25,6 +25,7 @@
 //! transaction whose write set spilled to storage.
 
 use crate::commit::{park_restored, PreparedTxn};
+use crate::committing::WrittenKeys;
 use crate::locks::{LockMode, TxnState};
 use crate::named::PreparedXact;
 use crate::{Datanode, Inner, Isolation, RelId, RowBytes, Timestamp, Txn};
@@ -239,7 +240,7 @@ impl Inner {
                         "prepared transactions that started at {start} and earlier hold the same row"
                     )));
                 }
-                self.committing.register(rel, &txn.shared);
+                self.committing.register(rel, &txn.shared, WrittenKeys::All);
                 txn.locks.entry(rel).or_default().insert(key.clone(), None);
                 txn.writes.entry(rel).or_default().insert(key, row);
                 txn.n_writes += 1;

@@ -32,6 +32,7 @@
 
 mod bulk;
 mod commit;
+mod committing;
 mod gc;
 mod in_doubt;
 mod increment;
@@ -49,7 +50,7 @@ mod wait;
 mod write;
 
 use bytes::Bytes;
-use commit::CommitRegistry;
+use committing::CommitRegistry;
 use gc::{KeySet, RECENT_SHARDS};
 use locks::LockTable;
 use owned::{OwnedRelations, LOADING_PREFIX};

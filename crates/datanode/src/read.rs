@@ -94,9 +94,14 @@ impl Datanode {
     ) -> PgResult<MergeIter<'a>> {
         self.wait_unowned(txn, rel).await?;
         txn.note_range_read(rel, &lo, &hi);
-        // Every transaction that registered before this point and may commit at <= snapshot
-        // is waited out; any that registers later gets a commit ts > snapshot.
-        for t in self.inner.committing.blocking(rel, snapshot, txn.shared.id) {
+        // Every transaction that registered before this point, may commit at <= snapshot
+        // and writes inside the range is waited out; any that registers later gets a
+        // commit ts > snapshot.
+        for t in self
+            .inner
+            .committing
+            .blocking(rel, &lo, &hi, snapshot, txn.shared.id)
+        {
             t.wait_finished().await;
         }
         let stored = self.inner.store.scan(rel, &lo, &hi, snapshot);

@@ -23,6 +23,7 @@
 //!   intents before the write; rolling back past a spill restores those states.
 
 use crate::commit::CommitTs;
+use crate::committing::WrittenKeys;
 use crate::locks::{FxHashMap, TxnShared};
 use crate::txn::{Increments, Txn};
 use crate::{Inner, RelId, RowBytes, Timestamp};
@@ -391,7 +392,8 @@ impl Inner {
         rels.extend(merges.keys().map(|(r, _)| *r));
         rels.sort_unstable();
         rels.dedup();
-        let ts = self.take_commit_ts(&mut txn, &rels, source).await?;
+        let written = rels.iter().map(|&rel| (rel, WrittenKeys::All)).collect();
+        let ts = self.take_commit_ts(&mut txn, written, source).await?;
         let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks)
             .into_iter()
             .collect();

@@ -146,6 +146,74 @@ async fn prepared_commit_is_visible_at_its_timestamp_and_later_readers_wait() {
     assert_eq!(e.spawn_lock(rel, "a").await.unwrap(), Some(b("2")));
 }
 
+/// A scan of `rel` over `[lo, hi]` at `snap` in a task of its own.
+fn spawn_range_scan(
+    e: &Env,
+    rel: u64,
+    lo: Bound<&str>,
+    hi: Bound<&str>,
+    snap: u64,
+) -> JoinHandle<Vec<Vec<u8>>> {
+    let dn = e.dn.clone();
+    let owned = |b: Bound<&str>| b.map(|s| s.as_bytes().to_vec());
+    let (lo, hi) = (owned(lo), owned(hi));
+    tokio::spawn(async move {
+        let t = dn.begin(snap, Isolation::ReadCommitted);
+        dn.scan(&t, rel, lo, hi, snap)
+            .await
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect()
+    })
+}
+
+/// A committing (here: prepared) transaction holds up only the scans whose key range
+/// holds a key it writes; the others read at once (the commit registry's written keys).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn prepared_transaction_holds_up_only_scans_over_its_keys() {
+    use Bound::{Excluded, Included, Unbounded};
+    let e = env();
+    let rel = e.dn.create_rel().unwrap();
+    for k in ["a", "c", "e", "g"] {
+        e.write(rel, k, Some("1")).await;
+    }
+    let mut t = e.begin().await;
+    let start = t.start_ts();
+    e.dn.lock_row(&mut t, rel, b"c").await.unwrap();
+    e.dn.put(&mut t, rel, b"c", None).unwrap();
+    e.dn.insert(&mut t, rel, b"f", b("new"), dup).await.unwrap();
+    let p = e.dn.prepare(t).await.unwrap();
+    let snap = e.now().await;
+
+    let keys = |v: &[&str]| v.iter().map(|k| k.as_bytes().to_vec()).collect::<Vec<_>>();
+    let free = [
+        (Included("a"), Excluded("c"), keys(&["a"])),
+        (Excluded("c"), Included("e"), keys(&["e"])),
+        (Included("g"), Unbounded, keys(&["g"])),
+        (Included("d"), Included("d"), keys(&[])),
+    ];
+    for (lo, hi, want) in free {
+        let scan = spawn_range_scan(&e, rel, lo, hi, snap);
+        let got = tokio::time::timeout(BLOCKED_FOR, scan).await;
+        assert_eq!(got.expect("scan waited").unwrap(), want, "{lo:?}..{hi:?}");
+    }
+    let mut over_c = spawn_range_scan(&e, rel, Included("b"), Included("c"), snap);
+    let mut over_f = spawn_range_scan(&e, rel, Excluded("e"), Unbounded, snap);
+    let mut whole = spawn_range_scan(&e, rel, Unbounded, Unbounded, snap);
+    assert!(still_blocked(&mut over_c).await);
+    assert!(still_blocked(&mut over_f).await);
+    assert!(still_blocked(&mut whole).await);
+
+    let ts = e.gtm.commit(start).await.unwrap();
+    assert!(ts > snap);
+    p.commit(ts).await.unwrap();
+    e.gtm.finish(start).await.unwrap();
+    // Committed above their snapshot: they read what was there before.
+    assert_eq!(over_c.await.unwrap(), keys(&["c"]));
+    assert_eq!(over_f.await.unwrap(), keys(&["g"]));
+    assert_eq!(whole.await.unwrap(), keys(&["a", "c", "e", "g"]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn prepared_abort_leaves_nothing_and_releases_its_locks() {
     let e = env();
