@@ -26,6 +26,11 @@ OWNED = [
 OWNERS = """SELECT c.relname, c.relkind, pg_get_userbyid(c.relowner) FROM pg_class c
             WHERE c.relname LIKE 'priv%' ORDER BY 1"""
 
+# The owner as pg_views and pg_sequences name it.
+VIEW_AND_SEQUENCE_OWNERS = """SELECT viewname, viewowner FROM pg_views WHERE viewname LIKE 'priv%'
+            UNION ALL SELECT sequencename, sequenceowner FROM pg_sequences
+            WHERE sequencename LIKE 'priv%' ORDER BY 1"""
+
 # What a role that owns none of them tries, in this order; then the owner does the same.
 NOT_OWNER = [
     "ALTER TABLE priv_t ADD COLUMN w int",
@@ -102,6 +107,7 @@ def ownership(server):
                     server.connect(user="priv_other", autocommit=True) as other:
                 seen["create"] = [attempt(owner, sql) for sql in OWNED]
                 seen["owners"] = su.execute(OWNERS).fetchall()
+                seen["view_and_sequence_owners"] = su.execute(VIEW_AND_SEQUENCE_OWNERS).fetchall()
                 seen["dt"] = psql(server, r"\dt priv*")
                 seen["other"] = [(sql, attempt(other, sql)) for sql in NOT_OWNER]
                 # A superuser is held to no ownership.
@@ -130,6 +136,8 @@ def test_owners_alone_alter_and_drop_their_relations(meridian, postgres):
     assert other["DROP TABLE priv_nosuch, priv_t"][0] == "42P01"
     assert ("priv_t", "r", "priv_owner") in got["owners"]
     assert ("priv_t_id_seq", "S", "priv_owner") in got["owners"]
+    assert ("priv_v", "priv_owner") in got["view_and_sequence_owners"]
+    assert ("priv_s", "priv_owner") in got["view_and_sequence_owners"]
     assert "priv_owner" in got["dt"]
     assert got["now_superuser"] is None
 

@@ -5,6 +5,9 @@
 DROP TABLE IF EXISTS cx_t;
 CREATE TABLE cx_t (id int PRIMARY KEY, v text);
 SELECT 's'::"char", pg_typeof('s'::"char");
+SELECT pg_typeof('x'::char(3)), pg_typeof('y'::varchar(4)), pg_typeof(1::numeric(5,2)), pg_typeof(now()::timestamp(0));
+SELECT 'bpchar'::regtype, 'varchar'::regtype, 'character'::regtype, 'int4'::regtype, 'timestamptz'::regtype, '_bpchar'::regtype;
+SELECT format_type('bpchar'::regtype, -1), format_type('bpchar'::regtype, 7), format_type('varchar'::regtype, -1);
 SELECT CASE WHEN true THEN ' '::"char" ELSE 'r'::"char" END;
 SELECT 'pg_catalog'::regnamespace::oid, 'public'::regnamespace::oid;
 SELECT 'cx_nope'::regnamespace;

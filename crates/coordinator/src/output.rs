@@ -134,8 +134,9 @@ pub fn value_text(v: &Value, ty: &DataType, session: &SessionView, out: &mut Vec
         (DataType::RegClass, Value::Oid(o)) => {
             out.extend_from_slice(relation_name(session, *o).as_bytes())
         }
+        // regtypeout prints format_type_be: 1042 is "character", never "bpchar".
         (DataType::RegType, Value::Oid(o)) => match DataType::from_oid(*o) {
-            Some(t) => out.extend_from_slice(t.format_type().as_bytes()),
+            Some(t) => out.extend_from_slice(t.format_type_be().as_bytes()),
             None => match crate::system::pseudo_type_name(*o) {
                 Some(n) => out.extend_from_slice(n.as_bytes()),
                 None => out.extend_from_slice(o.to_string().as_bytes()),

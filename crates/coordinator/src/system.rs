@@ -766,7 +766,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 vec![
                     text("public"),
                     text(&v.name),
-                    text("postgres"),
+                    text(&role_name(session, v.owner)),
                     text(&view_definition(v)),
                 ]
             })
@@ -823,7 +823,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 vec![
                     text("public"),
                     text(&s.name),
-                    text("postgres"),
+                    text(&role_name(session, s.owner)),
                     oid(s.type_oid),
                     Value::Int8(s.start),
                     Value::Int8(s.min),
