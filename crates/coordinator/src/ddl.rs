@@ -96,7 +96,7 @@ pub async fn execute(
                     None if *if_exists => notice(
                         out,
                         codes::SUCCESSFUL_COMPLETION,
-                        format!("table \"{name}\" does not exist, skipping"),
+                        sql::catalog::skipped_notice("table", name),
                     ),
                     None => {
                         return Err(PgError::new(

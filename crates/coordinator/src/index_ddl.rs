@@ -283,7 +283,7 @@ pub async fn drop_indexes(
             None if if_exists => crate::ddl::notice(
                 out,
                 codes::SUCCESSFUL_COMPLETION,
-                format!("index \"{name}\" does not exist, skipping"),
+                sql::catalog::skipped_notice("index", name),
             ),
             None => {
                 return Err(PgError::new(

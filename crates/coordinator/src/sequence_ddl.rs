@@ -112,7 +112,7 @@ pub async fn drop(
             None if if_exists => notice(
                 out,
                 codes::SUCCESSFUL_COMPLETION,
-                format!("sequence \"{name}\" does not exist, skipping"),
+                sql::catalog::skipped_notice("sequence", name),
             ),
             None => {
                 return Err(PgError::new(

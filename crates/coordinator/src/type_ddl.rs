@@ -144,7 +144,7 @@ pub async fn drop(
             None if if_exists => notice(
                 out,
                 codes::SUCCESSFUL_COMPLETION,
-                format!("type \"{name}\" does not exist, skipping"),
+                sql::catalog::skipped_notice("type", name),
             ),
             None => return Err(does_not_exist(name)),
         }

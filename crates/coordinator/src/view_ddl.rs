@@ -77,7 +77,7 @@ pub async fn drop(
             None if if_exists => notice(
                 out,
                 codes::SUCCESSFUL_COMPLETION,
-                format!("view \"{name}\" does not exist, skipping"),
+                sql::catalog::skipped_notice("view", name),
             ),
             None => {
                 return Err(PgError::new(

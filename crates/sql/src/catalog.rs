@@ -54,6 +54,25 @@ pub fn public_object_name(mut parts: Vec<String>) -> pgerror::PgResult<String> {
     Ok(parts.pop().unwrap_or_default())
 }
 
+/// `public_object_name` of an object DROP … IF EXISTS names: a name in a schema that
+/// does not exist is skipped with a notice, as PostgreSQL does, so it becomes a name no
+/// object has (identifiers never hold a NUL) that `skipped_notice` recognizes.
+pub fn dropped_object_name(parts: Vec<String>, if_exists: bool) -> pgerror::PgResult<String> {
+    match parts.as_slice() {
+        [schema, _] if if_exists && schema != "public" => Ok(format!("\0{schema}")),
+        _ => public_object_name(parts),
+    }
+}
+
+/// The notice of DROP … IF EXISTS for a `name` it does not find: `kind "name" does not
+/// exist, skipping`, or the schema's when `dropped_object_name` found none.
+pub fn skipped_notice(kind: &str, name: &str) -> String {
+    match name.strip_prefix('\0') {
+        Some(schema) => format!("schema \"{schema}\" does not exist, skipping"),
+        None => format!("{kind} \"{name}\" does not exist, skipping"),
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ColumnDef {
     pub name: String,

@@ -488,9 +488,15 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
         }
         _ => {
             let if_exists = t.keywords(&["if", "exists"]);
-            let mut names = vec![t.name()?];
+            let mut names = vec![crate::catalog::dropped_object_name(
+                t.name_parts()?,
+                if_exists,
+            )?];
             while t.punct(',') {
-                names.push(t.name()?);
+                names.push(crate::catalog::dropped_object_name(
+                    t.name_parts()?,
+                    if_exists,
+                )?);
             }
             let cascade = t.keywords(&["cascade"]);
             if !cascade {

@@ -79,11 +79,3 @@ impl<'a> Binder<'a> {
         })
     }
 }
-
-/// DROP INDEX [IF EXISTS] name, …
-pub(super) fn drop_index(names: &[ast::ObjectName], if_exists: bool) -> PgResult<Statement> {
-    Ok(Statement::DropIndex {
-        names: user_object_names(names)?,
-        if_exists,
-    })
-}

@@ -201,8 +201,12 @@ fn user_object_name(name: &ast::ObjectName) -> PgResult<String> {
     crate::catalog::public_object_name(object_name_parts(name))
 }
 
-fn user_object_names(names: &[ast::ObjectName]) -> PgResult<Vec<String>> {
-    names.iter().map(user_object_name).collect()
+/// `dropped_object_name` of each object a DROP statement names.
+fn dropped_object_names(names: &[ast::ObjectName], if_exists: bool) -> PgResult<Vec<String>> {
+    names
+        .iter()
+        .map(|n| crate::catalog::dropped_object_name(object_name_parts(n), if_exists))
+        .collect()
 }
 
 fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
@@ -276,18 +280,21 @@ impl<'a> Binder<'a> {
                 ..
             } => match object_type {
                 ast::ObjectType::Table => Ok(Statement::DropTable {
-                    names: user_object_names(names)?,
+                    names: dropped_object_names(names, *if_exists)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
                 ast::ObjectType::View => Ok(Statement::DropView {
-                    names: user_object_names(names)?,
+                    names: dropped_object_names(names, *if_exists)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
-                ast::ObjectType::Index => index::drop_index(names, *if_exists),
+                ast::ObjectType::Index => Ok(Statement::DropIndex {
+                    names: dropped_object_names(names, *if_exists)?,
+                    if_exists: *if_exists,
+                }),
                 ast::ObjectType::Type => Ok(Statement::DropType {
-                    names: user_object_names(names)?,
+                    names: dropped_object_names(names, *if_exists)?,
                     if_exists: *if_exists,
                     cascade: *cascade,
                 }),
