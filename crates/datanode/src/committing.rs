@@ -183,13 +183,13 @@ mod tests {
         let odd = k(7);
         let w = WrittenKeys::of(ks.iter(), &[&odd]);
         assert_eq!(w, WrittenKeys::Span(k(0), k(200)));
-        assert!(w.meets(&Included(k(201)), &Included(k(201))) == false);
+        assert!(!w.meets(&Included(k(201)), &Included(k(201))));
         assert!(w.meets(&Included(k(3)), &Included(k(3))));
     }
 
     #[test]
     fn increments_are_listed_with_the_writes() {
-        let ks = vec![k(5)];
+        let ks = [k(5)];
         let inc = k(9);
         let w = WrittenKeys::of(ks.iter(), &[&inc]);
         assert_eq!(w, WrittenKeys::Keys(vec![k(5), k(9)]));
