@@ -1,7 +1,9 @@
 """pg_dump and restore (issue 32, item 8): PostgreSQL 15's own pg_dump reads a Meridian
 database (its catalog queries, its read-only REPEATABLE READ transaction, LOCK TABLE,
-COPY TO, the sequences' state), and the script restores into a fresh Meridian with the
-same rows; a PostgreSQL 15 database's dump restores into Meridian as well.
+COPY TO, the sequences' state), and the script restores into a fresh Meridian and into a
+PostgreSQL 15 database with the same rows, constraints and sequences; a PostgreSQL 15
+database's dump restores into Meridian as well. `pg_dumpall --roles-only` of Meridian
+restores its roles (attributes, limits, expiry, password hashes) into both.
 
 Dumps are taken with --no-owner: restoring ownership (ALTER … OWNER TO) is not there yet.
 """
@@ -50,10 +52,18 @@ def dump(server) -> str:
     return res.stdout
 
 
+class Database:
+    """Database `name` of `server` (a ServerHandle), where a restore goes."""
+
+    def __init__(self, server, name: str):
+        self.host, self.port, self.kind, self.name = server.host, server.port, server.kind, name
+        self.dsn = server.dsn.replace("dbname=postgres", f"dbname={name}")
+
+
 def restore(server, script: str):
     res = subprocess.run(
         [pg_tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", server.host,
-         "-p", str(server.port), "-U", "postgres", "-d", "postgres"],
+         "-p", str(server.port), "-U", "postgres", "-d", getattr(server, "name", "postgres")],
         input=script, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"restore into {server.kind} failed:\n{res.stderr}"
 
@@ -98,3 +108,61 @@ def test_dump_of_postgres_restores_into_meridian(postgres_fresh, meridian_factor
     restored = meridian_factory()
     restore(restored, dump(postgres_fresh))
     check_restored(postgres_fresh, restored)
+
+
+def test_dump_of_meridian_restores_into_postgres(meridian_factory, postgres_fresh):
+    source = meridian_factory()
+    run(source, SCHEMA)
+    with psycopg.connect(postgres_fresh.dsn, autocommit=True) as c:
+        c.execute("DROP DATABASE IF EXISTS from_meridian")
+        c.execute("CREATE DATABASE from_meridian")
+    restored = Database(postgres_fresh, "from_meridian")
+    restore(restored, dump(source))
+    check_restored(source, restored)
+    with psycopg.connect(restored.dsn, autocommit=True) as c:
+        # The view and the index are PostgreSQL's own objects now.
+        assert c.execute("SELECT count(*) FROM pg_views WHERE viewname = 'pd_v'").fetchone() == (1,)
+        assert c.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'pd_t_v'").fetchone() == (
+            "CREATE INDEX pd_t_v ON public.pd_t USING btree (v)",)
+
+
+ROLES = [
+    "CREATE ROLE pd_login LOGIN PASSWORD 'pw' CONNECTION LIMIT 5 VALID UNTIL '2030-01-02 03:04:05+00'",
+    "CREATE ROLE pd_admin SUPERUSER",
+    "CREATE ROLE pd_plain",
+]
+
+AUTHID = """SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin,
+                   rolreplication, rolbypassrls, rolconnlimit, rolvaliduntil, rolpassword
+            FROM pg_authid WHERE rolname LIKE 'pd\\_%' ORDER BY 1"""
+
+
+def authid(server):
+    with psycopg.connect(server.dsn, autocommit=True) as c:
+        return c.execute(AUTHID).fetchall()
+
+
+def test_roles_dump_restores_into_meridian_and_postgres(meridian_factory, postgres_fresh):
+    source = meridian_factory()
+    run(source, ROLES)
+    res = subprocess.run(
+        [pg_tool("pg_dumpall"), "--roles-only", "-h", source.host, "-p", str(source.port),
+         "-U", "postgres"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, f"pg_dumpall --roles-only failed:\n{res.stderr}"
+    script = res.stdout
+    assert "CREATE ROLE pd_login;" in script and "SCRAM-SHA-256$4096:" in script
+    want = authid(source)
+    assert [r[0] for r in want] == ["pd_admin", "pd_login", "pd_plain"]
+    with psycopg.connect(postgres_fresh.dsn, autocommit=True) as c:
+        for r in ("pd_login", "pd_admin", "pd_plain"):
+            c.execute(f"DROP ROLE IF EXISTS {r}")
+    for target in (meridian_factory(), postgres_fresh):
+        # As with PostgreSQL's own dumps, the bootstrap superuser exists already: its
+        # CREATE ROLE fails, everything else applies.
+        res = subprocess.run(
+            [pg_tool("psql"), "-X", "-q", "-h", target.host, "-p", str(target.port),
+             "-U", "postgres", "-d", "postgres"],
+            input=script, capture_output=True, text=True, timeout=120)
+        errors = [line for line in res.stderr.splitlines() if "ERROR" in line]
+        assert len(errors) == 1 and 'role "postgres" already exists' in errors[0], res.stderr
+        assert authid(target) == want, target.kind

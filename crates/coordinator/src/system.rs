@@ -915,6 +915,8 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgSubscription
         | PgLargeobjectMetadata
         | PgSeclabels
+        | PgShseclabel
+        | PgParameterAcl
         | PgUserMapping
         // Read from the datanodes (`read`).
         | PgPreparedXacts => Vec::new(),

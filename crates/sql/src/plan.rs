@@ -528,6 +528,8 @@ pub enum SystemTable {
     PgSubscription,
     PgLargeobjectMetadata,
     PgSeclabels,
+    PgShseclabel,
+    PgParameterAcl,
     PgUserMapping,
     /// Meridian's own view: each user table's distribution (`DISTRIBUTE BY`).
     MeridianDistribution,

@@ -48,6 +48,10 @@ pub struct RoleOptions {
     pub connection_limit: Option<i32>,
     /// VALID UNTIL's literal, read as a timestamptz in the session's time zone.
     pub valid_until: Option<String>,
+    /// INHERIT, [NO]CREATEDB, [NO]CREATEROLE, [NO]REPLICATION, [NO]BYPASSRLS as given
+    /// (`IMPLIED` order; Some(true) for the granting form): nothing to store, as they
+    /// follow from SUPERUSER here; kept to refuse them given twice.
+    pub implied: [Option<bool>; 5],
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -221,9 +225,15 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
                 set(&mut o.connection_limit, limit)?
             }
             "valid" if t.keywords(&["until"]) => set(&mut o.valid_until, t.string()?)?,
-            "inherit" | "noinherit" | "createdb" | "nocreatedb" | "createrole" | "nocreaterole"
-            | "replication" | "noreplication" | "bypassrls" | "nobypassrls" | "admin" | "role"
-            | "in" | "sysid" => {
+            // What every role is here (pg_roles shows them so, and pg_dumpall writes them).
+            "inherit" | "nocreatedb" | "nocreaterole" | "noreplication" | "nobypassrls" => {
+                set(&mut o.implied[implied_slot(&word)], false)?
+            }
+            // What a superuser holds anyway (pg_roles shows them for superusers alone).
+            "createdb" | "createrole" | "replication" | "bypassrls" => {
+                set(&mut o.implied[implied_slot(&word)], true)?
+            }
+            "noinherit" | "admin" | "role" | "in" | "sysid" => {
                 return Err(PgError::unsupported(format!(
                     "role option {} (Meridian has no privileges or role membership yet)",
                     word.to_ascii_uppercase()
@@ -236,7 +246,33 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
         }
     }
     t.end()?;
+    if o.superuser != Some(true) {
+        if let Some(i) = o.implied.iter().position(|&v| v == Some(true)) {
+            return Err(PgError::unsupported(format!(
+                "role option {} without SUPERUSER (Meridian gives it to superusers alone)",
+                IMPLIED[i].to_ascii_uppercase()
+            )));
+        }
+    }
     Ok(o)
+}
+
+/// The attributes a role has here by being a superuser or not: `INHERIT` and `NOCREATEDB`
+/// (…) are accepted for any role, `CREATEDB` (…) only beside `SUPERUSER`.
+const IMPLIED: [&str; 5] = [
+    "inherit",
+    "createdb",
+    "createrole",
+    "replication",
+    "bypassrls",
+];
+
+fn implied_slot(word: &str) -> usize {
+    let base = word
+        .strip_prefix("no")
+        .filter(|w| *w != "inherit")
+        .unwrap_or(word);
+    IMPLIED.iter().position(|a| *a == base).unwrap_or(0)
 }
 
 /// Why `name` cannot be given to a new role (or a renamed one): PostgreSQL reserves
@@ -290,6 +326,7 @@ mod tests {
                 password: Some(None),
                 connection_limit: Some(3),
                 valid_until: Some("2030-01-01".into()),
+                implied: [None; 5],
             }
         );
     }
@@ -366,6 +403,16 @@ mod tests {
         assert_eq!(code("CREATE ROLE a PASSWORD"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a FROBNICATE"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a CREATEDB"), codes::FEATURE_NOT_SUPPORTED);
+        assert_eq!(
+            code("CREATE ROLE a NOINHERIT"),
+            codes::FEATURE_NOT_SUPPORTED
+        );
+        assert_eq!(code("CREATE ROLE a INHERIT INHERIT"), codes::SYNTAX_ERROR);
+        assert!(parse("CREATE ROLE a SUPERUSER CREATEDB CREATEROLE REPLICATION BYPASSRLS").is_ok());
+        assert!(parse(
+            "ALTER ROLE a WITH NOSUPERUSER INHERIT NOCREATEROLE NOCREATEDB LOGIN NOREPLICATION NOBYPASSRLS"
+        )
+        .is_ok());
         assert_eq!(
             check_new_name("pg_x").unwrap_err().code,
             codes::RESERVED_NAME
