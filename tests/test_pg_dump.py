@@ -126,6 +126,26 @@ def test_dump_of_meridian_restores_into_postgres(meridian_factory, postgres_fres
             "CREATE INDEX pd_t_v ON public.pd_t USING btree (v)",)
 
 
+def test_dump_of_chosen_tables(meridian_factory, postgres_fresh):
+    """pg_dump -t PATTERN selects tables with `relkind OPERATOR(pg_catalog.=) ANY (…)`."""
+    source = meridian_factory()
+    run(source, SCHEMA)
+    res = subprocess.run(
+        [pg_tool("pg_dump"), "--no-owner", "-t", "pd_t", "-t", "pd_v", "-h", source.host,
+         "-p", str(source.port), "-U", "postgres", "postgres"],
+        capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "CREATE TABLE public.pd_t" in res.stdout and "CREATE VIEW public.pd_v" in res.stdout
+    assert "pd_c" not in res.stdout and "pd_mood" not in res.stdout
+    with psycopg.connect(postgres_fresh.dsn, autocommit=True) as c:
+        c.execute("DROP DATABASE IF EXISTS chosen")
+        c.execute("CREATE DATABASE chosen")
+    restored = Database(postgres_fresh, "chosen")
+    restore(restored, res.stdout)
+    assert rows(restored, "pd_t") == rows(source, "pd_t")
+    assert rows(restored, "pd_v") == rows(source, "pd_v")
+
+
 ROLES = [
     "CREATE ROLE pd_login LOGIN PASSWORD 'pw' CONNECTION LIMIT 5 VALID UNTIL '2030-01-02 03:04:05+00'",
     "CREATE ROLE pd_admin SUPERUSER",

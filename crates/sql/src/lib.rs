@@ -3,6 +3,7 @@
 //! coordinator, which calls `eval` for expressions.
 
 pub mod binder;
+mod builtin_operators;
 pub mod catalog;
 pub mod copy;
 mod ctas_columns;

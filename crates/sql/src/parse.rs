@@ -185,6 +185,8 @@ fn parse_one(text: &str) -> PgResult<Parsed> {
     let sql = reordered.as_deref().unwrap_or(sql);
     let mut ctas_columns = crate::ctas_columns::take_column_names(sql);
     let sql = ctas_columns.as_ref().map_or(sql, |(rest, _)| rest.as_str());
+    let unqualified = crate::builtin_operators::unqualified_before_any(sql);
+    let sql = unqualified.as_deref().unwrap_or(sql);
     let mut stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| {
         let message = e.to_string();
         match found_token(&message) {
