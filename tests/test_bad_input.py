@@ -230,6 +230,41 @@ def test_bad_message_after_startup(target, witness, name):
     assert_healthy(target, witness)
 
 
+def test_timeout_while_blocked_writing_leaves_a_whole_message_stream(target, witness):
+    """A statement whose rows wait for a client that does not read (the server blocked
+    writing to a full socket) and that times out meanwhile ends with 57014; what the
+    client then reads is a well-formed stream: the rows sent before, the error, then
+    ReadyForQuery, with no message cut short or sent twice."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A small receive window (set before connecting, so it stays small): the server's
+    # writes block after a few hundred kilobytes.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(IO_TIMEOUT)
+    sock.connect((target.host, target.port))
+    try:
+        sock.sendall(startup_packet())
+        messages, closed = read_messages(sock, until_ready=True)
+        assert not closed and messages[-1][0] == b"Z"
+        sock.sendall(msg(b"Q", cstr("SET statement_timeout = '500ms'; "
+                                    "SELECT repeat('x', 1000) || g FROM generate_series(1, 200000) g")))
+        time.sleep(2)
+        messages, closed = read_messages(sock, until_ready=True,
+                                         deadline=time.monotonic() + 120)
+    finally:
+        sock.close()
+    assert not closed
+    kinds = [k for k, _ in messages]
+    rows = kinds.count(b"D")
+    assert kinds[-1] == b"Z"
+    assert all(len(body) == 2 + 4 + 1000 + len(str(i + 1)) for i, (k, body) in
+               enumerate(m for m in messages if m[0] == b"D")), "a data row was cut or repeated"
+    if target.kind != "postgres":
+        # (PostgreSQL acts on a cancel only once its blocked write is done.)
+        errors = [sqlstate_of(body) for k, body in messages if k == b"E"]
+        assert errors == ["57014"] and 0 < rows < 200000, (errors, rows)
+    assert_healthy(target, witness)
+
+
 def test_random_bytes_fuzz(target, witness):
     """Random mutations of a valid extended-protocol exchange, sent after start-up."""
     rng = random.Random(20240501)

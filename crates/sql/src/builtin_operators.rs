@@ -5,9 +5,8 @@
 //! parsing, padded with spaces so that error positions stay where they were. Found
 //! through sqlparser's tokenizer, so that quotes and comments are the lexer's.
 
-use crate::distribute_by::byte_offset;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use crate::distribute_by::{byte_offset, significant_tokens};
+use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The text with each `OPERATOR(pg_catalog.op) ANY|ALL|SOME` made `op ANY|ALL|SOME`;
 /// None when it has none.
@@ -16,12 +15,7 @@ pub fn unqualified_before_any(text: &str) -> Option<String> {
     if !text.contains("OPERATOR") && !text.contains("operator") {
         return None;
     }
-    let tokens: Vec<TokenWithSpan> = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize_with_location()
-        .ok()?
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
+    let tokens = significant_tokens(text)?;
     let word = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let mut out = text.to_string();
     let mut changed = false;

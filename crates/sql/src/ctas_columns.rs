@@ -3,10 +3,9 @@
 //! parser's error positions stay those of the original text), then given to the parsed
 //! statement as columns without a type (`binder/create_table_as.rs` reads them).
 
-use crate::distribute_by::{byte_offset, first_word_is_create};
+use crate::distribute_by::{byte_offset, first_word_is_create, significant_tokens};
 use sqlparser::ast;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::Token;
 
 /// The text without the column list, and the names; None unless the statement is a
 /// CREATE TABLE … AS with a list of bare names.
@@ -14,12 +13,7 @@ pub fn take_column_names(text: &str) -> Option<(String, Vec<ast::Ident>)> {
     if !first_word_is_create(text) {
         return None;
     }
-    let tokens: Vec<TokenWithSpan> = Tokenizer::new(&PostgreSqlDialect {}, text)
-        .tokenize_with_location()
-        .ok()?
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
+    let tokens = significant_tokens(text)?;
     let keyword = |i: usize, k: &str| {
         matches!(tokens.get(i).map(|t| &t.token),
             Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k))

@@ -32,13 +32,9 @@ pub fn take_distribute_by(text: &str) -> PgResult<Option<(String, DistributeBy)>
         return Ok(None);
     }
     // A text the tokenizer refuses is left to the parser, which reports the error.
-    let Ok(tokens) = Tokenizer::new(&PostgreSqlDialect {}, text).tokenize_with_location() else {
+    let Some(tokens) = significant_tokens(text) else {
         return Ok(None);
     };
-    let tokens: Vec<TokenWithSpan> = tokens
-        .into_iter()
-        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-        .collect();
     let Some(start) = clause_start(&tokens)? else {
         return Ok(None);
     };
@@ -222,6 +218,20 @@ impl<'a> Clause<'a> {
         )
         .with_position(char_position(self.text, t.span.start))
     }
+}
+
+/// The tokens of `text` without whitespace, with their positions; None if the tokenizer
+/// refuses the text (the parser then reports why). For the rewrites made before parsing.
+pub(crate) fn significant_tokens(text: &str) -> Option<Vec<TokenWithSpan>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, text)
+        .tokenize_with_location()
+        .ok()?;
+    Some(
+        tokens
+            .into_iter()
+            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+            .collect(),
+    )
 }
 
 /// The byte offset of a tokenizer location (1-based line and character column).

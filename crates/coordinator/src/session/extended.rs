@@ -389,9 +389,14 @@ impl<S: SessionStream> Session<S> {
                 output::data_row(&mut self.out, &r, &columns, &view_formats, &view)?;
                 sent += 1;
                 if self.out.len() > FLUSH_THRESHOLD {
-                    write_out(&mut self.stream, &mut self.out, self.encoding)
-                        .await
-                        .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                    write_out(
+                        &mut self.stream,
+                        &mut self.out,
+                        &mut self.unsent,
+                        self.encoding,
+                    )
+                    .await
+                    .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
                 }
             }
         }

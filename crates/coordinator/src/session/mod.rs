@@ -23,7 +23,7 @@ use crate::exec::SessionView;
 use crate::server::Shared;
 use crate::session_io::{self, SessionStream};
 use crate::settings::{Settings, StatementLimits};
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use extended::Prepared;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult, Severity};
@@ -62,7 +62,10 @@ pub struct Session<S> {
     shared: Arc<Shared>,
     stream: S,
     inbuf: BytesMut,
+    /// Messages written for the client and not yet handed to `write_out`.
     out: BytesMut,
+    /// What `write_out` encoded and has not yet written (see there).
+    unsent: BytesMut,
     state: SessionState,
     tx: Option<Transaction>,
     /// This session's prepared statements by name (the values shared, see `PREPARED_PLANS`).
@@ -95,6 +98,7 @@ impl<S: SessionStream> Session<S> {
             stream,
             inbuf,
             out: BytesMut::new(),
+            unsent: BytesMut::new(),
             state,
             tx: None,
             prepared: FxHashMap::default(),
@@ -123,7 +127,13 @@ impl<S: SessionStream> Session<S> {
 
     /// Sends what is written and gives the output buffer back to the thread.
     async fn flush(&mut self) -> std::io::Result<()> {
-        write_out(&mut self.stream, &mut self.out, self.encoding).await?;
+        write_out(
+            &mut self.stream,
+            &mut self.out,
+            &mut self.unsent,
+            self.encoding,
+        )
+        .await?;
         session_io::give_back(&mut self.out);
         Ok(())
     }
@@ -442,17 +452,37 @@ impl<S: SessionStream> Session<S> {
 
 /// Write and clear the output buffer; a large one is not kept for an idle session.
 /// Writes `out` to the client, its text messages in the client's `encoding` first.
+/// Writes the messages in `out` to the client, encoded for it. Cancel-safe: the encoded
+/// bytes wait in `unsent`, which each write advances by what it took. A statement ended
+/// by a cancel, its timeout or a lost client is dropped wherever it waits, also in the
+/// middle of a flush; the rest of that flush stays in `unsent`, and the next one sends
+/// it before anything written later (the error), so the client never sees a message
+/// cut short or sent twice.
 async fn write_out<S: AsyncWrite + Unpin>(
     stream: &mut S,
     out: &mut BytesMut,
+    unsent: &mut BytesMut,
     encoding: ClientEncoding,
 ) -> std::io::Result<()> {
     if !out.is_empty() {
         encoding.encode_messages(out);
-        stream.write_all(out).await?;
-        out.clear();
-        if out.capacity() > 1 << 20 {
-            *out = BytesMut::with_capacity(8 << 10);
+        if unsent.is_empty() {
+            std::mem::swap(unsent, out);
+        } else {
+            unsent.extend_from_slice(out);
+            out.clear();
+        }
+    }
+    while !unsent.is_empty() {
+        let n = stream.write(unsent).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        unsent.advance(n);
+    }
+    for buf in [out, unsent] {
+        if buf.capacity() > 1 << 20 {
+            *buf = BytesMut::with_capacity(8 << 10);
         }
     }
     Ok(())

@@ -142,9 +142,14 @@ impl<S: SessionStream> Session<S> {
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view)?;
             if self.out.len() > FLUSH_THRESHOLD {
-                write_out(&mut self.stream, &mut self.out, self.encoding)
-                    .await
-                    .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
+                write_out(
+                    &mut self.stream,
+                    &mut self.out,
+                    &mut self.unsent,
+                    self.encoding,
+                )
+                .await
+                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
             }
         }
         Ok(())

@@ -404,6 +404,7 @@ impl<S: SessionStream> Session<S> {
                         &mut rows,
                         &mut self.stream,
                         &mut self.out,
+                        &mut self.unsent,
                         encoding,
                         |r, out| output::data_row(out, r, &q.columns, &formats, &view),
                     )
@@ -438,6 +439,7 @@ impl<S: SessionStream> Session<S> {
                     &mut rows,
                     &mut self.stream,
                     &mut self.out,
+                    &mut self.unsent,
                     encoding,
                     |r, out| {
                         data.clear();
@@ -492,6 +494,7 @@ async fn stream<W: tokio::io::AsyncWrite + Unpin>(
     rows: &mut QueryRows<'_>,
     client: &mut W,
     out: &mut BytesMut,
+    unsent: &mut BytesMut,
     encoding: wire::ClientEncoding,
     mut write: impl FnMut(&Row, &mut BytesMut) -> PgResult<()>,
 ) -> PgResult<u64> {
@@ -502,7 +505,7 @@ async fn stream<W: tokio::io::AsyncWrite + Unpin>(
         }
         count += batch.len() as u64;
         if out.len() > FLUSH_THRESHOLD {
-            write_out(client, out, encoding)
+            write_out(client, out, unsent, encoding)
                 .await
                 .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
         }
