@@ -60,10 +60,10 @@ class Database:
         self.dsn = server.dsn.replace("dbname=postgres", f"dbname={name}")
 
 
-def restore(server, script: str):
+def restore(server, script: str, dbname: str = "postgres"):
     res = subprocess.run(
         [pg_tool("psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", server.host,
-         "-p", str(server.port), "-U", "postgres", "-d", getattr(server, "name", "postgres")],
+         "-p", str(server.port), "-U", "postgres", "-d", dbname],
         input=script, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"restore into {server.kind} failed:\n{res.stderr}"
 
@@ -117,7 +117,7 @@ def test_dump_of_meridian_restores_into_postgres(meridian_factory, postgres_fres
         c.execute("DROP DATABASE IF EXISTS from_meridian")
         c.execute("CREATE DATABASE from_meridian")
     restored = Database(postgres_fresh, "from_meridian")
-    restore(restored, dump(source))
+    restore(restored, dump(source), restored.name)
     check_restored(source, restored)
     with psycopg.connect(restored.dsn, autocommit=True) as c:
         # The view and the index are PostgreSQL's own objects now.
@@ -141,7 +141,7 @@ def test_dump_of_chosen_tables(meridian_factory, postgres_fresh):
         c.execute("DROP DATABASE IF EXISTS chosen")
         c.execute("CREATE DATABASE chosen")
     restored = Database(postgres_fresh, "chosen")
-    restore(restored, res.stdout)
+    restore(restored, res.stdout, restored.name)
     assert rows(restored, "pd_t") == rows(source, "pd_t")
     assert rows(restored, "pd_v") == rows(source, "pd_v")
 

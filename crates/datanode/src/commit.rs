@@ -317,9 +317,9 @@ impl Inner {
         if txn.spilled.is_some() {
             return self.commit_spilled(txn, merges, source).await;
         }
-        let written = written_keys(&txn, &merges);
-        let rels: Vec<RelId> = written.iter().map(|(rel, _)| *rel).collect();
-        let ts = self.take_commit_ts(&mut txn, written, source).await?;
+        let (rels, keys): (Vec<RelId>, Vec<WrittenKeys>) =
+            written_keys(&txn, &merges).into_iter().unzip();
+        let ts = self.take_commit_ts(&mut txn, &rels, keys, source).await?;
         let mut writes = Vec::with_capacity(txn.n_writes + merges.len());
         for (rel, m) in std::mem::take(&mut txn.writes) {
             for (key, row) in m {
@@ -392,8 +392,8 @@ impl Inner {
         res.map(|()| ts)
     }
 
-    /// Steps 1 and 2 of a commit: registers the transaction on the relations it writes
-    /// (`written`: scans of those keys wait for it),
+    /// Steps 1 and 2 of a commit: registers the transaction on `rels`, each with the keys
+    /// it writes there (`keys`, in the same order: scans of those keys wait for it),
     /// takes its commit timestamp from `source` and marks it `Committing`: from the GTM
     /// once marked `CommittingPending`, or from its coordinator once marked `Prepared`.
     /// If no timestamp comes (the GTM fails, the prepared transaction is aborted) nothing
@@ -401,14 +401,13 @@ impl Inner {
     pub(crate) async fn take_commit_ts(
         &self,
         txn: &mut Txn,
-        written: Vec<(RelId, WrittenKeys)>,
+        rels: &[RelId],
+        keys: impl IntoIterator<Item = WrittenKeys>,
         source: CommitTs,
     ) -> PgResult<Timestamp> {
-        let rels: Vec<RelId> = written.iter().map(|(rel, _)| *rel).collect();
-        let rels = &rels[..];
         // Before any of its versions is stored: VACUUM must not skip them from here on.
         self.single_version.remove(rels);
-        for (rel, keys) in written {
+        for (&rel, keys) in rels.iter().zip(keys) {
             self.committing.register(rel, &txn.shared, keys);
         }
         let start = txn.shared.start_ts;

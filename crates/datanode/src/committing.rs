@@ -30,7 +30,7 @@ impl WrittenKeys {
 
     /// From the sorted keys of a write set and the sorted keys of its increments.
     pub(crate) fn of<'a>(
-        writes: impl ExactSizeIterator<Item = &'a Vec<u8>> + DoubleEndedIterator,
+        mut writes: impl ExactSizeIterator<Item = &'a Vec<u8>> + DoubleEndedIterator,
         increments: &[&'a Vec<u8>],
     ) -> Self {
         if writes.len() + increments.len() <= Self::LISTED {
@@ -40,7 +40,6 @@ impl WrittenKeys {
             keys.dedup();
             return WrittenKeys::Keys(keys);
         }
-        let mut writes = writes;
         let firsts = [writes.next(), increments.first().copied()];
         let lasts = [writes.next_back(), increments.last().copied()];
         match (

@@ -392,8 +392,8 @@ impl Inner {
         rels.extend(merges.keys().map(|(r, _)| *r));
         rels.sort_unstable();
         rels.dedup();
-        let written = rels.iter().map(|&rel| (rel, WrittenKeys::All)).collect();
-        let ts = self.take_commit_ts(&mut txn, written, source).await?;
+        let all = std::iter::repeat(WrittenKeys::All);
+        let ts = self.take_commit_ts(&mut txn, &rels, all, source).await?;
         let increment_locks: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut txn.increment_locks)
             .into_iter()
             .collect();

@@ -5,8 +5,8 @@
 //! parsing, padded with spaces so that error positions stay where they were. Found
 //! through sqlparser's tokenizer, so that quotes and comments are the lexer's.
 
-use crate::distribute_by::{byte_offset, significant_tokens};
-use sqlparser::tokenizer::{Token, TokenWithSpan};
+use crate::distribute_by::{byte_offset, is_keyword, significant_tokens};
+use sqlparser::tokenizer::Token;
 
 /// The text with each `OPERATOR(pg_catalog.op) ANY|ALL|SOME` made `op ANY|ALL|SOME`;
 /// None when it has none.
@@ -16,25 +16,24 @@ pub fn unqualified_before_any(text: &str) -> Option<String> {
         return None;
     }
     let tokens = significant_tokens(text)?;
-    let word = |t: &TokenWithSpan, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let mut out = text.to_string();
     let mut changed = false;
     // Replaced from the end, so that earlier byte offsets stay valid.
     for i in (0..tokens.len()).rev() {
-        let qualified = match tokens.get(i..i + 7) {
-            Some([op_kw, open, schema, dot, _, close, next])
-                if word(op_kw, "operator")
-                    && open.token == Token::LParen
-                    && word(schema, "pg_catalog")
-                    && dot.token == Token::Period
-                    && close.token == Token::RParen
-                    && ["any", "all", "some"].iter().any(|w| word(next, w)) =>
-            {
-                (op_kw, dot, close)
-            }
-            _ => continue,
+        let Some([op_kw, open, schema, dot, _, close, next]) = tokens.get(i..i + 7) else {
+            continue;
         };
-        let (op_kw, dot, close) = qualified;
+        let qualified = is_keyword(Some(op_kw), "operator")
+            && open.token == Token::LParen
+            && is_keyword(Some(schema), "pg_catalog")
+            && dot.token == Token::Period
+            && close.token == Token::RParen
+            && ["any", "all", "some"]
+                .iter()
+                .any(|w| is_keyword(Some(next), w));
+        if !qualified {
+            continue;
+        }
         let from = byte_offset(text, op_kw.span.start);
         let op_from = byte_offset(text, dot.span.end);
         let op_to = byte_offset(text, close.span.start);

@@ -3,7 +3,7 @@
 //! parser's error positions stay those of the original text), then given to the parsed
 //! statement as columns without a type (`binder/create_table_as.rs` reads them).
 
-use crate::distribute_by::{byte_offset, first_word_is_create, significant_tokens};
+use crate::distribute_by::{byte_offset, first_word_is_create, is_keyword, significant_tokens};
 use sqlparser::ast;
 use sqlparser::tokenizer::Token;
 
@@ -14,10 +14,7 @@ pub fn take_column_names(text: &str) -> Option<(String, Vec<ast::Ident>)> {
         return None;
     }
     let tokens = significant_tokens(text)?;
-    let keyword = |i: usize, k: &str| {
-        matches!(tokens.get(i).map(|t| &t.token),
-            Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k))
-    };
+    let keyword = |i: usize, k: &str| is_keyword(tokens.get(i), k);
     let word = |i: usize| match tokens.get(i).map(|t| &t.token) {
         Some(Token::Word(w)) => Some(w),
         _ => None,

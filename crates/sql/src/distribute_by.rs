@@ -81,7 +81,8 @@ pub(crate) fn first_word_is_create(text: &str) -> bool {
     }
 }
 
-fn is_keyword(t: Option<&TokenWithSpan>, keyword: &str) -> bool {
+/// Whether `t` is the unquoted word `keyword` (any case).
+pub(crate) fn is_keyword(t: Option<&TokenWithSpan>, keyword: &str) -> bool {
     matches!(t, Some(TokenWithSpan { token: Token::Word(w), .. })
         if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(keyword))
 }

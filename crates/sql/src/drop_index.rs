@@ -2,8 +2,6 @@
 //! the text before parsing (every DROP INDEX here takes effect at once, as DDL does),
 //! found through sqlparser's tokenizer so that quotes and comments are the lexer's.
 
-use sqlparser::tokenizer::Token;
-
 /// The text of a `DROP INDEX CONCURRENTLY …` without CONCURRENTLY; None for any other.
 pub fn without_concurrently(text: &str) -> Option<String> {
     let head = text.trim_start();
@@ -15,7 +13,7 @@ pub fn without_concurrently(text: &str) -> Option<String> {
     }
     let tokens = crate::distribute_by::significant_tokens(text)?;
     let mut words = tokens.iter();
-    let is = |t: Option<&sqlparser::tokenizer::TokenWithSpan>, word: &str| matches!(t.map(|t| &t.token), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let is = crate::distribute_by::is_keyword;
     if !(is(words.next(), "drop") && is(words.next(), "index")) {
         return None;
     }

@@ -48,10 +48,6 @@ pub struct RoleOptions {
     pub connection_limit: Option<i32>,
     /// VALID UNTIL's literal, read as a timestamptz in the session's time zone.
     pub valid_until: Option<String>,
-    /// INHERIT, [NO]CREATEDB, [NO]CREATEROLE, [NO]REPLICATION, [NO]BYPASSRLS as given
-    /// (`IMPLIED` order; Some(true) for the granting form): nothing to store, as they
-    /// follow from SUPERUSER here; kept to refuse them given twice.
-    pub implied: [Option<bool>; 5],
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -188,6 +184,9 @@ fn set<T>(slot: &mut Option<T>, value: T) -> PgResult<()> {
 /// `[WITH] option …` to the end of the statement.
 fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
     let mut o = RoleOptions::default();
+    // INHERIT, [NO]CREATEDB, … as given (`IMPLIED` order; Some(true): the granting
+    // form): nothing is stored, as they follow from SUPERUSER here.
+    let mut implied = [None; IMPLIED.len()];
     t.keywords(&["with"]);
     while let Some(word) = t.word() {
         match word.as_str() {
@@ -227,11 +226,11 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
             "valid" if t.keywords(&["until"]) => set(&mut o.valid_until, t.string()?)?,
             // What every role is here (pg_roles shows them so, and pg_dumpall writes them).
             "inherit" | "nocreatedb" | "nocreaterole" | "noreplication" | "nobypassrls" => {
-                set(&mut o.implied[implied_slot(&word)], false)?
+                set(&mut implied[implied_slot(&word)], false)?
             }
             // What a superuser holds anyway (pg_roles shows them for superusers alone).
             "createdb" | "createrole" | "replication" | "bypassrls" => {
-                set(&mut o.implied[implied_slot(&word)], true)?
+                set(&mut implied[implied_slot(&word)], true)?
             }
             "noinherit" | "admin" | "role" | "in" | "sysid" => {
                 return Err(PgError::unsupported(format!(
@@ -247,7 +246,7 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
     }
     t.end()?;
     if o.superuser != Some(true) {
-        if let Some(i) = o.implied.iter().position(|&v| v == Some(true)) {
+        if let Some(i) = implied.iter().position(|&v| v == Some(true)) {
             return Err(PgError::unsupported(format!(
                 "role option {} without SUPERUSER (Meridian gives it to superusers alone)",
                 IMPLIED[i].to_ascii_uppercase()
@@ -267,11 +266,9 @@ const IMPLIED: [&str; 5] = [
     "bypassrls",
 ];
 
+/// The index in `IMPLIED` of `word`, one of them with or without NO.
 fn implied_slot(word: &str) -> usize {
-    let base = word
-        .strip_prefix("no")
-        .filter(|w| *w != "inherit")
-        .unwrap_or(word);
+    let base = word.strip_prefix("no").unwrap_or(word);
     IMPLIED.iter().position(|a| *a == base).unwrap_or(0)
 }
 
@@ -326,7 +323,6 @@ mod tests {
                 password: Some(None),
                 connection_limit: Some(3),
                 valid_until: Some("2030-01-01".into()),
-                implied: [None; 5],
             }
         );
     }

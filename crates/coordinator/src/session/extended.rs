@@ -4,7 +4,7 @@
 use super::portals::Portal;
 use super::statement::Outcome;
 use super::transaction::{in_failed_transaction, is_catalog_moved, REBIND_ATTEMPTS};
-use super::{view, write_out, Session, FLUSH_THRESHOLD, PLAN_CACHE_SIZE};
+use super::{view, write_out_if_full, Session, PLAN_CACHE_SIZE};
 use crate::output;
 use crate::plan_cache::PlanCache;
 use crate::session_io::SessionStream;
@@ -388,16 +388,13 @@ impl<S: SessionStream> Session<S> {
                 let Some(r) = rows.pop_front() else { break };
                 output::data_row(&mut self.out, &r, &columns, &view_formats, &view)?;
                 sent += 1;
-                if self.out.len() > FLUSH_THRESHOLD {
-                    write_out(
-                        &mut self.stream,
-                        &mut self.out,
-                        &mut self.unsent,
-                        self.encoding,
-                    )
-                    .await
-                    .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-                }
+                write_out_if_full(
+                    &mut self.stream,
+                    &mut self.out,
+                    &mut self.unsent,
+                    self.encoding,
+                )
+                .await?;
             }
         }
         if rows.is_empty() {

@@ -450,9 +450,8 @@ impl<S: SessionStream> Session<S> {
     }
 }
 
-/// Write and clear the output buffer; a large one is not kept for an idle session.
-/// Writes `out` to the client, its text messages in the client's `encoding` first.
-/// Writes the messages in `out` to the client, encoded for it. Cancel-safe: the encoded
+/// Writes the messages in `out` to the client, encoded for it (a large buffer is not
+/// kept for an idle session). Cancel-safe: the encoded
 /// bytes wait in `unsent`, which each write advances by what it took. A statement ended
 /// by a cancel, its timeout or a lost client is dropped wherever it waits, also in the
 /// middle of a flush; the rest of that flush stays in `unsent`, and the next one sends
@@ -484,6 +483,22 @@ async fn write_out<S: AsyncWrite + Unpin>(
         if buf.capacity() > 1 << 20 {
             *buf = BytesMut::with_capacity(8 << 10);
         }
+    }
+    Ok(())
+}
+
+/// `write_out` once rows streaming to the client fill `out` past `FLUSH_THRESHOLD`; a
+/// failed write is the connection lost.
+async fn write_out_if_full<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    out: &mut BytesMut,
+    unsent: &mut BytesMut,
+    encoding: ClientEncoding,
+) -> PgResult<()> {
+    if out.len() > FLUSH_THRESHOLD {
+        write_out(stream, out, unsent, encoding)
+            .await
+            .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
     }
     Ok(())
 }

@@ -3,12 +3,12 @@
 
 use super::query_cache::SimpleStep;
 use super::transaction::{in_failed_transaction, is_catalog_moved, REBIND_ATTEMPTS};
-use super::{view, write_out, Session, FLUSH_THRESHOLD};
+use super::{view, write_out_if_full, Session, FLUSH_THRESHOLD};
 use crate::exec::Row;
 use crate::output;
 use crate::session_io::SessionStream;
 use crate::statement_stats::tag_rows;
-use pgerror::{codes, PgError, PgResult};
+use pgerror::PgResult;
 use sql::parse::{split_statements, ParsedStatement};
 use sql::plan::{OutputColumn, Statement};
 use sql::statement_shape::statement_shape;
@@ -141,16 +141,13 @@ impl<S: SessionStream> Session<S> {
         );
         for r in rows {
             output::data_row(&mut self.out, r, columns, formats, &view)?;
-            if self.out.len() > FLUSH_THRESHOLD {
-                write_out(
-                    &mut self.stream,
-                    &mut self.out,
-                    &mut self.unsent,
-                    self.encoding,
-                )
-                .await
-                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-            }
+            write_out_if_full(
+                &mut self.stream,
+                &mut self.out,
+                &mut self.unsent,
+                self.encoding,
+            )
+            .await?;
         }
         Ok(())
     }

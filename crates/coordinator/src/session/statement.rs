@@ -2,7 +2,7 @@
 //! it; queries and DML run in the session's transaction, their rows streamed to the
 //! client or collected.
 
-use super::{view, write_out, Session, FLUSH_THRESHOLD};
+use super::{view, write_out_if_full, Session};
 use crate::copy_out::CopyWriter;
 use crate::dml::Locked;
 use crate::exec::{NodeMeasures, QueryRows, Row, StatementState};
@@ -504,11 +504,7 @@ async fn stream<W: tokio::io::AsyncWrite + Unpin>(
             write(r, out)?;
         }
         count += batch.len() as u64;
-        if out.len() > FLUSH_THRESHOLD {
-            write_out(client, out, unsent, encoding)
-                .await
-                .map_err(|e| PgError::new(codes::CONNECTION_FAILURE, e.to_string()))?;
-        }
+        write_out_if_full(client, out, unsent, encoding).await?;
     }
     Ok(count)
 }
