@@ -221,8 +221,7 @@ def role_settings(server):
         for r in ("act_timed", "act_other"):
             su.execute(f"DROP ROLE IF EXISTS {r}")
             su.execute(f"CREATE ROLE {r} LOGIN")
-        if server.kind == "postgres":  # Meridian has no table privileges yet
-            su.execute("GRANT ALL ON act_role_t TO act_timed")
+        su.execute("GRANT ALL ON act_role_t TO act_timed")
         try:
             earlier = server.connect(user="act_timed", autocommit=True)
 
@@ -267,6 +266,7 @@ def role_settings(server):
             with server.connect(user="act_timed", autocommit=True) as fresh:
                 seen["fresh"] = fresh.execute("SHOW statement_timeout").fetchone()
         finally:
+            su.execute("REVOKE ALL ON act_role_t FROM act_timed")
             for r in ("act_timed", "act_other"):
                 if server.kind == "postgres":
                     su.execute(f"DROP OWNED BY {r}")

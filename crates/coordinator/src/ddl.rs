@@ -27,7 +27,16 @@ use wire::backend::{self, NoticeSeverity};
 const OIDS_PER_TABLE: u32 = 3;
 
 pub(crate) fn notice(out: &mut BytesMut, code: &'static str, message: String) {
-    backend::notice_response_with(out, NoticeSeverity::Notice, &PgError::new(code, message));
+    notice_with(out, NoticeSeverity::Notice, code, message);
+}
+
+pub(crate) fn notice_with(
+    out: &mut BytesMut,
+    severity: NoticeSeverity,
+    code: &'static str,
+    message: String,
+) {
+    backend::notice_response_with(out, severity, &PgError::new(code, message));
 }
 
 /// The statement's transaction and snapshot, for DDL that reads or writes rows.
@@ -227,6 +236,9 @@ pub async fn execute(
             crate::view_ddl::rename(shared, log, name, new_name, *if_exists, out).await?;
             Ok("ALTER VIEW".into())
         }
+        Statement::Grant(g) => Ok(crate::grant_ddl::execute(shared, log, g, who, out)
+            .await?
+            .into()),
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
     }
 }
@@ -267,6 +279,7 @@ async fn create_table(
         fillfactor: ct.fillfactor,
         distribution: ct.distribution,
         indexes: Vec::new(),
+        acl: None,
         checks: (ct.checks.iter().zip(oid + OIDS_PER_TABLE..))
             .map(|(c, oid)| CheckDef { oid, ..c.clone() })
             .collect(),

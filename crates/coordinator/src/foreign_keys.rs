@@ -330,7 +330,9 @@ impl Dml<'_> {
         if update {
             types.extend(types.clone());
         }
-        Ok(sql::binder::bind(&parsed, self.view.catalog, &types)?.0)
+        Ok(sql::binder::bind(&parsed, self.view.catalog, &types)?
+            .0
+            .statement)
     }
 }
 
@@ -380,7 +382,10 @@ pub(crate) async fn check_existing_rows(
         joined.join(" AND "),
     );
     let parsed = sql::parse::parse_statement(&text)?;
-    let Statement::Query(q) = sql::binder::bind(&parsed, ex.session.catalog, &[])?.0 else {
+    let Statement::Query(q) = sql::binder::bind(&parsed, ex.session.catalog, &[])?
+        .0
+        .statement
+    else {
         return Err(PgError::internal("a foreign key's check query"));
     };
     if let Some(row) = ex.query(&q).await?.into_iter().next() {

@@ -24,7 +24,12 @@ impl Who {
     /// and has no privileges (PostgreSQL fails its statements later, at the first
     /// catalog lookup of its OID).
     pub fn of(shared: &Shared, user: &str) -> Who {
-        role_ddl::find(shared, user).map_or(
+        Who::of_role(role_ddl::find(shared, user).as_deref())
+    }
+
+    /// `role`, found by name (None: dropped).
+    pub fn of_role(role: Option<&sql::role::RoleDef>) -> Who {
+        role.map_or(
             Who {
                 oid: 0,
                 superuser: false,
@@ -77,18 +82,6 @@ pub fn check_statement(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult
         Statement::DropTable { names, .. } => who.check_each("table", names, |name| {
             catalog.table(None, name).map(|t| (t.owner, t.name.clone()))
         })?,
-        Statement::Truncate { tables } => {
-            // PostgreSQL asks for the TRUNCATE privilege, which only the owner holds
-            // until table privileges can be granted.
-            for t in tables {
-                if who.oid != t.owner {
-                    return Err(PgError::new(
-                        codes::INSUFFICIENT_PRIVILEGE,
-                        format!("permission denied for table {}", t.name),
-                    ));
-                }
-            }
-        }
         Statement::CreateIndex(ci) => who.check_owner(ci.table.owner, "table", &ci.table.name)?,
         Statement::DropIndex { names, .. } => who.check_each("index", names, |name| {
             crate::index_ddl::table_of_index(shared, name).map(|t| (t.owner, name.to_string()))

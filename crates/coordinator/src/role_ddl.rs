@@ -316,7 +316,39 @@ async fn drop_roles(
                 format!("cannot drop role {name} because it is required by the database system"),
             ));
         }
+        let dependents = dependents(shared, role.oid);
+        if !dependents.is_empty() {
+            return Err(PgError::new(
+                codes::DEPENDENT_OBJECTS_STILL_EXIST,
+                format!("role \"{name}\" cannot be dropped because some objects depend on it"),
+            )
+            .with_detail(dependents.join("\n")));
+        }
         log.remove_role(shared, role.oid).await?;
     }
     Ok(())
+}
+
+/// What keeps role `oid` from being dropped, as PostgreSQL's DETAIL lists it: the
+/// relations it owns and those whose ACLs name it, in the order they were created.
+fn dependents(shared: &Shared, oid: u32) -> Vec<String> {
+    use sql::acl::Relation;
+    let catalog = &shared.catalog;
+    let mut relations: Vec<Relation> = catalog.tables().into_iter().map(Relation::Table).collect();
+    relations.extend(catalog.sequences().into_iter().map(Relation::Sequence));
+    relations.extend(catalog.views().into_iter().map(Relation::View));
+    relations.sort_by_key(Relation::oid);
+    relations
+        .iter()
+        .filter_map(|r| {
+            let what = if r.owner() == oid {
+                "owner of"
+            } else if (r.acl().iter().flatten()).any(|i| i.grantee == oid || i.grantor == oid) {
+                "privileges for"
+            } else {
+                return None;
+            };
+            Some(format!("{what} {} {}", r.kind().name(), r.name()))
+        })
+        .collect()
 }

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use meta::{MetaClient, Reserve};
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
+use sql::acl;
 use sql::catalog::Catalog;
 use sql::functions::ScalarFunc;
 use sql::sequence::SequenceDef;
@@ -30,6 +31,7 @@ use types::Value;
 
 use crate::catalog::LiveCatalog;
 use crate::exec::SessionView;
+use crate::privileges::check_sequence;
 
 /// Values reserved at least at a time (PostgreSQL logs 32 values ahead, and skips as
 /// many after a crash).
@@ -339,6 +341,7 @@ pub fn call(session: &SessionView, func: ScalarFunc, args: &[Value]) -> PgResult
     Ok(match func {
         ScalarFunc::Nextval => {
             let def = sequence(session, oid())?;
+            check_sequence(session, &def, acl::USAGE | acl::UPDATE)?;
             let v = session.sequences.nextval(&def)?;
             state.current.insert(def.oid, v);
             state.last = Some(def.oid);
@@ -346,6 +349,7 @@ pub fn call(session: &SessionView, func: ScalarFunc, args: &[Value]) -> PgResult
         }
         ScalarFunc::Currval => {
             let def = sequence(session, oid())?;
+            check_sequence(session, &def, acl::SELECT | acl::USAGE)?;
             match state.current.get(&def.oid) {
                 Some(v) => Value::Int8(*v),
                 None => {
@@ -358,6 +362,7 @@ pub fn call(session: &SessionView, func: ScalarFunc, args: &[Value]) -> PgResult
         }
         ScalarFunc::Setval => {
             let def = sequence(session, oid())?;
+            check_sequence(session, &def, acl::UPDATE)?;
             let value = args.get(1).and_then(Value::as_i64).unwrap_or(0);
             let called = args.get(2).and_then(Value::as_bool).unwrap_or(true);
             session.sequences.setval(&def, value, called)?;
@@ -368,12 +373,14 @@ pub fn call(session: &SessionView, func: ScalarFunc, args: &[Value]) -> PgResult
             Value::Int8(value)
         }
         ScalarFunc::Lastval => {
-            let value = state
-                .last
-                .filter(|oid| session.catalog.sequence_by_oid(*oid).is_some())
-                .and_then(|oid| state.current.get(&oid));
-            match value {
-                Some(v) => Value::Int8(*v),
+            let last = (state.last)
+                .and_then(|oid| session.catalog.sequence_by_oid(oid))
+                .and_then(|def| state.current.get(&def.oid).map(|v| (def, *v)));
+            match last {
+                Some((def, v)) => {
+                    check_sequence(session, &def, acl::SELECT | acl::USAGE)?;
+                    Value::Int8(v)
+                }
                 None => return Err(not_yet_defined("lastval".into())),
             }
         }

@@ -451,6 +451,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             for t in &tables {
                 let indexes = indexes_of(t);
                 out.push(owned_by(
+                    session,
                     pg_class_row(
                         t.oid,
                         &t.name,
@@ -461,6 +462,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                         t.fillfactor,
                     ),
                     t.owner,
+                    &t.acl,
                 ));
                 if let (Some(row), Some(relchecks)) = (out.last_mut(), column_of(PgClass, "relchecks")) {
                     row[relchecks] = Value::Int2(t.checks.len() as i16);
@@ -474,17 +476,17 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 for ix in &indexes {
                     let n = ix.columns.len();
                     let row = pg_class_row(ix.oid, ix.name, 'i', n, false, BTREE_AM_OID, None);
-                    out.push(owned_by(row, t.owner));
+                    out.push(owned_by(session, row, t.owner, &None));
                 }
             }
             for s in session.catalog.sequences() {
                 // A sequence's three columns: last_value, log_cnt, is_called.
                 let row = pg_class_row(s.oid, &s.name, 'S', 3, false, 0, None);
-                out.push(owned_by(row, s.owner));
+                out.push(owned_by(session, row, s.owner, &s.acl));
             }
             for v in session.catalog.views() {
                 let row = pg_class_row(v.oid, &v.name, 'v', v.columns.len(), false, 0, None);
-                out.push(owned_by(row, v.owner));
+                out.push(owned_by(session, row, v.owner, &v.acl));
             }
             out
         }
@@ -943,16 +945,6 @@ fn role_name(session: &SessionView, oid: u32) -> String {
     }
 }
 
-/// A role name as an aclitem writes it: double-quoted unless it is only letters, digits
-/// and underscores (PostgreSQL's putid).
-fn aclitem_role(name: &str) -> String {
-    if name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
-
 /// A meridian_distribution row: how the table's rows are placed (user tables all live
 /// in schema public).
 fn distribution_row(t: &TableDef) -> Vec<Value> {
@@ -982,10 +974,21 @@ fn view_definition(view: &sql::view::ViewDef) -> String {
     format!(" {};", view.query)
 }
 
-/// A pg_class row with its relation's owner.
-fn owned_by(mut row: Vec<Value>, owner: u32) -> Vec<Value> {
+/// A pg_class row with its relation's owner and ACL.
+fn owned_by(
+    session: &SessionView,
+    mut row: Vec<Value>,
+    owner: u32,
+    acl: &Option<Vec<sql::acl::AclItem>>,
+) -> Vec<Value> {
     if let Some(relowner) = column_of(SystemTable::PgClass, "relowner") {
         row[relowner] = oid(owner);
+    }
+    if let (Some(relacl), Some(items)) = (column_of(SystemTable::PgClass, "relacl"), acl) {
+        let items = items
+            .iter()
+            .map(|i| text(&i.text(|o| role_name(session, o))));
+        row[relacl] = Value::Array(items.collect());
     }
     row
 }
@@ -1656,7 +1659,7 @@ pub fn session_function(
         F::PgGetTriggerDef => Value::Null,
         F::PgGetUserById => text(&role_name(session, arg_oid(0))),
         F::AclDefault => {
-            let owner = aclitem_role(&role_name(session, arg_oid(1)));
+            let owner = sql::acl::quoted_role(&role_name(session, arg_oid(1)));
             let kind = arg_text(0);
             let items: Vec<String> = match kind.as_str() {
                 "r" => vec![format!("{owner}=arwdDxt/{owner}")],

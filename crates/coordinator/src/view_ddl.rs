@@ -44,6 +44,7 @@ pub async fn create(
         query: cv.query.clone(),
         reads: cv.reads.clone(),
         owner: existing.as_ref().map_or(creator, |v| v.owner),
+        acl: existing.as_ref().and_then(|v| v.acl.clone()),
     };
     log.put_view(shared, view).await
 }

@@ -141,6 +141,10 @@ pub struct TableDef {
     /// The role that owns the table and its indexes (pg_class.relowner): its creator.
     #[serde(default = "crate::role::bootstrap_owner")]
     pub owner: u32,
+    /// Its privileges (pg_class.relacl); None until the first GRANT or REVOKE, when the
+    /// owner holds them all (`crate::acl`).
+    #[serde(default)]
+    pub acl: Option<Vec<crate::acl::AclItem>>,
 }
 
 /// A FOREIGN KEY constraint (MATCH SIMPLE, not deferrable): the referencing table's

@@ -2,6 +2,7 @@
 //! evaluator for bound expressions. No I/O: execution against data lives in the
 //! coordinator, which calls `eval` for expressions.
 
+pub mod acl;
 pub mod binder;
 mod builtin_operators;
 pub mod catalog;
@@ -14,6 +15,7 @@ pub mod enum_type;
 pub mod eval;
 pub mod explain;
 pub mod functions;
+pub mod grant;
 pub mod index;
 pub mod information_schema;
 pub mod normalize;

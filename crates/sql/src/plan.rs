@@ -1102,6 +1102,32 @@ pub enum AlterAction {
     },
 }
 
+/// A bound statement and what it needs of the ACLs each time it runs (`crate::acl`):
+/// what runs statements keeps the two together, and reads the statement through it.
+#[derive(Debug, Clone)]
+pub struct BoundStatement {
+    pub statement: Statement,
+    pub required: Vec<crate::acl::Required>,
+}
+
+impl BoundStatement {
+    /// A statement that needs no privileges (one built by the server itself).
+    pub fn unchecked(statement: Statement) -> BoundStatement {
+        BoundStatement {
+            statement,
+            required: Vec::new(),
+        }
+    }
+}
+
+impl std::ops::Deref for BoundStatement {
+    type Target = Statement;
+
+    fn deref(&self) -> &Statement {
+        &self.statement
+    }
+}
+
 /// A bound statement.
 #[derive(Debug, Clone)]
 pub enum Statement {
@@ -1163,6 +1189,8 @@ pub enum Statement {
         if_exists: bool,
     },
     AlterTable(AlterTable),
+    /// GRANT or REVOKE.
+    Grant(crate::grant::GrantRevoke),
     /// VACUUM [ANALYZE] or ANALYZE (`analyze`: the command was ANALYZE).
     Vacuum {
         tables: Vec<Arc<TableDef>>,

@@ -32,6 +32,10 @@ pub struct SequenceDef {
     /// table's owner for a serial or identity column's.
     #[serde(default = "crate::role::bootstrap_owner")]
     pub owner: u32,
+    /// Its privileges (pg_class.relacl); None until the first GRANT or REVOKE, when the
+    /// owner holds them all (`crate::acl`).
+    #[serde(default)]
+    pub acl: Option<Vec<crate::acl::AclItem>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,6 +311,7 @@ impl SequenceDef {
             owned_by: old.and_then(|o| o.owned_by),
             identity: old.and_then(|o| o.identity),
             owner: old.map_or_else(crate::role::bootstrap_owner, |o| o.owner),
+            acl: old.and_then(|o| o.acl.clone()),
         };
         Ok((def, restart))
     }

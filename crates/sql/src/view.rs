@@ -24,6 +24,10 @@ pub struct ViewDef {
     /// The role that owns the view (pg_class.relowner): its creator.
     #[serde(default = "crate::role::bootstrap_owner")]
     pub owner: u32,
+    /// Its privileges (pg_class.relacl); None until the first GRANT or REVOKE, when the
+    /// owner holds them all (`crate::acl`).
+    #[serde(default)]
+    pub acl: Option<Vec<crate::acl::AclItem>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
 use sql::binder::bind;
 use sql::parse::{parse, ParsedStatement};
-use sql::plan::{OutputColumn, Statement};
+use sql::plan::{BoundStatement, OutputColumn, Statement};
 use sql::statement_shape::{statement_shape, StatementShape};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use wire::backend;
 pub(super) struct Prepared {
     parsed: Option<ParsedStatement>,
     declared_types: Vec<u32>,
-    bound: Arc<Statement>,
+    bound: Arc<BoundStatement>,
     pub(super) param_types: Vec<DataType>,
     catalog_version: u64,
     /// `bound`'s RowDescription (or NoData) with every column in text format, encoded
@@ -37,7 +37,7 @@ impl Prepared {
     pub(super) fn new(
         parsed: Option<ParsedStatement>,
         declared_types: Vec<u32>,
-        bound: Statement,
+        bound: BoundStatement,
         param_types: Vec<DataType>,
         catalog_version: u64,
     ) -> Prepared {
@@ -139,7 +139,13 @@ impl<S: SessionStream> Session<S> {
             ));
         }
         Ok(match statements.pop() {
-            None => Prepared::new(None, param_types, Statement::Empty, Vec::new(), version),
+            None => Prepared::new(
+                None,
+                param_types,
+                BoundStatement::unchecked(Statement::Empty),
+                Vec::new(),
+                version,
+            ),
             Some(parsed) => {
                 if in_failed && !parsed.ends_failed_transaction() {
                     return Err(in_failed_transaction());
@@ -151,7 +157,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     /// The prepared statement's plan, bound again if DDL changed the catalog since.
-    pub(super) fn current_plan(&self, p: &Prepared) -> PgResult<Arc<Statement>> {
+    pub(super) fn current_plan(&self, p: &Prepared) -> PgResult<Arc<BoundStatement>> {
         if p.catalog_version == self.shared.catalog.version() {
             return Ok(p.bound.clone());
         }
@@ -166,7 +172,7 @@ impl<S: SessionStream> Session<S> {
                 }
                 Ok(Arc::new(bound))
             }
-            None => Ok(Arc::new(Statement::Empty)),
+            None => Ok(Arc::new(BoundStatement::unchecked(Statement::Empty))),
         }
     }
 
@@ -230,7 +236,7 @@ impl<S: SessionStream> Session<S> {
             });
         }
         let mut bound = self.current_plan(&prepared)?;
-        if let Statement::Execute { name, args } = &*bound {
+        if let Statement::Execute { name, args } = &bound.statement {
             (bound, values) = self.prepared_execution(name, args)?;
         }
         output::validate_formats(&result_formats, bound.output_columns().len())?;
@@ -341,7 +347,7 @@ impl<S: SessionStream> Session<S> {
                 format!("portal \"{name}\" does not exist"),
             )
         })?;
-        if matches!(*portal.bound, Statement::Empty) {
+        if matches!(portal.bound.statement, Statement::Empty) {
             backend::empty_query_response(&mut self.out);
             return Ok(());
         }

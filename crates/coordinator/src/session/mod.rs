@@ -146,7 +146,7 @@ impl<S: SessionStream> Session<S> {
         &self,
         parsed: &sql::parse::ParsedStatement,
         declared: &[u32],
-    ) -> PgResult<(sql::plan::Statement, Vec<types::DataType>)> {
+    ) -> PgResult<(sql::plan::BoundStatement, Vec<types::DataType>)> {
         let catalog = &self.shared.catalog;
         let version = catalog.version();
         match sql::binder::bind(parsed, catalog, declared) {

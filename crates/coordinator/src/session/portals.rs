@@ -3,12 +3,12 @@
 use super::extended::Prepared;
 use crate::exec::Row;
 use rustc_hash::FxHashMap;
-use sql::plan::Statement;
+use sql::plan::BoundStatement;
 use std::sync::Arc;
 use types::Value;
 
 pub(super) struct Portal {
-    pub(super) bound: Arc<Statement>,
+    pub(super) bound: Arc<BoundStatement>,
     /// The prepared statement it was bound from (to bind again if the catalog moves).
     pub(super) statement: Arc<Prepared>,
     /// Set when the portal runs its prepared statement's own plan with every column in

@@ -9,7 +9,7 @@ use crate::session_io::SessionStream;
 use pgerror::{codes, PgError, PgResult};
 use sql::eval::EvalCtx;
 use sql::parse::ParsedStatement;
-use sql::plan::Statement;
+use sql::plan::BoundStatement;
 use std::sync::Arc;
 use types::Value;
 
@@ -46,7 +46,7 @@ impl<S: SessionStream> Session<S> {
         &self,
         name: &str,
         args: &[sql::parse::ast::Expr],
-    ) -> PgResult<(Arc<Statement>, Vec<Value>)> {
+    ) -> PgResult<(Arc<BoundStatement>, Vec<Value>)> {
         let prepared = self.prepared.get(name).ok_or_else(|| {
             PgError::new(
                 codes::INVALID_SQL_STATEMENT_NAME,

@@ -9,7 +9,7 @@ use pgerror::PgResult;
 use sql::binder::bind;
 use sql::normalize::{normalize, parse_normalized, Normalized};
 use sql::parse::{parse_statement, ParsedStatement};
-use sql::plan::Statement;
+use sql::plan::{BoundStatement, Statement};
 use sql::statement_shape::{statement_shape, StatementShape};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ pub(super) enum SimplePlan {
     Bound {
         /// Kept to bind again after DDL.
         parsed: Box<ParsedStatement>,
-        bound: Arc<Statement>,
+        bound: Arc<BoundStatement>,
         param_types: Vec<DataType>,
         catalog_version: u64,
         /// pg_stat_statements' view of the statements sharing the plan.
@@ -199,7 +199,7 @@ impl<S: SessionStream> Session<S> {
         let entry = match bind(&parsed, &self.shared.catalog, &declared) {
             Ok((bound, types)) => {
                 let usable = matches!(
-                    bound,
+                    bound.statement,
                     Statement::Query(_)
                         | Statement::Insert(_)
                         | Statement::Update(_)

@@ -10,7 +10,7 @@ use crate::session_io::SessionStream;
 use crate::statement_stats::tag_rows;
 use pgerror::PgResult;
 use sql::parse::{split_statements, ParsedStatement};
-use sql::plan::{OutputColumn, Statement};
+use sql::plan::{BoundStatement, OutputColumn, Statement};
 use sql::statement_shape::statement_shape;
 use std::sync::Arc;
 use std::time::Instant;
@@ -96,11 +96,11 @@ impl<S: SessionStream> Session<S> {
     /// format, CommandComplete. Returns the rows it returned or affected (`tag_rows`).
     pub(super) async fn run_simple(
         &mut self,
-        bound: &Statement,
+        bound: &BoundStatement,
         params: &[Value],
     ) -> PgResult<u64> {
         let executed;
-        let (bound, params) = match bound {
+        let (bound, params) = match &bound.statement {
             Statement::Execute { name, args } => {
                 executed = self.prepared_execution(name, args)?;
                 (&*executed.0, &executed.1[..])
@@ -109,7 +109,7 @@ impl<S: SessionStream> Session<S> {
         };
         let columns = bound.output_columns();
         let returning = matches!(
-            bound,
+            bound.statement,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
         );
         if !columns.is_empty() && !returning {

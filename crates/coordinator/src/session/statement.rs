@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use datanode_client::Isolation;
 use parking_lot::Mutex;
 use pgerror::{codes, PgError, PgResult};
-use sql::plan::Statement;
+use sql::plan::{BoundStatement, Statement};
 use types::Value;
 use wire::backend::{self, NoticeSeverity};
 
@@ -41,9 +41,12 @@ impl<S: SessionStream> Session<S> {
     /// not.
     pub(super) async fn run_statement(
         &mut self,
-        stmt: &Statement,
+        stmt: &BoundStatement,
         params: &[Value],
     ) -> PgResult<Outcome> {
+        if !stmt.required.is_empty() {
+            crate::privileges::check(&self.shared, &self.state.user, &stmt.required)?;
+        }
         self.limits = self.state.settings.lock().limits();
         let timeout = self.limits.statement_timeout_ms;
         let deadline = (timeout > 0)
@@ -54,7 +57,7 @@ impl<S: SessionStream> Session<S> {
         tokio::pin!(notified);
         let result = tokio::select! {
             biased;
-            r = self.execute(stmt, params) => r,
+            r = self.execute(&stmt.statement, params) => r,
             _ = &mut notified => Err(if activity.terminated() {
                 Self::terminated()
             } else {
@@ -237,6 +240,7 @@ impl<S: SessionStream> Session<S> {
             | Statement::DropSequence { .. }
             | Statement::CreateIndex(_)
             | Statement::DropIndex { .. }
+            | Statement::Grant(_)
             | Statement::Vacuum { .. } => {
                 // Inside a transaction block, the tables TRUNCATE empties are the
                 // transaction's until it ends (`Datanode::own_relation`).

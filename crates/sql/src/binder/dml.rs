@@ -1,6 +1,7 @@
 //! INSERT, UPDATE and DELETE: targets, defaults, VALUES, ON CONFLICT, RETURNING.
 
 use super::*;
+use crate::acl::{self, Relation};
 
 impl<'a> Binder<'a> {
     pub(super) fn returning(
@@ -106,6 +107,7 @@ impl<'a> Binder<'a> {
             _ => return Err(unsupported("INSERT into a table function")),
         };
         let table = self.table_by_name(&table_name)?;
+        self.require(Relation::Table(table.clone()), acl::INSERT);
         let listed = !ins.columns.is_empty();
         let mut target_cols: Vec<usize> = Vec::with_capacity(table.columns.len());
         if listed {
@@ -222,6 +224,17 @@ impl<'a> Binder<'a> {
             Some(_) => return Err(unsupported("ON DUPLICATE KEY UPDATE")),
         };
         let returning = self.returning(&ins.returning, &table, &scope)?;
+        if let Some(u) = &on_conflict_update {
+            let values = u.assignments.iter().map(|(_, e)| e).chain(&u.filter);
+            let read = reads_columns(values, table.columns.len());
+            self.require(
+                Relation::Table(table.clone()),
+                acl::UPDATE | if read { acl::SELECT } else { 0 },
+            );
+        }
+        if reads_columns(returned(&returning), table.columns.len()) {
+            self.require(Relation::Table(table.clone()), acl::SELECT);
+        }
         let checks = self.table_checks(&table)?;
         let all: Vec<usize> = (0..table.columns.len()).collect();
         let updated: Option<Vec<usize>> = on_conflict_update
@@ -321,6 +334,15 @@ impl<'a> Binder<'a> {
             .transpose()?;
         let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&upd.returning, &table, &scope)?;
+        let values = assignments.iter().map(|(_, e)| e);
+        let read = reads_columns(
+            values.chain(&filter).chain(returned(&returning)),
+            usize::MAX,
+        );
+        self.require(
+            Relation::Table(table.clone()),
+            acl::UPDATE | if read { acl::SELECT } else { 0 },
+        );
         let checks = self.table_checks(&table)?;
         let foreign_keys = self.update_foreign_keys(&table, &assignments)?;
         Ok(Statement::Update(Box::new(Update {
@@ -413,6 +435,11 @@ impl<'a> Binder<'a> {
             .transpose()?;
         let access = access_path(&table, filter.as_ref());
         let returning = self.returning(&del.returning, &table, &scope)?;
+        let read = reads_columns(filter.iter().chain(returned(&returning)), usize::MAX);
+        self.require(
+            Relation::Table(table.clone()),
+            acl::DELETE | if read { acl::SELECT } else { 0 },
+        );
         let foreign_keys = self.foreign_keys(&table, None, Some((true, None)))?;
         Ok(Statement::Delete(Delete {
             table,

@@ -5,6 +5,7 @@
 //! one"), found by its primary key.
 
 use super::*;
+use crate::acl::Relation;
 
 impl<'a> Binder<'a> {
     pub(super) fn update_from(
@@ -20,6 +21,9 @@ impl<'a> Binder<'a> {
                 return Err(syntax("syntax error at or near \"FROM\""))
             }
         };
+        // (The join reads the target's rows: SELECT on it, even when no column is named.)
+        let read = crate::acl::SELECT;
+        self.require(Relation::Table(table.clone()), crate::acl::UPDATE | read);
         let (joined, scope) = self.joined_targets(&table, &target, from, upd.selection.as_ref())?;
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
@@ -44,6 +48,8 @@ impl<'a> Binder<'a> {
         target: Scope,
         using: &[ast::TableWithJoins],
     ) -> PgResult<Statement> {
+        let read = crate::acl::SELECT;
+        self.require(Relation::Table(table.clone()), crate::acl::DELETE | read);
         let (joined, scope) =
             self.joined_targets(&table, &target, using, del.selection.as_ref())?;
         let returning = self.joined_returning(&del.returning, &table, &scope)?;

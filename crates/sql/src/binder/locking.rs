@@ -14,7 +14,7 @@ impl Binder<'_> {
     /// For a query with locking clauses: the select to bind in its place (the key columns
     /// appended) and its locking; None for a query without them.
     pub(super) fn row_locking(
-        &self,
+        &mut self,
         q: &ast::Query,
     ) -> PgResult<Option<(ast::Select, Box<RowLocking>)>> {
         let Some(first) = q.locks.first() else {
@@ -116,6 +116,11 @@ impl Binder<'_> {
                     ],
                 )));
         }
+        // FOR UPDATE and FOR SHARE alike need UPDATE (PostgreSQL's ACL_SELECT_FOR_UPDATE).
+        self.require(
+            crate::acl::Relation::Table(table.clone()),
+            crate::acl::UPDATE,
+        );
         Ok(Some((keyed, Box::new(RowLocking { table, wait }))))
     }
 }

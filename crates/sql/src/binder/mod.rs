@@ -30,6 +30,7 @@ mod json_table;
 mod locking;
 mod options_table;
 mod prepare;
+mod privileges;
 mod query;
 mod select_srf;
 mod sequence_relation;
@@ -45,6 +46,7 @@ pub use check::{bind_check, rename_column};
 use dml::*;
 use expr::*;
 pub use prepare::bind_execute_arguments;
+use privileges::*;
 use query::*;
 use window::*;
 
@@ -111,6 +113,11 @@ pub struct Binder<'a> {
     /// The views whose queries are being bound, innermost last (a view reading itself
     /// through OR REPLACE is refused, not expanded forever).
     expanding: Vec<u32>,
+    /// The privileges the statement needs (`crate::acl`), checked when it runs.
+    required: Vec<crate::acl::Required>,
+    /// The owner of the view whose query is being bound: whose privileges its relations
+    /// are checked against (None: the session's role).
+    checked_as: Option<u32>,
 }
 
 /// Bind one parsed statement. `param_types` are the client's declared OIDs (0 = infer).
@@ -119,7 +126,7 @@ pub fn bind(
     stmt: &ParsedStatement,
     catalog: &dyn Catalog,
     param_types: &[u32],
-) -> PgResult<(Statement, Vec<DataType>)> {
+) -> PgResult<(BoundStatement, Vec<DataType>)> {
     let params = param_types
         .iter()
         .map(|&oid| {
@@ -164,7 +171,14 @@ pub fn bind(
             }
         })
         .collect();
-    Ok((bound, params))
+    let required = binder.required;
+    Ok((
+        BoundStatement {
+            statement: bound,
+            required,
+        },
+        params,
+    ))
 }
 
 fn unknown_type_oid(oid: u32) -> PgError {
@@ -209,7 +223,7 @@ fn dropped_object_names(names: &[ast::ObjectName], if_exists: bool) -> PgResult<
         .collect()
 }
 
-fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
+pub(crate) fn object_name_parts(name: &ast::ObjectName) -> Vec<String> {
     name.0
         .iter()
         .map(|p| match p {
@@ -253,6 +267,8 @@ impl<'a> Binder<'a> {
             windows: WindowSlot::NotAllowed,
             reads: Vec::new(),
             expanding: Vec::new(),
+            required: Vec::new(),
+            checked_as: None,
         }
     }
 }
@@ -307,10 +323,14 @@ impl<'a> Binder<'a> {
                     .map(|tn| self.altered_table(&object_name_parts(&tn.name)))
                     .collect::<PgResult<_>>()?;
                 let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
-                let tables = self.truncated_with_references(tables, cascade)?;
+                let tables: Vec<Arc<TableDef>> = self.truncated_with_references(tables, cascade)?;
+                for t in &tables {
+                    self.require(crate::acl::Relation::Table(t.clone()), crate::acl::TRUNCATE);
+                }
                 Ok(Statement::Truncate { tables })
             }
             S::AlterTable(at) => self.alter_table(at),
+            S::Grant(_) | S::Revoke(_) => Ok(Statement::Grant(crate::grant::bind(stmt)?)),
             S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
                 Err(syntax(format!(
                     "syntax error at or near \"{}\"",

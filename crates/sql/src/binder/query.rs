@@ -583,6 +583,10 @@ impl<'a> Binder<'a> {
                 };
                 if let Rel::Scan { table, .. } = &rel {
                     self.reads.push(table.oid);
+                    self.require(
+                        crate::acl::Relation::Table(table.clone()),
+                        crate::acl::SELECT,
+                    );
                 }
                 apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }, false))

@@ -17,6 +17,10 @@ impl Binder<'_> {
             _ => return None,
         };
         let def = self.catalog.sequence(name)?;
+        self.require(
+            crate::acl::Relation::Sequence(def.clone()),
+            crate::acl::SELECT,
+        );
         let oid = const_expr(Value::Oid(def.oid), DataType::Oid);
         let state = |func, ty: DataType| Expr::Func {
             func,

@@ -51,6 +51,8 @@ impl<'a> Binder<'a> {
         }
         self.reads.clear();
         let bound = self.query(query)?;
+        // The view's owner needs SELECT on what it reads when the view is read, not now.
+        self.take_required();
         // The stored text is bound again wherever the view is used, with no values for
         // parameters.
         if !self.params.is_empty() {
@@ -107,7 +109,7 @@ impl<'a> Binder<'a> {
     /// A view in FROM: its query bound afresh, in a scope of its own (neither the
     /// enclosing query's columns nor its WITH queries are visible to it), with the
     /// view's column names.
-    pub(super) fn view_rel(&mut self, view: &ViewDef) -> PgResult<(Rel, Vec<ScopeColumn>)> {
+    pub(super) fn view_rel(&mut self, view: &Arc<ViewDef>) -> PgResult<(Rel, Vec<ScopeColumn>)> {
         if self.expanding.contains(&view.oid) {
             return Err(PgError::new(
                 codes::INVALID_OBJECT_DEFINITION,
@@ -118,12 +120,13 @@ impl<'a> Binder<'a> {
             ));
         }
         self.reads.push(view.oid);
+        self.require(crate::acl::Relation::View(view.clone()), crate::acl::SELECT);
         let query = crate::view::parse_query(&view.query)?;
         let outer = std::mem::take(&mut self.outer);
         let ctes = std::mem::take(&mut self.ctes);
         let reads = std::mem::take(&mut self.reads);
         self.expanding.push(view.oid);
-        let bound = self.query_in(&query, &Scope::default());
+        let bound = self.checked_as_owner(view.owner, |b| b.query_in(&query, &Scope::default()));
         self.expanding.pop();
         self.outer = outer;
         self.ctes = ctes;
