@@ -21,6 +21,14 @@ TABLES = ("gr_t", "gr_s")
 
 ACLS = "SELECT relname, relkind, relacl FROM pg_class WHERE relname LIKE 'gr%' ORDER BY 1"
 
+HAS = """SELECT has_table_privilege('gr_alice', 'gr_t', 'SELECT'),
+    has_table_privilege('gr_alice', 'gr_t', 'delete, insert'),
+    has_table_privilege('gr_alice', 'public.gr_t', 'DELETE WITH GRANT OPTION'),
+    has_table_privilege('gr_bob', 'gr_v', 'SELECT'),
+    has_table_privilege('gr_owner', 'gr_ov', 'SELECT WITH GRANT OPTION'),
+    has_sequence_privilege('gr_alice', 'gr_s_id_seq', 'USAGE'),
+    has_table_privilege('pg_class', 'SELECT')"""
+
 # What a role without privileges tries.
 EVERYTHING = [
     "SELECT * FROM gr_t ORDER BY id",
@@ -38,9 +46,26 @@ EVERYTHING = [
     "COPY gr_t TO STDOUT",
 ]
 
+NSP = "SELECT nspname, nspacl FROM pg_namespace WHERE nspname = 'public'"
+
 STEPS = [
     ("gr_alice", s) for s in EVERYTHING
 ] + [
+    # Creating needs CREATE on schema public, which PostgreSQL 15 gives no one by default.
+    ("gr_alice", "CREATE TABLE gr_x (id int)"),
+    ("gr_alice", "CREATE SEQUENCE gr_xs"),
+    ("gr_alice", "CREATE VIEW gr_xv AS SELECT 1 AS one"),
+    ("su", "GRANT CREATE ON SCHEMA public TO gr_alice"),
+    ("su", NSP),
+    ("gr_alice", "CREATE TABLE gr_x (id int)"),
+    ("gr_alice", "CREATE INDEX gr_x_id ON gr_x (id)"),
+    ("su", "REVOKE CREATE ON SCHEMA public FROM gr_alice"),
+    ("gr_alice", "CREATE INDEX gr_x_id2 ON gr_x (id)"),
+    ("gr_alice", "DROP TABLE gr_x"),
+    ("su", "GRANT SELECT ON SCHEMA public TO gr_alice"),
+    ("su", "GRANT CREATE ON SCHEMA gr_nosuch TO gr_alice"),
+    ("gr_bob", "GRANT CREATE ON SCHEMA public TO gr_alice"),
+    ("su", NSP),
     ("su", "GRANT SELECT ON gr_t TO gr_alice"),
     ("gr_alice", "SELECT * FROM gr_t ORDER BY id"),
     ("gr_alice", "COPY gr_t TO STDOUT"),
@@ -54,6 +79,10 @@ STEPS = [
     ("gr_alice", "SELECT id FROM gr_t WHERE id = 3 FOR UPDATE"),
     ("gr_alice", "DELETE FROM gr_t WHERE id = 3"),
     ("su", ACLS),
+    ("su", HAS),
+    ("gr_alice", "SELECT has_table_privilege('gr_t', 'UPDATE')"),
+    ("gr_alice", "SELECT has_table_privilege('gr_t', 'FLY')"),
+    ("gr_alice", "SELECT has_table_privilege('gr_nosuch', 'SELECT')"),
     # Without SELECT, only what reads no column of the table still runs.
     ("su", "REVOKE SELECT ON gr_t FROM gr_alice"),
     ("gr_alice", "UPDATE gr_t SET v = 7"),
@@ -83,6 +112,12 @@ STEPS = [
     ("gr_bob", "SELECT * FROM gr_t"),
     ("su", "GRANT SELECT ON gr_v TO PUBLIC"),
     ("gr_bob", "SELECT count(*) FROM gr_v"),
+    # Without USAGE on schema public, nothing in it can be reached.
+    ("su", "REVOKE USAGE ON SCHEMA public FROM PUBLIC"),
+    ("gr_bob", "SELECT count(*) FROM gr_v"),
+    ("su", "GRANT USAGE ON SCHEMA public TO PUBLIC"),
+    ("gr_bob", "SELECT count(*) FROM gr_v"),
+    ("su", NSP),
     # Grant options: granting what one holds without them warns, with them passes on.
     ("gr_alice", "GRANT INSERT ON gr_t TO gr_bob"),
     ("gr_bob", "GRANT INSERT ON gr_t TO gr_alice"),
@@ -90,6 +125,7 @@ STEPS = [
     ("gr_alice", "GRANT DELETE, UPDATE ON gr_t TO gr_bob"),
     ("gr_alice", "GRANT ALL ON gr_t TO gr_bob"),
     ("su", ACLS),
+    ("su", HAS),
     ("gr_bob", "TRUNCATE gr_s"),
     ("su", "REVOKE DELETE ON gr_t FROM gr_alice"),
     ("su", "REVOKE GRANT OPTION FOR DELETE ON gr_t FROM gr_alice CASCADE"),
@@ -104,6 +140,7 @@ STEPS = [
     ("su", "REVOKE ALL ON gr_t FROM postgres"),
     ("su", "SELECT count(*) FROM gr_t"),
     ("su", ACLS),
+    ("su", HAS),
     # A role named in an ACL cannot be dropped.
     ("su", "DROP ROLE gr_bob"),
     # Errors: unknown roles and relations, privileges the object cannot have.
@@ -140,15 +177,18 @@ def dp(server):
 
 
 def reset(su, server):
+    su.execute("GRANT USAGE ON SCHEMA public TO PUBLIC")
+    su.execute("DROP TABLE IF EXISTS gr_x")
     su.execute("DROP VIEW IF EXISTS gr_ov")
     su.execute("DROP VIEW IF EXISTS gr_v")
     for t in TABLES:
         su.execute(f"DROP TABLE IF EXISTS {t}")
     su.execute("DROP SEQUENCE IF EXISTS gr_q")
     for r in ROLES:
-        if server.kind == "postgres" and su.execute(
-                "SELECT 1 FROM pg_roles WHERE rolname = %s", (r,)).fetchall():
-            su.execute(f"DROP OWNED BY {r}")
+        if su.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (r,)).fetchall():
+            su.execute(f"REVOKE ALL ON SCHEMA public FROM {r}")
+            if server.kind == "postgres":
+                su.execute(f"DROP OWNED BY {r}")
         su.execute(f"DROP ROLE IF EXISTS {r}")
 
 
@@ -159,10 +199,7 @@ def run_script(server):
         try:
             for r in ROLES:
                 su.execute(f"CREATE ROLE {r} LOGIN")
-            if server.kind == "postgres":
-                # PostgreSQL 15 does not let PUBLIC create in schema public; Meridian does
-                # not check CREATE on schemas yet.
-                su.execute("GRANT CREATE ON SCHEMA public TO gr_owner")
+            su.execute("GRANT CREATE ON SCHEMA public TO gr_owner")
             su.execute("CREATE TABLE gr_t (id int PRIMARY KEY, v int)")
             su.execute("INSERT INTO gr_t VALUES (1, 10), (2, 20)")
             su.execute("CREATE TABLE gr_s (id serial PRIMARY KEY, v int)")
@@ -203,6 +240,9 @@ def test_grants_and_revokes_decide_every_statement(meridian, postgres):
     assert outcomes[("gr_alice", "UPDATE gr_t SET v = 7")] is None
     assert outcomes[("gr_bob", "SELECT * FROM gr_ov ORDER BY id")][0] == (1,)
     assert outcomes[("su", "DROP ROLE gr_bob")][0] == "2BP01"
+    assert outcomes[("gr_alice", "CREATE TABLE gr_x (id int)")] is None
+    assert outcomes[("gr_alice", "CREATE INDEX gr_x_id2 ON gr_x (id)")] == (
+        "42501", "permission denied for schema public")
 
 
 def prepared_across_revoke(server):

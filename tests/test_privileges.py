@@ -37,8 +37,8 @@ NOT_OWNER = [
     "CREATE INDEX priv_t_w ON priv_t (v)",
     "DROP INDEX priv_t_v",
     "TRUNCATE priv_t",
-    # (CREATE OR REPLACE VIEW by a non-owner: PostgreSQL refuses it for want of CREATE on
-    # schema public first, which Meridian does not check yet.)
+    # Refused for want of CREATE on schema public, before ownership.
+    "CREATE OR REPLACE VIEW priv_v AS SELECT id FROM priv_t",
     "ALTER VIEW priv_v RENAME TO priv_v2",
     "DROP VIEW priv_v",
     "ALTER SEQUENCE priv_s INCREMENT BY 2",
@@ -97,10 +97,8 @@ def ownership(server):
         reset(su)
         for r in ROLES:
             su.execute(f"CREATE ROLE {r} LOGIN")
-        if server.kind == "postgres":
-            # PostgreSQL 15 does not let PUBLIC create in schema public; Meridian does not
-            # check CREATE on schemas yet.
-            su.execute("GRANT CREATE ON SCHEMA public TO priv_owner")
+        # PostgreSQL 15 does not let PUBLIC create in schema public.
+        su.execute("GRANT CREATE ON SCHEMA public TO priv_owner")
         su.execute("CREATE TABLE priv_su (id int)")
         try:
             with server.connect(user="priv_owner", autocommit=True) as owner, \
@@ -118,6 +116,7 @@ def ownership(server):
                 su.execute("ALTER ROLE priv_other SUPERUSER")
                 seen["now_superuser"] = attempt(other, "DROP TABLE priv_su")
         finally:
+            su.execute("REVOKE CREATE ON SCHEMA public FROM priv_owner")
             if server.kind == "postgres":
                 for r in ROLES:
                     su.execute(f"DROP OWNED BY {r}")

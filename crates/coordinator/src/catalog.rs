@@ -9,6 +9,7 @@
 //! as it runs, through its transaction's `DdlLog`, which undoes it on rollback and
 //! records each write in the transaction's pending record (decision 0038).
 
+use sql::acl::{AclItem, Object};
 use crate::ddl_log::DdlLog;
 use distribution::{Datanodes, RelPlacement};
 use meta::nodes::Node;
@@ -41,6 +42,8 @@ const ROLE_NAME_PREFIX: &[u8] = b"catalog/role_name/";
 /// under `TYPE_NAME_PREFIX` (types are a namespace of their own).
 const TYPE_PREFIX: &[u8] = b"catalog/type/";
 const TYPE_NAME_PREFIX: &[u8] = b"catalog/type_name/";
+/// Schema public's ACL (JSON, `Vec<sql::acl::AclItem>`), once a GRANT or REVOKE changed it.
+const PUBLIC_SCHEMA_ACL_KEY: &[u8] = b"catalog/schema/public";
 /// A sequence's counter in the metadata service (decision 0034), under its OID.
 const SEQUENCE_COUNTER_PREFIX: &[u8] = b"sequence/next/";
 
@@ -58,6 +61,8 @@ struct State {
     roles_by_oid: HashMap<u32, Arc<RoleDef>>,
     types_by_name: HashMap<String, Arc<EnumType>>,
     types_by_oid: HashMap<u32, Arc<EnumType>>,
+    /// Schema public's ACL; None as initdb leaves it.
+    public_acl: Option<Vec<AclItem>>,
 }
 
 impl State {
@@ -176,6 +181,7 @@ impl LiveCatalog {
         let views = self.meta.scan(VIEW_PREFIX).await?;
         let roles = self.meta.scan(ROLE_PREFIX).await?;
         let enum_types = self.meta.scan(TYPE_PREFIX).await?;
+        let schemas = self.meta.scan(PUBLIC_SCHEMA_ACL_KEY).await?;
         let mut state = State {
             nodes: meta::nodes::nodes(&self.meta).await?,
             ..Default::default()
@@ -202,6 +208,9 @@ impl LiveCatalog {
             state.types_by_name.insert(ty.name.clone(), ty.clone());
             state.types_by_oid.insert(ty.oid, ty);
         }
+        for (_, value) in schemas.entries {
+            state.public_acl = Some(serde_json::from_slice(&value).map_err(unreadable)?);
+        }
         for (_, value) in snapshot.entries {
             let table = decode_table(&value)?;
             self.place(&table);
@@ -217,7 +226,8 @@ impl LiveCatalog {
             .min(sequences.version)
             .min(views.version)
             .min(roles.version)
-            .min(enum_types.version);
+            .min(enum_types.version)
+            .min(schemas.version);
         self.loaded.fetch_max(version, Ordering::AcqRel);
         self.version.fetch_add(1, Ordering::AcqRel);
         Ok(())
@@ -545,6 +555,31 @@ impl LiveCatalog {
             st.roles_by_name.remove(&old.name);
         })
         .await
+    }
+
+    /// Schema public, with its ACL.
+    pub fn public_schema(&self) -> Object {
+        Object::PublicSchema(self.state.read().public_acl.clone())
+    }
+
+    /// Replaces schema public's ACL, durably; a concurrent change by another
+    /// coordinator fails this one.
+    pub async fn put_public_acl(&self, acl: Vec<AclItem>, log: &mut DdlLog) -> PgResult<()> {
+        let bytes = serde_json::to_vec(&acl).map_err(|e| PgError::internal(e.to_string()))?;
+        let _writing = self.writes.lock().await;
+        let current = (self.state.read().public_acl.as_ref())
+            .map(|a| serde_json::to_vec(a).map_err(|e| PgError::internal(e.to_string())))
+            .transpose()?;
+        let batch = WriteBatch {
+            expect: vec![(PUBLIC_SCHEMA_ACL_KEY.to_vec(), current)],
+            puts: vec![(PUBLIC_SCHEMA_ACL_KEY.to_vec(), Some(bytes))],
+        };
+        let version = self
+            .written(batch, log, |_| {
+                PgError::new(codes::INTERNAL_ERROR, "tuple concurrently updated")
+            })
+            .await?;
+        self.apply(version, |st| st.public_acl = Some(acl)).await
     }
 
     /// The enum type named `name`.

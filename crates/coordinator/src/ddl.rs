@@ -61,7 +61,7 @@ pub async fn execute(
     // DDL reads the catalog as it executes: with every other coordinator's changes (one
     // round trip to the metadata service; DDL is rare).
     shared.catalog.refresh().await?;
-    crate::ownership::check_statement(shared, who, stmt)?;
+    crate::privileges::check_ddl(shared, who, stmt)?;
     match stmt {
         Statement::CreateTable(ct) => {
             if crate::index_ddl::relation_exists(shared, &ct.name) {

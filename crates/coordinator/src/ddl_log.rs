@@ -125,6 +125,11 @@ impl DdlLog {
         self.undo_on_error(removed, mark)
     }
 
+    /// Replaces schema public's ACL.
+    pub async fn put_public_acl(&mut self, shared: &Shared, acl: Vec<sql::acl::AclItem>) -> PgResult<()> {
+        shared.catalog.put_public_acl(acl, self).await
+    }
+
     /// Stores a view's definition (new, replaced or renamed).
     pub async fn put_view(&mut self, shared: &Shared, view: ViewDef) -> PgResult<()> {
         shared.catalog.put_view(view, self).await.map(drop)

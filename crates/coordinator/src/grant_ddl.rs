@@ -11,7 +11,7 @@ use crate::privileges::denied;
 use crate::server::Shared;
 use bytes::BytesMut;
 use pgerror::{codes, PgError, PgResult};
-use sql::acl::{self, AclItem, AclMode, Relation, RelationKind, PUBLIC};
+use sql::acl::{self, AclItem, AclMode, Object, ObjectKind, PUBLIC};
 use sql::catalog::{public_object_name, Catalog};
 use sql::grant::{GrantObjects, GrantRevoke};
 use sql::sequence::SequenceDef;
@@ -35,7 +35,7 @@ pub async fn execute(
         let kind = relation.kind();
         let mut wanted = g.privileges.unwrap_or(kind.all());
         let impossible = wanted & !kind.all();
-        if impossible != 0 && kind != RelationKind::Sequence {
+        if impossible != 0 && kind != ObjectKind::Sequence {
             let name = acl::bits(impossible)
                 .next()
                 .map_or("?", acl::privilege_name);
@@ -94,20 +94,21 @@ fn grantee(shared: &Shared, who: &Who, name: Option<&str>) -> PgResult<u32> {
 }
 
 /// The relations GRANT or REVOKE names, in its order.
-fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Relation>> {
+fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Object>> {
     let catalog = &shared.catalog;
     match objects {
+        GrantObjects::PublicSchema => Ok(vec![catalog.public_schema()]),
         GrantObjects::AllInPublic {
-            kind: RelationKind::Sequence,
+            kind: ObjectKind::Sequence,
         } => Ok(catalog
             .sequences()
             .into_iter()
-            .map(Relation::Sequence)
+            .map(Object::Sequence)
             .collect()),
         GrantObjects::AllInPublic { .. } => {
-            let mut all: Vec<Relation> =
-                catalog.tables().into_iter().map(Relation::Table).collect();
-            all.extend(catalog.views().into_iter().map(Relation::View));
+            let mut all: Vec<Object> =
+                catalog.tables().into_iter().map(Object::Table).collect();
+            all.extend(catalog.views().into_iter().map(Object::View));
             Ok(all)
         }
         GrantObjects::Relations { kind, names } => names
@@ -115,8 +116,8 @@ fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Relation>>
             .map(|parts| {
                 let name = public_object_name(parts.clone())?;
                 let found = if let Some(s) = catalog.sequence(&name) {
-                    Some(Relation::Sequence(s))
-                } else if *kind == RelationKind::Sequence {
+                    Some(Object::Sequence(s))
+                } else if *kind == ObjectKind::Sequence {
                     if catalog.table(None, &name).is_some() || catalog.view(&name).is_some() {
                         return Err(PgError::new(
                             codes::WRONG_OBJECT_TYPE,
@@ -125,8 +126,8 @@ fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Relation>>
                     }
                     None
                 } else {
-                    (catalog.table(None, &name).map(Relation::Table))
-                        .or_else(|| catalog.view(&name).map(Relation::View))
+                    (catalog.table(None, &name).map(Object::Table))
+                        .or_else(|| catalog.view(&name).map(Object::View))
                 };
                 found.ok_or_else(|| {
                     PgError::new(
@@ -144,7 +145,7 @@ fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Relation>>
 /// with the grant option (PostgreSQL's restrict_and_check_grant).
 fn grantor(
     who: &Who,
-    relation: &Relation,
+    relation: &Object,
     items: &[AclItem],
     wanted: AclMode,
     g: &GrantRevoke,
@@ -221,12 +222,13 @@ fn revoke(
 async fn store(
     shared: &Shared,
     log: &mut DdlLog,
-    relation: Relation,
+    relation: Object,
     items: Vec<AclItem>,
 ) -> PgResult<()> {
     let acl = Some(items);
     match relation {
-        Relation::Table(t) => log
+        Object::PublicSchema(_) => log.put_public_acl(shared, acl.unwrap_or_default()).await,
+        Object::Table(t) => log
             .put(
                 shared,
                 TableDef {
@@ -236,7 +238,7 @@ async fn store(
             )
             .await
             .map(drop),
-        Relation::View(v) => {
+        Object::View(v) => {
             log.put_view(
                 shared,
                 ViewDef {
@@ -246,7 +248,7 @@ async fn store(
             )
             .await
         }
-        Relation::Sequence(s) => (log
+        Object::Sequence(s) => (log
             .put_sequence(
                 shared,
                 SequenceDef {

@@ -8,14 +8,26 @@ use crate::exec::SessionView;
 use crate::ownership::Who;
 use crate::server::Shared;
 use pgerror::{codes, PgError, PgResult};
-use sql::acl::{self, AclMode, RelationKind, Required};
+use sql::acl::{self, AclMode, Object, ObjectKind, Required};
 use sql::role::BOOTSTRAP_SUPERUSER_OID;
+use sql::plan::Statement;
 use sql::sequence::SequenceDef;
 
 /// 42501 for the first relation whose privileges the statement lacks, as PostgreSQL
 /// reports it ("permission denied for table t").
 pub fn check(shared: &Shared, user: &str, required: &[Required]) -> PgResult<()> {
     let session = Who::of(shared, user);
+    let first = required.iter().find(|r| r.checked_as.is_none());
+    if let Some(first) = first.filter(|_| !session.superuser) {
+        // Without USAGE, PostgreSQL's search path skips the schema: the relation is not
+        // found (a name qualified with public. would be denied instead).
+        check_schema(shared, &session, acl::USAGE).map_err(|_| {
+            PgError::new(
+                codes::UNDEFINED_TABLE,
+                format!("relation \"{}\" does not exist", first.relation.name()),
+            )
+        })?;
+    }
     for r in required {
         let who = match r.checked_as {
             None => session,
@@ -32,17 +44,129 @@ pub fn check(shared: &Shared, user: &str, required: &[Required]) -> PgResult<()>
     Ok(())
 }
 
+/// 42501 unless `who` may run DDL statement `stmt`: CREATE on schema public for what
+/// it creates there, ownership of what it alters or drops (`crate::ownership`), in
+/// PostgreSQL's order (the schema first, but an index's table's owner first).
+pub fn check_ddl(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult<()> {
+    if who.superuser {
+        return Ok(());
+    }
+    let creates = matches!(
+        stmt,
+        Statement::CreateTable(_)
+            | Statement::CreateView(_)
+            | Statement::CreateSequence(_)
+            | Statement::CreateEnum(_)
+    );
+    if creates {
+        check_schema(shared, who, acl::CREATE)?;
+    }
+    crate::ownership::check_statement(shared, who, stmt)?;
+    if let Statement::CreateIndex(_) = stmt {
+        check_schema(shared, who, acl::CREATE)?;
+    }
+    Ok(())
+}
+
+/// 42501 unless `who` holds `privilege` on schema public.
+fn check_schema(shared: &Shared, who: &Who, privilege: AclMode) -> PgResult<()> {
+    let schema = shared.catalog.public_schema();
+    if acl::held(&schema.effective_acl(), who.oid, false) & privilege == 0 {
+        return Err(denied("schema", "public"));
+    }
+    Ok(())
+}
+
 /// 42501 unless the session's role holds one of `any_of` on sequence `def` (nextval
 /// asks for USAGE or UPDATE, currval for SELECT or USAGE, setval for UPDATE), checked
 /// as the function runs: its argument is a value.
 pub fn check_sequence(session: &SessionView, def: &SequenceDef, any_of: AclMode) -> PgResult<()> {
     let role = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user);
     let who = Who::of_role(role.as_deref());
-    let acl = acl::effective(&def.acl, def.owner, RelationKind::Sequence);
+    let acl = acl::effective(&def.acl, def.owner, ObjectKind::Sequence);
     if who.superuser || acl::held(&acl, who.oid, false) & any_of != 0 {
         return Ok(());
     }
     Err(denied("sequence", &def.name))
+}
+
+/// has_table_privilege: whether `role` (the session's without one) holds any of
+/// `privileges` ("SELECT, UPDATE WITH GRANT OPTION") on `relation`, a name. The system
+/// catalogs are readable by all.
+pub fn has_privilege(
+    session: &SessionView,
+    role: Option<&str>,
+    relation: &str,
+    privileges: &str,
+) -> PgResult<bool> {
+    let name = role.unwrap_or(session.user);
+    let who = match crate::role_ddl::find_in(session.catalog, session.bootstrap_role, name) {
+        Some(r) => Who::of_role(Some(&r)),
+        None => {
+            return Err(PgError::new(
+                codes::UNDEFINED_OBJECT,
+                format!("role \"{name}\" does not exist"),
+            ))
+        }
+    };
+    let mut wanted = 0;
+    let mut options = 0;
+    for written in privileges.split(',') {
+        let item = written.trim().to_ascii_uppercase();
+        let (privilege, option) = match item.strip_suffix(" WITH GRANT OPTION") {
+            Some(p) => (p.trim_end(), true),
+            None => (item.as_str(), false),
+        };
+        let bit = acl::privilege_named(privilege).ok_or_else(|| {
+            PgError::new(
+                codes::INVALID_PARAMETER_VALUE,
+                format!("unrecognized privilege type: \"{}\"", written.trim()),
+            )
+        })?;
+        if option {
+            options |= bit;
+        } else {
+            wanted |= bit;
+        }
+    }
+    let Some(relation) = relation_named(session, relation)? else {
+        return Ok(true);
+    };
+    if who.superuser {
+        return Ok(true);
+    }
+    let acl = relation.effective_acl();
+    let owner_options = if who.oid == relation.owner() { options } else { 0 };
+    Ok(acl::held(&acl, who.oid, false) & wanted != 0
+        || (acl::held(&acl, who.oid, true) | owner_options) & options != 0)
+}
+
+/// The user relation `name` names (None: a system catalog); 42P01 for neither.
+fn relation_named(session: &SessionView, name: &str) -> PgResult<Option<Object>> {
+    use sql::catalog::Catalog;
+    let parts = sql::binder::parse_object_name(name);
+    let catalog = &session.catalog;
+    let found = match parts.as_slice() {
+        [name] | [_, name] if parts.len() == 1 || parts[0] == "public" => {
+            (catalog.table(None, name).map(Object::Table))
+                .or_else(|| catalog.view(name).map(Object::View))
+                .or_else(|| catalog.sequence(name).map(Object::Sequence))
+        }
+        _ => None,
+    };
+    let system = match parts.as_slice() {
+        [name] => sql::system_tables::system_table(name).is_some(),
+        [schema, name] if schema == "pg_catalog" => sql::system_tables::system_table(name).is_some(),
+        _ => false,
+    };
+    match found {
+        Some(r) => Ok(Some(r)),
+        None if system => Ok(None),
+        None => Err(PgError::new(
+            codes::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )),
+    }
 }
 
 /// The role with OID `oid` (a view's owner): no privileges if it is gone.

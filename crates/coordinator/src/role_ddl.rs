@@ -330,14 +330,16 @@ async fn drop_roles(
 }
 
 /// What keeps role `oid` from being dropped, as PostgreSQL's DETAIL lists it: the
-/// relations it owns and those whose ACLs name it, in the order they were created.
+/// relations it owns and those whose ACLs name it, in the order they were created, and
+/// schema public if its ACL names it.
 fn dependents(shared: &Shared, oid: u32) -> Vec<String> {
-    use sql::acl::Relation;
+    use sql::acl::Object;
     let catalog = &shared.catalog;
-    let mut relations: Vec<Relation> = catalog.tables().into_iter().map(Relation::Table).collect();
-    relations.extend(catalog.sequences().into_iter().map(Relation::Sequence));
-    relations.extend(catalog.views().into_iter().map(Relation::View));
-    relations.sort_by_key(Relation::oid);
+    let mut relations: Vec<Object> = catalog.tables().into_iter().map(Object::Table).collect();
+    relations.extend(catalog.sequences().into_iter().map(Object::Sequence));
+    relations.extend(catalog.views().into_iter().map(Object::View));
+    relations.push(catalog.public_schema());
+    relations.sort_by_key(Object::oid);
     relations
         .iter()
         .filter_map(|r| {

@@ -4,6 +4,7 @@
 //! OIDs of built-in objects are PostgreSQL 15's, so that clients which hard-code them
 //! (psql, drivers' type caches) see what they expect.
 
+use sql::acl::ObjectKind;
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
 use crate::system_indexes::{find, indexes_of};
@@ -25,7 +26,7 @@ const HEAP_AM_OID: u32 = 2;
 const BTREE_AM_OID: u32 = 403;
 pub(crate) const POSTGRES_DB_OID: u32 = 5;
 /// The built-in role that owns schema public in PostgreSQL 15.
-const PG_DATABASE_OWNER_OID: u32 = 6171;
+const PG_DATABASE_OWNER_OID: u32 = sql::acl::PG_DATABASE_OWNER;
 /// PostgreSQL 15's predefined (non-login) roles.
 const PREDEFINED_ROLES: &[(&str, u32)] = &[
     ("pg_database_owner", PG_DATABASE_OWNER_OID),
@@ -416,10 +417,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 oid(PUBLIC_NAMESPACE_OID),
                 text("public"),
                 oid(PG_DATABASE_OWNER_OID),
-                Value::Array(vec![
-                    text("pg_database_owner=UC/pg_database_owner"),
-                    text("=U/pg_database_owner"),
-                ]),
+                acl_array(session, &session.catalog.public_schema().effective_acl()),
             ],
             vec![
                 oid(INFORMATION_SCHEMA_OID),
@@ -442,7 +440,13 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 matches!(r[0], Value::Oid(o) if o == PG_CATALOG_NAMESPACE_OID || o == PUBLIC_NAMESPACE_OID)
             })
             .map(|r| {
-                let acl = r[3].clone();
+                let acl = match r[0] {
+                    Value::Oid(PUBLIC_NAMESPACE_OID) => {
+                        let initial = sql::acl::effective(&None, PG_DATABASE_OWNER_OID, ObjectKind::Schema);
+                        acl_array(session, &initial)
+                    }
+                    _ => r[3].clone(),
+                };
                 vec![r[0].clone(), oid(2615), Value::Int4(0), chr('i'), acl]
             })
             .collect(),
@@ -985,12 +989,14 @@ fn owned_by(
         row[relowner] = oid(owner);
     }
     if let (Some(relacl), Some(items)) = (column_of(SystemTable::PgClass, "relacl"), acl) {
-        let items = items
-            .iter()
-            .map(|i| text(&i.text(|o| role_name(session, o))));
-        row[relacl] = Value::Array(items.collect());
+        row[relacl] = acl_array(session, items);
     }
     row
+}
+
+/// An ACL as aclitem[] text.
+fn acl_array(session: &SessionView, items: &[sql::acl::AclItem]) -> Value {
+    Value::Array(items.iter().map(|i| text(&i.text(|o| role_name(session, o)))).collect())
 }
 
 fn pg_class_row(
@@ -1731,6 +1737,14 @@ pub fn session_function(
             "SQL_ASCII"
         }),
         F::HasPrivilege => Value::Bool(true),
+        F::HasTablePrivilege => {
+            let (role, relation, privileges) = match args.len() {
+                3 => (Some(arg_text(0)), arg_text(1), arg_text(2)),
+                _ => (None, arg_text(0), arg_text(1)),
+            };
+            let held = crate::privileges::has_privilege(session, role.as_deref(), &relation, &privileges)?;
+            Value::Bool(held)
+        }
         F::ToRegclass => regclass_oid(session, &arg_text(0)).map_or(Value::Null, Value::Oid),
         F::RegclassIn => match args.first() {
             None | Some(Value::Null) => Value::Null,

@@ -26,12 +26,13 @@ pub const TRUNCATE: AclMode = 1 << 4;
 pub const REFERENCES: AclMode = 1 << 5;
 pub const TRIGGER: AclMode = 1 << 6;
 pub const USAGE: AclMode = 1 << 8;
+pub const CREATE: AclMode = 1 << 9;
 
 /// The grantee that stands for every role.
 pub const PUBLIC: u32 = 0;
 
 /// Each privilege, its aclitem letter and its SQL name, in aclitem order.
-const PRIVILEGES: [(AclMode, char, &str); 8] = [
+const PRIVILEGES: [(AclMode, char, &str); 9] = [
     (INSERT, 'a', "INSERT"),
     (SELECT, 'r', "SELECT"),
     (UPDATE, 'w', "UPDATE"),
@@ -40,7 +41,12 @@ const PRIVILEGES: [(AclMode, char, &str); 8] = [
     (REFERENCES, 'x', "REFERENCES"),
     (TRIGGER, 't', "TRIGGER"),
     (USAGE, 'U', "USAGE"),
+    (CREATE, 'C', "CREATE"),
 ];
+
+/// The role every database's owner is a member of, which owns schema public.
+pub const PG_DATABASE_OWNER: u32 = 6171;
+
 
 /// The privilege a SQL name (upper case) stands for.
 pub fn privilege_named(name: &str) -> Option<AclMode> {
@@ -104,38 +110,56 @@ pub fn quoted_role(name: &str) -> String {
     }
 }
 
-/// The kinds of relation privileges apply to, as GRANT and its messages name them.
+/// The kinds of object privileges apply to, as GRANT and its messages name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RelationKind {
+pub enum ObjectKind {
     Table,
     View,
     Sequence,
+    Schema,
 }
 
-impl RelationKind {
+impl ObjectKind {
     /// Every privilege an object of this kind can have (what ALL grants).
     pub fn all(self) -> AclMode {
         match self {
-            RelationKind::Table | RelationKind::View => {
+            ObjectKind::Table | ObjectKind::View => {
                 INSERT | SELECT | UPDATE | DELETE | TRUNCATE | REFERENCES | TRIGGER
             }
-            RelationKind::Sequence => SELECT | UPDATE | USAGE,
+            ObjectKind::Sequence => SELECT | UPDATE | USAGE,
+            ObjectKind::Schema => USAGE | CREATE,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            RelationKind::Table => "table",
-            RelationKind::View => "view",
-            RelationKind::Sequence => "sequence",
+            ObjectKind::Table => "table",
+            ObjectKind::View => "view",
+            ObjectKind::Sequence => "sequence",
+            ObjectKind::Schema => "schema",
         }
     }
 }
 
-/// The ACL in force: the stored one, or the owner's all without one (`acldefault`).
-pub fn effective(acl: &Option<Vec<AclItem>>, owner: u32, kind: RelationKind) -> Cow<'_, [AclItem]> {
+/// The ACL in force: the stored one, or the owner's all without one (`acldefault`;
+/// schema public's as PostgreSQL 15's initdb leaves it: its owner's all, PUBLIC's USAGE).
+pub fn effective(acl: &Option<Vec<AclItem>>, owner: u32, kind: ObjectKind) -> Cow<'_, [AclItem]> {
     match acl {
         Some(items) => Cow::Borrowed(items),
+        None if kind == ObjectKind::Schema => Cow::Owned(vec![
+            AclItem {
+                grantee: owner,
+                grantor: owner,
+                privileges: kind.all(),
+                grant_options: 0,
+            },
+            AclItem {
+                grantee: PUBLIC,
+                grantor: owner,
+                privileges: USAGE,
+                grant_options: 0,
+            },
+        ]),
         // The owner's grant options are implicit: it can always grant (aclitem shows none).
         None => Cow::Owned(vec![AclItem {
             grantee: owner,
@@ -210,52 +234,59 @@ pub fn revoke(
     acl.retain(|i| i.privileges != 0);
 }
 
-/// A relation a statement uses, as bound.
+/// What privileges are held on: a relation a statement uses, as bound, or schema
+/// public with its ACL (the only schema).
 #[derive(Debug, Clone)]
-pub enum Relation {
+pub enum Object {
     Table(Arc<TableDef>),
     View(Arc<ViewDef>),
     Sequence(Arc<SequenceDef>),
+    PublicSchema(Option<Vec<AclItem>>),
 }
 
-impl Relation {
+impl Object {
     pub fn oid(&self) -> u32 {
         match self {
-            Relation::Table(t) => t.oid,
-            Relation::View(v) => v.oid,
-            Relation::Sequence(s) => s.oid,
+            Object::Table(t) => t.oid,
+            Object::View(v) => v.oid,
+            Object::Sequence(s) => s.oid,
+            Object::PublicSchema(_) => crate::catalog::PUBLIC_NAMESPACE_OID,
         }
     }
 
     pub fn name(&self) -> &str {
         match self {
-            Relation::Table(t) => &t.name,
-            Relation::View(v) => &v.name,
-            Relation::Sequence(s) => &s.name,
+            Object::Table(t) => &t.name,
+            Object::View(v) => &v.name,
+            Object::Sequence(s) => &s.name,
+            Object::PublicSchema(_) => "public",
         }
     }
 
     pub fn owner(&self) -> u32 {
         match self {
-            Relation::Table(t) => t.owner,
-            Relation::View(v) => v.owner,
-            Relation::Sequence(s) => s.owner,
+            Object::Table(t) => t.owner,
+            Object::View(v) => v.owner,
+            Object::Sequence(s) => s.owner,
+            Object::PublicSchema(_) => PG_DATABASE_OWNER,
         }
     }
 
-    pub fn kind(&self) -> RelationKind {
+    pub fn kind(&self) -> ObjectKind {
         match self {
-            Relation::Table(_) => RelationKind::Table,
-            Relation::View(_) => RelationKind::View,
-            Relation::Sequence(_) => RelationKind::Sequence,
+            Object::Table(_) => ObjectKind::Table,
+            Object::View(_) => ObjectKind::View,
+            Object::Sequence(_) => ObjectKind::Sequence,
+            Object::PublicSchema(_) => ObjectKind::Schema,
         }
     }
 
     pub fn acl(&self) -> &Option<Vec<AclItem>> {
         match self {
-            Relation::Table(t) => &t.acl,
-            Relation::View(v) => &v.acl,
-            Relation::Sequence(s) => &s.acl,
+            Object::Table(t) => &t.acl,
+            Object::View(v) => &v.acl,
+            Object::Sequence(s) => &s.acl,
+            Object::PublicSchema(acl) => acl,
         }
     }
 
@@ -270,7 +301,7 @@ impl Relation {
 /// PostgreSQL checks a view's relations.
 #[derive(Debug, Clone)]
 pub struct Required {
-    pub relation: Relation,
+    pub relation: Object,
     pub privileges: AclMode,
     pub checked_as: Option<u32>,
 }
@@ -289,7 +320,7 @@ mod tests {
 
     #[test]
     fn items_print_as_postgresql_prints_them() {
-        let mut acl = effective(&None, 10, RelationKind::Table).into_owned();
+        let mut acl = effective(&None, 10, ObjectKind::Table).into_owned();
         grant(&mut acl, 20, 10, SELECT | UPDATE, false);
         grant(&mut acl, PUBLIC, 10, SELECT, false);
         grant(&mut acl, 30, 10, INSERT, true);
@@ -307,7 +338,7 @@ mod tests {
 
     #[test]
     fn revoking_everything_drops_the_item_and_public_counts_for_all() {
-        let mut acl = effective(&None, 10, RelationKind::Sequence).into_owned();
+        let mut acl = effective(&None, 10, ObjectKind::Sequence).into_owned();
         grant(&mut acl, PUBLIC, 10, SELECT, false);
         grant(&mut acl, 20, 10, USAGE, true);
         assert_eq!(held(&acl, 20, false), SELECT | USAGE);
@@ -318,7 +349,7 @@ mod tests {
         );
         revoke(&mut acl, 20, 10, USAGE, false);
         assert_eq!(acl.len(), 2);
-        revoke(&mut acl, 10, 10, RelationKind::Sequence.all(), false);
+        revoke(&mut acl, 10, 10, ObjectKind::Sequence.all(), false);
         assert_eq!(held(&acl, 10, false), SELECT);
     }
 }

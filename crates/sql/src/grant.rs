@@ -2,7 +2,7 @@
 //! statement's text allows (docs/decisions/0049-grant-revoke.md); the coordinator
 //! resolves the names and changes the ACLs (`crate::acl`).
 
-use crate::acl::{self, AclMode, RelationKind};
+use crate::acl::{self, AclMode, ObjectKind};
 use crate::parse::ast;
 use pgerror::{codes, PgError, PgResult};
 
@@ -27,11 +27,13 @@ pub struct GrantRevoke {
 pub enum GrantObjects {
     /// `ON [TABLE] names` (tables, views and sequences) or `ON SEQUENCE names`.
     Relations {
-        kind: RelationKind,
+        kind: ObjectKind,
         names: Vec<Vec<String>>,
     },
     /// `ON ALL TABLES IN SCHEMA public` (tables and views) or `ALL SEQUENCES`.
-    AllInPublic { kind: RelationKind },
+    AllInPublic { kind: ObjectKind },
+    /// `ON SCHEMA public`.
+    PublicSchema,
 }
 
 pub fn bind(stmt: &ast::Statement) -> PgResult<GrantRevoke> {
@@ -72,28 +74,24 @@ pub fn bind(stmt: &ast::Statement) -> PgResult<GrantRevoke> {
     };
     let kind = match &objects {
         GrantObjects::Relations { kind, .. } | GrantObjects::AllInPublic { kind } => *kind,
+        GrantObjects::PublicSchema => ObjectKind::Schema,
     };
     let privileges = match privileges {
         ast::Privileges::All { .. } => None,
         ast::Privileges::Actions(actions) => {
             let mut mode = 0;
             for a in actions {
-                let bit = privilege(a)?;
+                let bit = privilege(a, kind)?;
                 // ON TABLE may name sequences too: what each object cannot have is found
                 // when it is known.
                 let possible = match kind {
-                    RelationKind::Sequence => RelationKind::Sequence.all(),
-                    _ => RelationKind::Table.all() | RelationKind::Sequence.all(),
+                    ObjectKind::Table | ObjectKind::View => {
+                        ObjectKind::Table.all() | ObjectKind::Sequence.all()
+                    }
+                    other => other.all(),
                 };
                 if possible & bit == 0 {
-                    return Err(PgError::new(
-                        codes::INVALID_GRANT_OPERATION,
-                        format!(
-                            "invalid privilege type {} for {}",
-                            acl::privilege_name(bit),
-                            kind.name()
-                        ),
-                    ));
+                    return Err(invalid_type(acl::privilege_name(bit), kind));
                 }
                 mode |= bit;
             }
@@ -148,11 +146,27 @@ fn bind_objects(objects: &ast::GrantObjects) -> PgResult<GrantObjects> {
         _ => Err(unsupported("several schemas")),
     };
     match objects {
-        O::Tables(names) => Ok(relations(RelationKind::Table, names)),
-        O::Sequences(names) => Ok(relations(RelationKind::Sequence, names)),
-        O::AllTablesInSchema { schemas } => in_public(schemas, RelationKind::Table),
-        O::AllSequencesInSchema { schemas } => in_public(schemas, RelationKind::Sequence),
-        O::Schemas(_) => Err(unsupported("privileges on schemas")),
+        O::Tables(names) => Ok(relations(ObjectKind::Table, names)),
+        O::Sequences(names) => Ok(relations(ObjectKind::Sequence, names)),
+        O::AllTablesInSchema { schemas } => in_public(schemas, ObjectKind::Table),
+        O::AllSequencesInSchema { schemas } => in_public(schemas, ObjectKind::Sequence),
+        O::Schemas(names) => {
+            for n in names {
+                match crate::binder::object_name_parts(n).as_slice() {
+                    [s] if s == "public" => {}
+                    [s] if s == "pg_catalog" || s == "information_schema" => {
+                        return Err(unsupported("privileges on system schemas"))
+                    }
+                    parts => {
+                        return Err(PgError::new(
+                            codes::INVALID_SCHEMA_NAME,
+                            format!("schema \"{}\" does not exist", parts.join(".")),
+                        ))
+                    }
+                }
+            }
+            Ok(GrantObjects::PublicSchema)
+        }
         O::Databases(_) => Err(unsupported("privileges on databases")),
         O::Function { .. } | O::AllFunctionsInSchema { .. } => {
             Err(unsupported("privileges on functions"))
@@ -161,8 +175,8 @@ fn bind_objects(objects: &ast::GrantObjects) -> PgResult<GrantObjects> {
     }
 }
 
-/// The privilege a GRANT names; column lists are not supported yet.
-fn privilege(action: &ast::Action) -> PgResult<AclMode> {
+/// The privilege a GRANT on a `kind` names; column lists are not supported yet.
+fn privilege(action: &ast::Action, kind: ObjectKind) -> PgResult<AclMode> {
     use ast::Action as A;
     let (name, columns) = match action {
         A::Select { columns } => ("SELECT", columns.is_some()),
@@ -173,9 +187,10 @@ fn privilege(action: &ast::Action) -> PgResult<AclMode> {
         A::Truncate => ("TRUNCATE", false),
         A::Trigger => ("TRIGGER", false),
         A::Usage => ("USAGE", false),
-        A::Create { .. } => return Err(invalid_type("CREATE")),
-        A::Connect => return Err(invalid_type("CONNECT")),
-        A::Exec { .. } | A::Execute { .. } => return Err(invalid_type("EXECUTE")),
+        A::Create { obj_type: None } => ("CREATE", false),
+        A::Connect => return Err(invalid_type("CONNECT", kind)),
+        A::Temporary => return Err(invalid_type("TEMPORARY", kind)),
+        A::Exec { .. } | A::Execute { .. } => return Err(invalid_type("EXECUTE", kind)),
         other => {
             return Err(PgError::new(
                 codes::SYNTAX_ERROR,
@@ -192,10 +207,10 @@ fn privilege(action: &ast::Action) -> PgResult<AclMode> {
     Ok(acl::privilege_named(name).expect("a known privilege"))
 }
 
-fn invalid_type(name: &str) -> PgError {
+fn invalid_type(name: &str, kind: ObjectKind) -> PgError {
     PgError::new(
         codes::INVALID_GRANT_OPERATION,
-        format!("invalid privilege type {name} for table"),
+        format!("invalid privilege type {name} for {}", kind.name()),
     )
 }
 

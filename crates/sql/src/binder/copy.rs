@@ -13,7 +13,7 @@ impl<'a> Binder<'a> {
                 let fields = copied_columns(&table, columns)?;
                 if copy.from {
                     self.require(
-                        crate::acl::Relation::Table(table.clone()),
+                        crate::acl::Object::Table(table.clone()),
                         crate::acl::INSERT,
                     );
                     let targets = self.insert_targets(&table, &fields)?;

@@ -1,7 +1,7 @@
 //! INSERT, UPDATE and DELETE: targets, defaults, VALUES, ON CONFLICT, RETURNING.
 
 use super::*;
-use crate::acl::{self, Relation};
+use crate::acl::{self, Object};
 
 impl<'a> Binder<'a> {
     pub(super) fn returning(
@@ -107,7 +107,7 @@ impl<'a> Binder<'a> {
             _ => return Err(unsupported("INSERT into a table function")),
         };
         let table = self.table_by_name(&table_name)?;
-        self.require(Relation::Table(table.clone()), acl::INSERT);
+        self.require(Object::Table(table.clone()), acl::INSERT);
         let listed = !ins.columns.is_empty();
         let mut target_cols: Vec<usize> = Vec::with_capacity(table.columns.len());
         if listed {
@@ -228,12 +228,12 @@ impl<'a> Binder<'a> {
             let values = u.assignments.iter().map(|(_, e)| e).chain(&u.filter);
             let read = reads_columns(values, table.columns.len());
             self.require(
-                Relation::Table(table.clone()),
+                Object::Table(table.clone()),
                 acl::UPDATE | if read { acl::SELECT } else { 0 },
             );
         }
         if reads_columns(returned(&returning), table.columns.len()) {
-            self.require(Relation::Table(table.clone()), acl::SELECT);
+            self.require(Object::Table(table.clone()), acl::SELECT);
         }
         let checks = self.table_checks(&table)?;
         let all: Vec<usize> = (0..table.columns.len()).collect();
@@ -340,7 +340,7 @@ impl<'a> Binder<'a> {
             usize::MAX,
         );
         self.require(
-            Relation::Table(table.clone()),
+            Object::Table(table.clone()),
             acl::UPDATE | if read { acl::SELECT } else { 0 },
         );
         let checks = self.table_checks(&table)?;
@@ -437,7 +437,7 @@ impl<'a> Binder<'a> {
         let returning = self.returning(&del.returning, &table, &scope)?;
         let read = reads_columns(filter.iter().chain(returned(&returning)), usize::MAX);
         self.require(
-            Relation::Table(table.clone()),
+            Object::Table(table.clone()),
             acl::DELETE | if read { acl::SELECT } else { 0 },
         );
         let foreign_keys = self.foreign_keys(&table, None, Some((true, None)))?;

@@ -5,7 +5,7 @@
 //! one"), found by its primary key.
 
 use super::*;
-use crate::acl::Relation;
+use crate::acl::Object;
 
 impl<'a> Binder<'a> {
     pub(super) fn update_from(
@@ -23,7 +23,7 @@ impl<'a> Binder<'a> {
         };
         // (The join reads the target's rows: SELECT on it, even when no column is named.)
         let read = crate::acl::SELECT;
-        self.require(Relation::Table(table.clone()), crate::acl::UPDATE | read);
+        self.require(Object::Table(table.clone()), crate::acl::UPDATE | read);
         let (joined, scope) = self.joined_targets(&table, &target, from, upd.selection.as_ref())?;
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
@@ -49,7 +49,7 @@ impl<'a> Binder<'a> {
         using: &[ast::TableWithJoins],
     ) -> PgResult<Statement> {
         let read = crate::acl::SELECT;
-        self.require(Relation::Table(table.clone()), crate::acl::DELETE | read);
+        self.require(Object::Table(table.clone()), crate::acl::DELETE | read);
         let (joined, scope) =
             self.joined_targets(&table, &target, using, del.selection.as_ref())?;
         let returning = self.joined_returning(&del.returning, &table, &scope)?;

@@ -325,7 +325,7 @@ impl<'a> Binder<'a> {
                 let cascade = matches!(t.cascade, Some(ast::CascadeOption::Cascade));
                 let tables: Vec<Arc<TableDef>> = self.truncated_with_references(tables, cascade)?;
                 for t in &tables {
-                    self.require(crate::acl::Relation::Table(t.clone()), crate::acl::TRUNCATE);
+                    self.require(crate::acl::Object::Table(t.clone()), crate::acl::TRUNCATE);
                 }
                 Ok(Statement::Truncate { tables })
             }

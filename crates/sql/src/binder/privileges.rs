@@ -4,11 +4,11 @@
 //! rows locked FOR UPDATE/SHARE, TRUNCATE. A view's relations are checked as its owner.
 
 use super::*;
-use crate::acl::{AclMode, Relation, Required};
+use crate::acl::{AclMode, Object, Required};
 
 impl Binder<'_> {
     /// `privileges` on `relation`, for whoever the relations being bound are checked as.
-    pub(super) fn require(&mut self, relation: Relation, privileges: AclMode) {
+    pub(super) fn require(&mut self, relation: Object, privileges: AclMode) {
         let checked_as = self.checked_as;
         let oid = relation.oid();
         match (self.required.iter_mut())

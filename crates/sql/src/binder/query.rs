@@ -584,7 +584,7 @@ impl<'a> Binder<'a> {
                 if let Rel::Scan { table, .. } = &rel {
                     self.reads.push(table.oid);
                     self.require(
-                        crate::acl::Relation::Table(table.clone()),
+                        crate::acl::Object::Table(table.clone()),
                         crate::acl::SELECT,
                     );
                 }

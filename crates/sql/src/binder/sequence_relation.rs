@@ -18,7 +18,7 @@ impl Binder<'_> {
         };
         let def = self.catalog.sequence(name)?;
         self.require(
-            crate::acl::Relation::Sequence(def.clone()),
+            crate::acl::Object::Sequence(def.clone()),
             crate::acl::SELECT,
         );
         let oid = const_expr(Value::Oid(def.oid), DataType::Oid);

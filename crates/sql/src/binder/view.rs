@@ -120,7 +120,7 @@ impl<'a> Binder<'a> {
             ));
         }
         self.reads.push(view.oid);
-        self.require(crate::acl::Relation::View(view.clone()), crate::acl::SELECT);
+        self.require(crate::acl::Object::View(view.clone()), crate::acl::SELECT);
         let query = crate::view::parse_query(&view.query)?;
         let outer = std::mem::take(&mut self.outer);
         let ctes = std::mem::take(&mut self.ctes);

@@ -58,7 +58,11 @@ pub enum ScalarFunc {
     ColDescription,
     ShobjDescription,
     PgEncodingToChar,
+    /// has_schema_privilege, has_database_privilege: always true (schemas and databases
+    /// have no ACLs yet).
     HasPrivilege,
+    /// has_table_privilege([role,] relation, privileges), has_sequence_privilege.
+    HasTablePrivilege,
     ToRegclass,
     PgGetStatisticsObjDefColumns,
     PgRelationSize,
@@ -456,10 +460,16 @@ pub fn resolve_scalar(
         ("col_description", 2) => (F::ColDescription, vec![Oid, Int4], Text),
         ("shobj_description", 2) => (F::ShobjDescription, vec![Oid, Name], Text),
         ("pg_encoding_to_char", 1) => (F::PgEncodingToChar, vec![Int4], Name),
-        ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege", 2) => {
+        ("has_table_privilege" | "has_sequence_privilege", 2) => {
+            (F::HasTablePrivilege, vec![Text, Text], Bool)
+        }
+        ("has_table_privilege" | "has_sequence_privilege", 3) => {
+            (F::HasTablePrivilege, vec![Text, Text, Text], Bool)
+        }
+        ("has_schema_privilege" | "has_database_privilege", 2) => {
             (F::HasPrivilege, vec![Text, Text], Bool)
         }
-        ("has_table_privilege" | "has_schema_privilege" | "has_database_privilege", 3) => {
+        ("has_schema_privilege" | "has_database_privilege", 3) => {
             (F::HasPrivilege, vec![Text, Text, Text], Bool)
         }
         ("to_regclass", 1) => (F::ToRegclass, vec![Text], RegClass),
