@@ -9,13 +9,13 @@
 //! as it runs, through its transaction's `DdlLog`, which undoes it on rollback and
 //! records each write in the transaction's pending record (decision 0038).
 
-use sql::acl::{AclItem, Object};
 use crate::ddl_log::DdlLog;
 use distribution::{Datanodes, RelPlacement};
 use meta::nodes::Node;
 use meta::{MetaClient, WriteBatch, WriteOutcome};
 use parking_lot::RwLock;
 use pgerror::{codes, PgError, PgResult};
+use sql::acl::{AclItem, Object};
 use sql::catalog::{Catalog, TableDef, FIRST_USER_OID};
 use sql::role::RoleDef;
 use sql::sequence::{Identity, SequenceDef};

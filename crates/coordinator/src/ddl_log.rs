@@ -126,7 +126,11 @@ impl DdlLog {
     }
 
     /// Replaces schema public's ACL.
-    pub async fn put_public_acl(&mut self, shared: &Shared, acl: Vec<sql::acl::AclItem>) -> PgResult<()> {
+    pub async fn put_public_acl(
+        &mut self,
+        shared: &Shared,
+        acl: Vec<sql::acl::AclItem>,
+    ) -> PgResult<()> {
         shared.catalog.put_public_acl(acl, self).await
     }
 

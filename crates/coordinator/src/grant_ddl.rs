@@ -106,8 +106,7 @@ fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Object>> {
             .map(Object::Sequence)
             .collect()),
         GrantObjects::AllInPublic { .. } => {
-            let mut all: Vec<Object> =
-                catalog.tables().into_iter().map(Object::Table).collect();
+            let mut all: Vec<Object> = catalog.tables().into_iter().map(Object::Table).collect();
             all.extend(catalog.views().into_iter().map(Object::View));
             Ok(all)
         }
@@ -222,14 +221,14 @@ fn revoke(
 async fn store(
     shared: &Shared,
     log: &mut DdlLog,
-    relation: Object,
+    object: Object,
     items: Vec<AclItem>,
 ) -> PgResult<()> {
-    let acl = Some(items);
-    match relation {
-        Object::PublicSchema(_) => log.put_public_acl(shared, acl.unwrap_or_default()).await,
-        Object::Table(t) => log
-            .put(
+    match object {
+        Object::PublicSchema(_) => log.put_public_acl(shared, items).await,
+        Object::Table(t) => {
+            let acl = Some(items);
+            log.put(
                 shared,
                 TableDef {
                     acl,
@@ -237,8 +236,10 @@ async fn store(
                 },
             )
             .await
-            .map(drop),
+            .map(drop)
+        }
         Object::View(v) => {
+            let acl = Some(items);
             log.put_view(
                 shared,
                 ViewDef {
@@ -248,16 +249,19 @@ async fn store(
             )
             .await
         }
-        Object::Sequence(s) => (log
-            .put_sequence(
-                shared,
-                SequenceDef {
-                    acl,
-                    ..(*s).clone()
-                },
-            )
-            .await)
-            .map(drop),
+        Object::Sequence(s) => {
+            let acl = Some(items);
+            let stored = log
+                .put_sequence(
+                    shared,
+                    SequenceDef {
+                        acl,
+                        ..(*s).clone()
+                    },
+                )
+                .await;
+            stored.map(drop)
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use crate::ownership::Who;
 use crate::server::Shared;
 use pgerror::{codes, PgError, PgResult};
 use sql::acl::{self, AclMode, Object, ObjectKind, Required};
-use sql::role::BOOTSTRAP_SUPERUSER_OID;
 use sql::plan::Statement;
+use sql::role::BOOTSTRAP_SUPERUSER_OID;
 use sql::sequence::SequenceDef;
 
 /// 42501 for the first relation whose privileges the statement lacks, as PostgreSQL
@@ -136,7 +136,11 @@ pub fn has_privilege(
         return Ok(true);
     }
     let acl = relation.effective_acl();
-    let owner_options = if who.oid == relation.owner() { options } else { 0 };
+    let owner_options = if who.oid == relation.owner() {
+        options
+    } else {
+        0
+    };
     Ok(acl::held(&acl, who.oid, false) & wanted != 0
         || (acl::held(&acl, who.oid, true) | owner_options) & options != 0)
 }
@@ -156,7 +160,9 @@ fn relation_named(session: &SessionView, name: &str) -> PgResult<Option<Object>>
     };
     let system = match parts.as_slice() {
         [name] => sql::system_tables::system_table(name).is_some(),
-        [schema, name] if schema == "pg_catalog" => sql::system_tables::system_table(name).is_some(),
+        [schema, name] if schema == "pg_catalog" => {
+            sql::system_tables::system_table(name).is_some()
+        }
         _ => false,
     };
     match found {

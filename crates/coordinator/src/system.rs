@@ -4,12 +4,12 @@
 //! OIDs of built-in objects are PostgreSQL 15's, so that clients which hard-code them
 //! (psql, drivers' type caches) see what they expect.
 
-use sql::acl::ObjectKind;
 use crate::exec::SessionView;
 use crate::settings::SERVER_VERSION;
 use crate::system_indexes::{find, indexes_of};
 use distribution::Datanodes;
 use pgerror::{codes, PgError, PgResult};
+use sql::acl::ObjectKind;
 use sql::catalog::{
     Distribution, BUCKETS, INFORMATION_SCHEMA_OID, PG_CATALOG_NAMESPACE_OID,
     PG_TOAST_NAMESPACE_OID, PUBLIC_NAMESPACE_OID, SUPERUSER_OID,
@@ -996,7 +996,12 @@ fn owned_by(
 
 /// An ACL as aclitem[] text.
 fn acl_array(session: &SessionView, items: &[sql::acl::AclItem]) -> Value {
-    Value::Array(items.iter().map(|i| text(&i.text(|o| role_name(session, o)))).collect())
+    Value::Array(
+        items
+            .iter()
+            .map(|i| text(&i.text(|o| role_name(session, o))))
+            .collect(),
+    )
 }
 
 fn pg_class_row(
@@ -1742,7 +1747,8 @@ pub fn session_function(
                 3 => (Some(arg_text(0)), arg_text(1), arg_text(2)),
                 _ => (None, arg_text(0), arg_text(1)),
             };
-            let held = crate::privileges::has_privilege(session, role.as_deref(), &relation, &privileges)?;
+            let held =
+                crate::privileges::has_privilege(session, role.as_deref(), &relation, &privileges)?;
             Value::Bool(held)
         }
         F::ToRegclass => regclass_oid(session, &arg_text(0)).map_or(Value::Null, Value::Oid),

@@ -49,6 +49,7 @@ async fn a_catalog_kept_on_the_datanode_moves_to_the_metadata_service() {
             fillfactor: None,
             distribution: Distribution::RoundRobin,
             indexes: Vec::new(),
+            acl: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
             owner: 10,

@@ -223,6 +223,7 @@ mod tests {
             indexes: Vec::new(),
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            acl: None,
             owner: 10,
         }
     }

@@ -47,7 +47,6 @@ const PRIVILEGES: [(AclMode, char, &str); 9] = [
 /// The role every database's owner is a member of, which owns schema public.
 pub const PG_DATABASE_OWNER: u32 = 6171;
 
-
 /// The privilege a SQL name (upper case) stands for.
 pub fn privilege_named(name: &str) -> Option<AclMode> {
     PRIVILEGES.iter().find(|p| p.2 == name).map(|p| p.0)
@@ -328,7 +327,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "postgres=a*r*w*d*D*x*t*/postgres",
+                "postgres=arwdDxt/postgres",
                 "bob=rw/postgres",
                 "=r/postgres",
                 "\"Mixed Case\"=a*/postgres"

@@ -174,6 +174,7 @@ mod tests {
             query: String::new(),
             reads: Vec::new(),
             owner: crate::role::bootstrap_owner(),
+            acl: None,
         };
         assert!(view
             .check_replacement(&[col("a", 23), col("b", 25)])

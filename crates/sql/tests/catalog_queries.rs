@@ -25,6 +25,7 @@ fn bind_query(sql: &str) -> sql::Query {
     match bind(&stmts[0], &NoTables, &[])
         .unwrap_or_else(|e| panic!("bind {sql}: {}", e.message))
         .0
+        .statement
     {
         Statement::Query(q) => q,
         other => panic!("{other:?}"),

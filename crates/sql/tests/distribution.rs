@@ -23,7 +23,7 @@ impl Catalog for Tables {
 
 fn bind_with(catalog: &Tables, sql: &str) -> Result<Statement, PgError> {
     let stmts = parse(sql)?;
-    bind(&stmts[0], catalog, &[]).map(|(s, _)| s)
+    bind(&stmts[0], catalog, &[]).map(|(s, _)| s.statement)
 }
 
 fn create(sql: &str) -> Result<CreateTable, PgError> {
@@ -55,6 +55,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         indexes: Vec::new(),
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        acl: None,
         owner: 10,
     })
 }

@@ -63,6 +63,7 @@ fn catalog() -> Tables {
         indexes: vec![index("ol_w_d_i_idx", &[0, 1, 4], false)],
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        acl: None,
         owner: 10,
     };
     let varchar = |name: &str| ColumnDef {
@@ -88,6 +89,7 @@ fn catalog() -> Tables {
         indexes: vec![index("c_name", &[0, 1, 3, 4], false)],
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        acl: None,
         owner: 10,
     };
     Tables(vec![
@@ -110,6 +112,7 @@ fn catalog() -> Tables {
             ],
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            acl: None,
             owner: 10,
         }),
     ])
@@ -118,7 +121,7 @@ fn catalog() -> Tables {
 /// The bound plan of the query `sql`.
 fn plan(sql: &str) -> Rel {
     let stmts = parse(sql).unwrap();
-    let (stmt, _) = bind(&stmts[0], &catalog(), &[]).unwrap();
+    let stmt = bind(&stmts[0], &catalog(), &[]).unwrap().0.statement;
     let Statement::Query(q) = stmt else {
         panic!("{sql}")
     };

@@ -12,10 +12,7 @@ impl<'a> Binder<'a> {
                 let table = self.table_by_name(&parse_object_name(name))?;
                 let fields = copied_columns(&table, columns)?;
                 if copy.from {
-                    self.require(
-                        crate::acl::Object::Table(table.clone()),
-                        crate::acl::INSERT,
-                    );
+                    self.require(crate::acl::Object::Table(table.clone()), crate::acl::INSERT);
                     let targets = self.insert_targets(&table, &fields)?;
                     let checks = self.table_checks(&table)?;
                     let all: Vec<usize> = (0..table.columns.len()).collect();

@@ -117,10 +117,7 @@ impl Binder<'_> {
                 )));
         }
         // FOR UPDATE and FOR SHARE alike need UPDATE (PostgreSQL's ACL_SELECT_FOR_UPDATE).
-        self.require(
-            crate::acl::Object::Table(table.clone()),
-            crate::acl::UPDATE,
-        );
+        self.require(crate::acl::Object::Table(table.clone()), crate::acl::UPDATE);
         Ok(Some((keyed, Box::new(RowLocking { table, wait }))))
     }
 }

@@ -583,10 +583,7 @@ impl<'a> Binder<'a> {
                 };
                 if let Rel::Scan { table, .. } = &rel {
                     self.reads.push(table.oid);
-                    self.require(
-                        crate::acl::Object::Table(table.clone()),
-                        crate::acl::SELECT,
-                    );
+                    self.require(crate::acl::Object::Table(table.clone()), crate::acl::SELECT);
                 }
                 apply_alias(&mut cols, &alias, default);
                 Ok((rel, Scope { columns: cols }, false))
