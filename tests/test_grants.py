@@ -280,3 +280,22 @@ def test_a_revoke_reaches_statements_prepared_before_it(meridian, postgres):
     got = prepared_across_revoke(meridian)
     assert got == prepared_across_revoke(postgres)
     assert got == [[(0,)], [(0,)], ("42501", "permission denied for table gr_t"), [(0,)]]
+
+
+def test_grants_made_on_one_coordinator_hold_on_the_other(meridian_cluster):
+    # The ACLs travel with the catalog records: a GRANT or REVOKE on one coordinator
+    # decides the next statement of a session already open on the other.
+    first, second = meridian_cluster, meridian_cluster.second
+    with first.connect(autocommit=True) as su:
+        su.execute("CREATE ROLE gr_bob LOGIN")
+        su.execute("CREATE TABLE gr_t (id int PRIMARY KEY, v int)")
+        with second.connect(user="gr_bob", autocommit=True) as bob:
+            assert attempt_prepared(bob) == ("42501", "permission denied for table gr_t")
+            su.execute("GRANT SELECT ON gr_t TO gr_bob")
+            assert attempt_prepared(bob) == [(0,)]
+            su.execute("REVOKE SELECT ON gr_t FROM gr_bob")
+            assert attempt_prepared(bob) == ("42501", "permission denied for table gr_t")
+            assert attempt(bob, "CREATE TABLE gr_x (id int)") == (
+                "42501", "permission denied for schema public")
+            su.execute("GRANT CREATE ON SCHEMA public TO gr_bob")
+            assert attempt(bob, "CREATE TABLE gr_x (id int)") is None

@@ -175,6 +175,25 @@ fn relation_named(session: &SessionView, name: &str) -> PgResult<Option<Object>>
     }
 }
 
+/// `check` against the relations as the catalog has them now rather than as bound.
+pub fn check_current(shared: &Shared, user: &str, required: &[Required]) -> PgResult<()> {
+    use sql::catalog::Catalog;
+    let catalog = &shared.catalog;
+    let now = |o: &Object| match o {
+        Object::Table(t) => catalog.table_by_oid(t.oid).map(Object::Table),
+        Object::View(v) => catalog.view_by_oid(v.oid).map(Object::View),
+        Object::Sequence(s) => catalog.sequence_by_oid(s.oid).map(Object::Sequence),
+        Object::PublicSchema(_) => Some(catalog.public_schema()),
+    };
+    let current: Vec<Required> = (required.iter())
+        .map(|r| Required {
+            relation: now(&r.relation).unwrap_or_else(|| r.relation.clone()),
+            ..r.clone()
+        })
+        .collect();
+    check(shared, user, &current)
+}
+
 /// The role with OID `oid` (a view's owner): no privileges if it is gone.
 fn role_by_oid(shared: &Shared, oid: u32) -> Who {
     match shared.catalog.role_by_oid(oid) {

@@ -45,7 +45,7 @@ impl<S: SessionStream> Session<S> {
         params: &[Value],
     ) -> PgResult<Outcome> {
         if !stmt.required.is_empty() {
-            crate::privileges::check(&self.shared, &self.state.user, &stmt.required)?;
+            self.check_privileges(&stmt.required).await?;
         }
         self.limits = self.state.settings.lock().limits();
         let timeout = self.limits.statement_timeout_ms;
@@ -71,6 +71,21 @@ impl<S: SessionStream> Session<S> {
             backend::notice_response_with(&mut self.out, NoticeSeverity::Warning, &notice);
         }
         result
+    }
+
+    /// `privileges::check`; a denial is checked again against the catalog as it is now
+    /// (another coordinator's GRANT may be newer than the plan's ACLs), and if that passes
+    /// the statement is bound again.
+    async fn check_privileges(&self, required: &[sql::acl::Required]) -> PgResult<()> {
+        let user = &self.state.user;
+        let Err(denied) = crate::privileges::check(&self.shared, user, required) else {
+            return Ok(());
+        };
+        self.shared.catalog.refresh().await?;
+        match crate::privileges::check_current(&self.shared, user, required) {
+            Ok(()) => Err(super::transaction::catalog_moved()),
+            Err(_) => Err(denied),
+        }
     }
 
     async fn execute(&mut self, stmt: &Statement, params: &[Value]) -> PgResult<Outcome> {
