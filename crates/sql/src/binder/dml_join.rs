@@ -5,7 +5,7 @@
 //! one"), found by its primary key.
 
 use super::*;
-use crate::acl::Object;
+use crate::acl::{self, Object};
 
 impl<'a> Binder<'a> {
     pub(super) fn update_from(
@@ -22,8 +22,7 @@ impl<'a> Binder<'a> {
             }
         };
         // (The join reads the target's rows: SELECT on it, even when no column is named.)
-        let read = crate::acl::SELECT;
-        self.require(Object::Table(table.clone()), crate::acl::UPDATE | read);
+        self.require(Object::Table(table.clone()), acl::UPDATE | acl::SELECT);
         let (joined, scope) = self.joined_targets(&table, &target, from, upd.selection.as_ref())?;
         let assignments = self.assignments(&table, &scope, &upd.assignments)?;
         let returning = self.joined_returning(&upd.returning, &table, &scope)?;
@@ -48,8 +47,8 @@ impl<'a> Binder<'a> {
         target: Scope,
         using: &[ast::TableWithJoins],
     ) -> PgResult<Statement> {
-        let read = crate::acl::SELECT;
-        self.require(Object::Table(table.clone()), crate::acl::DELETE | read);
+        // (As UPDATE … FROM: the join reads the target's rows.)
+        self.require(Object::Table(table.clone()), acl::DELETE | acl::SELECT);
         let (joined, scope) =
             self.joined_targets(&table, &target, using, del.selection.as_ref())?;
         let returning = self.joined_returning(&del.returning, &table, &scope)?;
