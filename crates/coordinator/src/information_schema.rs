@@ -108,10 +108,12 @@ pub fn rows(view: InformationView, session: &SessionView) -> Vec<Vec<Value>> {
                     };
                     let datetime_precision = match &ty {
                         DataType::Date => Some(0),
-                        DataType::Time
-                        | DataType::Timestamp
-                        | DataType::TimestampTz
-                        | DataType::Interval => Some(6),
+                        DataType::Time { .. }
+                        | DataType::Timestamp { .. }
+                        | DataType::TimestampTz { .. }
+                        | DataType::Interval { .. } => {
+                            Some(ty.time_precision().unwrap_or(6) as i32)
+                        }
                         _ => None,
                     };
                     let udt_name = ty.type_name();

@@ -311,10 +311,10 @@ fn builtin_types() -> Vec<DataType> {
         Bpchar { len: None },
         Varchar { max_len: None },
         Date,
-        Time,
-        Timestamp,
-        TimestampTz,
-        Interval,
+        DataType::TIME,
+        DataType::TIMESTAMP,
+        DataType::TIMESTAMPTZ,
+        DataType::INTERVAL,
         Numeric {
             precision_scale: None,
         },
@@ -341,8 +341,8 @@ fn builtin_types() -> Vec<DataType> {
         Oid,
         Bpchar { len: None },
         Date,
-        Timestamp,
-        TimestampTz,
+        DataType::TIMESTAMP,
+        DataType::TIMESTAMPTZ,
         Numeric {
             precision_scale: None,
         },
@@ -1118,10 +1118,10 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
         Bpchar { .. } => [1044, 1045, 2430, 2431],
         Varchar { .. } => [1046, 1047, 2432, 2433],
         Date => [1084, 1085, 2468, 2469],
-        Time => [1143, 1144, 2470, 2471],
-        Timestamp => [1312, 1313, 2474, 2475],
-        TimestampTz => [1150, 1151, 2476, 2477],
-        Interval => [1160, 1161, 2478, 2479],
+        Time { .. } => [1143, 1144, 2470, 2471],
+        Timestamp { .. } => [1312, 1313, 2474, 2475],
+        TimestampTz { .. } => [1150, 1151, 2476, 2477],
+        Interval { .. } => [1160, 1161, 2478, 2479],
         Numeric { .. } => [1701, 1702, 2460, 2461],
         RegClass => [2218, 2219, 2452, 2453],
         RegType => [2220, 2221, 2454, 2455],
@@ -1305,9 +1305,16 @@ fn type_align(ty: &DataType) -> char {
     match ty {
         Bool | Char | Name | Unknown | Uuid => 'c',
         Int2 => 's',
-        Int8 | Float8 | Timestamp | TimestampTz | Time | Interval => 'd',
+        Int8 | Float8 | Timestamp { .. } | TimestampTz { .. } | Time { .. } | Interval { .. } => {
+            'd'
+        }
         Array(e) => match e.as_ref() {
-            Int8 | Float8 | Timestamp | TimestampTz | Time | Interval => 'd',
+            Int8
+            | Float8
+            | Timestamp { .. }
+            | TimestampTz { .. }
+            | Time { .. }
+            | Interval { .. } => 'd',
             _ => 'i',
         },
         _ => 'i',
@@ -1320,7 +1327,10 @@ fn pg_type_row(ty: &DataType) -> Vec<Value> {
     let array_oid = builtin_array_oid(ty);
     let [input, output, receive, send] = type_io_procs(ty);
     let len = ty.typlen();
-    let preferred = matches!(ty, Bool | Text | Float8 | Oid | TimestampTz | Interval);
+    let preferred = matches!(
+        ty,
+        Bool | Text | Float8 | Oid | TimestampTz { .. } | Interval { .. }
+    );
     // Subscripting: arrays use array_subscript_handler, fixed-length vectors raw_array_subscript_handler.
     let subscript = match ty {
         Array(_) | Int2Vector | OidVector => 6179,
@@ -1937,7 +1947,7 @@ mod tests {
         );
         assert_eq!(deparse_default("-1", &DataType::Int4), "'-1'::integer");
         assert_eq!(deparse_default("5", &DataType::Int4), "5");
-        assert_eq!(deparse_default("now()", &DataType::Timestamp), "now()");
+        assert_eq!(deparse_default("now()", &DataType::TIMESTAMP), "now()");
         assert_eq!(deparse_default("'a' || 'b'", &DataType::Text), "'a' || 'b'");
         // quoted constants PostgreSQL's get_const_expr shows bare, and some it does not
         assert_eq!(deparse_default("'0'", &DataType::Int4), "0");

@@ -98,17 +98,9 @@ impl DataTypeDef {
     }
 
     pub fn to_type(&self) -> DataType {
-        let base = DataType::from_oid(self.oid).unwrap_or(DataType::Text);
-        match base {
-            DataType::Varchar { .. } if self.typmod >= 4 => DataType::Varchar {
-                max_len: Some((self.typmod - 4) as u32),
-            },
-            DataType::Bpchar { .. } if self.typmod >= 4 => DataType::Bpchar {
-                len: Some((self.typmod - 4) as u32),
-            },
-            DataType::Numeric { .. } => base.with_typmod(self.typmod),
-            other => other,
-        }
+        DataType::from_oid(self.oid)
+            .unwrap_or(DataType::Text)
+            .with_typmod(self.typmod)
     }
 }
 

@@ -124,7 +124,7 @@ impl<'a> EvalCtx<'a> {
                 ty,
             } => {
                 let (l, r) = (self.operand(left, row)?, self.operand(right, row)?);
-                if *ty == DataType::TimestampTz {
+                if matches!(ty, DataType::TimestampTz { .. }) {
                     if let Some(v) = zoned_interval_arithmetic(*op, &l, &r, self.env.zone())? {
                         return Ok(v);
                     }

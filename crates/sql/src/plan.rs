@@ -122,7 +122,8 @@ impl Expr {
     /// hash (a value outside the column's range finds none; the filter is still applied
     /// to what is found); a varchar is a text value, compared as text when a text
     /// parameter meets a varchar column (`varchar_col = $1`, the binder's
-    /// `(varchar_col)::text = $1::text`, as PostgreSQL's binary-compatible relabelling).
+    /// `(varchar_col)::text = $1::text`, as PostgreSQL's binary-compatible relabelling);
+    /// a cast that only drops a modifier (`timestamp(0)` to `timestamp`) changes nothing.
     pub fn key_column(&self) -> Option<usize> {
         match self {
             Expr::Column {
@@ -131,7 +132,8 @@ impl Expr {
             Expr::Cast {
                 operand, from, to, ..
             } if from.is_integer() && to.is_integer()
-                || matches!((from, to), (DataType::Varchar { .. }, DataType::Text)) =>
+                || matches!((from, to), (DataType::Varchar { .. }, DataType::Text))
+                || from.without_typmod() == *to =>
             {
                 match operand.as_ref() {
                     Expr::Column {

@@ -599,8 +599,8 @@ fn hash_kind(ty: &DataType) -> Option<u8> {
         DataType::Numeric { .. } => 1,
         DataType::Text | DataType::Varchar { .. } => 2,
         DataType::Date => 3,
-        DataType::Timestamp => 4,
-        DataType::TimestampTz => 5,
+        DataType::Timestamp { .. } => 4,
+        DataType::TimestampTz { .. } => 5,
         _ => return None,
     })
 }
@@ -671,7 +671,7 @@ pub fn pushable(e: &Expr) -> bool {
             Expr::Column { depth, .. } => *depth == 0,
             // timestamptz ± interval counts days on the session zone's wall clock
             Expr::Binary {
-                ty: DataType::TimestampTz,
+                ty: DataType::TimestampTz { .. },
                 ..
             } => false,
             Expr::Func { func, .. } => {

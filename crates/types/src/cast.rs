@@ -115,6 +115,27 @@ pub fn apply_typmod(v: Value, to: &DataType, explicit: bool) -> PgResult<Value> 
         (Value::Numeric(d), DataType::Numeric { precision_scale }) => {
             with_numeric_typmod(d, precision_scale)
         }
+        (Value::Timestamp(t), DataType::Timestamp { precision }) => {
+            Ok(Value::Timestamp(datetime::round_timestamp(t, *precision)?))
+        }
+        (Value::TimestampTz(t), DataType::TimestampTz { precision }) => Ok(Value::TimestampTz(
+            datetime::round_timestamp(t, *precision)?,
+        )),
+        (Value::Time(t), DataType::Time { precision }) => {
+            Ok(Value::Time(datetime::round_micros(t, *precision)))
+        }
+        (
+            Value::Interval {
+                months,
+                days,
+                micros,
+            },
+            DataType::Interval { precision },
+        ) => Ok(Value::Interval {
+            months,
+            days,
+            micros: datetime::round_micros(micros, *precision),
+        }),
         (Value::Array(items), DataType::Array(elem)) => Ok(Value::Array(
             items
                 .into_iter()
@@ -144,11 +165,14 @@ pub fn cast(v: Value, from: &DataType, to: &DataType, explicit: bool) -> PgResul
 /// bind time or by a datanode.
 pub fn depends_on_zone(from: &DataType, to: &DataType) -> bool {
     let has = |t: &DataType, kind: fn(&DataType) -> bool| kind(t) || t.element().is_some_and(kind);
-    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz);
+    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz { .. });
     let styled = |t: &DataType| {
         matches!(
             t,
-            DataType::Date | DataType::Timestamp | DataType::TimestampTz | DataType::Interval
+            DataType::Date
+                | DataType::Timestamp { .. }
+                | DataType::TimestampTz { .. }
+                | DataType::Interval { .. }
         )
     };
     let textual = |t: &DataType| t.is_string() || matches!(t, DataType::Unknown | DataType::Json);
@@ -168,7 +192,7 @@ pub fn read_literal_any_session(s: &str, to: &DataType) -> Option<PgResult<Value
     if !depends_on_zone(&DataType::Text, to) {
         return Some(io::from_text(s, to));
     }
-    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz);
+    let zoned = |t: &DataType| matches!(t, DataType::TimestampTz { .. });
     if zoned(to) || to.element().is_some_and(zoned) {
         return None;
     }
@@ -200,6 +224,22 @@ pub fn read_literal_any_session(s: &str, to: &DataType) -> Option<PgResult<Value
 
 /// `cast` with timestamptz values read and shown in `zone` (the session's TimeZone).
 pub fn cast_in(
+    v: Value,
+    from: &DataType,
+    to: &DataType,
+    explicit: bool,
+    zone: &Zone,
+) -> PgResult<Value> {
+    let v = convert_in(v, from, to, explicit, zone)?;
+    if to.time_precision().is_some() {
+        // However the value was made (read from text, from a date, another zone's
+        // timestamp), it keeps the type's fractional digits.
+        return apply_typmod(v, to, explicit);
+    }
+    Ok(v)
+}
+
+fn convert_in(
     v: Value,
     from: &DataType,
     to: &DataType,
@@ -322,26 +362,28 @@ pub fn cast_in(
             _ => Err(cannot_cast(from, to)),
         },
         (Value::Bool(b), T::Int4) if explicit => Ok(Value::Int4(b as i32)),
-        (Value::Date(d), T::Timestamp) => Ok(Value::Timestamp(datetime::date_to_timestamp(d)?)),
-        (Value::Date(d), T::TimestampTz) => Ok(Value::TimestampTz(local_to_utc(
+        (Value::Date(d), T::Timestamp { .. }) => {
+            Ok(Value::Timestamp(datetime::date_to_timestamp(d)?))
+        }
+        (Value::Date(d), T::TimestampTz { .. }) => Ok(Value::TimestampTz(local_to_utc(
             datetime::date_to_timestamp(d)?,
             zone,
         )?)),
         (Value::Timestamp(t) | Value::TimestampTz(t), target) => {
             // a timestamptz is read as its wall clock in `zone`, a timestamp as it is
-            let wall_clock = if matches!(from, T::TimestampTz) {
+            let wall_clock = if matches!(from, T::TimestampTz { .. }) {
                 utc_to_local(t, zone)?
             } else {
                 t
             };
             timestamp_cast(t, wall_clock, target, zone, from, to)
         }
-        (Value::Time(t), T::Interval) => Ok(Value::Interval {
+        (Value::Time(t), T::Interval { .. }) => Ok(Value::Interval {
             months: 0,
             days: 0,
             micros: t,
         }),
-        (Value::Interval { micros, .. }, T::Time) => {
+        (Value::Interval { micros, .. }, T::Time { .. }) => {
             Ok(Value::Time(micros.rem_euclid(datetime::USECS_PER_DAY)))
         }
         (Value::Array(items), T::Array(_) | T::Int2Vector | T::OidVector) => {
@@ -408,10 +450,12 @@ fn timestamp_cast(
 ) -> PgResult<Value> {
     match target {
         DataType::Date => Ok(Value::Date(datetime::timestamp_to_date(wall_clock))),
-        DataType::Timestamp => Ok(Value::Timestamp(wall_clock)),
-        DataType::TimestampTz if matches!(from, DataType::TimestampTz) => Ok(Value::TimestampTz(t)),
-        DataType::TimestampTz => Ok(Value::TimestampTz(local_to_utc(t, zone)?)),
-        DataType::Time => {
+        DataType::Timestamp { .. } => Ok(Value::Timestamp(wall_clock)),
+        DataType::TimestampTz { .. } if matches!(from, DataType::TimestampTz { .. }) => {
+            Ok(Value::TimestampTz(t))
+        }
+        DataType::TimestampTz { .. } => Ok(Value::TimestampTz(local_to_utc(t, zone)?)),
+        DataType::Time { .. } => {
             if t == i64::MIN || t == i64::MAX {
                 return Err(PgError::new(
                     codes::DATETIME_FIELD_OVERFLOW,
@@ -501,9 +545,9 @@ pub fn can_coerce_implicitly(from: &DataType, to: &DataType) -> bool {
         (T::Bpchar { .. }, t) => matches!(t, T::Name | T::Text | T::Varchar { .. }),
         (T::Float4, T::Float8) => true,
         (T::Numeric { .. }, T::Float4 | T::Float8) => true,
-        (T::Date, T::Timestamp | T::TimestampTz) => true,
-        (T::Time, T::Interval) => true,
-        (T::Timestamp, T::TimestampTz) => true,
+        (T::Date, T::Timestamp { .. } | T::TimestampTz { .. }) => true,
+        (T::Time { .. }, T::Interval { .. }) => true,
+        (T::Timestamp { .. }, T::TimestampTz { .. }) => true,
         _ => false,
     }
 }
@@ -528,9 +572,9 @@ pub fn can_assign(from: &DataType, to: &DataType) -> bool {
         (T::Float4, T::Int2 | T::Int4 | T::Int8 | T::Numeric { .. }) => true,
         (T::Float8, T::Int2 | T::Int4 | T::Int8 | T::Float4 | T::Numeric { .. }) => true,
         (T::Numeric { .. }, T::Int2 | T::Int4 | T::Int8) => true,
-        (T::Timestamp, T::Date | T::Time) => true,
-        (T::TimestampTz, T::Date | T::Time | T::Timestamp) => true,
-        (T::Interval, T::Time) => true,
+        (T::Timestamp { .. }, T::Date | T::Time { .. }) => true,
+        (T::TimestampTz { .. }, T::Date | T::Time { .. } | T::Timestamp { .. }) => true,
+        (T::Interval { .. }, T::Time { .. }) => true,
         (T::Json, T::Jsonb) | (T::Jsonb, T::Json) => true,
         _ => false,
     }
@@ -565,14 +609,14 @@ mod tests {
     fn only_literals_every_session_reads_alike_are_read_at_bind_time() {
         let read = |s: &str, ty: DataType| read_literal_any_session(s, &ty);
         assert!(read("2024-01-31", DataType::Date).is_some_and(|r| r.is_ok()));
-        assert!(read("2024-01-31 10:00", DataType::Timestamp).is_some());
-        assert!(read("1 day 02:03", DataType::Interval).is_some());
+        assert!(read("2024-01-31 10:00", DataType::TIMESTAMP).is_some());
+        assert!(read("1 day 02:03", DataType::INTERVAL).is_some());
         assert!(read("42", DataType::Int4).is_some());
         // field order, interval sign rules, the clock and the zone: read when run
         assert!(read("01/02/03", DataType::Date).is_none());
-        assert!(read("-1 2:03", DataType::Interval).is_none());
+        assert!(read("-1 2:03", DataType::INTERVAL).is_none());
         assert!(read("today", DataType::Date).is_none());
-        assert!(read("2024-01-31", DataType::TimestampTz).is_none());
+        assert!(read("2024-01-31", DataType::TIMESTAMPTZ).is_none());
         // an error in every session is one at bind time
         assert!(read("2024-13-45", DataType::Date).is_some_and(|r| r.is_err()));
     }
@@ -710,13 +754,13 @@ mod tests {
     #[test]
     fn datetime_casts() {
         assert_eq!(
-            cast(Value::Date(1), &DataType::Date, &DataType::Timestamp, false).unwrap(),
+            cast(Value::Date(1), &DataType::Date, &DataType::TIMESTAMP, false).unwrap(),
             Value::Timestamp(datetime::USECS_PER_DAY)
         );
         assert_eq!(
             cast(
                 Value::Timestamp(-1),
-                &DataType::Timestamp,
+                &DataType::TIMESTAMP,
                 &DataType::Date,
                 false
             )
@@ -726,8 +770,8 @@ mod tests {
         assert_eq!(
             cast(
                 Value::Timestamp(5),
-                &DataType::Timestamp,
-                &DataType::TimestampTz,
+                &DataType::TIMESTAMP,
+                &DataType::TIMESTAMPTZ,
                 false
             )
             .unwrap(),
@@ -748,7 +792,7 @@ mod tests {
         assert!(can_cast_explicitly(&DataType::Bool, &DataType::Int4));
         assert!(can_coerce_implicitly(
             &DataType::Date,
-            &DataType::TimestampTz
+            &DataType::TIMESTAMPTZ
         ));
         assert!(can_coerce_implicitly(&DataType::Unknown, &DataType::Date));
         assert!(can_coerce_implicitly(

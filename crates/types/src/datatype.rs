@@ -90,10 +90,20 @@ pub enum DataType {
     Char,
     Bytea,
     Date,
-    Time,
-    Timestamp,
-    TimestampTz,
-    Interval,
+    /// `time(p)` / `timestamp(p)` / `timestamptz(p)` / `interval(p)`: `precision` is the
+    /// number of fractional-second digits kept (0..=6), `None` when unconstrained.
+    Time {
+        precision: Option<u8>,
+    },
+    Timestamp {
+        precision: Option<u8>,
+    },
+    TimestampTz {
+        precision: Option<u8>,
+    },
+    Interval {
+        precision: Option<u8>,
+    },
     Oid,
     RegClass,
     RegProc,
@@ -119,6 +129,8 @@ use pgerror::{codes, PgError, PgResult};
 
 /// Longest `varchar(n)` / `char(n)` PostgreSQL accepts.
 pub const MAX_VARCHAR_LEN: i32 = 10_485_760;
+/// Most fractional-second digits `time(p)`, `timestamp(p)` and `interval(p)` keep.
+pub const MAX_TIME_PRECISION: u8 = 6;
 /// Longest numeric precision PostgreSQL accepts in a type modifier.
 pub const MAX_NUMERIC_PRECISION: i32 = 1000;
 /// NAMEDATALEN - 1: the most bytes a `name` holds.
@@ -130,6 +142,10 @@ impl DataType {
         precision_scale: None,
     };
     pub const VARCHAR: DataType = DataType::Varchar { max_len: None };
+    pub const TIME: DataType = DataType::Time { precision: None };
+    pub const TIMESTAMP: DataType = DataType::Timestamp { precision: None };
+    pub const TIMESTAMPTZ: DataType = DataType::TimestampTz { precision: None };
+    pub const INTERVAL: DataType = DataType::Interval { precision: None };
 
     /// pg_type.oid of this type (arrays: the array type's OID; 0 where PG has none).
     pub fn oid(&self) -> u32 {
@@ -149,10 +165,10 @@ impl DataType {
             Char => oid::CHAR,
             Bytea => oid::BYTEA,
             Date => oid::DATE,
-            Time => oid::TIME,
-            Timestamp => oid::TIMESTAMP,
-            TimestampTz => oid::TIMESTAMPTZ,
-            Interval => oid::INTERVAL,
+            Time { .. } => oid::TIME,
+            Timestamp { .. } => oid::TIMESTAMP,
+            TimestampTz { .. } => oid::TIMESTAMPTZ,
+            Interval { .. } => oid::INTERVAL,
             Oid => oid::OID,
             RegClass => oid::REGCLASS,
             RegProc => oid::REGPROC,
@@ -181,10 +197,10 @@ impl DataType {
                 Char => oid::CHAR_ARRAY,
                 Bytea => oid::BYTEA_ARRAY,
                 Date => oid::DATE_ARRAY,
-                Time => oid::TIME_ARRAY,
-                Timestamp => oid::TIMESTAMP_ARRAY,
-                TimestampTz => oid::TIMESTAMPTZ_ARRAY,
-                Interval => oid::INTERVAL_ARRAY,
+                Time { .. } => oid::TIME_ARRAY,
+                Timestamp { .. } => oid::TIMESTAMP_ARRAY,
+                TimestampTz { .. } => oid::TIMESTAMPTZ_ARRAY,
+                Interval { .. } => oid::INTERVAL_ARRAY,
                 Oid => oid::OID_ARRAY,
                 RegClass => oid::REGCLASS_ARRAY,
                 RegProc => oid::REGPROC_ARRAY,
@@ -220,10 +236,10 @@ impl DataType {
                 oid::CHAR => Char,
                 oid::BYTEA => Bytea,
                 oid::DATE => Date,
-                oid::TIME => Time,
-                oid::TIMESTAMP => Timestamp,
-                oid::TIMESTAMPTZ => TimestampTz,
-                oid::INTERVAL => Interval,
+                oid::TIME => DataType::TIME,
+                oid::TIMESTAMP => DataType::TIMESTAMP,
+                oid::TIMESTAMPTZ => DataType::TIMESTAMPTZ,
+                oid::INTERVAL => DataType::INTERVAL,
                 oid::OID => Oid,
                 oid::REGCLASS => RegClass,
                 oid::REGPROC => RegProc,
@@ -291,6 +307,11 @@ impl DataType {
             DataType::Numeric {
                 precision_scale: Some((p, s)),
             } => numeric_typmod(*p, *s),
+            DataType::Time { precision: Some(p) }
+            | DataType::Timestamp { precision: Some(p) }
+            | DataType::TimestampTz { precision: Some(p) } => *p as i32,
+            // INTERVAL_TYPMOD(precision, INTERVAL_FULL_RANGE)
+            DataType::Interval { precision: Some(p) } => (INTERVAL_FULL_RANGE << 16) | *p as i32,
             DataType::Array(e) => e.typmod(),
             _ => -1,
         }
@@ -315,6 +336,20 @@ impl DataType {
                     )
                 }),
             },
+            DataType::Time { .. } => DataType::Time {
+                precision: time_precision(typmod),
+            },
+            DataType::Timestamp { .. } => DataType::Timestamp {
+                precision: time_precision(typmod),
+            },
+            DataType::TimestampTz { .. } => DataType::TimestampTz {
+                precision: time_precision(typmod),
+            },
+            DataType::Interval { .. } => DataType::Interval {
+                precision: (typmod >= 0)
+                    .then(|| time_precision(typmod & 0xffff))
+                    .flatten(),
+            },
             DataType::Array(e) => DataType::Array(Box::new(e.with_typmod(typmod))),
             other => other.clone(),
         }
@@ -327,8 +362,8 @@ impl DataType {
             Bool | Char => 1,
             Int2 => 2,
             Enum(_) | Int4 | Float4 | Date | Oid | RegClass | RegProc | RegType | RegNamespace => 4,
-            Int8 | Float8 | Time | Timestamp | TimestampTz => 8,
-            Interval | Uuid => 16,
+            Int8 | Float8 | Time { .. } | Timestamp { .. } | TimestampTz { .. } => 8,
+            Interval { .. } | Uuid => 16,
             Name => 64,
             Unknown => -2,
             _ => -1,
@@ -367,10 +402,10 @@ impl DataType {
             Char => "char",
             Bytea => "bytea",
             Date => "date",
-            Time => "time",
-            Timestamp => "timestamp",
-            TimestampTz => "timestamptz",
-            Interval => "interval",
+            Time { .. } => "time",
+            Timestamp { .. } => "timestamp",
+            TimestampTz { .. } => "timestamptz",
+            Interval { .. } => "interval",
             Oid => "oid",
             RegClass => "regclass",
             RegProc => "regproc",
@@ -399,10 +434,10 @@ impl DataType {
                 Char => "_char",
                 Bytea => "_bytea",
                 Date => "_date",
-                Time => "_time",
-                Timestamp => "_timestamp",
-                TimestampTz => "_timestamptz",
-                Interval => "_interval",
+                Time { .. } => "_time",
+                Timestamp { .. } => "_timestamp",
+                TimestampTz { .. } => "_timestamptz",
+                Interval { .. } => "_interval",
                 Oid => "_oid",
                 RegClass => "_regclass",
                 RegProc => "_regproc",
@@ -438,9 +473,17 @@ impl DataType {
             Bpchar { .. } if with_typmod => "bpchar".into(),
             Bpchar { .. } => "character".into(),
             Char => "\"char\"".into(),
-            Time => "time without time zone".into(),
-            Timestamp => "timestamp without time zone".into(),
-            TimestampTz => "timestamp with time zone".into(),
+            Time { precision: Some(p) } if with_typmod => format!("time({p}) without time zone"),
+            Timestamp { precision: Some(p) } if with_typmod => {
+                format!("timestamp({p}) without time zone")
+            }
+            TimestampTz { precision: Some(p) } if with_typmod => {
+                format!("timestamp({p}) with time zone")
+            }
+            Interval { precision: Some(p) } if with_typmod => format!("interval({p})"),
+            Time { .. } => "time without time zone".into(),
+            Timestamp { .. } => "timestamp without time zone".into(),
+            TimestampTz { .. } => "timestamp with time zone".into(),
             Array(e) => format!("{}[]", e.base_sql_name(with_typmod)),
             other => other.type_name().into_owned(),
         }
@@ -476,8 +519,8 @@ impl DataType {
             Text | Varchar { .. } | Bpchar { .. } | Name => 'S',
             Char | PgNodeTree => 'Z',
             Bytea | Uuid | Json | Jsonb => 'U',
-            Date | Time | Timestamp | TimestampTz => 'D',
-            Interval => 'T',
+            Date | Time { .. } | Timestamp { .. } | TimestampTz { .. } => 'D',
+            Interval { .. } => 'T',
             Int2Vector | OidVector | Array(_) => 'A',
             Unknown => 'X',
             Enum(_) => 'E',
@@ -492,8 +535,8 @@ impl DataType {
                 | DataType::Text
                 | DataType::Oid
                 | DataType::Float8
-                | DataType::TimestampTz
-                | DataType::Interval
+                | DataType::TimestampTz { .. }
+                | DataType::Interval { .. }
         )
     }
 
@@ -542,6 +585,18 @@ impl DataType {
                 | DataType::RegType
                 | DataType::RegNamespace
         )
+    }
+
+    /// The fractional-second digits `time(p)`, `timestamp(p)`, `timestamptz(p)` or
+    /// `interval(p)` keeps; `None` for other types and unconstrained ones.
+    pub fn time_precision(&self) -> Option<u8> {
+        match self {
+            DataType::Time { precision }
+            | DataType::Timestamp { precision }
+            | DataType::TimestampTz { precision }
+            | DataType::Interval { precision } => *precision,
+            _ => None,
+        }
     }
 
     /// The same type without modifiers (`varchar(3)` → `varchar`).
@@ -612,12 +667,19 @@ impl DataType {
                 _ => Err(PgError::new(codes::SYNTAX_ERROR, "invalid type modifier")),
             }
         };
-        // timestamp(p) / time(p) / interval(p): precision accepted (0..6) but not stored.
-        let prec_mod = |t: DataType| -> PgResult<DataType> {
+        // timestamp(p) / time(p) / interval(p): PostgreSQL reduces a precision past 6 to 6
+        // (with a warning this layer cannot send).
+        let precision_mod = || -> PgResult<Option<u8>> {
             match modifiers {
-                [] => Ok(t),
-                [p] if *p <= 6 => Ok(t),
-                [_] => Ok(t), // PG warns and reduces to 6
+                [] => Ok(None),
+                [p] if *p < 0 => Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!(
+                        "{} precision must not be negative",
+                        orig.to_ascii_uppercase()
+                    ),
+                )),
+                [p] => Ok(Some((*p).min(MAX_TIME_PRECISION as i32) as u8)),
                 _ => Err(PgError::new(codes::SYNTAX_ERROR, "invalid type modifier")),
             }
         };
@@ -692,10 +754,18 @@ impl DataType {
             "bool" | "boolean" => no_mods(DataType::Bool)?,
             "bytea" => no_mods(DataType::Bytea)?,
             "date" => no_mods(DataType::Date)?,
-            "time" | "time without time zone" => prec_mod(DataType::Time)?,
-            "timestamp" | "timestamp without time zone" => prec_mod(DataType::Timestamp)?,
-            "timestamptz" | "timestamp with time zone" => prec_mod(DataType::TimestampTz)?,
-            "interval" => prec_mod(DataType::Interval)?,
+            "time" | "time without time zone" => DataType::Time {
+                precision: precision_mod()?,
+            },
+            "timestamp" | "timestamp without time zone" => DataType::Timestamp {
+                precision: precision_mod()?,
+            },
+            "timestamptz" | "timestamp with time zone" => DataType::TimestampTz {
+                precision: precision_mod()?,
+            },
+            "interval" => DataType::Interval {
+                precision: precision_mod()?,
+            },
             "oid" => no_mods(DataType::Oid)?,
             "regclass" => no_mods(DataType::RegClass)?,
             "regproc" => no_mods(DataType::RegProc)?,
@@ -746,10 +816,10 @@ impl DataType {
             "char" => DataType::Char,
             "bytea" => DataType::Bytea,
             "date" => DataType::Date,
-            "time" => DataType::Time,
-            "timestamp" => DataType::Timestamp,
-            "timestamptz" => DataType::TimestampTz,
-            "interval" => DataType::Interval,
+            "time" => DataType::TIME,
+            "timestamp" => DataType::TIMESTAMP,
+            "timestamptz" => DataType::TIMESTAMPTZ,
+            "interval" => DataType::INTERVAL,
             "oid" => DataType::Oid,
             "regclass" => DataType::RegClass,
             "regproc" => DataType::RegProc,
@@ -769,8 +839,27 @@ fn mods_typmod(t: &DataType, modifiers: &[i32]) -> i32 {
         (DataType::Varchar { .. } | DataType::Bpchar { .. }, [n]) => *n + 4,
         (DataType::Numeric { .. }, [p]) => numeric_typmod(*p as u16, 0),
         (DataType::Numeric { .. }, [p, s]) => numeric_typmod(*p as u16, *s as i16),
+        (
+            DataType::Time { .. } | DataType::Timestamp { .. } | DataType::TimestampTz { .. },
+            [p],
+        ) => (*p).clamp(0, MAX_TIME_PRECISION as i32),
+        (DataType::Interval { .. }, [p]) => {
+            (INTERVAL_FULL_RANGE << 16) | (*p).clamp(0, MAX_TIME_PRECISION as i32)
+        }
         _ => -1,
     }
+}
+
+/// PostgreSQL's INTERVAL_FULL_RANGE: the interval typmod's range bits when no fields are
+/// named.
+const INTERVAL_FULL_RANGE: i32 = 0x7fff;
+
+/// The precision a datetime typmod keeps (-1, or PostgreSQL's "full precision" 0xffff of
+/// an interval with fields only: unconstrained).
+fn time_precision(typmod: i32) -> Option<u8> {
+    (0..=MAX_TIME_PRECISION as i32)
+        .contains(&typmod)
+        .then_some(typmod as u8)
 }
 
 /// numeric(p,s)'s atttypmod: the scale in the low 11 bits (negative scales too), as

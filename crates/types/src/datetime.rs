@@ -102,6 +102,39 @@ pub fn ymd_to_date(y: i64, m: u32, d: u32) -> Option<i32> {
     Some((j - POSTGRES_EPOCH_JDATE) as i32)
 }
 
+/// Microseconds rounded to `precision` fractional-second digits, halves away from zero
+/// (PostgreSQL's AdjustTimestampForTypmod, AdjustTimeForTypmod and AdjustIntervalForTypmod
+/// on values counted from its epoch); `None` keeps them all.
+pub fn round_micros(us: i64, precision: Option<u8>) -> i64 {
+    let precision = match precision {
+        Some(p) if p < 6 => p,
+        _ => return us,
+    };
+    let scale = 10i64.pow(6 - precision as u32);
+    let half = scale / 2;
+    if us >= 0 {
+        us.saturating_add(half) / scale * scale
+    } else {
+        -((half - us) / scale * scale)
+    }
+}
+
+/// A timestamp held to `timestamp(precision)`: infinities stay, a value rounded past the
+/// last representable one is 22008.
+pub fn round_timestamp(ts: i64, precision: Option<u8>) -> PgResult<i64> {
+    if ts == TS_NOBEGIN || ts == TS_NOEND {
+        return Ok(ts);
+    }
+    let rounded = round_micros(ts, precision);
+    if !timestamp_in_range(rounded) {
+        return Err(PgError::new(
+            codes::DATETIME_FIELD_OVERFLOW,
+            "timestamp out of range",
+        ));
+    }
+    Ok(rounded)
+}
+
 /// Is a timestamp (µs since 2000) inside PostgreSQL's range (or ±infinity)?
 pub fn timestamp_in_range(ts: i64) -> bool {
     ts == TS_NOBEGIN || ts == TS_NOEND || (MIN_TIMESTAMP..END_TIMESTAMP).contains(&ts)
@@ -1152,6 +1185,18 @@ pub fn parse_interval(input: &str) -> PgResult<(i32, i32, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precision_rounds_halves_away_from_the_2000_epoch() {
+        assert_eq!(round_micros(1_500_000, Some(0)), 2_000_000);
+        assert_eq!(round_micros(-1_500_000, Some(0)), -2_000_000);
+        assert_eq!(round_micros(-1_499_999, Some(0)), -1_000_000);
+        assert_eq!(round_micros(123_456, Some(3)), 123_000);
+        assert_eq!(round_micros(123_456, Some(6)), 123_456);
+        assert_eq!(round_micros(123_456, None), 123_456);
+        assert_eq!(round_timestamp(TS_NOEND, Some(0)), Ok(TS_NOEND));
+        assert!(round_timestamp(END_TIMESTAMP - 1, Some(0)).is_err());
+    }
 
     #[test]
     fn julian_roundtrip() {

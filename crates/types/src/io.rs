@@ -256,7 +256,7 @@ pub fn to_text_in(v: &Value, ty: &DataType, zone: &Zone, out: &mut Vec<u8>) {
         }
         Value::Time(t) => out.extend_from_slice(datetime::format_time(*t).as_bytes()),
         Value::Timestamp(t) | Value::TimestampTz(t) => out.extend_from_slice(
-            if matches!(ty, DataType::Timestamp) {
+            if matches!(ty, DataType::Timestamp { .. }) {
                 datestyle::format_timestamp(*t, zone.style())
             } else {
                 datestyle::format_timestamptz(*t, zone)
@@ -736,15 +736,23 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
         DataType::Char => Value::Text(s.chars().next().map(String::from).unwrap_or_default()),
         DataType::Bytea => Value::Bytea(parse_bytea(s)?),
         DataType::Date => Value::Date(datetime::parse_date(s, zone.style().order)?),
-        DataType::Time => Value::Time(datetime::parse_time(s)?),
-        DataType::Timestamp => Value::Timestamp(datetime::parse_timestamp(s, zone.style().order)?),
-        DataType::TimestampTz => Value::TimestampTz(datetime::parse_timestamptz(s, zone)?),
-        DataType::Interval => {
+        DataType::Time { precision } => {
+            Value::Time(datetime::round_micros(datetime::parse_time(s)?, *precision))
+        }
+        DataType::Timestamp { precision } => Value::Timestamp(datetime::round_timestamp(
+            datetime::parse_timestamp(s, zone.style().order)?,
+            *precision,
+        )?),
+        DataType::TimestampTz { precision } => Value::TimestampTz(datetime::round_timestamp(
+            datetime::parse_timestamptz(s, zone)?,
+            *precision,
+        )?),
+        DataType::Interval { precision } => {
             let (months, days, micros) = datestyle::parse_interval(s, zone.style())?;
             Value::Interval {
                 months,
                 days,
-                micros,
+                micros: datetime::round_micros(micros, *precision),
             }
         }
         DataType::Oid
@@ -924,7 +932,7 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
         },
         DataType::Bytea => Value::Bytea(b.to_vec()),
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(b, ty)?)),
-        DataType::Time => {
+        DataType::Time { .. } => {
             let t = i64::from_be_bytes(fixed(b, ty)?);
             if !(0..=datetime::USECS_PER_DAY).contains(&t) {
                 return Err(PgError::new(
@@ -932,9 +940,9 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
                     "time out of range",
                 ));
             }
-            Value::Time(t)
+            Value::Time(datetime::round_micros(t, ty.time_precision()))
         }
-        DataType::Timestamp | DataType::TimestampTz => {
+        DataType::Timestamp { .. } | DataType::TimestampTz { .. } => {
             let t = i64::from_be_bytes(fixed(b, ty)?);
             if !datetime::timestamp_in_range(t) {
                 return Err(PgError::new(
@@ -942,16 +950,20 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
                     "timestamp out of range",
                 ));
             }
-            if matches!(ty, DataType::Timestamp) {
+            let t = datetime::round_timestamp(t, ty.time_precision())?;
+            if matches!(ty, DataType::Timestamp { .. }) {
                 Value::Timestamp(t)
             } else {
                 Value::TimestampTz(t)
             }
         }
-        DataType::Interval => {
+        DataType::Interval { .. } => {
             let a: [u8; 16] = fixed(b, ty)?;
             Value::Interval {
-                micros: i64::from_be_bytes(a[0..8].try_into().unwrap()),
+                micros: datetime::round_micros(
+                    i64::from_be_bytes(a[0..8].try_into().unwrap()),
+                    ty.time_precision(),
+                ),
                 days: i32::from_be_bytes(a[8..12].try_into().unwrap()),
                 months: i32::from_be_bytes(a[12..16].try_into().unwrap()),
             }
@@ -1109,28 +1121,28 @@ mod tests {
         let ts =
             datetime::parse_timestamp("2026-11-22 02:15:55.123456", Default::default()).unwrap();
         assert_eq!(
-            text(&Value::Timestamp(ts), &DataType::Timestamp),
+            text(&Value::Timestamp(ts), &DataType::TIMESTAMP),
             "2026-11-22 02:15:55.123456"
         );
         let ts =
             datetime::parse_timestamp("2026-11-22T02:15:55.1234567", Default::default()).unwrap();
         assert_eq!(
-            text(&Value::Timestamp(ts), &DataType::Timestamp),
+            text(&Value::Timestamp(ts), &DataType::TIMESTAMP),
             "2026-11-22 02:15:55.123457"
         );
         let tz = datetime::parse_timestamptz("2026-11-22 02:15:55+02", &Zone::UTC).unwrap();
         assert_eq!(
-            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            text(&Value::TimestampTz(tz), &DataType::TIMESTAMPTZ),
             "2026-11-22 00:15:55+00"
         );
         let tz = datetime::parse_timestamptz("2026-11-22 02:15:55 -05:30", &Zone::UTC).unwrap();
         assert_eq!(
-            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            text(&Value::TimestampTz(tz), &DataType::TIMESTAMPTZ),
             "2026-11-22 07:45:55+00"
         );
         let tz = datetime::parse_timestamptz("2026-11-22 02:15:55+0530", &Zone::UTC).unwrap();
         assert_eq!(
-            text(&Value::TimestampTz(tz), &DataType::TimestampTz),
+            text(&Value::TimestampTz(tz), &DataType::TIMESTAMPTZ),
             "2026-11-21 20:45:55+00"
         );
         for (i, o) in [
@@ -1174,8 +1186,8 @@ mod tests {
         ] {
             assert_eq!(
                 text(
-                    &from_text(i, &DataType::Interval).unwrap(),
-                    &DataType::Interval
+                    &from_text(i, &DataType::INTERVAL).unwrap(),
+                    &DataType::INTERVAL
                 ),
                 o,
                 "{i}"
@@ -1183,15 +1195,15 @@ mod tests {
         }
         assert_eq!(
             text(
-                &from_text("12:30", &DataType::Time).unwrap(),
-                &DataType::Time
+                &from_text("12:30", &DataType::TIME).unwrap(),
+                &DataType::TIME
             ),
             "12:30:00"
         );
         assert_eq!(
             text(
-                &from_text("24:00:00", &DataType::Time).unwrap(),
-                &DataType::Time
+                &from_text("24:00:00", &DataType::TIME).unwrap(),
+                &DataType::TIME
             ),
             "24:00:00"
         );
@@ -1295,7 +1307,7 @@ mod tests {
             (e.code, e.message.as_str()),
             ("22007", "invalid input syntax for type date: \"garbage\"")
         );
-        let e = from_text("garbage", &DataType::Timestamp).unwrap_err();
+        let e = from_text("garbage", &DataType::TIMESTAMP).unwrap_err();
         assert_eq!(
             e.message,
             "invalid input syntax for type timestamp: \"garbage\""
@@ -1395,15 +1407,15 @@ mod tests {
             (Value::Text("x".into()), DataType::Char),
             (Value::Bytea(vec![0, 1, 255]), DataType::Bytea),
             (Value::Date(9000), DataType::Date),
-            (Value::Timestamp(1_000_000), DataType::Timestamp),
-            (Value::TimestampTz(-1_000_000), DataType::TimestampTz),
+            (Value::Timestamp(1_000_000), DataType::TIMESTAMP),
+            (Value::TimestampTz(-1_000_000), DataType::TIMESTAMPTZ),
             (
                 Value::Interval {
                     months: 1,
                     days: -2,
                     micros: 3,
                 },
-                DataType::Interval,
+                DataType::INTERVAL,
             ),
             (Value::Oid(4_000_000_000), DataType::Oid),
             (

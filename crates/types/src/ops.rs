@@ -211,14 +211,17 @@ fn comparison_type(l: &DataType, r: &DataType) -> Option<(DataType, DataType)> {
         | (T::Bytea, T::Bytea)
         | (T::Uuid, T::Uuid)
         | (T::Jsonb, T::Jsonb)
-        | (T::Time, T::Time)
-        | (T::Interval, T::Interval)
+        | (T::Time { .. }, T::Time { .. })
+        | (T::Interval { .. }, T::Interval { .. })
         | (T::Date, T::Date) => Some((l.clone(), r.clone())),
-        (T::Date | T::Timestamp | T::TimestampTz, T::Date | T::Timestamp | T::TimestampTz) => {
-            let t = if matches!(l, T::TimestampTz) || matches!(r, T::TimestampTz) {
-                T::TimestampTz
+        (
+            T::Date | T::Timestamp { .. } | T::TimestampTz { .. },
+            T::Date | T::Timestamp { .. } | T::TimestampTz { .. },
+        ) => {
+            let t = if matches!(l, T::TimestampTz { .. }) || matches!(r, T::TimestampTz { .. }) {
+                T::TIMESTAMPTZ
             } else {
-                T::Timestamp
+                T::TIMESTAMP
             };
             Some((t.clone(), t))
         }
@@ -321,34 +324,38 @@ fn lookup(op: BinaryOp, l: &DataType, r: &DataType) -> Option<(DataType, DataTyp
         return Some(x);
     }
     let small_int = |t: &T| matches!(t, T::Int2 | T::Int4);
-    let ts = |t: &T| matches!(t, T::Timestamp | T::TimestampTz);
+    let ts = |t: &T| matches!(t, T::Timestamp { .. } | T::TimestampTz { .. });
     match (op, l, r) {
         (Add, T::Date, i) if small_int(i) => Some((T::Date, T::Int4, T::Date)),
         (Add, i, T::Date) if small_int(i) => Some((T::Int4, T::Date, T::Date)),
         (Sub, T::Date, i) if small_int(i) => Some((T::Date, T::Int4, T::Date)),
         (Sub, T::Date, T::Date) => Some((T::Date, T::Date, T::Int4)),
-        (Add | Sub, T::Date, T::Interval) => Some((T::Timestamp, T::Interval, T::Timestamp)),
-        (Add, T::Interval, T::Date) => Some((T::Interval, T::Timestamp, T::Timestamp)),
-        (Add, T::Date, T::Time) => Some((T::Date, T::Time, T::Timestamp)),
-        (Add, T::Time, T::Date) => Some((T::Time, T::Date, T::Timestamp)),
-        (Add | Sub, t, T::Interval) if ts(t) => Some((t.clone(), T::Interval, t.clone())),
-        (Add, T::Interval, t) if ts(t) => Some((T::Interval, t.clone(), t.clone())),
+        (Add | Sub, T::Date, T::Interval { .. }) => Some((T::TIMESTAMP, T::INTERVAL, T::TIMESTAMP)),
+        (Add, T::Interval { .. }, T::Date) => Some((T::INTERVAL, T::TIMESTAMP, T::TIMESTAMP)),
+        (Add, T::Date, T::Time { .. }) => Some((T::Date, T::TIME, T::TIMESTAMP)),
+        (Add, T::Time { .. }, T::Date) => Some((T::TIME, T::Date, T::TIMESTAMP)),
+        (Add | Sub, t, T::Interval { .. }) if ts(t) => Some((t.clone(), T::INTERVAL, t.clone())),
+        (Add, T::Interval { .. }, t) if ts(t) => Some((T::INTERVAL, t.clone(), t.clone())),
         (Sub, a, b) if (ts(a) || matches!(a, T::Date)) && (ts(b) || matches!(b, T::Date)) => {
-            let t = if matches!(a, T::TimestampTz) || matches!(b, T::TimestampTz) {
-                T::TimestampTz
+            let t = if matches!(a, T::TimestampTz { .. }) || matches!(b, T::TimestampTz { .. }) {
+                T::TIMESTAMPTZ
             } else {
-                T::Timestamp
+                T::TIMESTAMP
             };
-            Some((t.clone(), t, T::Interval))
+            Some((t.clone(), t, T::INTERVAL))
         }
-        (Add | Sub, T::Time, T::Interval) => Some((T::Time, T::Interval, T::Time)),
-        (Add, T::Interval, T::Time) => Some((T::Interval, T::Time, T::Time)),
-        (Sub, T::Time, T::Time) => Some((T::Time, T::Time, T::Interval)),
-        (Add | Sub, T::Interval, T::Interval) => Some((T::Interval, T::Interval, T::Interval)),
-        (Mul | Div, T::Interval, n) if n.is_numeric() => {
-            Some((T::Interval, T::Float8, T::Interval))
+        (Add | Sub, T::Time { .. }, T::Interval { .. }) => Some((T::TIME, T::INTERVAL, T::TIME)),
+        (Add, T::Interval { .. }, T::Time { .. }) => Some((T::INTERVAL, T::TIME, T::TIME)),
+        (Sub, T::Time { .. }, T::Time { .. }) => Some((T::TIME, T::TIME, T::INTERVAL)),
+        (Add | Sub, T::Interval { .. }, T::Interval { .. }) => {
+            Some((T::INTERVAL, T::INTERVAL, T::INTERVAL))
         }
-        (Mul, n, T::Interval) if n.is_numeric() => Some((T::Float8, T::Interval, T::Interval)),
+        (Mul | Div, T::Interval { .. }, n) if n.is_numeric() => {
+            Some((T::INTERVAL, T::Float8, T::INTERVAL))
+        }
+        (Mul, n, T::Interval { .. }) if n.is_numeric() => {
+            Some((T::Float8, T::INTERVAL, T::INTERVAL))
+        }
         _ => None,
     }
 }
@@ -362,6 +369,9 @@ pub fn resolve_binary(
     right: &DataType,
 ) -> PgResult<(DataType, DataType, DataType)> {
     use DataType as T;
+    // Operators are declared on types without modifiers, and their results carry none
+    // (`timestamp(0) + interval` is a timestamp, rounded only when stored).
+    let (left, right) = (&left.without_typmod(), &right.without_typmod());
     let lu = matches!(left, T::Unknown);
     let ru = matches!(right, T::Unknown);
     if lu && ru {
@@ -392,10 +402,12 @@ pub fn resolve_binary(
             match known {
                 // date + int4 / date + interval / date + time all apply
                 T::Date if op == BinaryOp::Add => return Err(not_unique(op, left, right)),
-                T::Timestamp | T::TimestampTz | T::Time if op == BinaryOp::Add => {
-                    candidates.push(T::Interval)
+                T::Timestamp { .. } | T::TimestampTz { .. } | T::Time { .. }
+                    if op == BinaryOp::Add =>
+                {
+                    candidates.push(T::INTERVAL)
                 }
-                T::Interval => candidates.push(T::Float8),
+                T::Interval { .. } => candidates.push(T::Float8),
                 _ => {}
             }
         }
@@ -1379,7 +1391,7 @@ pub fn resolve_unary(op: UnaryOp, ty: &DataType) -> PgResult<DataType> {
     let t = ty.without_typmod();
     let ok = match op {
         UnaryOp::Not => matches!(t, DataType::Bool | DataType::Unknown),
-        UnaryOp::Neg | UnaryOp::Plus => t.is_numeric() || matches!(t, DataType::Interval),
+        UnaryOp::Neg | UnaryOp::Plus => t.is_numeric() || matches!(t, DataType::Interval { .. }),
         UnaryOp::BitNot => matches!(t, DataType::Int2 | DataType::Int4 | DataType::Int8),
     };
     if ok {
@@ -1416,13 +1428,13 @@ mod tests {
         assert_eq!(r(BinaryOp::Pow, &T::Int4, &T::NUMERIC), T::NUMERIC);
         assert_eq!(r(BinaryOp::Add, &T::Date, &T::Int4), T::Date);
         assert_eq!(r(BinaryOp::Sub, &T::Date, &T::Unknown), T::Int4);
-        assert_eq!(r(BinaryOp::Add, &T::Date, &T::Interval), T::Timestamp);
-        assert_eq!(r(BinaryOp::Sub, &T::Timestamp, &T::Timestamp), T::Interval);
+        assert_eq!(r(BinaryOp::Add, &T::Date, &T::INTERVAL), T::TIMESTAMP);
+        assert_eq!(r(BinaryOp::Sub, &T::TIMESTAMP, &T::TIMESTAMP), T::INTERVAL);
         assert_eq!(
-            r(BinaryOp::Sub, &T::TimestampTz, &T::TimestampTz),
-            T::Interval
+            r(BinaryOp::Sub, &T::TIMESTAMPTZ, &T::TIMESTAMPTZ),
+            T::INTERVAL
         );
-        assert_eq!(r(BinaryOp::Mul, &T::Interval, &T::NUMERIC), T::Interval);
+        assert_eq!(r(BinaryOp::Mul, &T::INTERVAL, &T::NUMERIC), T::INTERVAL);
         assert_eq!(r(BinaryOp::Concat, &T::Unknown, &T::Int4), T::Text);
         assert_eq!(
             r(BinaryOp::Concat, &T::Array(Box::new(T::Int4)), &T::Int4),
@@ -1461,22 +1473,22 @@ mod tests {
         );
         let e = resolve_binary(BinaryOp::Add, &T::Date, &T::Unknown).unwrap_err();
         assert_eq!(e.message, "operator is not unique: date + unknown");
-        assert_eq!(r(BinaryOp::Add, &T::Timestamp, &T::Unknown), T::Timestamp);
+        assert_eq!(r(BinaryOp::Add, &T::TIMESTAMP, &T::Unknown), T::TIMESTAMP);
         assert_eq!(
-            resolve_binary(BinaryOp::Add, &T::TimestampTz, &T::Unknown)
+            resolve_binary(BinaryOp::Add, &T::TIMESTAMPTZ, &T::Unknown)
                 .unwrap()
                 .1,
-            T::Interval
+            T::INTERVAL
         );
-        assert_eq!(r(BinaryOp::Add, &T::Time, &T::Unknown), T::Time);
+        assert_eq!(r(BinaryOp::Add, &T::TIME, &T::Unknown), T::TIME);
         assert_eq!(
-            resolve_binary(BinaryOp::Sub, &T::Timestamp, &T::Unknown)
+            resolve_binary(BinaryOp::Sub, &T::TIMESTAMP, &T::Unknown)
                 .unwrap()
                 .1,
-            T::Timestamp
+            T::TIMESTAMP
         );
         assert_eq!(
-            resolve_binary(BinaryOp::Mul, &T::Interval, &T::Unknown)
+            resolve_binary(BinaryOp::Mul, &T::INTERVAL, &T::Unknown)
                 .unwrap()
                 .1,
             T::Float8
@@ -1542,7 +1554,7 @@ mod tests {
     fn datetime_ops_pg15() {
         use BinaryOp::*;
         let d = |s: &str| crate::io::from_text(s, &DataType::Date).unwrap();
-        let iv = |s: &str| crate::io::from_text(s, &DataType::Interval).unwrap();
+        let iv = |s: &str| crate::io::from_text(s, &DataType::INTERVAL).unwrap();
         let show = |v: &Value| crate::io::to_text_string(v, &v.natural_type()).unwrap();
         assert_eq!(
             show(&eval_binary(Add, &d("2020-01-31"), &iv("1 month")).unwrap()),
@@ -1556,8 +1568,8 @@ mod tests {
             eval_binary(Sub, &d("2020-01-01"), &d("2020-01-01")).unwrap(),
             Value::Int4(0)
         );
-        let t1 = crate::io::from_text("2020-01-01", &DataType::Timestamp).unwrap();
-        let t2 = crate::io::from_text("2019-01-01 01:00", &DataType::Timestamp).unwrap();
+        let t1 = crate::io::from_text("2020-01-01", &DataType::TIMESTAMP).unwrap();
+        let t2 = crate::io::from_text("2019-01-01 01:00", &DataType::TIMESTAMP).unwrap();
         assert_eq!(
             show(&eval_binary(Sub, &t1, &t2).unwrap()),
             "364 days 23:00:00"
@@ -1578,7 +1590,7 @@ mod tests {
             show(&eval_binary(Sub, &iv("1 day 2 hours"), &iv("3 days")).unwrap()),
             "-2 days +02:00:00"
         );
-        let t = crate::io::from_text("10:00", &DataType::Time).unwrap();
+        let t = crate::io::from_text("10:00", &DataType::TIME).unwrap();
         assert_eq!(
             show(&eval_binary(Add, &t, &iv("20 hours")).unwrap()),
             "06:00:00"

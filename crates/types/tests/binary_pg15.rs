@@ -31,12 +31,12 @@ fn send_matches_pg15() {
     );
     assert_eq!(send("{}", &ia), "000000000000000000000017");
     assert_eq!(
-        send("1 mon 2 days 00:00:03", &DataType::Interval),
+        send("1 mon 2 days 00:00:03", &DataType::INTERVAL),
         "00000000002dc6c00000000200000001"
     );
     assert_eq!(send("2000-01-02", &DataType::Date), "00000001");
     assert_eq!(
-        send("2000-01-01 00:00:01", &DataType::Timestamp),
+        send("2000-01-01 00:00:01", &DataType::TIMESTAMP),
         "00000000000f4240"
     );
     assert_eq!(send("1.5", &DataType::Float8), "3ff8000000000000");
@@ -50,7 +50,7 @@ fn wrong_lengths_are_22p03() {
         (&[0u8; 7][..], DataType::Int8),
         (&[0u8; 2][..], DataType::Bool),
         (&[0u8; 5][..], DataType::Date),
-        (&[0u8; 15][..], DataType::Interval),
+        (&[0u8; 15][..], DataType::INTERVAL),
         (&[0u8; 3][..], DataType::NUMERIC),
         (
             &[0, 0, 0, 1, 0, 0, 0, 0][..],

@@ -98,8 +98,8 @@ proptest! {
 
     #[test]
     fn timestamp_text_roundtrip(us in -211_813_488_000_000_000i64..9_223_371_331_199_999_999i64) {
-        for ty in [DataType::Timestamp, DataType::TimestampTz] {
-            let v = if ty == DataType::Timestamp { Value::Timestamp(us) } else { Value::TimestampTz(us) };
+        for ty in [DataType::TIMESTAMP, DataType::TIMESTAMPTZ] {
+            let v = if ty == DataType::TIMESTAMP { Value::Timestamp(us) } else { Value::TimestampTz(us) };
             prop_assert_eq!(roundtrip_text(&v, &ty), v.clone());
         }
         let d = Value::Date(us.div_euclid(86_400_000_000) as i32);
@@ -109,7 +109,7 @@ proptest! {
     #[test]
     fn interval_text_roundtrip(months in -10000i32..10000, days in -10000i32..10000, micros in -1_000_000_000_000i64..1_000_000_000_000) {
         let v = Value::Interval { months, days, micros };
-        prop_assert_eq!(roundtrip_text(&v, &DataType::Interval), v.clone());
+        prop_assert_eq!(roundtrip_text(&v, &DataType::INTERVAL), v.clone());
     }
 
     #[test]
@@ -130,7 +130,7 @@ proptest! {
     #[test]
     fn from_text_never_panics(s in ".{0,24}") {
         for ty in [DataType::Int4, DataType::Float8, DataType::NUMERIC, DataType::Bool, DataType::Date,
-                   DataType::Timestamp, DataType::TimestampTz, DataType::Time, DataType::Interval, DataType::Bytea,
+                   DataType::TIMESTAMP, DataType::TIMESTAMPTZ, DataType::TIME, DataType::INTERVAL, DataType::Bytea,
                    DataType::Oid, DataType::Array(Box::new(DataType::Int4)), DataType::Array(Box::new(DataType::Text))] {
             let _ = io::from_text(&s, &ty);
         }
@@ -138,8 +138,8 @@ proptest! {
 
     #[test]
     fn from_binary_never_panics(b in proptest::collection::vec(any::<u8>(), 0..40)) {
-        for ty in [DataType::Int4, DataType::NUMERIC, DataType::Text, DataType::Interval, DataType::Time,
-                   DataType::Timestamp, DataType::Array(Box::new(DataType::Int4)), DataType::Array(Box::new(DataType::NUMERIC))] {
+        for ty in [DataType::Int4, DataType::NUMERIC, DataType::Text, DataType::INTERVAL, DataType::TIME,
+                   DataType::TIMESTAMP, DataType::Array(Box::new(DataType::Int4)), DataType::Array(Box::new(DataType::NUMERIC))] {
             let _ = io::from_binary(&b, &ty);
         }
     }
@@ -174,8 +174,11 @@ fn sql_names() {
     assert_eq!(n("char", &[]), T::Bpchar { len: Some(1) });
     assert_eq!(n("bpchar", &[]), T::Bpchar { len: None });
     assert_eq!(n("\"char\"", &[]), T::Char);
-    assert_eq!(n("timestamp with time zone", &[]), T::TimestampTz);
-    assert_eq!(n("timestamp", &[3]), T::Timestamp);
+    assert_eq!(n("timestamp with time zone", &[]), T::TIMESTAMPTZ);
+    assert_eq!(n("timestamp", &[3]), T::Timestamp { precision: Some(3) });
+    assert_eq!(n("interval", &[9]), T::Interval { precision: Some(6) });
+    assert_eq!(n("interval", &[0]).typmod(), 0x7fff_0000);
+    assert_eq!(T::INTERVAL.with_typmod(0x7fff_0002), n("interval", &[2]));
     assert_eq!(n("int[]", &[]), T::Array(Box::new(T::Int4)));
     assert_eq!(n("_int4", &[]), T::Array(Box::new(T::Int4)));
     assert_eq!(n("REGCLASS", &[]), T::RegClass);
@@ -264,14 +267,14 @@ proptest! {
         let mut bin = Vec::new();
         io::to_binary(&a, &ty, &mut bin);
         for to in [DataType::Text, DataType::Int4, DataType::Int2, DataType::NUMERIC, DataType::Float4, DataType::Date,
-                   DataType::Timestamp, DataType::Time, DataType::Varchar { max_len: Some(2) }, DataType::Bool] {
+                   DataType::TIMESTAMP, DataType::TIME, DataType::Varchar { max_len: Some(2) }, DataType::Bool] {
             let _ = types::cast::cast(a.clone(), &ty, &to, true);
         }
     }
 
     #[test]
     fn datetime_text_never_panics(s in "[0-9:. +/a-zA-Z-]{0,30}") {
-        for ty in [DataType::Date, DataType::Timestamp, DataType::TimestampTz, DataType::Time, DataType::Interval] {
+        for ty in [DataType::Date, DataType::TIMESTAMP, DataType::TIMESTAMPTZ, DataType::TIME, DataType::INTERVAL] {
             let _ = io::from_text(&s, &ty);
         }
     }

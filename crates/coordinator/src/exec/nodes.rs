@@ -1886,8 +1886,8 @@ fn abbreviates(ty: &DataType) -> bool {
             | DataType::Text
             | DataType::Varchar { .. }
             | DataType::Date
-            | DataType::Timestamp
-            | DataType::TimestampTz
+            | DataType::Timestamp { .. }
+            | DataType::TimestampTz { .. }
     )
 }
 

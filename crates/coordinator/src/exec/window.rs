@@ -526,7 +526,7 @@ fn comparable(v: &Value, ty: &DataType) -> PgResult<Value> {
         (Value::Int2(_) | Value::Int4(_), _) => Value::Int8(v.as_i64().unwrap_or(0)),
         (Value::Float4(f), _) => Value::Float8(*f as f64),
         (_, DataType::Date) => {
-            types::cast::cast(v.clone(), &DataType::Date, &DataType::Timestamp, false)?
+            types::cast::cast(v.clone(), &DataType::Date, &DataType::TIMESTAMP, false)?
         }
         _ => v.clone(),
     })

@@ -1180,13 +1180,22 @@ impl<'a> Binder<'a> {
         if name == "row" && parts.len() == 1 {
             return Err(unsupported("row constructors"));
         }
+        if parts.len() == 1 {
+            if let Some(moment) = self.moment_with_precision(&name, f)? {
+                return Ok(moment);
+            }
+        }
         let args: Vec<ast::Expr> = match &f.args {
             ast::FunctionArguments::None => {
                 return match name.as_str() {
                     "current_timestamp" | "now" => self.call_scalar("now", vec![]),
                     "localtimestamp" => {
                         let now = self.call_scalar("now", vec![])?;
-                        cast_to_explicit(now, &DataType::Timestamp)
+                        cast_to_explicit(now, &DataType::TIMESTAMP)
+                    }
+                    "localtime" => {
+                        let now = self.call_scalar("now", vec![])?;
+                        cast_to_explicit(now, &DataType::TIME)
                     }
                     "current_date" => {
                         let now = self.call_scalar("now", vec![])?;
@@ -1289,6 +1298,35 @@ impl<'a> Binder<'a> {
         ))
     }
 
+    /// `current_timestamp(p)`, `localtimestamp(p)` and `localtime(p)`: the statement's
+    /// moment held to `p` fractional-second digits (PostgreSQL's grammar takes only an
+    /// integer constant there; anything else is an ordinary, unknown, call).
+    fn moment_with_precision(&mut self, name: &str, f: &ast::Function) -> PgResult<Option<Expr>> {
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Ok(None);
+        };
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v)))] =
+            list.args.as_slice()
+        else {
+            return Ok(None);
+        };
+        let ast::Value::Number(digits, _) = &v.value else {
+            return Ok(None);
+        };
+        let Ok(p) = digits.parse::<u32>() else {
+            return Ok(None);
+        };
+        let precision = Some(p.min(types::datatype::MAX_TIME_PRECISION as u32) as u8);
+        let to = match name {
+            "current_timestamp" => DataType::TimestampTz { precision },
+            "localtimestamp" => DataType::Timestamp { precision },
+            "localtime" => DataType::Time { precision },
+            _ => return Ok(None),
+        };
+        let now = self.call_scalar("now", vec![])?;
+        cast_to_explicit(now, &to).map(Some)
+    }
+
     pub(super) fn data_type(&self, dt: &ast::DataType) -> PgResult<DataType> {
         let text = dt.to_string();
         let lower = text.to_ascii_lowercase();
@@ -1296,10 +1334,11 @@ impl<'a> Binder<'a> {
             Some(b) => (true, b.to_string()),
             None => (false, lower),
         };
+        // The modifiers may sit inside the name: `timestamp(3) with time zone`.
         let (name, mods) = match base.find('(') {
             Some(p) => {
-                let mods = base[p + 1..]
-                    .trim_end_matches(')')
+                let close = base[p..].find(')').map_or(base.len(), |c| p + c);
+                let mods = base[p + 1..close]
                     .split(',')
                     .map(|m| {
                         m.trim()
@@ -1307,7 +1346,11 @@ impl<'a> Binder<'a> {
                             .map_err(|_| syntax(format!("invalid type modifier in {text}")))
                     })
                     .collect::<PgResult<Vec<_>>>()?;
-                (base[..p].trim().to_string(), mods)
+                let rest = base.get(close + 1..).unwrap_or_default();
+                (
+                    format!("{}{rest}", base[..p].trim_end()).trim().to_string(),
+                    mods,
+                )
             }
             None => (base.trim().to_string(), Vec::new()),
         };
@@ -1375,12 +1418,12 @@ fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
         // IntervalStyle sql_standard signs `-1 2:03` differently: such a literal is read
         // when the plan runs.
         return Ok(
-            match types::cast::read_literal_any_session(&text, &DataType::Interval) {
-                Some(v) => const_expr(v?, DataType::Interval),
+            match types::cast::read_literal_any_session(&text, &DataType::INTERVAL) {
+                Some(v) => const_expr(v?, DataType::INTERVAL),
                 None => Expr::Cast {
                     operand: Box::new(Expr::Const(Value::Text(text), DataType::Unknown)),
                     from: DataType::Text,
-                    to: DataType::Interval,
+                    to: DataType::INTERVAL,
                     explicit: true,
                 },
             },
@@ -1406,7 +1449,7 @@ fn interval_literal(iv: &ast::Interval) -> PgResult<Expr> {
             days,
             micros,
         },
-        DataType::Interval,
+        DataType::INTERVAL,
     ))
 }
 /// The bound argument `b` of `clause` as a boolean (42804 if it is of another type).

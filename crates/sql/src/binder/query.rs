@@ -764,14 +764,14 @@ impl<'a> Binder<'a> {
             ));
         }
         // over timestamps (with an interval step) or integers
-        let moment = [DataType::Timestamp, DataType::TimestampTz, DataType::Date]
+        let moment = [DataType::TIMESTAMP, DataType::TIMESTAMPTZ, DataType::Date]
             .iter()
             .find(|t| exprs.iter().take(2).any(|e| e.ty() == **t))
-            .or((exprs.get(2).map(Expr::ty) == Some(DataType::Interval))
-                .then_some(&DataType::TimestampTz));
+            .or((exprs.get(2).map(Expr::ty) == Some(DataType::INTERVAL))
+                .then_some(&DataType::TIMESTAMPTZ));
         let ty = match moment {
-            Some(DataType::Timestamp) => DataType::Timestamp,
-            Some(_) => DataType::TimestampTz,
+            Some(DataType::Timestamp { .. }) => DataType::TIMESTAMP,
+            Some(_) => DataType::TIMESTAMPTZ,
             None if exprs.iter().any(|e| e.ty() == DataType::Int8) => DataType::Int8,
             None => DataType::Int4,
         };
@@ -785,7 +785,7 @@ impl<'a> Binder<'a> {
                     ),
                 ));
             }
-            DataType::Interval
+            DataType::INTERVAL
         } else {
             ty.clone()
         };
@@ -1986,13 +1986,12 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
 
 pub(super) fn type_column_name(dt: &ast::DataType) -> String {
     let s = dt.to_string().to_ascii_lowercase();
-    let base = s
-        .split('(')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .trim_start_matches("pg_catalog.")
-        .to_string();
+    // Without its modifiers, wherever they sit (`timestamp(3) with time zone`).
+    let base = match (s.find('('), s.find(')')) {
+        (Some(open), Some(close)) if open < close => format!("{}{}", &s[..open], &s[close + 1..]),
+        _ => s.clone(),
+    };
+    let base = base.trim().trim_start_matches("pg_catalog.").to_string();
     // An array type is named after its element type, as in PostgreSQL.
     let element = base.trim_end_matches("[]").trim();
     match DataType::from_sql_name(element, &[]) {

@@ -496,10 +496,10 @@ fn range_offset_type(key: &DataType) -> Option<DataType> {
             precision_scale: None,
         }),
         DataType::Date
-        | DataType::Time
-        | DataType::Timestamp
-        | DataType::TimestampTz
-        | DataType::Interval => Some(DataType::Interval),
+        | DataType::Time { .. }
+        | DataType::Timestamp { .. }
+        | DataType::TimestampTz { .. }
+        | DataType::Interval { .. } => Some(DataType::INTERVAL),
         _ => None,
     }
 }

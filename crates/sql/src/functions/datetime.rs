@@ -64,8 +64,10 @@ fn to_char(v: &Value, template: &str, zone: &Zone) -> PgResult<Value> {
 /// literal or a date is read as a timestamptz (the preferred type of the category).
 fn moment(t: &DataType) -> DataType {
     match t {
-        DataType::Timestamp | DataType::Interval | DataType::Time => t.clone(),
-        _ => DataType::TimestampTz,
+        DataType::Timestamp { .. } | DataType::Interval { .. } | DataType::Time { .. } => {
+            t.without_typmod()
+        }
+        _ => DataType::TIMESTAMPTZ,
     }
 }
 
@@ -73,6 +75,8 @@ fn moment(t: &DataType) -> DataType {
 pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataType>, DataType)> {
     use DataType::*;
     use ScalarFunc as F;
+    // A precision (`timestamp(0)`) decides nothing here, and results carry none.
+    let args: Vec<DataType> = args.iter().map(DataType::without_typmod).collect();
     let n = args.len();
     let second = args.get(1).cloned().unwrap_or(Unknown);
     Some(match (name, n) {
@@ -91,71 +95,106 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
             };
             (F::Extract, vec![Text, t], DataType::NUMERIC)
         }
-        ("date_trunc", 2) if second != Time => {
+        ("date_trunc", 2) if second != DataType::TIME => {
             let t = moment(&second);
             (F::DateTrunc, vec![Text, t.clone()], t)
         }
-        ("date_trunc", 3) => (F::DateTrunc, vec![Text, TimestampTz, Text], TimestampTz),
+        ("date_trunc", 3) => (
+            F::DateTrunc,
+            vec![Text, DataType::TIMESTAMPTZ, Text],
+            DataType::TIMESTAMPTZ,
+        ),
         ("timezone", 2) => {
-            let zone = if args[0] == Interval { Interval } else { Text };
+            let zone = if args[0] == DataType::INTERVAL {
+                DataType::INTERVAL
+            } else {
+                Text
+            };
             match moment(&second) {
-                Timestamp => (F::Timezone, vec![zone, Timestamp], TimestampTz),
-                _ => (F::Timezone, vec![zone, TimestampTz], Timestamp),
+                Timestamp { .. } => (
+                    F::Timezone,
+                    vec![zone, DataType::TIMESTAMP],
+                    DataType::TIMESTAMPTZ,
+                ),
+                _ => (
+                    F::Timezone,
+                    vec![zone, DataType::TIMESTAMPTZ],
+                    DataType::TIMESTAMP,
+                ),
             }
         }
         ("age", 1) => {
-            let t = if args[0] == Timestamp {
-                Timestamp
+            let t = if args[0] == DataType::TIMESTAMP {
+                DataType::TIMESTAMP
             } else {
-                TimestampTz
+                DataType::TIMESTAMPTZ
             };
-            (F::Age, vec![t], Interval)
+            (F::Age, vec![t], DataType::INTERVAL)
         }
         ("age", 2) => {
-            let t = if args.iter().all(|t| matches!(t, Timestamp | Unknown))
-                && args.contains(&Timestamp)
+            let t = if args.iter().all(|t| matches!(t, Timestamp { .. } | Unknown))
+                && args.contains(&DataType::TIMESTAMP)
             {
-                Timestamp
+                DataType::TIMESTAMP
             } else {
-                TimestampTz
+                DataType::TIMESTAMPTZ
             };
-            (F::Age, vec![t.clone(), t], Interval)
+            (F::Age, vec![t.clone(), t], DataType::INTERVAL)
         }
         ("isfinite", 1) => {
             let t = match &args[0] {
-                Date | Timestamp | Interval => args[0].clone(),
-                _ => TimestampTz,
+                Date | Timestamp { .. } | Interval { .. } => args[0].clone(),
+                _ => DataType::TIMESTAMPTZ,
             };
             (F::IsFinite, vec![t], Bool)
         }
-        ("justify_days", 1) => (F::JustifyDays, vec![Interval], Interval),
-        ("justify_hours", 1) => (F::JustifyHours, vec![Interval], Interval),
-        ("justify_interval", 1) => (F::JustifyInterval, vec![Interval], Interval),
+        ("justify_days", 1) => (F::JustifyDays, vec![DataType::INTERVAL], DataType::INTERVAL),
+        ("justify_hours", 1) => (
+            F::JustifyHours,
+            vec![DataType::INTERVAL],
+            DataType::INTERVAL,
+        ),
+        ("justify_interval", 1) => (
+            F::JustifyInterval,
+            vec![DataType::INTERVAL],
+            DataType::INTERVAL,
+        ),
         ("make_date", 3) => (F::MakeDate, vec![Int4; 3], Date),
-        ("make_time", 3) => (F::MakeTime, vec![Int4, Int4, Float8], Time),
+        ("make_time", 3) => (F::MakeTime, vec![Int4, Int4, Float8], DataType::TIME),
         ("make_timestamp", 6) => (
             F::MakeTimestamp,
             vec![Int4, Int4, Int4, Int4, Int4, Float8],
-            Timestamp,
+            DataType::TIMESTAMP,
         ),
         ("make_timestamptz", 6 | 7) => {
             let mut want = vec![Int4, Int4, Int4, Int4, Int4, Float8];
             if n == 7 {
                 want.push(Text);
             }
-            (F::MakeTimestamptz, want, TimestampTz)
+            (F::MakeTimestamptz, want, DataType::TIMESTAMPTZ)
         }
         ("make_interval", 0..=7) => {
             let mut want = vec![Int4; n.min(6)];
             if n == 7 {
                 want.push(Float8);
             }
-            (F::MakeInterval, want, Interval)
+            (F::MakeInterval, want, DataType::INTERVAL)
         }
-        ("to_timestamp", 1) if args[0] != Text => (F::ToTimestamp, vec![Float8], TimestampTz),
-        ("to_timestamp", 2) => (F::ToTimestampFormatted, vec![Text, Text], TimestampTz),
+        ("to_timestamp", 1) if args[0] != Text => {
+            (F::ToTimestamp, vec![Float8], DataType::TIMESTAMPTZ)
+        }
+        ("to_timestamp", 2) => (
+            F::ToTimestampFormatted,
+            vec![Text, Text],
+            DataType::TIMESTAMPTZ,
+        ),
         ("to_date", 2) => (F::ToDate, vec![Text, Text], Date),
-        ("to_char", 2) if matches!(args[0], Timestamp | TimestampTz | Date | Interval) => {
+        ("to_char", 2)
+            if matches!(
+                args[0],
+                Timestamp { .. } | TimestampTz { .. } | Date | Interval { .. }
+            ) =>
+        {
             (F::ToCharDatetime, vec![moment(&args[0]), Text], Text)
         }
         _ => return None,

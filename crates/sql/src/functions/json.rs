@@ -626,7 +626,7 @@ fn iso_datetime(v: &Value, zone: &Zone) -> String {
     if let Some(at) = text.find(' ') {
         text.replace_range(at..at + 1, "T");
     }
-    if ty == DataType::TimestampTz {
+    if matches!(ty, DataType::TimestampTz { .. }) {
         // "+05" → "+05:00"
         let bytes = text.as_bytes();
         let n = bytes.len();

@@ -363,13 +363,13 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
             },
             Float4 => Float4,
             Float8 => Float8,
-            Interval => Interval,
+            Interval { .. } => DataType::INTERVAL,
             Unknown => Float8,
             _ => return None,
         },
         AggFunc::Avg => match arg_ty {
             Float4 | Float8 => Float8,
-            Interval => Interval,
+            Interval { .. } => DataType::INTERVAL,
             _ => Numeric {
                 precision_scale: None,
             },
@@ -418,9 +418,9 @@ pub fn resolve_scalar(
     };
     const NUMERIC: DataType = DataType::NUMERIC;
     let r = match (name, n) {
-        ("now" | "transaction_timestamp", 0) => (F::Now, vec![], TimestampTz),
-        ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], TimestampTz),
-        ("clock_timestamp", 0) => (F::ClockTimestamp, vec![], TimestampTz),
+        ("now" | "transaction_timestamp", 0) => (F::Now, vec![], DataType::TIMESTAMPTZ),
+        ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], DataType::TIMESTAMPTZ),
+        ("clock_timestamp", 0) => (F::ClockTimestamp, vec![], DataType::TIMESTAMPTZ),
         ("version", 0) => (F::Version, vec![], Text),
         ("current_schema", 0) => (F::CurrentSchema, vec![], Name),
         ("current_schemas", 1) => (F::CurrentSchemas, vec![Bool], Array(Box::new(Name))),
@@ -488,7 +488,9 @@ pub fn resolve_scalar(
         ("pg_total_relation_size", 1) => (F::PgTotalRelationSize, vec![RegClass], Int8),
         ("pg_size_pretty", 1) => (F::PgSizePretty, vec![Int8], Text),
         ("pg_is_in_recovery", 0) => (F::PgIsInRecovery, vec![], Bool),
-        ("pg_postmaster_start_time", 0) => (F::PgPostmasterStartTime, vec![], TimestampTz),
+        ("pg_postmaster_start_time", 0) => {
+            (F::PgPostmasterStartTime, vec![], DataType::TIMESTAMPTZ)
+        }
         ("inet_server_addr", 0) => (F::InetServerAddr, vec![], Text),
         ("pg_tablespace_location", 1) => (F::PgTablespaceLocation, vec![Oid], Text),
         ("pg_database_size", 1) if args[0] == Oid => (F::PgDatabaseSize, vec![Oid], Int8),
