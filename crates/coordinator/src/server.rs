@@ -684,6 +684,7 @@ async fn start_session<S: SessionStream + 'static>(
         .register(SessionActivity::new(identity, application_name));
     let state = SessionState {
         user: role.name.clone(),
+        current_user: role.name.clone(),
         database,
         pid,
         settings: Mutex::new(settings),

@@ -21,6 +21,8 @@ const KNOWN: &[(&str, &str, bool)] = &[
     ("server_encoding", "UTF8", true),
     ("server_version", SERVER_VERSION, true),
     ("session_authorization", "postgres", true),
+    // SET ROLE's role; "none": the session user's.
+    ("role", "none", false),
     ("standard_conforming_strings", "on", true),
     ("TimeZone", "Etc/UTC", true),
     ("server_version_num", "150000", false),
@@ -102,6 +104,9 @@ pub struct Settings {
     values: BTreeMap<&'static str, String>,
     /// Values to restore when the transaction ends (SET LOCAL).
     local_saved: Vec<(&'static str, Option<String>)>,
+    /// Values as the transaction block began, of settings SET in it: restored if it
+    /// rolls back.
+    block_saved: Vec<(&'static str, Option<String>)>,
     /// Derived from `values` whenever they change: every transaction reads these, and
     /// looking them up in the map touched lines of it that, with 1,000 sessions, had
     /// long left the cache.
@@ -120,10 +125,33 @@ impl Default for Settings {
         Settings {
             values: BTreeMap::new(),
             local_saved: Vec::new(),
+            block_saved: Vec::new(),
             txn_defaults: TxnDefaults::default(),
             limits: StatementLimits::default(),
             zone: Zone::NAMED_UTC,
             encoding: wire::ClientEncoding::Utf8,
+        }
+    }
+}
+
+/// How long a SET lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Outside a transaction block: the session.
+    Session,
+    /// In a transaction block: the session, unless the block rolls back.
+    Block,
+    /// SET LOCAL: the transaction.
+    Local,
+}
+
+impl Scope {
+    /// SET (or SET LOCAL, `local`) in or outside a transaction block.
+    pub fn of(local: bool, in_block: bool) -> Scope {
+        match (local, in_block) {
+            (true, _) => Scope::Local,
+            (false, true) => Scope::Block,
+            (false, false) => Scope::Session,
         }
     }
 }
@@ -262,6 +290,16 @@ impl Settings {
         value: Option<&str>,
         local: bool,
     ) -> PgResult<Option<(&'static str, String)>> {
+        self.set_scoped(name, value, Scope::of(local, false))
+    }
+
+    /// `set` for a SET that may be in a transaction block.
+    pub fn set_scoped(
+        &mut self,
+        name: &str,
+        value: Option<&str>,
+        scope: Scope,
+    ) -> PgResult<Option<(&'static str, String)>> {
         let (canon, default, reported) = canonical(name).ok_or_else(|| unrecognized(name))?;
         if matches!(
             canon,
@@ -275,6 +313,7 @@ impl Settings {
                 | "in_hot_standby"
                 | "is_superuser"
                 | "session_authorization"
+                | "role"
                 | "max_connections"
                 | "superuser_reserved_connections"
         ) {
@@ -291,11 +330,7 @@ impl Settings {
             Some(v) if canon == "DateStyle" => datestyle::parse_date_style(v, self.zone.style())?.1,
             Some(v) => validate(canon, v)?,
         };
-        if local {
-            self.local_saved
-                .push((canon, self.values.get(canon).cloned()));
-        }
-        self.values.insert(canon, value.clone());
+        self.put(canon, value.clone(), scope);
         self.values_changed();
         Ok(reported.then_some((canon, value)))
     }
@@ -312,6 +347,56 @@ impl Settings {
         // None of these feeds what `values_changed` derives.
     }
 
+    /// SET ROLE (`None`: NONE), checked by the session: who the statements run as from
+    /// now, and whether that role is a superuser. Returns the settings to report.
+    pub fn set_role(
+        &mut self,
+        role: Option<&str>,
+        superuser: bool,
+        scope: Scope,
+    ) -> Vec<(&'static str, String)> {
+        self.put("role", role.unwrap_or("none").to_string(), scope);
+        self.put("is_superuser", on_off(superuser), scope);
+        vec![("is_superuser", on_off(superuser))]
+    }
+
+    /// SET SESSION AUTHORIZATION, checked by the session: the session user from now (and
+    /// no SET ROLE). Returns the settings to report.
+    pub fn set_session_authorization(
+        &mut self,
+        role: &str,
+        superuser: bool,
+        scope: Scope,
+    ) -> Vec<(&'static str, String)> {
+        self.put("session_authorization", role.to_string(), scope);
+        self.put("role", "none".to_string(), scope);
+        self.put("is_superuser", on_off(superuser), scope);
+        vec![
+            ("session_authorization", role.to_string()),
+            ("is_superuser", on_off(superuser)),
+        ]
+    }
+
+    /// The role privileges are checked as: SET ROLE's, else the session user.
+    pub fn current_role(&self) -> String {
+        match self.values.get("role").map(String::as_str) {
+            Some(role) if role != "none" => role.to_string(),
+            _ => self.get("session_authorization").unwrap_or_default(),
+        }
+    }
+
+    /// Writes a checked value, remembering what `end_transaction` restores.
+    fn put(&mut self, canon: &'static str, value: String, scope: Scope) {
+        let old = self.values.insert(canon, value);
+        match scope {
+            Scope::Local => self.local_saved.push((canon, old)),
+            Scope::Block if !self.block_saved.iter().any(|(n, _)| *n == canon) => {
+                self.block_saved.push((canon, old))
+            }
+            _ => {}
+        }
+    }
+
     /// How a new password is stored.
     pub fn password_encryption(&self) -> auth::password::Encryption {
         self.values
@@ -320,15 +405,22 @@ impl Settings {
             .unwrap_or(auth::password::Encryption::ScramSha256)
     }
 
-    /// End of transaction: undo SET LOCAL.
-    pub fn end_transaction(&mut self) -> Vec<(&'static str, String)> {
-        // Nearly every transaction set nothing locally: then the map is not read at all
-        // (with 1,000 sessions its nodes are cold lines at every commit).
-        if self.local_saved.is_empty() {
+    /// End of transaction: undo SET LOCAL, and if it rolled back (not `committed`), every
+    /// SET made in it. Returns the reported settings it restored.
+    pub fn end_transaction(&mut self, committed: bool) -> Vec<(&'static str, String)> {
+        // Nearly every transaction set nothing: then the map is not read at all (with
+        // 1,000 sessions its nodes are cold lines at every commit).
+        if self.local_saved.is_empty() && self.block_saved.is_empty() {
             return Vec::new();
         }
+        let mut undo = std::mem::take(&mut self.local_saved);
+        let block = std::mem::take(&mut self.block_saved);
+        if !committed {
+            // Restored last, so each setting ends as the block found it.
+            undo.splice(0..0, block.into_iter().rev());
+        }
         let mut changed = Vec::new();
-        while let Some((name, old)) = self.local_saved.pop() {
+        while let Some((name, old)) = undo.pop() {
             match old {
                 Some(v) => self.values.insert(name, v),
                 None => self.values.remove(name),
@@ -373,6 +465,10 @@ impl Settings {
             })
             .collect()
     }
+}
+
+fn on_off(on: bool) -> String {
+    (if on { "on" } else { "off" }).to_string()
 }
 
 fn unrecognized(name: &str) -> PgError {

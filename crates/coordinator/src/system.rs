@@ -1628,6 +1628,7 @@ pub fn session_function(
         }
         F::CurrentDatabase => text(session.database),
         F::CurrentUser => text(session.user),
+        F::SessionUser => text(&session.settings.lock().get("session_authorization")?),
         F::PgBackendPid => Value::Int4(session.backend_pid),
         F::PgStatStatementsReset => return reset_statement_stats(session, &args),
         F::PgCancelBackend | F::PgTerminateBackend => {

@@ -290,7 +290,18 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
                     name: name.clone(),
                     value: None,
                     local: false,
+                    reset: true,
                 }),
+                [_, session, authorization]
+                    if session == "session" && authorization == "authorization" =>
+                {
+                    ready(Statement::Set {
+                        name: "session_authorization".into(),
+                        value: None,
+                        local: false,
+                        reset: true,
+                    })
+                }
                 _ => Ok(None),
             }
         }
@@ -500,6 +511,7 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
                 name: "default_transaction_isolation".into(),
                 value: Some(v.into()),
                 local: false,
+                reset: false,
             });
         }
         if let Some(ro) = read_only {
@@ -507,6 +519,7 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
                 name: "default_transaction_read_only".into(),
                 value: Some(if ro { "on" } else { "off" }.into()),
                 local: false,
+                reset: false,
             });
         }
         return Ok(stmts.into_iter().next());
@@ -525,6 +538,16 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
         local = true;
     }
     let lower = rest.to_ascii_lowercase();
+    if let Some(role) = role_setting(&lower, rest) {
+        return role.map(|(name, value)| {
+            Some(Statement::Set {
+                name: name.into(),
+                value,
+                local,
+                reset: false,
+            })
+        });
+    }
     let (name, value) = if lower.starts_with("time zone") {
         ("timezone".to_string(), rest[9..].trim())
     } else if lower.starts_with("names") {
@@ -572,7 +595,59 @@ fn set_statement(text: &str) -> PgResult<Option<Statement>> {
                 .join(", "),
         )
     };
-    Ok(Some(Statement::Set { name, value, local }))
+    Ok(Some(Statement::Set {
+        name,
+        value,
+        local,
+        reset: false,
+    }))
+}
+
+/// `SET [SESSION | LOCAL] ROLE name | NONE` and `SET [SESSION | LOCAL] SESSION
+/// AUTHORIZATION name | DEFAULT` (`rest` after SET's SESSION or LOCAL, `lower` its
+/// lowercase): the setting and the role, an identifier folded to lowercase unless quoted;
+/// None when `rest` is neither.
+fn role_setting(lower: &str, rest: &str) -> Option<PgResult<(&'static str, Option<String>)>> {
+    let (name, at) = if let Some(after) = lower.strip_prefix("session authorization") {
+        ("session_authorization", lower.len() - after.len())
+    } else if let Some(after) = lower.strip_prefix("authorization") {
+        ("session_authorization", lower.len() - after.len())
+    } else if let Some(after) = lower.strip_prefix("role") {
+        ("role", lower.len() - after.len())
+    } else {
+        return None;
+    };
+    if !rest[at..].starts_with(char::is_whitespace) {
+        return None;
+    }
+    // `SET role = x` and `SET role TO x` are the ordinary setting's forms of `SET ROLE x`.
+    let value = rest[at..].trim();
+    let value = match value.strip_prefix('=') {
+        Some(v) => v.trim_start(),
+        None if value.len() > 3 && value[..3].eq_ignore_ascii_case("to ") => value[3..].trim(),
+        None => value,
+    };
+    let unquoted = |q: char| {
+        (value.len() >= 2 && value.starts_with(q) && value.ends_with(q))
+            .then(|| value[1..value.len() - 1].replace(&format!("{q}{q}"), &q.to_string()))
+    };
+    let role = match unquoted('\'').or_else(|| unquoted('"')) {
+        Some(quoted) => quoted,
+        None if value.is_empty() || value.contains(char::is_whitespace) => {
+            return Some(Err(syntax_error_at(
+                value.split_whitespace().nth(1).unwrap_or("end of input"),
+            )))
+        }
+        None => value.to_ascii_lowercase(),
+    };
+    if name == "role" && value.eq_ignore_ascii_case("default") {
+        return Some(Err(syntax_error_at(value)));
+    }
+    let reset = match name {
+        "role" => role == "none" && !value.starts_with('"'),
+        _ => value.eq_ignore_ascii_case("default"),
+    };
+    Some(Ok((name, (!reset).then_some(role))))
 }
 
 fn syntax_error_at(token: &str) -> PgError {

@@ -1217,11 +1217,13 @@ pub enum Statement {
     CommitPrepared(String),
     /// ROLLBACK PREPARED 'gid'.
     RollbackPrepared(String),
-    /// SET name = value; `None` means DEFAULT (i.e. RESET). `local` for SET LOCAL.
+    /// SET name = value; `None` means DEFAULT. `local` for SET LOCAL; `reset` for RESET
+    /// (the same as DEFAULT but for its tag).
     Set {
         name: String,
         value: Option<String>,
         local: bool,
+        reset: bool,
     },
     Show {
         name: String,

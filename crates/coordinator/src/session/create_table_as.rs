@@ -27,7 +27,7 @@ impl<S: SessionStream> Session<S> {
         self.check_catalog_current().await?;
         let t = self.tx.as_mut().expect("started above");
         let create = Statement::CreateTable(ctas.table.clone());
-        let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+        let who = crate::ownership::Who::of(&self.shared, &self.state.current_user);
         crate::ddl::execute(&self.shared, &create, None, &mut t.ddl, &who, &mut self.out).await?;
         let Some(insert) = &ctas.rows else {
             return Ok(Outcome::tag("CREATE TABLE AS"));

@@ -9,6 +9,7 @@ mod copy_in;
 mod create_table_as;
 mod explain_analyze;
 mod extended;
+mod identity;
 mod portals;
 mod prepare_sql;
 mod query_cache;
@@ -45,7 +46,11 @@ const FLUSH_THRESHOLD: usize = 64 << 10;
 const PLAN_CACHE_SIZE: usize = 256;
 
 pub struct SessionState {
+    /// The role that logged in (pg_stat_activity's usename).
     pub user: String,
+    /// The role statements run as: SET ROLE's, else SET SESSION AUTHORIZATION's, at
+    /// first `user` (kept here from the settings, read by every statement).
+    pub current_user: String,
     pub database: String,
     pub pid: i32,
     pub settings: Mutex<Settings>,
@@ -522,7 +527,7 @@ fn view<'a>(
         backend_pid: state.pid,
         sequences: &shared.sequences,
         sequence_state: &state.sequences,
-        user: &state.user,
+        user: &state.current_user,
         database: &state.database,
         sessions: &shared.sessions,
         statement_stats: &shared.statement_stats,

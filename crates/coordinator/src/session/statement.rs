@@ -8,6 +8,7 @@ use crate::dml::Locked;
 use crate::exec::{NodeMeasures, QueryRows, Row, StatementState};
 use crate::output;
 use crate::session_io::{self, SessionStream};
+use crate::settings::Scope;
 use bytes::BytesMut;
 use datanode_client::Isolation;
 use parking_lot::Mutex;
@@ -77,7 +78,7 @@ impl<S: SessionStream> Session<S> {
     /// (another coordinator's GRANT may be newer than the plan's ACLs), and if that passes
     /// the statement is bound again.
     async fn check_privileges(&self, required: &[sql::acl::Required]) -> PgResult<()> {
-        let user = &self.state.user;
+        let user = &self.state.current_user;
         let Err(denied) = crate::privileges::check(&self.shared, user, required) else {
             return Ok(());
         };
@@ -110,7 +111,13 @@ impl<S: SessionStream> Session<S> {
             | Statement::PrepareTransaction(_)
             | Statement::CommitPrepared(_)
             | Statement::RollbackPrepared(_) => self.transaction_control(stmt).await,
-            Statement::Set { name, value, local } => {
+            Statement::Set {
+                name,
+                value,
+                local,
+                reset,
+            } => {
+                let tag = Outcome::tag(if *reset { "RESET" } else { "SET" });
                 // outside a transaction block SET LOCAL would last no longer than itself
                 if *local && !self.tx.as_ref().is_some_and(|t| t.explicit) {
                     self.notice(
@@ -118,17 +125,19 @@ impl<S: SessionStream> Session<S> {
                         codes::NO_ACTIVE_SQL_TRANSACTION,
                         "SET LOCAL can only be used in transaction blocks",
                     );
-                    return Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }));
+                    return Ok(tag);
                 }
-                let report = self
-                    .state
-                    .settings
-                    .lock()
-                    .set(name, value.as_deref(), *local)?;
+                let scope = Scope::of(*local, self.tx.as_ref().is_some_and(|t| t.explicit));
+                if matches!(name.as_str(), "role" | "session_authorization") {
+                    self.set_identity(name == "role", value.as_deref(), scope)?;
+                    return Ok(tag);
+                }
+                let report =
+                    (self.state.settings.lock()).set_scoped(name, value.as_deref(), scope)?;
                 if let Some((n, v)) = report {
                     self.report_setting(n, &v);
                 }
-                Ok(Outcome::tag(if value.is_none() { "RESET" } else { "SET" }))
+                Ok(tag)
             }
             Statement::Show { name } => {
                 let value = match name.as_str() {
@@ -229,7 +238,7 @@ impl<S: SessionStream> Session<S> {
                 // Started: its start names the transaction's pending catalog record.
                 self.ensure_started().await?;
                 let actor = crate::role_ddl::Actor {
-                    user: &self.state.user,
+                    user: &self.state.current_user,
                     zone: &zone,
                     encryption,
                 };
@@ -280,13 +289,13 @@ impl<S: SessionStream> Session<S> {
                     .zip(snapshot)
                     .map(|(txn, snapshot)| crate::ddl::InTxn { txn, snapshot });
                 let log = &mut t.ddl;
-                let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+                let who = crate::ownership::Who::of(&self.shared, &self.state.current_user);
                 let tag =
                     crate::ddl::execute(&self.shared, stmt, rows, log, &who, &mut self.out).await?;
                 Ok(Outcome::tag(tag))
             }
             Statement::AlterTable(at) => {
-                let who = crate::ownership::Who::of(&self.shared, &self.state.user);
+                let who = crate::ownership::Who::of(&self.shared, &self.state.current_user);
                 crate::ownership::check_statement(&self.shared, &who, stmt)?;
                 let shared = self.shared.clone();
                 let snapshot = self.ensure_started().await?;

@@ -92,7 +92,13 @@ impl<S: SessionStream> Session<S> {
         match self.tx.take() {
             Some(mut t) if t.explicit => {
                 t.failed = true;
+                // PostgreSQL undoes the block's SETs as the error aborts it (within a
+                // savepoint, those since the savepoint: here they wait for ROLLBACK).
+                let undo_settings = t.savepoints.is_empty();
                 self.tx = Some(t);
+                if undo_settings {
+                    self.end_local_settings(false);
+                }
             }
             Some(t) => self.abort(t).await,
             None => {}
@@ -290,12 +296,13 @@ impl<S: SessionStream> Session<S> {
         self.ensure_started().await?;
         let t = self.tx.take().expect("started above");
         let (dn, mut ddl) = (t.dn_txn.expect("started above"), t.ddl);
-        self.end_local_settings();
+        // PostgreSQL keeps a prepared transaction's SETs, as a commit's.
+        self.end_local_settings(true);
         let xact = PreparedXact {
             gid: gid.to_string(),
             start_ts: dn.start_ts(),
             prepared_at: types::datetime::now_timestamp(),
-            owner: self.state.user.clone(),
+            owner: self.state.current_user.clone(),
             database: self.state.database.clone(),
         };
         // The catalog keeps no prepared state: its DDL stays, whichever way the prepared
@@ -403,7 +410,12 @@ impl<S: SessionStream> Session<S> {
     }
 
     async fn commit(&mut self, t: Transaction) -> PgResult<()> {
-        self.end_local_settings();
+        let committed = self.commit_writes(t).await;
+        self.end_local_settings(committed.is_ok());
+        committed
+    }
+
+    async fn commit_writes(&mut self, t: Transaction) -> PgResult<()> {
         let Transaction {
             dn_txn, mut ddl, ..
         } = t;
@@ -428,7 +440,7 @@ impl<S: SessionStream> Session<S> {
     }
 
     async fn abort(&mut self, t: Transaction) {
-        self.end_local_settings();
+        self.end_local_settings(false);
         let Transaction {
             dn_txn, mut ddl, ..
         } = t;
@@ -439,8 +451,12 @@ impl<S: SessionStream> Session<S> {
         crate::metrics::metrics().transactions_rolled_back.inc();
     }
 
-    fn end_local_settings(&mut self) {
-        let changed = self.state.settings.lock().end_transaction();
+    fn end_local_settings(&mut self, committed: bool) {
+        let changed = self.state.settings.lock().end_transaction(committed);
+        // SET LOCAL ROLE and SET LOCAL SESSION AUTHORIZATION write is_superuser too.
+        if changed.iter().any(|(n, _)| *n == "is_superuser") {
+            self.state.current_user = self.state.settings.lock().current_role();
+        }
         for (n, v) in changed {
             self.report_setting(n, &v);
         }

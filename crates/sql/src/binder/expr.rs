@@ -240,6 +240,12 @@ impl<'a> Binder<'a> {
             E::Identifier(_) if is_default_keyword(e) => {
                 return Err(syntax("DEFAULT is not allowed in this context"))
             }
+            // A reserved word in PostgreSQL's grammar, an identifier in the parser's.
+            E::Identifier(id)
+                if id.quote_style.is_none() && id.value.eq_ignore_ascii_case("current_role") =>
+            {
+                self.call_scalar("current_user", vec![])?
+            }
             E::Identifier(id) => self.column_ref(&[ident_name(id)], scope)?,
             E::CompoundIdentifier(ids) => {
                 self.column_ref(&ids.iter().map(ident_name).collect::<Vec<_>>(), scope)?
@@ -1201,7 +1207,7 @@ impl<'a> Binder<'a> {
                         let now = self.call_scalar("now", vec![])?;
                         cast_to_explicit(now, &DataType::Date)
                     }
-                    "current_user" | "session_user" | "user" | "current_role" => {
+                    "current_user" | "user" | "current_role" => {
                         self.call_scalar("current_user", vec![])
                     }
                     "current_schema" => self.call_scalar("current_schema", vec![]),

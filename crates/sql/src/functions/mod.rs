@@ -29,7 +29,10 @@ pub enum ScalarFunc {
     CurrentSchema,
     CurrentSchemas,
     CurrentDatabase,
+    /// current_user, user, current_role: the role privileges are checked as (SET ROLE).
     CurrentUser,
+    /// session_user: SET SESSION AUTHORIZATION's role, at first the one that logged in.
+    SessionUser,
     PgBackendPid,
     /// pg_cancel_backend(pid), pg_terminate_backend(pid[, timeout]): signal a session.
     PgCancelBackend,
@@ -425,9 +428,8 @@ pub fn resolve_scalar(
         ("current_schema", 0) => (F::CurrentSchema, vec![], Name),
         ("current_schemas", 1) => (F::CurrentSchemas, vec![Bool], Array(Box::new(Name))),
         ("current_database", 0) => (F::CurrentDatabase, vec![], Name),
-        ("current_user" | "session_user" | "user" | "current_role", 0) => {
-            (F::CurrentUser, vec![], Name)
-        }
+        ("current_user" | "user" | "current_role", 0) => (F::CurrentUser, vec![], Name),
+        ("session_user", 0) => (F::SessionUser, vec![], Name),
         ("pg_backend_pid", 0) => (F::PgBackendPid, vec![], Int4),
         ("pg_cancel_backend", 1) => (F::PgCancelBackend, vec![Int4], Bool),
         ("pg_terminate_backend", 1) => (F::PgTerminateBackend, vec![Int4], Bool),
