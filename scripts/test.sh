@@ -175,7 +175,7 @@ CLUSTER_LOG=target/pytest-cluster.log
 step "pytest against a cluster of processes (target meridian-cluster), in the background into $CLUSTER_LOG"
 # shellcheck disable=SC2086
 MERIDIAN_TEST_TARGETS=meridian-cluster .venv/bin/python -m pytest -v -p no:cacheprovider \
-  --timeout=900 "${CLUSTER_FILES[@]}" ${PYTEST_ARGS:-} > "$CLUSTER_LOG" 2>&1 &
+  --timeout=900 --durations=15 "${CLUSTER_FILES[@]}" ${PYTEST_ARGS:-} > "$CLUSTER_LOG" 2>&1 &
 CLUSTER_PID=$!
 
 # pytest tests/ runs as two processes side by side: the files below (about half of its
@@ -189,7 +189,7 @@ LONG_FILES=(
 LONG_LOG=target/pytest-long.log
 step "pytest ${LONG_FILES[*]}, in the background into $LONG_LOG"
 # shellcheck disable=SC2086
-.venv/bin/python -m pytest -v -p no:cacheprovider --timeout=900 --session-timeout=3300 \
+.venv/bin/python -m pytest -v -p no:cacheprovider --timeout=900 --durations=15 --session-timeout=3300 \
   "${LONG_FILES[@]}" ${PYTEST_ARGS:-} > "$LONG_LOG" 2>&1 &
 LONG_PID=$!
 
@@ -197,7 +197,7 @@ step "pytest tests/ (without the files above)"
 ignores=()
 for f in "${LONG_FILES[@]}"; do ignores+=(--ignore="$f"); done
 # shellcheck disable=SC2086
-.venv/bin/python -m pytest tests/ "${ignores[@]}" -v -p no:cacheprovider --timeout=900 \
+.venv/bin/python -m pytest tests/ "${ignores[@]}" -v -p no:cacheprovider --timeout=900 --durations=15 \
   --session-timeout=3300 ${PYTEST_ARGS:-} || { status=1; echo "pytest FAILED"; }
 
 step "pytest ${LONG_FILES[*]}: waiting for it; its output"

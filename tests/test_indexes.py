@@ -105,6 +105,7 @@ def test_ddl_dml_and_errors_as_postgres(pair):
         "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'ix_a'",
         "DROP INDEX CONCURRENTLY IF EXISTS k_1",
         "SELECT indexname FROM pg_indexes WHERE tablename = 'ix_a'",
+        "SELECT tablename, hasindexes FROM pg_tables WHERE tablename LIKE 'ix%' ORDER BY 1",
         "CREATE TABLE ix_b (a int, b int, c text, CONSTRAINT ab UNIQUE (a, b), UNIQUE (c))",
         "INSERT INTO ix_b VALUES (1, 1, 'x'), (1, 2, 'y'), (NULL, 1, NULL), (NULL, 1, NULL)",
         "INSERT INTO ix_b VALUES (1, 1, 'z')",

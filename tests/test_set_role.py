@@ -68,6 +68,8 @@ STEPS = [
     ("sr_alice", "SET ROLE sr_alice"), ("sr_alice", "SHOW role"),
     ("sr_alice", "SET ROLE NONE"), ("sr_alice", WHO),
     ("su", OWNERS),
+    ("su", "SELECT tablename, tableowner, tablespace, hasindexes, hasrules, hastriggers, "
+           "rowsecurity FROM pg_tables WHERE tablename LIKE 'sr%' ORDER BY 1"),
 ]
 
 

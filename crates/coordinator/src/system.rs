@@ -777,6 +777,21 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 ]
             })
             .collect(),
+        PgTables => tables
+            .iter()
+            .map(|t| {
+                vec![
+                    text("public"),
+                    text(&t.name),
+                    text(&role_name(session, t.owner)),
+                    Value::Null,
+                    Value::Bool(!indexes_of(t).is_empty()),
+                    Value::Bool(false),
+                    Value::Bool(crate::system_foreign_keys::has_triggers(&tables, t)),
+                    Value::Bool(false),
+                ]
+            })
+            .collect(),
         PgIndexes => tables
             .iter()
             .flat_map(|t| indexes_of(t))

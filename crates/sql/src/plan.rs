@@ -509,6 +509,8 @@ pub enum SystemTable {
     /// The view of every index with its definition.
     PgIndexes,
     PgViews,
+    /// pg_tables: the tables (user tables only, as pg_class here).
+    PgTables,
     PgInitPrivs,
     PgLanguage,
     PgOperator,

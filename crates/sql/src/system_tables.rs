@@ -49,6 +49,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_depend" => PgDepend,
         "pg_indexes" => PgIndexes,
         "pg_views" => PgViews,
+        "pg_tables" => PgTables,
         "pg_init_privs" => PgInitPrivs,
         "pg_language" => PgLanguage,
         "pg_operator" => PgOperator,
@@ -151,6 +152,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         PgPreparedXacts => 12007,
         PgIndexes => 12020,
         PgViews => 12021,
+        PgTables => 12022,
         Information(v) => crate::information_schema::information_view_oid(v),
     }
 }
@@ -169,6 +171,7 @@ pub fn has_tableoid(t: SystemTable) -> bool {
             | PgSequences
             | PgIndexes
             | PgViews
+            | PgTables
             | PgSeclabels
             | MeridianDistribution
             | MeridianNodes
@@ -699,6 +702,16 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("viewname", Name),
             ("viewowner", Name),
             ("definition", Text),
+        ],
+        PgTables => vec![
+            ("schemaname", Name),
+            ("tablename", Name),
+            ("tableowner", Name),
+            ("tablespace", Name),
+            ("hasindexes", Bool),
+            ("hasrules", Bool),
+            ("hastriggers", Bool),
+            ("rowsecurity", Bool),
         ],
         PgIndexes => vec![
             ("schemaname", Name),
