@@ -111,7 +111,10 @@ def strings():
               "decode('a\\000b\\\\', 'escape')", "encode('abc'::bytea, 'rot13')",
               "'abc' SIMILAR TO 'a(b|x)c'", "'a.c' SIMILAR TO 'a.c'", "'abc' SIMILAR TO 'a.c'",
               "'ab%' SIMILAR TO 'ab#%' ESCAPE '#'", "'abc' NOT SIMILAR TO '%b%'",
-              "md5('The quick brown fox')", "position('' in 'abc')"):
+              "md5('The quick brown fox')", "position('' in 'abc')",
+              "md5('The quick brown fox'::bytea)", "sha224(''::bytea)", "sha256('abc'::bytea)",
+              "sha384('\\x00ff'::bytea)", "sha512(repeat('xyz', 40)::bytea)",
+              "sha256(NULL::bytea)", "sha256('abc')", "sha256(1)"):
         lines.append("SELECT " + f)
     write("strings", "string functions and operators, patterns, padding and quoting", lines)
 

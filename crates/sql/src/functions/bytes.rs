@@ -1,5 +1,5 @@
 //! encode() and decode() between bytea and text in PostgreSQL's `hex`, `base64` (lines of
-//! 76 characters) and `escape` formats.
+//! 76 characters) and `escape` formats; the digests of bytea (sha224 … sha512, md5).
 
 use super::ScalarFunc as F;
 use base64::Engine;
@@ -8,9 +8,15 @@ use types::{DataType, Value};
 
 pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataType)> {
     use DataType::*;
+    // The digests are declared on bytea alone: other types have no implicit cast to it.
+    let takes_bytea = matches!(args.first(), Some(Bytea | Unknown));
     Some(match (name, args.len()) {
         ("encode", 2) => (F::Encode, vec![Bytea, Text], Text),
         ("decode", 2) => (F::Decode, vec![Text, Text], Bytea),
+        ("sha224", 1) if takes_bytea => (F::Sha224, vec![Bytea], Bytea),
+        ("sha256", 1) if takes_bytea => (F::Sha256, vec![Bytea], Bytea),
+        ("sha384", 1) if takes_bytea => (F::Sha384, vec![Bytea], Bytea),
+        ("sha512", 1) if takes_bytea => (F::Sha512, vec![Bytea], Bytea),
         _ => return None,
     })
 }
@@ -70,4 +76,24 @@ fn escape(b: &[u8]) -> String {
         }
     }
     out
+}
+
+/// sha224 … sha512 of a bytea (a bytea), md5 of one (its hex digits, as md5(text)).
+pub fn digest(func: F, arg: &Value) -> PgResult<Value> {
+    use sha2::Digest;
+    let Value::Bytea(b) = arg else {
+        return Err(PgError::internal("a digest of a value that is not bytea"));
+    };
+    Ok(match func {
+        F::Sha224 => Value::Bytea(sha2::Sha224::digest(b).to_vec()),
+        F::Sha256 => Value::Bytea(sha2::Sha256::digest(b).to_vec()),
+        F::Sha384 => Value::Bytea(sha2::Sha384::digest(b).to_vec()),
+        F::Sha512 => Value::Bytea(sha2::Sha512::digest(b).to_vec()),
+        _ => Value::Text(
+            md5::Md5::digest(b)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect(),
+        ),
+    })
 }

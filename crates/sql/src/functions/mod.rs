@@ -167,6 +167,12 @@ pub enum ScalarFunc {
     // encode/decode (bytes.rs).
     Encode,
     Decode,
+    /// sha224/sha256/sha384/sha512(bytea) → bytea, md5(bytea) → text.
+    Sha224,
+    Sha256,
+    Sha384,
+    Sha512,
+    Md5Bytea,
     // Mathematical functions (math.rs).
     Pi,
     Scale,
@@ -612,6 +618,7 @@ pub fn resolve_scalar(
         ("right", 2) => (F::Right, vec![Text, Int4], Text),
         ("repeat", 2) => (F::Repeat, vec![Text, Int4], Text),
         ("replace", 3) => (F::Replace, text_args(), Text),
+        ("md5", 1) if matches!(args[0], Bytea) => (F::Md5Bytea, vec![Bytea], Text),
         ("md5", 1) => (F::Md5, text_args(), Text),
         _ => {
             if let Some(found) = datetime::resolve(name, args) {
@@ -961,6 +968,9 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             format::eval(func, &args)?
         }
         F::Encode | F::Decode => bytes::eval(func, &args)?,
+        F::Sha224 | F::Sha256 | F::Sha384 | F::Sha512 | F::Md5Bytea => {
+            bytes::digest(func, &args[0])?
+        }
         F::ArrayAppend
         | F::ArrayPrepend
         | F::ArrayCat
