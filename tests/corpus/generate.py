@@ -209,6 +209,21 @@ def datetimes():
             lines.append(f"SELECT timestamp {t} + interval {i}, timestamp {t} - interval {i}")
         lines.append(f"SELECT timestamp {t} - timestamp '2000-01-01', timestamp {t}::date, timestamp {t}::time")
         lines.append(f"SELECT timestamptz {t}, timestamptz {t} AT TIME ZONE 'UTC'")
+        for stride, origin in (("'15 minutes'", "'2001-01-01'"), ("'1 day 2 hours'", "'2030-06-01 00:07'"),
+                               ("'7 days'", "'1999-12-31 23:59:59.5'"), ("'1 hour'", t)):
+            lines.append(f"SELECT date_bin(interval {stride}, timestamp {t}, timestamp {origin}), "
+                         f"date_bin(interval {stride}, timestamptz {t}, timestamptz {origin})")
+    for stride, source, origin in (("'1 month'", "'2020-01-01'", "'2001-01-01'"),
+                                   ("'0 s'", "'2020-01-01'", "'2001-01-01'"),
+                                   ("'-1 s'", "'2020-01-01'", "'2001-01-01'"),
+                                   ("'1 s'", "'infinity'", "'2001-01-01'"),
+                                   ("'1 s'", "'2020-01-01'", "'-infinity'"),
+                                   ("'1 us'", "'2020-01-01 00:00:00.7'", "'2030-01-01'"),
+                                   ("'10 s'", "'2020-01-01 00:00:20'", "'2020-01-01 00:00:30'")):
+        lines.append(f"SELECT date_bin({stride}, timestamp {source}, timestamp {origin})")
+    lines.append("SELECT date_bin('1 hour', '2020-01-01 10:30', '2020-01-01')")
+    lines.append("SELECT date_bin('1 hour', timestamp '2020-01-01 10:30', '2020-01-01'), "
+                 "pg_typeof(date_bin('1 hour', now(), '2020-01-01'))")
     for a, b in product(INTERVALS, repeat=2):
         lines.append(f"SELECT interval {a} + interval {b}, interval {a} - interval {b}, interval {a} < interval {b}")
     for i in INTERVALS:

@@ -4,7 +4,7 @@
 //! they are evaluated with it (`ScalarFunc::needs_zone`) and never on a datanode.
 
 use super::ScalarFunc;
-use pgerror::PgResult;
+use pgerror::{codes, PgError, PgResult};
 use types::datetime_fields as fields;
 use types::timezone::Zone;
 use types::{DataType, Value};
@@ -33,6 +33,7 @@ impl ScalarFunc {
                 | F::ToTimestampFormatted
                 | F::ToDate
                 | F::ToCharDatetime
+                | F::DateBin
         ) || self.builds_json()
     }
 }
@@ -189,6 +190,22 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
             DataType::TIMESTAMPTZ,
         ),
         ("to_date", 2) => (F::ToDate, vec![Text, Text], Date),
+        ("date_bin", 3) => {
+            let t = if args[1..]
+                .iter()
+                .all(|t| matches!(t, Timestamp { .. } | Unknown))
+                && args[1..].contains(&DataType::TIMESTAMP)
+            {
+                DataType::TIMESTAMP
+            } else {
+                DataType::TIMESTAMPTZ
+            };
+            (
+                F::DateBin,
+                vec![DataType::INTERVAL, t.clone(), t.clone()],
+                t,
+            )
+        }
         ("to_char", 2)
             if matches!(
                 args[0],
@@ -239,6 +256,14 @@ pub fn eval(func: ScalarFunc, args: Vec<Value>, zone: &Zone) -> PgResult<Value> 
         }
         F::Age => fields::age(&args[0], &args[1], zone)?,
         F::IsFinite => Value::Bool(fields::is_finite(&args[0])),
+        F::DateBin => {
+            let bin = |source, origin| date_bin(interval(&args[0]), source, origin);
+            match (&args[1], &args[2]) {
+                (Value::Timestamp(s), Value::Timestamp(o)) => Value::Timestamp(bin(*s, *o)?),
+                (Value::TimestampTz(s), Value::TimestampTz(o)) => Value::TimestampTz(bin(*s, *o)?),
+                _ => return Err(PgError::internal("date_bin of values of other types")),
+            }
+        }
         F::JustifyDays => {
             let (m, d, u) = interval(&args[0]);
             fields::justify_days(m, d, u)?
@@ -277,4 +302,38 @@ pub fn eval(func: ScalarFunc, args: Vec<Value>, zone: &Zone) -> PgResult<Value> 
         F::ToCharDatetime => to_char(&args[0], &text(1), zone)?,
         _ => return Err(pgerror::PgError::internal("not a date/time function")),
     })
+}
+
+/// date_bin: the start of the `stride`-wide bin, counted from `origin`, that `source` is
+/// in (microseconds since 2000, timestamps or UTC instants alike).
+fn date_bin((months, days, micros): (i32, i32, i64), source: i64, origin: i64) -> PgResult<i64> {
+    use types::datetime::{TS_NOBEGIN, TS_NOEND, USECS_PER_DAY};
+    if source == TS_NOBEGIN || source == TS_NOEND {
+        return Ok(source);
+    }
+    let out_of_range = |what: &str| PgError::new(codes::DATETIME_FIELD_OVERFLOW, what.to_string());
+    if origin == TS_NOBEGIN || origin == TS_NOEND {
+        return Err(out_of_range("origin out of range"));
+    }
+    if months != 0 {
+        return Err(PgError::new(
+            codes::FEATURE_NOT_SUPPORTED,
+            "timestamps cannot be binned into intervals containing months or years",
+        ));
+    }
+    let stride = (days as i64)
+        .checked_mul(USECS_PER_DAY)
+        .and_then(|d| d.checked_add(micros))
+        .ok_or_else(|| out_of_range("interval out of range"))?;
+    if stride <= 0 {
+        return Err(out_of_range("stride must be greater than zero"));
+    }
+    let diff = source
+        .checked_sub(origin)
+        .ok_or_else(|| out_of_range("interval out of range"))?;
+    // Toward minus infinity when the source is before the origin.
+    let delta = diff - diff.rem_euclid(stride);
+    origin
+        .checked_add(delta)
+        .ok_or_else(|| out_of_range("timestamp out of range"))
 }

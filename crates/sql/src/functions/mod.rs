@@ -210,6 +210,8 @@ pub enum ScalarFunc {
     ToDate,
     /// to_char of a timestamp, timestamptz, date or interval.
     ToCharDatetime,
+    /// date_bin(stride, source, origin) of timestamps or of timestamptz values.
+    DateBin,
     /// to_char of an integer, numeric or float (format.rs).
     ToCharNumber,
     // String functions (string.rs).
