@@ -345,10 +345,9 @@ impl DataType {
             DataType::TimestampTz { .. } => DataType::TimestampTz {
                 precision: time_precision(typmod),
             },
+            // The low 16 bits (0xffff of -1: none).
             DataType::Interval { .. } => DataType::Interval {
-                precision: (typmod >= 0)
-                    .then(|| time_precision(typmod & 0xffff))
-                    .flatten(),
+                precision: time_precision(typmod & 0xffff),
             },
             DataType::Array(e) => DataType::Array(Box::new(e.with_typmod(typmod))),
             other => other.clone(),

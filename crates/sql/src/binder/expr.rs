@@ -1340,26 +1340,16 @@ impl<'a> Binder<'a> {
             Some(b) => (true, b.to_string()),
             None => (false, lower),
         };
-        // The modifiers may sit inside the name: `timestamp(3) with time zone`.
-        let (name, mods) = match base.find('(') {
-            Some(p) => {
-                let close = base[p..].find(')').map_or(base.len(), |c| p + c);
-                let mods = base[p + 1..close]
-                    .split(',')
-                    .map(|m| {
-                        m.trim()
-                            .parse::<i32>()
-                            .map_err(|_| syntax(format!("invalid type modifier in {text}")))
-                    })
-                    .collect::<PgResult<Vec<_>>>()?;
-                let rest = base.get(close + 1..).unwrap_or_default();
-                (
-                    format!("{}{rest}", base[..p].trim_end()).trim().to_string(),
-                    mods,
-                )
-            }
-            None => (base.trim().to_string(), Vec::new()),
-        };
+        let (name, mods) = super::query::split_modifiers(&base);
+        let mods = mods
+            .into_iter()
+            .flat_map(|m| m.split(','))
+            .map(|m| {
+                m.trim()
+                    .parse::<i32>()
+                    .map_err(|_| syntax(format!("invalid type modifier in {text}")))
+            })
+            .collect::<PgResult<Vec<_>>>()?;
         // Quoted, `"char"` is the one-byte internal type; unquoted, char is character(1).
         let ty = if name == "\"char\"" && mods.is_empty() {
             DataType::Char

@@ -1984,14 +1984,23 @@ pub(super) fn default_column_name(e: &ast::Expr) -> String {
     }
 }
 
+/// A type's name without its parenthesised modifiers, wherever they sit (`timestamp(3)
+/// with time zone`), and the text between the parentheses.
+pub(super) fn split_modifiers(text: &str) -> (String, Option<&str>) {
+    match text.find('(') {
+        Some(open) => {
+            let close = text[open..].find(')').map_or(text.len(), |c| open + c);
+            let rest = text.get(close + 1..).unwrap_or_default();
+            let name = format!("{}{rest}", text[..open].trim_end());
+            (name.trim().to_string(), Some(&text[open + 1..close]))
+        }
+        None => (text.trim().to_string(), None),
+    }
+}
+
 pub(super) fn type_column_name(dt: &ast::DataType) -> String {
-    let s = dt.to_string().to_ascii_lowercase();
-    // Without its modifiers, wherever they sit (`timestamp(3) with time zone`).
-    let base = match (s.find('('), s.find(')')) {
-        (Some(open), Some(close)) if open < close => format!("{}{}", &s[..open], &s[close + 1..]),
-        _ => s.clone(),
-    };
-    let base = base.trim().trim_start_matches("pg_catalog.").to_string();
+    let (base, _) = split_modifiers(&dt.to_string().to_ascii_lowercase());
+    let base = base.trim_start_matches("pg_catalog.").to_string();
     // An array type is named after its element type, as in PostgreSQL.
     let element = base.trim_end_matches("[]").trim();
     match DataType::from_sql_name(element, &[]) {

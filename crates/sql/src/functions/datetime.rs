@@ -72,6 +72,20 @@ fn moment(t: &DataType) -> DataType {
     }
 }
 
+/// The moments' type of a function declared on both timestamp and timestamptz: timestamp
+/// when the arguments are timestamps and untyped literals (at least one a timestamp).
+fn timestamp_unless_zoned(moments: &[DataType]) -> DataType {
+    if moments
+        .iter()
+        .all(|t| matches!(t, DataType::Timestamp { .. } | DataType::Unknown))
+        && moments.contains(&DataType::TIMESTAMP)
+    {
+        DataType::TIMESTAMP
+    } else {
+        DataType::TIMESTAMPTZ
+    }
+}
+
 /// Resolution of this module's functions: (function, argument types, result type).
 pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataType>, DataType)> {
     use DataType::*;
@@ -133,13 +147,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
             (F::Age, vec![t], DataType::INTERVAL)
         }
         ("age", 2) => {
-            let t = if args.iter().all(|t| matches!(t, Timestamp { .. } | Unknown))
-                && args.contains(&DataType::TIMESTAMP)
-            {
-                DataType::TIMESTAMP
-            } else {
-                DataType::TIMESTAMPTZ
-            };
+            let t = timestamp_unless_zoned(&args);
             (F::Age, vec![t.clone(), t], DataType::INTERVAL)
         }
         ("isfinite", 1) => {
@@ -191,15 +199,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(ScalarFunc, Vec<DataTyp
         ),
         ("to_date", 2) => (F::ToDate, vec![Text, Text], Date),
         ("date_bin", 3) => {
-            let t = if args[1..]
-                .iter()
-                .all(|t| matches!(t, Timestamp { .. } | Unknown))
-                && args[1..].contains(&DataType::TIMESTAMP)
-            {
-                DataType::TIMESTAMP
-            } else {
-                DataType::TIMESTAMPTZ
-            };
+            let t = timestamp_unless_zoned(&args[1..]);
             (
                 F::DateBin,
                 vec![DataType::INTERVAL, t.clone(), t.clone()],
