@@ -55,7 +55,7 @@ impl Inner {
     /// removes their markers (a crash in between: the next open does it again).
     pub(crate) fn discard_loads(&self, rels: &[RelId]) -> PgResult<()> {
         for &rel in rels {
-            self.store.delete_rel(rel, &|| false)?;
+            self.store.delete_rel(rel)?;
             self.store
                 .meta_put(storage::Space::Sys, &loading_key(rel), None)?;
         }

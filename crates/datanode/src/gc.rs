@@ -124,9 +124,14 @@ impl Inner {
         self.overflow_rels
             .lock()
             .extend(self.store.take_superseded_overflow());
+        // A dropped relation's keys are compaction's to remove (`Store::drop_rel`).
+        let dropped = self.store.dropped_rels();
+        let live = |rel: &RelId| dropped.binary_search(rel).is_err();
         for shard in self.recent.iter() {
-            let keys: Vec<(RelId, Vec<u8>)> =
-                std::mem::take(&mut *shard.lock()).into_iter().collect();
+            let keys: Vec<(RelId, Vec<u8>)> = std::mem::take(&mut *shard.lock())
+                .into_iter()
+                .filter(|(rel, _)| live(rel))
+                .collect();
             for chunk in keys.chunks(1024) {
                 let (n, again) = self.store.gc_keys(chunk, horizon)?;
                 removed += n;
@@ -140,6 +145,7 @@ impl Inner {
         }
         let rels: Vec<RelId> = std::mem::take(&mut *self.overflow_rels.lock())
             .into_iter()
+            .filter(live)
             .collect();
         for rel in rels {
             let recent = self
@@ -156,6 +162,7 @@ impl Inner {
                 .lock()
                 .insert(rel, std::time::Instant::now());
         }
+        self.reap_drops()?;
         counted_gc_run(removed);
         Ok(removed)
     }

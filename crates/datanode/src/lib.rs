@@ -433,30 +433,43 @@ impl Inner {
     }
 }
 
+/// Drops `rel`'s data on a thread of its own (fjall's `drop_range` waits for a running
+/// compaction to end); the marker goes when no key is left, else when GC finds the
+/// compactions done (`Inner::reap_drops`).
 fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
     let weak = Arc::downgrade(inner);
     let h = std::thread::Builder::new()
         .name("meridian-drop".into())
         .spawn(move || {
             let Some(inner) = weak.upgrade() else { return };
-            let stop = || inner.closed.load(Ordering::Relaxed);
-            match inner.store.delete_rel(rel, &stop) {
-                Ok((_, true)) => {
-                    if let Err(e) = inner
-                        .store
-                        .meta_put(storage::Space::Sys, &drop_key(rel), None)
-                    {
-                        tracing::warn!("drop of rel {rel}: {e}");
-                    }
-                }
-                Ok((_, false)) => {}
-                Err(e) => tracing::warn!("drop of rel {rel}: {e}"),
+            let dropped = inner.store.drop_rel(rel);
+            if let Err(e) = dropped.and_then(|empty| inner.forget_drop(rel, empty)) {
+                tracing::warn!("drop of rel {rel}: {e}");
             }
         });
     if let Ok(h) = h {
         let mut threads = inner.threads.lock();
         threads.retain(|t| !t.is_finished());
         threads.push(h);
+    }
+}
+
+impl Inner {
+    /// Removes the drop marker of `rel` if no key of it is left.
+    fn forget_drop(&self, rel: RelId, empty: bool) -> PgResult<()> {
+        if !empty {
+            return Ok(());
+        }
+        self.store
+            .meta_put(storage::Space::Sys, &drop_key(rel), None)
+    }
+
+    /// Forgets the dropped relations whose last keys compaction has destroyed.
+    pub(crate) fn reap_drops(&self) -> PgResult<()> {
+        for rel in self.store.reap_dropped(64)? {
+            self.forget_drop(rel, true)?;
+        }
+        Ok(())
     }
 }
 

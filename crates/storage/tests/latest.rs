@@ -178,8 +178,7 @@ fn delete_rel_clears_both() {
         );
     }
     put(&s, 3, b"last", Some("x"), 100_000);
-    let (n, done) = s.delete_rel(3, &|| false).unwrap();
-    assert_eq!((n, done), (25_001, true));
+    assert_eq!(s.delete_rel(3).unwrap(), 2 * 25_001);
     for i in [0u32, 9_999, 10_000, 24_999] {
         assert_eq!(s.latest(3, &i.to_be_bytes()).unwrap(), None);
         assert_eq!(s.get(3, &i.to_be_bytes(), u64::MAX).unwrap(), None);
@@ -202,6 +201,63 @@ fn delete_rel_clears_both() {
         row(&s, 3, b"k", u64::MAX),
         Some((200_000, Some("again".into())))
     );
+    drop(s);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A dropped relation's own tables go at once; its keys in tables shared with another
+/// relation go when compaction rewrites them, and the other relation keeps every row.
+#[tokio::test]
+async fn drop_rel_leaves_shared_tables_to_compaction() {
+    let d = tmpdir("droprel-compaction");
+    let s = open(&d);
+    let mut load = s.bulk_load(5, 50).unwrap();
+    let mut chunk = storage::Chunk::default();
+    for i in 0..1_000u32 {
+        chunk.push(&i.to_be_bytes(), b"loaded");
+    }
+    load.write(chunk).await.unwrap();
+    load.finish().await.unwrap();
+    for i in 0..5_000u32 {
+        let write = |rel| Write {
+            rel,
+            key: i.to_be_bytes().to_vec(),
+            op: WriteOp::Put(Some(Bytes::from_static(b"x"))),
+            newest_before: None,
+        };
+        s.apply(&[write(3), write(4)], 100 + i as u64, false, None)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert!(
+        s.drop_rel(5).unwrap(),
+        "a bulk-loaded relation's tables are its own"
+    );
+    assert!(
+        !s.drop_rel(3).unwrap(),
+        "rel 3 shares its memtable with rel 4"
+    );
+    assert_eq!(s.dropped_rels().as_slice(), &[3]);
+    assert_eq!(s.reap_dropped(10).unwrap(), Vec::<u64>::new());
+    assert_eq!(s.version_count(3, &7u32.to_be_bytes()).unwrap(), 1);
+
+    s.major_compact().unwrap();
+    assert_eq!(s.reap_dropped(10).unwrap(), vec![3]);
+    assert!(s.dropped_rels().is_empty());
+    for i in [0u32, 2_500, 4_999] {
+        assert_eq!(s.version_count(3, &i.to_be_bytes()).unwrap(), 0);
+        assert_eq!(s.version_count(5, &i.to_be_bytes()).unwrap(), 0);
+        assert_eq!(
+            row(&s, 4, &i.to_be_bytes(), u64::MAX),
+            Some((100 + i as u64, Some("x".into())))
+        );
+    }
+    let scan = |rel| {
+        s.scan(rel, &Bound::Unbounded, &Bound::Unbounded, u64::MAX)
+            .count()
+    };
+    assert_eq!((scan(3), scan(4), scan(5)), (0, 5_000, 0));
     drop(s);
     let _ = std::fs::remove_dir_all(&d);
 }
