@@ -5,7 +5,8 @@ its endpoint is scraped and parsed with the Prometheus client's own text-format 
 before and after a pgbench run of a fixed number of transactions, and the counters must
 have moved by at least what pgbench did. In a cluster the coordinator's endpoint has the
 session metrics, the datanodes' the storage metrics and the GTM's its requests. Other
-paths are 404, and a malformed request does not harm the server.
+paths are 404 (but the coordinator's web console, test_console.py), and a malformed
+request does not harm the server.
 
 PostgreSQL has no such endpoint: under the ``postgres`` target these tests are skipped.
 """
@@ -172,9 +173,14 @@ def test_counters_move_under_pgbench(server):
 
 def test_other_paths_and_methods(server):
     base = urllib.parse.urlsplit(server.metrics_url)
-    for path in ("/", "/metric", "/metrics/x", "/console"):
+    for path in ("/metric", "/metrics/x", "/console"):
         status, _, _ = fetch(f"{base.scheme}://{base.netloc}{path}")
         assert status == 404, path
+    # The coordinator's port also serves its web console (test_console.py): "/" sends a
+    # browser that has not logged in to the login page.
+    status, content_type, body = fetch(f"{base.scheme}://{base.netloc}/")
+    assert (status, content_type) == (200, "text/html; charset=utf-8"), (status, body[:200])
+    assert '<form method="post" action="/login"' in body
     status, _, _ = fetch(server.metrics_url, data=b"x=1")
     assert status == 405
     scrape(server)

@@ -45,4 +45,4 @@ pub mod tls;
 pub mod type_ddl;
 pub mod view_ddl;
 
-pub use server::{ClusterMembership, Coordinator, CoordinatorConfig};
+pub use server::{ClusterMembership, Connector, Coordinator, CoordinatorConfig};

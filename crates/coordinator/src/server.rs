@@ -127,7 +127,7 @@ pub struct Coordinator {
     shared: Arc<Shared>,
     listener: TcpListener,
     unix: Option<UnixSocket>,
-    executors: SessionExecutors,
+    executors: Arc<SessionExecutors>,
 }
 
 /// The Unix-domain listener and its socket file, removed when the coordinator ends.
@@ -338,12 +338,21 @@ impl Coordinator {
         });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
             .map_err(|e| PgError::io("could not start session threads", e))?;
+        let executors = Arc::new(executors);
         Ok(Coordinator {
             shared,
             listener,
             unix,
             executors,
         })
+    }
+
+    /// A handle that opens connections to this coordinator from inside the process.
+    pub fn connector(&self) -> Connector {
+        Connector {
+            shared: self.shared.clone(),
+            executors: self.executors.clone(),
+        }
     }
 
     /// Reads the access rules file again (SIGHUP).
@@ -401,22 +410,53 @@ impl Coordinator {
     }
 
     fn spawn_session<T: Transport>(&self, socket: T, peer: Peer) {
-        let shared = self.shared.clone();
-        let open = crate::metrics::OpenConnection::accepted();
-        match socket.into_std() {
-            Ok(socket) => drop(self.executors.next().spawn(async move {
-                let _open = open;
-                match T::from_std(socket) {
-                    Ok(socket) => {
-                        if let Err(e) = T::handle(shared, socket, peer.clone()).await {
-                            tracing::debug!(?peer, "connection ended: {e}");
-                        }
+        spawn_session(&self.shared, &self.executors, socket, peer)
+    }
+}
+
+/// Opens connections to a coordinator from inside its process (the web console's).
+#[derive(Clone)]
+pub struct Connector {
+    shared: Arc<Shared>,
+    executors: Arc<SessionExecutors>,
+}
+
+impl Connector {
+    /// A connection that the coordinator treats as one from `peer` over TCP without TLS
+    /// (its access rules, authentication and connection limits), over a socket pair: the
+    /// returned end is the client's.
+    pub fn connect_as(&self, peer: SocketAddr) -> std::io::Result<UnixStream> {
+        let (client, server) = UnixStream::pair()?;
+        let peer = Peer {
+            address: Some(peer.ip()),
+            port: peer.port(),
+        };
+        spawn_session(&self.shared, &self.executors, server, peer);
+        Ok(client)
+    }
+}
+
+fn spawn_session<T: Transport>(
+    shared: &Arc<Shared>,
+    executors: &SessionExecutors,
+    socket: T,
+    peer: Peer,
+) {
+    let shared = shared.clone();
+    let open = crate::metrics::OpenConnection::accepted();
+    match socket.into_std() {
+        Ok(socket) => drop(executors.next().spawn(async move {
+            let _open = open;
+            match T::from_std(socket) {
+                Ok(socket) => {
+                    if let Err(e) = T::handle(shared, socket, peer.clone()).await {
+                        tracing::debug!(?peer, "connection ended: {e}");
                     }
-                    Err(e) => tracing::warn!(?peer, "could not register the connection: {e}"),
                 }
-            })),
-            Err(e) => tracing::warn!(?peer, "could not hand the connection over: {e}"),
-        }
+                Err(e) => tracing::warn!(?peer, "could not register the connection: {e}"),
+            }
+        })),
+        Err(e) => tracing::warn!(?peer, "could not hand the connection over: {e}"),
     }
 }
 

@@ -19,6 +19,7 @@ use config::{parse_size, CoordinatorArgs, DatanodeArgs, HttpArgs, StartArgs};
 use coordinator::{Coordinator, CoordinatorConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 // glibc malloc/free was ~7 % of the server's samples at tpcb-like (profiled in round 8 of
 // docs/performance.md's git history, replaced in round 9; docs/decisions/0013).
@@ -107,7 +108,7 @@ fn main() {
 async fn start(args: StartArgs) -> Result<(), String> {
     let settings = args.resolve()?;
     let shutdown = ShutdownSignal::install();
-    start_http("", settings.http_listen).await?;
+    let http = bind_http("", settings.http_listen).await?;
     let config = CoordinatorConfig {
         listen: settings.listen,
         unix_socket_dir: settings.unix_socket_dir.clone(),
@@ -123,12 +124,12 @@ async fn start(args: StartArgs) -> Result<(), String> {
         cluster: None,
         access: args.access.config(),
     };
-    serve(config, shutdown).await
+    serve(config, http, shutdown).await
 }
 
 async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
     let shutdown = ShutdownSignal::install();
-    start_http(" coordinator", args.http.http_listen).await?;
+    let http = bind_http(" coordinator", args.http.http_listen).await?;
     let config = CoordinatorConfig {
         listen: args.listen,
         unix_socket_dir: Some(args.unix_socket_dir).filter(|d| !d.as_os_str().is_empty()),
@@ -150,13 +151,23 @@ async fn coordinator(args: CoordinatorArgs) -> Result<(), String> {
         }),
         access: args.access.config(),
     };
-    serve(config, shutdown).await
+    serve(config, http, shutdown).await
 }
 
-/// Starts a coordinator, says where it listens, and serves until a shutdown signal.
-async fn serve(config: CoordinatorConfig, shutdown: ShutdownSignal) -> Result<(), String> {
+/// Starts a coordinator (and its web console on the HTTP port, if there is one), says
+/// where it listens, and serves until a shutdown signal.
+async fn serve(
+    config: CoordinatorConfig,
+    http: Option<observability::HttpEndpoint>,
+    shutdown: ShutdownSignal,
+) -> Result<(), String> {
     let data_dir = config.data_dir.clone();
     let coordinator = Coordinator::start(config).await.map_err(|e| e.message)?;
+    if let Some(http) = http {
+        http.spawn(Some(Arc::new(console::Console::start(
+            coordinator.connector(),
+        ))));
+    }
     let addr = coordinator.local_addr().map_err(|e| e.to_string())?;
     let listening = match coordinator.unix_socket_path() {
         Some(path) => format!("{addr} and {}", path.display()),
@@ -182,7 +193,9 @@ async fn datanode(args: DatanodeArgs) -> Result<(), String> {
         .await
         .map_err(|e| e.message)?;
     let datanode = datanode::Datanode::open(options).map_err(|e| e.message)?;
-    start_http(" datanode", args.http.http_listen).await?;
+    if let Some(http) = bind_http(" datanode", args.http.http_listen).await? {
+        http.spawn(None);
+    }
     datanode.start_gc(gtm.clone(), std::time::Duration::from_secs(5));
     datanode.start_resolver(gtm.clone());
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -236,7 +249,9 @@ async fn gtm_service(
     http_listen: Option<SocketAddr>,
 ) -> Result<(), String> {
     let shutdown = ShutdownSignal::install();
-    start_http(" gtm", http_listen).await?;
+    if let Some(http) = bind_http(" gtm", http_listen).await? {
+        http.spawn(None);
+    }
     let server = gtm::server::Server::bind(data_dir.clone(), listen, Default::default())
         .await
         .map_err(|e| e.message)?;
@@ -252,17 +267,20 @@ async fn gtm_service(
 }
 
 /// `--http-listen`: binds the HTTP port and says where, before the process says it is
-/// ready (with port 0, the port bound). `role` follows "meridian" in the line.
-async fn start_http(role: &str, listen: Option<SocketAddr>) -> Result<(), String> {
+/// ready (with port 0, the port bound); the caller starts serving it. `role` follows
+/// "meridian" in the line. A coordinator's port also serves its web console at `/`.
+async fn bind_http(
+    role: &str,
+    listen: Option<SocketAddr>,
+) -> Result<Option<observability::HttpEndpoint>, String> {
     let Some(addr) = listen else {
-        return Ok(());
+        return Ok(None);
     };
     let endpoint = observability::HttpEndpoint::bind(addr).await?;
     let bound = endpoint.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("metrics on http://{bound}/metrics");
     println!("meridian{role}: metrics on http://{bound}/metrics");
-    endpoint.spawn();
-    Ok(())
+    Ok(Some(endpoint))
 }
 
 /// Each connection is a socket: lift the soft open-file limit to the hard limit so that

@@ -9,21 +9,34 @@
 //! from the prometheus crate's process collector.
 //!
 //! The server is hyper 1 over HTTP/1.1, one task per connection; a malformed request
-//! ends its connection only (decision 0048). The console planned for the coordinator
-//! is to be served from the same port: it adds its paths to [`route`].
+//! ends its connection only (decision 0048). A coordinator's process also serves its web
+//! console there (crates/console): every path but `/metrics` goes to the [`Pages`]
+//! given to [`HttpEndpoint::spawn`].
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// A client that has not sent its request head by then is dropped, so idle
 /// connections cannot pile up.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An answer to come.
+pub type Answer = Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>>;
+
+/// What else a process serves on its HTTP port (the coordinator's web console).
+pub trait Pages: Send + Sync + 'static {
+    /// Answers a request for any path but `/metrics`, from the client at `peer`.
+    fn answer(&self, req: Request<Incoming>, peer: SocketAddr) -> Answer;
+}
 
 /// The HTTP port, bound and not yet serving.
 pub struct HttpEndpoint {
@@ -46,15 +59,16 @@ impl HttpEndpoint {
         self.listener.local_addr()
     }
 
-    /// Serves on a task of the current runtime until the process ends.
-    pub fn spawn(self) {
-        drop(tokio::spawn(self.serve()));
+    /// Serves on a task of the current runtime until the process ends: `/metrics`, and
+    /// the other paths from `pages` (404 without).
+    pub fn spawn(self, pages: Option<Arc<dyn Pages>>) {
+        drop(tokio::spawn(self.serve(pages)));
     }
 
-    async fn serve(self) {
+    async fn serve(self, pages: Option<Arc<dyn Pages>>) {
         loop {
-            let socket = match self.listener.accept().await {
-                Ok((socket, _)) => socket,
+            let (socket, peer) = match self.listener.accept().await {
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors, most likely: back off instead of spinning.
                     tracing::warn!("HTTP accept failed: {e}");
@@ -62,14 +76,21 @@ impl HttpEndpoint {
                     continue;
                 }
             };
+            let pages = pages.clone();
             drop(tokio::spawn(async move {
                 let served = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(HEADER_READ_TIMEOUT)
                     .serve_connection(
                         TokioIo::new(socket),
-                        hyper::service::service_fn(|req| async move {
-                            Ok::<_, std::convert::Infallible>(route(&req))
+                        hyper::service::service_fn(|req| {
+                            let pages = pages.clone();
+                            async move {
+                                Ok::<_, std::convert::Infallible>(match (req.uri().path(), pages) {
+                                    ("/metrics", _) | (_, None) => route(&req),
+                                    (_, Some(pages)) => pages.answer(req, peer).await,
+                                })
+                            }
                         }),
                     )
                     .await;
