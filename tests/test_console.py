@@ -27,6 +27,8 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 from conftest import Access, pg_tool
 
@@ -73,11 +75,18 @@ def wait_for(what, condition, timeout=20):
         time.sleep(0.25)
 
 
+def submit(browser, button_id):
+    """Clicks `button_id` and waits for the page it leads to (the old one goes stale)."""
+    button = browser.find_element(By.ID, button_id)
+    button.click()
+    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(button))
+
+
 def log_in(browser, server, user, password):
     browser.get(console_url(server, "/login"))
     browser.find_element(By.ID, "user").send_keys(user)
     browser.find_element(By.ID, "password").send_keys(password)
-    browser.find_element(By.ID, "submit").click()
+    submit(browser, "submit")
 
 
 def login_error(browser):
@@ -111,7 +120,7 @@ def test_a_login_is_required(server, browser):
     log_in(browser, server, "postgres", PASSWORD)
     assert urllib.parse.urlsplit(browser.current_url).path == "/"
     wait_for("the logged-in role", lambda: text(browser, "user") == "postgres")
-    browser.find_element(By.ID, "logout").click()
+    submit(browser, "logout")
     assert urllib.parse.urlsplit(browser.current_url).path == "/login"
     browser.get(console_url(server, "/"))
     assert urllib.parse.urlsplit(browser.current_url).path == "/login"

@@ -150,7 +150,14 @@ ROLES = [
     "CREATE ROLE pd_login LOGIN PASSWORD 'pw' CONNECTION LIMIT 5 VALID UNTIL '2030-01-02 03:04:05+00'",
     "CREATE ROLE pd_admin SUPERUSER",
     "CREATE ROLE pd_plain",
+    "CREATE ROLE pd_member NOINHERIT",
+    "GRANT pd_plain TO pd_login WITH ADMIN OPTION",
+    "GRANT pd_plain TO pd_member",
 ]
+
+MEMBERS = """SELECT r.rolname, m.rolname, g.rolname, a.admin_option FROM pg_auth_members a
+             JOIN pg_roles r ON r.oid = a.roleid JOIN pg_roles m ON m.oid = a.member
+             JOIN pg_roles g ON g.oid = a.grantor WHERE m.rolname LIKE 'pd\\_%' ORDER BY 1, 2"""
 
 AUTHID = """SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb, rolcanlogin,
                    rolreplication, rolbypassrls, rolconnlimit, rolvaliduntil, rolpassword
@@ -159,7 +166,7 @@ AUTHID = """SELECT rolname, rolsuper, rolinherit, rolcreaterole, rolcreatedb, ro
 
 def authid(server):
     with psycopg.connect(server.dsn, autocommit=True) as c:
-        return c.execute(AUTHID).fetchall()
+        return c.execute(AUTHID).fetchall(), c.execute(MEMBERS).fetchall()
 
 
 def test_roles_dump_restores_into_meridian_and_postgres(meridian_factory, postgres_fresh):
@@ -171,10 +178,13 @@ def test_roles_dump_restores_into_meridian_and_postgres(meridian_factory, postgr
     assert res.returncode == 0, f"pg_dumpall --roles-only failed:\n{res.stderr}"
     script = res.stdout
     assert "CREATE ROLE pd_login;" in script and "SCRAM-SHA-256$4096:" in script
+    assert "GRANT pd_plain TO pd_login WITH ADMIN OPTION GRANTED BY postgres;" in script
     want = authid(source)
-    assert [r[0] for r in want] == ["pd_admin", "pd_login", "pd_plain"]
+    assert [r[0] for r in want[0]] == ["pd_admin", "pd_login", "pd_member", "pd_plain"]
+    assert want[1] == [("pd_plain", "pd_login", "postgres", True),
+                       ("pd_plain", "pd_member", "postgres", False)]
     with psycopg.connect(postgres_fresh.dsn, autocommit=True) as c:
-        for r in ("pd_login", "pd_admin", "pd_plain"):
+        for r in ("pd_login", "pd_admin", "pd_member", "pd_plain"):
             c.execute(f"DROP ROLE IF EXISTS {r}")
     for target in (meridian_factory(), postgres_fresh):
         # As with PostgreSQL's own dumps, the bootstrap superuser exists already: its

@@ -282,7 +282,9 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         | S::RenameEnumValue(_)
         | S::RenameType { .. }
         | S::DropType { .. } => false,
-        S::CreateRole(_) | S::AlterRole(_) | S::DropRole { .. } | S::Grant(_) => false,
+        S::CreateRole(_) | S::AlterRole(_) | S::DropRole { .. } | S::GrantRole(_) | S::Grant(_) => {
+            false
+        }
         S::AlterTable(_) | S::Vacuum { .. } | S::Savepoint(_) | S::CopyFrom(_) => true,
         S::Begin { .. } | S::Commit | S::Rollback | S::Release(_) | S::RollbackTo(_) => false,
         // Neither reads rows; EXECUTE's statement is checked itself when it runs.

@@ -140,8 +140,9 @@ fn relations(shared: &Shared, objects: &GrantObjects) -> PgResult<Vec<Object>> {
 }
 
 /// Whom the change is recorded as made by, and which of `wanted` it may make: the owner
-/// and all of them for the owner or a superuser, else the role itself and what it holds
-/// with the grant option (PostgreSQL's restrict_and_check_grant).
+/// and all of them for the owner, its members or a superuser, else the role (itself or
+/// one it inherits from) holding the most of them with the grant option, and those
+/// (PostgreSQL's select_best_grantor and restrict_and_check_grant).
 fn grantor(
     who: &Who,
     relation: &Object,
@@ -150,11 +151,20 @@ fn grantor(
     g: &GrantRevoke,
     out: &mut BytesMut,
 ) -> PgResult<(u32, AclMode)> {
-    if who.superuser || who.oid == relation.owner() {
+    if who.has_privileges_of(relation.owner()) {
         return Ok((relation.owner(), wanted));
     }
-    let options = acl::held(items, who.oid, true);
-    if options == 0 && acl::held(items, who.oid, false) == 0 {
+    // The role with the most grant options on it, the role itself before those it
+    // inherits from (PostgreSQL's select_best_grantor).
+    let (best, options) = (who.privileges_of.iter())
+        .map(|&r| (r, acl::held(items, r, true) & wanted))
+        .fold((who.oid, 0 as AclMode), |best, r| {
+            match r.1.count_ones() > best.1.count_ones() {
+                true => r,
+                false => best,
+            }
+        });
+    if options == 0 && who.held(items, false) == 0 {
         return Err(denied(relation.kind().name(), relation.name()));
     }
     let allowed = wanted & options;
@@ -178,7 +188,7 @@ fn grantor(
     } else if allowed != wanted && g.privileges.is_some() {
         warn(out, code, format!("{some} for \"{}\"", relation.name()));
     }
-    Ok((who.oid, allowed))
+    Ok((best, allowed))
 }
 
 /// REVOKE from one grantee; what the grantee granted on with the revoked grant options

@@ -29,6 +29,7 @@ pub mod pending_ddl;
 pub mod plan_cache;
 pub mod privileges;
 pub mod role_ddl;
+pub mod role_membership;
 pub mod sequence_ddl;
 pub mod sequences;
 pub mod server;

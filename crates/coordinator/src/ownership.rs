@@ -5,7 +5,9 @@
 //! ("must be owner of table t", 42501). A name that does not resolve is left to the
 //! statement, which reports it (or skips it under IF EXISTS) as before.
 
+use crate::catalog::LiveCatalog;
 use crate::role_ddl;
+use crate::role_membership::{self, Roles};
 use crate::server::Shared;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Catalog;
@@ -13,10 +15,13 @@ use sql::plan::Statement;
 
 /// The role a statement runs as, looked up when it runs (a role's SUPERUSER may change
 /// between two statements of a session).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Who {
     pub oid: u32,
     pub superuser: bool,
+    /// The roles whose privileges it has: itself first, then those it inherits from
+    /// (`role_membership::privileges_of`).
+    pub privileges_of: Roles,
 }
 
 impl Who {
@@ -24,27 +29,42 @@ impl Who {
     /// and has no privileges (PostgreSQL fails its statements later, at the first
     /// catalog lookup of its OID).
     pub fn of(shared: &Shared, user: &str) -> Who {
-        Who::of_role(role_ddl::find(shared, user).as_deref())
+        Who::of_role(&shared.catalog, role_ddl::find(shared, user).as_deref())
     }
 
     /// `role`, found by name (None: dropped).
-    pub fn of_role(role: Option<&sql::role::RoleDef>) -> Who {
+    pub fn of_role(catalog: &LiveCatalog, role: Option<&sql::role::RoleDef>) -> Who {
         role.map_or(
             Who {
                 oid: 0,
                 superuser: false,
+                privileges_of: Roles::new(),
             },
             |r| Who {
                 oid: r.oid,
                 superuser: r.superuser,
+                privileges_of: role_membership::privileges_of(catalog, r),
             },
         )
     }
 
-    /// 42501 unless this role owns the object (`owner`) or is a superuser; `kind` and
-    /// `name` as PostgreSQL names the object ("table", "t").
+    /// Whether it may act as role `role` on what `role` owns or holds: a superuser, the
+    /// role itself, or a member that inherits from it (PostgreSQL's has_privs_of_role).
+    pub fn has_privileges_of(&self, role: u32) -> bool {
+        self.superuser || self.privileges_of.contains(&role)
+    }
+
+    /// The privileges it holds in `acl` (`options`: the grant options instead), its own,
+    /// PUBLIC's and those of the roles it inherits from.
+    pub fn held(&self, acl: &[sql::acl::AclItem], options: bool) -> sql::acl::AclMode {
+        (self.privileges_of.iter()).fold(0, |m, &r| m | sql::acl::held(acl, r, options))
+    }
+
+    /// 42501 unless this role has the privileges of the object's owner (`owner`): the
+    /// owner, a member of it, or a superuser; `kind` and `name` as PostgreSQL names the
+    /// object ("table", "t").
     pub fn check_owner(&self, owner: u32, kind: &str, name: &str) -> PgResult<()> {
-        if self.superuser || self.oid == owner {
+        if self.has_privileges_of(owner) {
             return Ok(());
         }
         Err(PgError::new(
@@ -132,11 +152,20 @@ mod tests {
     }
 
     #[test]
-    fn only_owners_and_superusers_pass() {
-        let who = |oid, superuser| super::Who { oid, superuser };
-        assert!(who(20, false).check_owner(20, "table", "t").is_ok());
-        assert!(who(21, true).check_owner(20, "table", "t").is_ok());
-        let refused = who(21, false).check_owner(20, "view", "v").unwrap_err();
+    fn only_owners_their_members_and_superusers_pass() {
+        let who = |oid, superuser, privileges_of: &[u32]| super::Who {
+            oid,
+            superuser,
+            privileges_of: privileges_of.iter().copied().collect(),
+        };
+        assert!(who(20, false, &[20]).check_owner(20, "table", "t").is_ok());
+        assert!(who(21, true, &[21]).check_owner(20, "table", "t").is_ok());
+        assert!(who(22, false, &[22, 20])
+            .check_owner(20, "table", "t")
+            .is_ok());
+        let refused = who(21, false, &[21])
+            .check_owner(20, "view", "v")
+            .unwrap_err();
         assert_eq!(
             (refused.code, refused.message.as_str()),
             ("42501", "must be owner of view v")

@@ -29,14 +29,18 @@ pub fn check(shared: &Shared, user: &str, required: &[Required]) -> PgResult<()>
         })?;
     }
     for r in required {
+        let owner;
         let who = match r.checked_as {
-            None => session,
-            Some(owner) => role_by_oid(shared, owner),
+            None => &session,
+            Some(oid) => {
+                owner = role_by_oid(shared, oid);
+                &owner
+            }
         };
         if who.superuser {
             continue;
         }
-        let held = acl::held(&r.relation.effective_acl(), who.oid, false);
+        let held = who.held(&r.relation.effective_acl(), false);
         if held & r.privileges != r.privileges {
             return Err(denied(r.relation.kind().name(), r.relation.name()));
         }
@@ -71,7 +75,7 @@ pub fn check_ddl(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult<()> {
 /// 42501 unless `who` holds `privilege` on schema public.
 fn check_schema(shared: &Shared, who: &Who, privilege: AclMode) -> PgResult<()> {
     let schema = shared.catalog.public_schema();
-    if acl::held(&schema.effective_acl(), who.oid, false) & privilege == 0 {
+    if who.held(&schema.effective_acl(), false) & privilege == 0 {
         return Err(denied("schema", "public"));
     }
     Ok(())
@@ -82,9 +86,9 @@ fn check_schema(shared: &Shared, who: &Who, privilege: AclMode) -> PgResult<()> 
 /// as the function runs: its argument is a value.
 pub fn check_sequence(session: &SessionView, def: &SequenceDef, any_of: AclMode) -> PgResult<()> {
     let role = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user);
-    let who = Who::of_role(role.as_deref());
+    let who = Who::of_role(session.catalog, role.as_deref());
     let acl = acl::effective(&def.acl, def.owner, ObjectKind::Sequence);
-    if who.superuser || acl::held(&acl, who.oid, false) & any_of != 0 {
+    if who.superuser || who.held(&acl, false) & any_of != 0 {
         return Ok(());
     }
     Err(denied("sequence", &def.name))
@@ -101,7 +105,7 @@ pub fn has_privilege(
 ) -> PgResult<bool> {
     let name = role.unwrap_or(session.user);
     let who = match crate::role_ddl::find_in(session.catalog, session.bootstrap_role, name) {
-        Some(r) => Who::of_role(Some(&r)),
+        Some(r) => Who::of_role(session.catalog, Some(&r)),
         None => {
             return Err(PgError::new(
                 codes::UNDEFINED_OBJECT,
@@ -136,13 +140,15 @@ pub fn has_privilege(
         return Ok(true);
     }
     let acl = relation.effective_acl();
-    let owner_options = if who.oid == relation.owner() {
+    let owner_options = if who.has_privileges_of(relation.owner()) {
         options
     } else {
         0
     };
-    Ok(acl::held(&acl, who.oid, false) & wanted != 0
-        || (acl::held(&acl, who.oid, true) | owner_options) & options != 0)
+    Ok(
+        who.held(&acl, false) & wanted != 0
+            || (who.held(&acl, true) | owner_options) & options != 0,
+    )
 }
 
 /// The user relation `name` names (None: a system catalog); 42P01 for neither.
@@ -197,13 +203,11 @@ pub fn check_current(shared: &Shared, user: &str, required: &[Required]) -> PgRe
 /// The role with OID `oid` (a view's owner): no privileges if it is gone.
 fn role_by_oid(shared: &Shared, oid: u32) -> Who {
     match shared.catalog.role_by_oid(oid) {
-        Some(r) => Who {
-            oid,
-            superuser: r.superuser,
-        },
+        Some(r) => Who::of_role(&shared.catalog, Some(&r)),
         None => Who {
             oid,
             superuser: oid == BOOTSTRAP_SUPERUSER_OID,
+            privileges_of: [oid].into_iter().collect(),
         },
     }
 }

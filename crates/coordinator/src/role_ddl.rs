@@ -2,7 +2,8 @@
 //! passwords hashed per `password_encryption` before they are stored, changes through
 //! the transaction's `DdlLog` (a rolled back CREATE ROLE leaves nothing). Only
 //! superusers manage roles (Meridian has no CREATEROLE yet); any role may change its
-//! own password and its own settings (ALTER ROLE … SET).
+//! own password and its own settings (ALTER ROLE … SET). Memberships (GRANT role TO
+//! role) are `role_membership.rs`'s.
 
 use crate::catalog::LiveCatalog;
 use crate::ddl::notice;
@@ -48,12 +49,14 @@ pub fn all(catalog: &LiveCatalog, bootstrap: &Arc<RoleDef>) -> Vec<Arc<RoleDef>>
 /// Who runs the statement, and the session settings it reads.
 pub struct Actor<'a> {
     pub user: &'a str,
+    /// The session user (`session_user` as a role name).
+    pub session_user: &'a str,
     pub zone: &'a Zone,
     pub encryption: Encryption,
 }
 
 impl Actor<'_> {
-    fn is_superuser(&self, shared: &Shared) -> bool {
+    pub(crate) fn is_superuser(&self, shared: &Shared) -> bool {
         find(shared, self.user).is_some_and(|r| r.superuser)
     }
 }
@@ -86,6 +89,10 @@ pub async fn execute(
             drop_roles(shared, log, names, *if_exists, actor, out).await?;
             Ok("DROP ROLE")
         }
+        Statement::GrantRole(g) => {
+            crate::role_membership::grant_or_revoke(shared, log, g, actor, out).await?;
+            Ok(if g.grant { "GRANT ROLE" } else { "REVOKE ROLE" })
+        }
         other => Err(PgError::internal(format!(
             "not a role statement: {other:?}"
         ))),
@@ -99,7 +106,7 @@ fn denied(what: &str) -> PgError {
     )
 }
 
-fn missing(name: &str) -> PgError {
+pub(crate) fn missing(name: &str) -> PgError {
     PgError::new(
         codes::UNDEFINED_OBJECT,
         format!("role \"{name}\" does not exist"),
@@ -127,16 +134,7 @@ async fn create_role(
     if find(shared, &create.name).is_some() {
         return Err(exists(&create.name));
     }
-    let role = RoleDef {
-        oid: shared.catalog.allocate_oids(1).await?,
-        name: create.name.clone(),
-        superuser: false,
-        login: false,
-        password: None,
-        connection_limit: -1,
-        valid_until: None,
-        config: Vec::new(),
-    };
+    let role = RoleDef::new(shared.catalog.allocate_oids(1).await?, &create.name);
     let role = with_options(role, &create.options, actor, out)?;
     log.put_role(shared, role).await
 }
@@ -153,6 +151,9 @@ fn with_options(
     }
     if let Some(login) = options.login {
         role.login = login;
+    }
+    if let Some(inherit) = options.inherit {
+        role.inherit = inherit;
     }
     if let Some(limit) = options.connection_limit {
         role.connection_limit = limit;
@@ -325,6 +326,14 @@ async fn drop_roles(
             .with_detail(dependents.join("\n")));
         }
         log.remove_role(shared, role.oid).await?;
+        // Its members are members no more (pg_auth_members loses its rows both ways).
+        for member in all(&shared.catalog, &shared.bootstrap_role) {
+            if member.member_of.iter().any(|m| m.role == role.oid) {
+                let mut member = (*member).clone();
+                member.member_of.retain(|m| m.role != role.oid);
+                log.put_role(shared, member).await?;
+            }
+        }
     }
     Ok(())
 }

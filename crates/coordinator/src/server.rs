@@ -748,8 +748,6 @@ async fn start_session<S: SessionStream + 'static>(
 /// The bootstrap superuser, with the configured password hashed as any role's.
 fn bootstrap_role(access: &AccessConfig) -> RoleDef {
     RoleDef {
-        oid: BOOTSTRAP_SUPERUSER_OID,
-        name: BOOTSTRAP_SUPERUSER.to_string(),
         superuser: true,
         login: true,
         password: access.superuser_password.as_deref().map(|p| {
@@ -759,9 +757,7 @@ fn bootstrap_role(access: &AccessConfig) -> RoleDef {
                 auth::password::Encryption::ScramSha256,
             )
         }),
-        connection_limit: -1,
-        valid_until: None,
-        config: Vec::new(),
+        ..RoleDef::new(BOOTSTRAP_SUPERUSER_OID, BOOTSTRAP_SUPERUSER)
     }
 }
 

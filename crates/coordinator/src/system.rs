@@ -53,7 +53,7 @@ fn role_row(table: SystemTable, r: &RoleDef) -> Vec<Value> {
             oid(r.oid),
             text(&r.name),
             Value::Bool(r.superuser),
-            Value::Bool(true),
+            Value::Bool(r.inherit),
             all_attributes.clone(),
             all_attributes.clone(),
             Value::Bool(r.login),
@@ -77,7 +77,7 @@ fn role_row(table: SystemTable, r: &RoleDef) -> Vec<Value> {
         _ => vec![
             text(&r.name),
             Value::Bool(r.superuser),
-            Value::Bool(true),
+            Value::Bool(r.inherit),
             all_attributes.clone(),
             all_attributes.clone(),
             Value::Bool(r.login),
@@ -698,18 +698,9 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     "permission denied for table pg_authid",
                 ));
             }
-            let predefined = PREDEFINED_ROLES.iter().map(|(name, o)| {
-                Arc::new(RoleDef {
-                    oid: *o,
-                    name: name.to_string(),
-                    superuser: false,
-                    login: false,
-                    password: None,
-                    connection_limit: -1,
-                    valid_until: None,
-                    config: Vec::new(),
-                })
-            });
+            let predefined = PREDEFINED_ROLES
+                .iter()
+                .map(|(name, o)| Arc::new(RoleDef::new(*o, name)));
             crate::role_ddl::all(session.catalog, session.bootstrap_role)
                 .into_iter()
                 .chain(predefined)
@@ -901,8 +892,20 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .filter(|r| !r.config.is_empty())
             .map(|r| vec![oid(0), oid(r.oid), role_config(r)])
             .collect(),
-        PgAuthMembers
-        | PgEventTrigger
+        PgAuthMembers => crate::role_ddl::all(session.catalog, session.bootstrap_role)
+            .iter()
+            .flat_map(|r| {
+                r.member_of.iter().map(|m| {
+                    vec![
+                        oid(m.role),
+                        oid(r.oid),
+                        oid(m.grantor),
+                        Value::Bool(m.admin),
+                    ]
+                })
+            })
+            .collect(),
+        PgEventTrigger
         | PgInherits
         | PgPartitionedTable
         | PgRange

@@ -335,6 +335,7 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             }
         }
         "copy" => crate::copy::parse(text).map(|c| Some(Parsed::Copy(c))),
+        "grant" | "revoke" => Ok(crate::role::parse_membership(text)?.map(Parsed::Ready)),
         "create" | "alter" | "drop" => {
             let statement = match crate::sequence::parse_statement(text)? {
                 Some(s) => Some(s),

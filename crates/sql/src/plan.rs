@@ -1149,6 +1149,8 @@ pub enum Statement {
         cascade: bool,
     },
     CreateRole(crate::role::CreateRole),
+    /// GRANT/REVOKE role membership.
+    GrantRole(crate::role::GrantRole),
     AlterRole(crate::role::AlterRole),
     DropRole {
         names: Vec<String>,

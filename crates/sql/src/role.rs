@@ -36,6 +36,56 @@ pub struct RoleDef {
     /// start of the role's sessions (pg_roles.rolconfig).
     #[serde(default)]
     pub config: Vec<(String, String)>,
+    /// INHERIT: the role has the privileges of the roles it is a member of.
+    #[serde(default = "inherits")]
+    pub inherit: bool,
+    /// The roles it is a member of (GRANT role TO this one; pg_auth_members).
+    #[serde(default)]
+    pub member_of: Vec<Membership>,
+}
+
+fn inherits() -> bool {
+    true
+}
+
+impl RoleDef {
+    /// A new role with no attributes, as CREATE ROLE without options makes it.
+    pub fn new(oid: u32, name: &str) -> RoleDef {
+        RoleDef {
+            oid,
+            name: name.to_string(),
+            superuser: false,
+            login: false,
+            password: None,
+            connection_limit: -1,
+            valid_until: None,
+            config: Vec::new(),
+            inherit: true,
+            member_of: Vec::new(),
+        }
+    }
+}
+
+/// Membership in a role, as pg_auth_members records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Membership {
+    pub role: u32,
+    /// WITH ADMIN OPTION: the member may grant the role to others.
+    pub admin: bool,
+    pub grantor: u32,
+}
+
+/// GRANT role [, …] TO role [, …] [WITH ADMIN OPTION] [GRANTED BY role], or REVOKE
+/// [ADMIN OPTION FOR] role [, …] FROM role [, …] [GRANTED BY role] [CASCADE | RESTRICT].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantRole {
+    pub grant: bool,
+    pub roles: Vec<String>,
+    /// As written: `current_user`, `current_role` and `session_user` included.
+    pub members: Vec<String>,
+    /// WITH ADMIN OPTION, or REVOKE ADMIN OPTION FOR.
+    pub admin_option: bool,
+    pub granted_by: Option<String>,
 }
 
 /// The options of CREATE/ALTER ROLE; None: not given.
@@ -48,6 +98,7 @@ pub struct RoleOptions {
     pub connection_limit: Option<i32>,
     /// VALID UNTIL's literal, read as a timestamptz in the session's time zone.
     pub valid_until: Option<String>,
+    pub inherit: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +183,54 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
         _ => return Ok(None),
     };
     Ok(Some(statement))
+}
+
+/// GRANT and REVOKE of role membership (`GrantRole`); None for those of privileges, which
+/// name what they are on (`… ON …`).
+pub fn parse_membership(text: &str) -> PgResult<Option<Statement>> {
+    let mut t = Tokens::new(text)?;
+    if t.tokens.iter().any(|tok| *tok == Token::Word("on".into())) {
+        return Ok(None);
+    }
+    let grant = match t.word().as_deref() {
+        Some("grant") => true,
+        Some("revoke") => false,
+        _ => return Ok(None),
+    };
+    let mut admin_option = !grant && t.keywords(&["admin", "option", "for"]);
+    let roles = role_names(&mut t)?;
+    if !t.keywords(&[if grant { "to" } else { "from" }]) {
+        return Err(t.unexpected());
+    }
+    let members = role_names(&mut t)?;
+    if grant && t.keywords(&["with", "admin", "option"]) {
+        admin_option = true;
+    }
+    let granted_by = match t.keywords(&["granted", "by"]) {
+        true => Some(t.identifier()?),
+        false => None,
+    };
+    // CASCADE would also revoke what the member granted with the admin option; members
+    // here record no such dependency, so both mean the same.
+    if !grant && !t.keywords(&["cascade"]) {
+        t.keywords(&["restrict"]);
+    }
+    t.end()?;
+    Ok(Some(Statement::GrantRole(GrantRole {
+        grant,
+        roles,
+        members,
+        admin_option,
+        granted_by,
+    })))
+}
+
+fn role_names(t: &mut Tokens) -> PgResult<Vec<String>> {
+    let mut names = vec![t.identifier()?];
+    while t.punct(',') {
+        names.push(t.identifier()?);
+    }
+    Ok(names)
 }
 
 /// `SET name { = | TO } { value [, …] | DEFAULT }`, `RESET name`, `RESET ALL`.
@@ -224,17 +323,19 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
                 set(&mut o.connection_limit, limit)?
             }
             "valid" if t.keywords(&["until"]) => set(&mut o.valid_until, t.string()?)?,
+            "inherit" => set(&mut o.inherit, true)?,
+            "noinherit" => set(&mut o.inherit, false)?,
             // What every role is here (pg_roles shows them so, and pg_dumpall writes them).
-            "inherit" | "nocreatedb" | "nocreaterole" | "noreplication" | "nobypassrls" => {
+            "nocreatedb" | "nocreaterole" | "noreplication" | "nobypassrls" => {
                 set(&mut implied[implied_slot(&word)], false)?
             }
             // What a superuser holds anyway (pg_roles shows them for superusers alone).
             "createdb" | "createrole" | "replication" | "bypassrls" => {
                 set(&mut implied[implied_slot(&word)], true)?
             }
-            "noinherit" | "admin" | "role" | "in" | "sysid" => {
+            "admin" | "role" | "in" | "sysid" => {
                 return Err(PgError::unsupported(format!(
-                    "role option {} (Meridian has no privileges or role membership yet)",
+                    "role option {} (grant the membership with GRANT role TO role)",
                     word.to_ascii_uppercase()
                 )))
             }
@@ -256,15 +357,9 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
     Ok(o)
 }
 
-/// The attributes a role has here by being a superuser or not: `INHERIT` and `NOCREATEDB`
-/// (…) are accepted for any role, `CREATEDB` (…) only beside `SUPERUSER`.
-const IMPLIED: [&str; 5] = [
-    "inherit",
-    "createdb",
-    "createrole",
-    "replication",
-    "bypassrls",
-];
+/// The attributes a role has here by being a superuser or not: `NOCREATEDB` (…) are
+/// accepted for any role, `CREATEDB` (…) only beside `SUPERUSER`.
+const IMPLIED: [&str; 4] = ["createdb", "createrole", "replication", "bypassrls"];
 
 /// The index in `IMPLIED` of `word`, one of them with or without NO.
 fn implied_slot(word: &str) -> usize {
@@ -323,8 +418,42 @@ mod tests {
                 password: Some(None),
                 connection_limit: Some(3),
                 valid_until: Some("2030-01-01".into()),
+                inherit: None,
             }
         );
+    }
+
+    #[test]
+    fn membership_grants_and_revokes() {
+        let parsed = |text: &str| match parse_membership(text).unwrap() {
+            Some(Statement::GrantRole(g)) => g,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            parsed("GRANT a, \"B\" TO c WITH ADMIN OPTION GRANTED BY postgres;"),
+            GrantRole {
+                grant: true,
+                roles: vec!["a".into(), "B".into()],
+                members: vec!["c".into()],
+                admin_option: true,
+                granted_by: Some("postgres".into()),
+            }
+        );
+        assert_eq!(
+            parsed("revoke admin option for a from b, current_user cascade"),
+            GrantRole {
+                grant: false,
+                roles: vec!["a".into()],
+                members: vec!["b".into(), "current_user".into()],
+                admin_option: true,
+                granted_by: None,
+            }
+        );
+        assert!(parse_membership("GRANT SELECT ON t TO a")
+            .unwrap()
+            .is_none());
+        assert!(parse_membership("GRANT a TO").is_err());
+        assert!(parse_membership("GRANT a TO b WITH GRANT OPTION").is_err());
     }
 
     #[test]
@@ -400,9 +529,10 @@ mod tests {
         assert_eq!(code("CREATE ROLE a FROBNICATE"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a CREATEDB"), codes::FEATURE_NOT_SUPPORTED);
         assert_eq!(
-            code("CREATE ROLE a NOINHERIT"),
+            code("CREATE ROLE a IN ROLE b"),
             codes::FEATURE_NOT_SUPPORTED
         );
+        assert_eq!(code("CREATE ROLE a NOINHERIT INHERIT"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a INHERIT INHERIT"), codes::SYNTAX_ERROR);
         assert!(parse("CREATE ROLE a SUPERUSER CREATEDB CREATEROLE REPLICATION BYPASSRLS").is_ok());
         assert!(parse(

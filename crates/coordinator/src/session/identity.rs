@@ -2,8 +2,8 @@
 //!
 //! The authenticated role (`SessionState::user`) never changes. A superuser login may take
 //! any role as its session user (SET SESSION AUTHORIZATION); a session user may then SET
-//! ROLE to a role it is a member of: a superuser to any, any other role only to itself
-//! (roles have no members yet). Privileges, ownership of what is created and role DDL go
+//! ROLE to a role it is a member of, directly or not, inheriting or not (a superuser to
+//! any). Privileges, ownership of what is created and role DDL go
 //! by the result, `SessionState::current_user`. Both are settings: SET LOCAL ends with
 //! the transaction, and a rolled-back transaction's SET is undone.
 
@@ -35,7 +35,12 @@ impl<S: SessionStream> Session<S> {
             let session_user = self.state.settings.lock().get("session_authorization")?;
             let session_role = find(&session_user).ok_or_else(|| dropped(&session_user))?;
             if let Some(t) = &target {
-                if !session_role.superuser && t.name != session_role.name {
+                let member = crate::role_membership::is_member_of(
+                    &self.shared.catalog,
+                    &session_role,
+                    t.oid,
+                );
+                if !session_role.superuser && !member {
                     return Err(PgError::new(
                         codes::INSUFFICIENT_PRIVILEGE,
                         format!("permission denied to set role \"{}\"", t.name),

@@ -230,15 +230,24 @@ impl<S: SessionStream> Session<S> {
                     .collect(),
                 tag: "EXPLAIN".into(),
             }),
-            Statement::CreateRole(_) | Statement::AlterRole(_) | Statement::DropRole { .. } => {
-                let (zone, encryption) = {
+            Statement::CreateRole(_)
+            | Statement::AlterRole(_)
+            | Statement::DropRole { .. }
+            | Statement::GrantRole(_) => {
+                let (zone, encryption, session_user) = {
                     let settings = self.state.settings.lock();
-                    (settings.zone().clone(), settings.password_encryption())
+                    let session_user = settings.get("session_authorization")?;
+                    (
+                        settings.zone().clone(),
+                        settings.password_encryption(),
+                        session_user,
+                    )
                 };
                 // Started: its start names the transaction's pending catalog record.
                 self.ensure_started().await?;
                 let actor = crate::role_ddl::Actor {
                     user: &self.state.current_user,
+                    session_user: &session_user,
                     zone: &zone,
                     encryption,
                 };
