@@ -10,12 +10,13 @@ INHERIT roles, not by a NOINHERIT role until it SETs ROLE; SET ROLE by members, 
 not, refused to others; what a role owns altered by its members; granting by a member
 with the admin option, refused without it and for superuser roles; has_table_privilege
 through membership; DROP ROLE removing memberships both ways; INHERIT / NOINHERIT in
-CREATE and ALTER ROLE.
+CREATE and ALTER ROLE; CREATE ROLE's IN ROLE, ROLE and ADMIN.
 """
 
 import psycopg
 
-ROLES = ("rm_group", "rm_sub", "rm_alice", "rm_bob", "rm_carol", "rm_dave")
+ROLES = ("rm_group", "rm_sub", "rm_alice", "rm_bob", "rm_carol", "rm_dave", "rm_new",
+         "rm_new2")
 TABLES = ("rm_t", "rm_t2", "rm_gt")
 
 MEMBERS = ("SELECT r.rolname, m.rolname, g.rolname, a.admin_option FROM pg_auth_members a "
@@ -88,6 +89,12 @@ STEPS = [
     ("su", "REVOKE SELECT ON rm_t2 FROM rm_sub"),
     ("su", "DROP ROLE rm_sub"),
     ("su", MEMBERS), ("su", MEMBER_OF),
+    # Memberships given by CREATE ROLE.
+    ("su", "CREATE ROLE rm_new IN ROLE rm_group ROLE rm_dave ADMIN rm_carol"),
+    ("su", "CREATE ROLE rm_new2 IN ROLE rm_nosuch"),
+    ("su", "CREATE ROLE rm_new2 ROLE rm_new2"),
+    ("su", MEMBERS),
+    ("rm_carol", "GRANT rm_new TO rm_alice"),
 ]
 
 

@@ -8,6 +8,7 @@
 use crate::catalog::LiveCatalog;
 use crate::ddl::notice;
 use crate::ddl_log::DdlLog;
+use crate::role_membership;
 use crate::server::Shared;
 use auth::password::{self, Encryption};
 use bytes::BytesMut;
@@ -136,7 +137,22 @@ async fn create_role(
     }
     let role = RoleDef::new(shared.catalog.allocate_oids(1).await?, &create.name);
     let role = with_options(role, &create.options, actor, out)?;
-    log.put_role(shared, role).await
+    log.put_role(shared, role).await?;
+    // IN ROLE, ADMIN and ROLE, as GRANTs by the creator would make them.
+    let o = &create.options;
+    let grantor = role_membership::named(shared, actor, "current_user")?.oid;
+    let created = || find(shared, &create.name).ok_or_else(|| missing(&create.name));
+    for parent in &o.in_roles {
+        let parent = role_membership::named(shared, actor, parent)?;
+        role_membership::add(shared, log, &parent, &*created()?, grantor, false, out).await?;
+    }
+    for (members, admin) in [(&o.admins, true), (&o.members, false)] {
+        for member in members {
+            let member = role_membership::named(shared, actor, member)?;
+            role_membership::add(shared, log, &*created()?, &member, grantor, admin, out).await?;
+        }
+    }
+    Ok(())
 }
 
 /// `role` changed as `options` say.

@@ -84,7 +84,7 @@ fn is_admin_of(catalog: &LiveCatalog, grantor: &RoleDef, role: u32) -> bool {
 }
 
 /// A role named in GRANT/REVOKE: `current_user` and the like as PostgreSQL reads them.
-fn named(shared: &Shared, actor: &Actor<'_>, name: &str) -> PgResult<Arc<RoleDef>> {
+pub(crate) fn named(shared: &Shared, actor: &Actor<'_>, name: &str) -> PgResult<Arc<RoleDef>> {
     let name = match name {
         "current_user" | "current_role" => actor.user,
         "session_user" => actor.session_user,
@@ -151,7 +151,8 @@ pub async fn grant_or_revoke(
     Ok(())
 }
 
-async fn add(
+/// Makes `member` a member of `role` (GRANT's work for one pair, its checks done).
+pub(crate) async fn add(
     shared: &Shared,
     log: &mut DdlLog,
     role: &RoleDef,

@@ -99,6 +99,12 @@ pub struct RoleOptions {
     /// VALID UNTIL's literal, read as a timestamptz in the session's time zone.
     pub valid_until: Option<String>,
     pub inherit: Option<bool>,
+    /// CREATE ROLE's IN ROLE: roles the new one becomes a member of.
+    pub in_roles: Vec<String>,
+    /// CREATE ROLE's ROLE: roles that become members of the new one.
+    pub members: Vec<String>,
+    /// CREATE ROLE's ADMIN: members with the admin option.
+    pub admins: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -165,10 +171,26 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
                 t.end()?;
                 Statement::AlterRole(AlterRole::Setting { name, setting })
             } else {
-                Statement::AlterRole(AlterRole::Options {
-                    name,
-                    options: options(&mut t)?,
-                })
+                let at = t.at;
+                let options = options(&mut t)?;
+                // Memberships are given at creation only (GRANT otherwise).
+                if !(options.in_roles.is_empty()
+                    && options.members.is_empty()
+                    && options.admins.is_empty())
+                {
+                    let mut t = Tokens::new(text)?;
+                    t.at = at;
+                    while t.at < t.tokens.len()
+                        && !matches!(
+                            t.peek_word().as_deref(),
+                            Some("in" | "role" | "user" | "admin")
+                        )
+                    {
+                        t.at += 1;
+                    }
+                    return Err(t.unexpected());
+                }
+                Statement::AlterRole(AlterRole::Options { name, options })
             }
         }
         Some("drop") => {
@@ -333,12 +355,12 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
             "createdb" | "createrole" | "replication" | "bypassrls" => {
                 set(&mut implied[implied_slot(&word)], true)?
             }
-            "admin" | "role" | "in" | "sysid" => {
-                return Err(PgError::unsupported(format!(
-                    "role option {} (grant the membership with GRANT role TO role)",
-                    word.to_ascii_uppercase()
-                )))
+            "in" if t.keywords(&["role"]) || t.keywords(&["group"]) => {
+                o.in_roles.extend(role_names(t)?)
             }
+            "role" | "user" => o.members.extend(role_names(t)?),
+            "admin" => o.admins.extend(role_names(t)?),
+            "sysid" => return Err(PgError::unsupported("role option SYSID")),
             _ => {
                 t.at -= 1;
                 return Err(t.unexpected());
@@ -418,7 +440,7 @@ mod tests {
                 password: Some(None),
                 connection_limit: Some(3),
                 valid_until: Some("2030-01-01".into()),
-                inherit: None,
+                ..RoleOptions::default()
             }
         );
     }
@@ -528,9 +550,21 @@ mod tests {
         assert_eq!(code("CREATE ROLE a PASSWORD"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a FROBNICATE"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a CREATEDB"), codes::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("CREATE ROLE a SYSID 5"), codes::FEATURE_NOT_SUPPORTED);
+        assert_eq!(code("ALTER ROLE a LOGIN IN ROLE b"), codes::SYNTAX_ERROR);
+        let Statement::CreateRole(create) =
+            parse("CREATE ROLE a IN ROLE b, c IN GROUP d ROLE e ADMIN f, \"G\"").unwrap()
+        else {
+            panic!()
+        };
+        let o = create.options;
         assert_eq!(
-            code("CREATE ROLE a IN ROLE b"),
-            codes::FEATURE_NOT_SUPPORTED
+            (o.in_roles, o.members, o.admins),
+            (
+                vec!["b".into(), "c".into(), "d".into()],
+                vec!["e".into()],
+                vec!["f".into(), "G".into()]
+            )
         );
         assert_eq!(code("CREATE ROLE a NOINHERIT INHERIT"), codes::SYNTAX_ERROR);
         assert_eq!(code("CREATE ROLE a INHERIT INHERIT"), codes::SYNTAX_ERROR);
