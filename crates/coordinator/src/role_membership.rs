@@ -74,13 +74,10 @@ fn is_admin_of(catalog: &LiveCatalog, grantor: &RoleDef, role: u32) -> bool {
     if grantor.oid == role {
         return false;
     }
-    closure(catalog, grantor, false).iter().any(|&oid| {
-        let r = match oid == grantor.oid {
-            true => Some(Arc::new(grantor.clone())),
-            false => catalog.role_by_oid(oid),
-        };
-        r.is_some_and(|r| r.member_of.iter().any(|m| m.role == role && m.admin))
-    })
+    let admin_in = |r: &RoleDef| r.member_of.iter().any(|m| m.role == role && m.admin);
+    admin_in(grantor)
+        || (closure(catalog, grantor, false).iter().skip(1))
+            .any(|&oid| catalog.role_by_oid(oid).is_some_and(|r| admin_in(&r)))
 }
 
 /// A role named in GRANT/REVOKE: `current_user` and the like as PostgreSQL reads them.

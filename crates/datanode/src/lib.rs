@@ -442,8 +442,12 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
         .name("meridian-drop".into())
         .spawn(move || {
             let Some(inner) = weak.upgrade() else { return };
-            let dropped = inner.store.drop_rel(rel);
-            if let Err(e) = dropped.and_then(|empty| inner.forget_drop(rel, empty)) {
+            let dropped = match inner.store.drop_rel(rel) {
+                Ok(true) => inner.forget_drop(rel),
+                Ok(false) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = dropped {
                 tracing::warn!("drop of rel {rel}: {e}");
             }
         });
@@ -455,11 +459,8 @@ fn spawn_drop(inner: &Arc<Inner>, rel: RelId) {
 }
 
 impl Inner {
-    /// Removes the drop marker of `rel` if no key of it is left.
-    fn forget_drop(&self, rel: RelId, empty: bool) -> PgResult<()> {
-        if !empty {
-            return Ok(());
-        }
+    /// Removes the drop marker of `rel`, of which no key is left.
+    fn forget_drop(&self, rel: RelId) -> PgResult<()> {
         self.store
             .meta_put(storage::Space::Sys, &drop_key(rel), None)
     }
@@ -467,7 +468,7 @@ impl Inner {
     /// Forgets the dropped relations whose last keys compaction has destroyed.
     pub(crate) fn reap_drops(&self) -> PgResult<()> {
         for rel in self.store.reap_dropped(64)? {
-            self.forget_drop(rel, true)?;
+            self.forget_drop(rel)?;
         }
         Ok(())
     }

@@ -151,7 +151,7 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
     let statement = match verb.as_deref() {
         Some("create") => {
             let name = t.identifier()?;
-            let mut options = options(&mut t)?;
+            let mut options = options(&mut t, true)?;
             // CREATE USER is CREATE ROLE … LOGIN.
             if noun.as_deref() == Some("user") && options.login.is_none() {
                 options.login = Some(true);
@@ -171,25 +171,7 @@ pub fn parse_statement(text: &str) -> PgResult<Option<Statement>> {
                 t.end()?;
                 Statement::AlterRole(AlterRole::Setting { name, setting })
             } else {
-                let at = t.at;
-                let options = options(&mut t)?;
-                // Memberships are given at creation only (GRANT otherwise).
-                if !(options.in_roles.is_empty()
-                    && options.members.is_empty()
-                    && options.admins.is_empty())
-                {
-                    let mut t = Tokens::new(text)?;
-                    t.at = at;
-                    while t.at < t.tokens.len()
-                        && !matches!(
-                            t.peek_word().as_deref(),
-                            Some("in" | "role" | "user" | "admin")
-                        )
-                    {
-                        t.at += 1;
-                    }
-                    return Err(t.unexpected());
-                }
+                let options = options(&mut t, false)?;
                 Statement::AlterRole(AlterRole::Options { name, options })
             }
         }
@@ -302,8 +284,8 @@ fn set<T>(slot: &mut Option<T>, value: T) -> PgResult<()> {
     Ok(())
 }
 
-/// `[WITH] option …` to the end of the statement.
-fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
+/// `[WITH] option …` to the end of the statement; the memberships only when `creating`.
+fn options(t: &mut Tokens, creating: bool) -> PgResult<RoleOptions> {
     let mut o = RoleOptions::default();
     // INHERIT, [NO]CREATEDB, … as given (`IMPLIED` order; Some(true): the granting
     // form): nothing is stored, as they follow from SUPERUSER here.
@@ -355,11 +337,12 @@ fn options(t: &mut Tokens) -> PgResult<RoleOptions> {
             "createdb" | "createrole" | "replication" | "bypassrls" => {
                 set(&mut implied[implied_slot(&word)], true)?
             }
-            "in" if t.keywords(&["role"]) || t.keywords(&["group"]) => {
+            // Memberships are given at creation only (GRANT otherwise).
+            "in" if creating && (t.keywords(&["role"]) || t.keywords(&["group"])) => {
                 o.in_roles.extend(role_names(t)?)
             }
-            "role" | "user" => o.members.extend(role_names(t)?),
-            "admin" => o.admins.extend(role_names(t)?),
+            "role" | "user" if creating => o.members.extend(role_names(t)?),
+            "admin" if creating => o.admins.extend(role_names(t)?),
             "sysid" => return Err(PgError::unsupported("role option SYSID")),
             _ => {
                 t.at -= 1;

@@ -899,9 +899,7 @@ impl Store {
     pub fn drop_rel(&self, rel: RelId) -> PgResult<bool> {
         self.dropped.insert(rel);
         for ks in [&self.latest, &self.data] {
-            ks.tree
-                .drop_range(rel_start(rel)..rel_end(rel))
-                .map_err(|e| io_err("drop tables", e))?;
+            drop_own_tables(ks, rel)?;
         }
         let empty = self.rel_is_empty(rel)?;
         if empty {
@@ -962,11 +960,8 @@ impl Store {
     /// the last key removed: starting at the relation's first key again would step over
     /// every tombstone written so far (quadratic).
     fn remove_rel_range(&self, ks: &Keyspace, rel: RelId) -> PgResult<u64> {
-        // Tables holding nothing but the relation's keys go whole (a bulk-loaded relation's
-        // tables mostly do); only what is left needs a tombstone per key.
-        ks.tree
-            .drop_range(rel_start(rel)..rel_end(rel))
-            .map_err(|e| io_err("drop tables", e))?;
+        // Only what is left after the relation's own tables needs a tombstone per key.
+        drop_own_tables(ks, rel)?;
         let mut n = 0u64;
         let mut from = Bound::Included(rel_start(rel));
         loop {
@@ -1059,6 +1054,14 @@ fn decode_latest(v: fjall::UserValue) -> PgResult<Version> {
 }
 
 /// The newest version of a version prefix with `commit_ts <= snapshot`, sought in `data`.
+/// Removes the tables of `ks` that hold nothing but `rel`'s keys (a bulk-loaded
+/// relation's tables mostly do), without writing anything.
+fn drop_own_tables(ks: &Keyspace, rel: RelId) -> PgResult<()> {
+    ks.tree
+        .drop_range(rel_start(rel)..rel_end(rel))
+        .map_err(|e| io_err("drop tables", e))
+}
+
 fn version_in_data(
     data: &Keyspace,
     prefix: &[u8],
