@@ -191,3 +191,41 @@ def test_joins_with_their_conditions_in_where(pair, target, sql):
     if target.kind != "postgres" and "LEFT JOIN" not in sql:
         lines = plan(pair[1], sql)
         assert not any("Seq Scan on ka_int" in line for line in lines), lines
+
+
+def test_conditions_the_key_applies_are_not_filtered_again(pair, target):
+    """An equality or bound on an integer key column is applied by the key range alone:
+    the rows are not filtered by it again (no Filter line in the plan). A second bound on
+    the same side, any other condition and bounds on text keys stay in the filter; the
+    rows are PostgreSQL's either way, for smallint keys and bounds past their range too."""
+    for c in pair:
+        c.execute("DROP TABLE IF EXISTS ka_small")
+        c.execute("CREATE TABLE ka_small (s smallint, t int, PRIMARY KEY (s, t))")
+        c.execute("INSERT INTO ka_small SELECT s, t FROM generate_series(-3, 3) s,"
+                  " generate_series(1, 5) t")
+    try:
+        for sql, params in [
+            ("SELECT * FROM ka_small WHERE s BETWEEN %s AND %s", [-2, 1]),
+            ("SELECT * FROM ka_small WHERE s = %s AND t >= %s", [1, 3]),
+            ("SELECT * FROM ka_small WHERE s > %s::int8 AND s < 70000", [-40000]),
+            ("SELECT * FROM ka_small WHERE s >= %s + 1 AND t < %s", [0, 3]),
+            ("SELECT * FROM ka_small WHERE s > 0 AND s > %s", [1]),
+            ("SELECT * FROM ka_small WHERE s = %s AND t > %s", [2, None]),
+        ]:
+            same(pair, sql, params)
+        if target.kind == "postgres":
+            return
+        for sql, filtered in [
+            ("SELECT * FROM ka_int WHERE w = 1 AND d = 2 AND o >= 3 AND o < 9", False),
+            ("SELECT * FROM ka_small WHERE s BETWEEN -2 AND 1", False),
+            ("SELECT * FROM ka_small WHERE s = 1 AND t = 2", False),
+            ("SELECT * FROM ka_small WHERE s > 0 AND s > 1", True),
+            ("SELECT * FROM ka_int WHERE w = 1 AND v <> 'x'", True),
+            ("SELECT * FROM ka_text WHERE a = 'ab' AND b >= 'x'", True),
+        ]:
+            lines = plan(pair[1], sql)
+            assert any("Index Cond" in line for line in lines), lines
+            assert any("Filter:" in line for line in lines) == filtered, (sql, lines)
+    finally:
+        for c in pair:
+            c.execute("DROP TABLE IF EXISTS ka_small")

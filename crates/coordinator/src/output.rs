@@ -63,8 +63,33 @@ pub fn data_row(
     formats: &[i16],
     session: &SessionView,
 ) -> PgResult<()> {
+    SCRATCH.with_borrow_mut(|scratch| {
+        let written = data_row_in(out, row, columns, formats, session, scratch);
+        if scratch.capacity() > MAX_KEPT_SCRATCH {
+            *scratch = Vec::with_capacity(256); // a large value's buffer is not kept
+        }
+        written
+    })
+}
+
+const MAX_KEPT_SCRATCH: usize = 64 * 1024;
+
+thread_local! {
+    /// Where each field is formatted before it is copied into the message: one buffer per
+    /// session thread, so that a row costs no allocation (a text column of 100 bytes cost
+    /// an allocation and a reallocation per row).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(256));
+}
+
+fn data_row_in(
+    out: &mut BytesMut,
+    row: &[Value],
+    columns: &[OutputColumn],
+    formats: &[i16],
+    session: &SessionView,
+    scratch: &mut Vec<u8>,
+) -> PgResult<()> {
     let mut w = DataRowWriter::begin(out, row.len() as i16);
-    let mut scratch = Vec::with_capacity(32);
     for (i, v) in row.iter().enumerate() {
         if v.is_null() {
             w.null();
@@ -73,15 +98,15 @@ pub fn data_row(
         scratch.clear();
         let ty = &columns[i].ty;
         let written = if column_format(formats, i) == 1 {
-            client_binary(v, ty, session, &mut scratch)
+            client_binary(v, ty, session, scratch)
         } else {
-            client_text(v, ty, session, &mut scratch)
+            client_text(v, ty, session, scratch)
         };
         if let Err(e) = written {
             w.abandon();
             return Err(e);
         }
-        w.field(&scratch);
+        w.field(scratch);
     }
     w.finish();
     Ok(())

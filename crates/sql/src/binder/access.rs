@@ -17,9 +17,14 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
             access: Access::Full,
         } => {
             let access = access_path(&table, Some(&predicate));
-            Rel::Filter {
-                input: Box::new(Rel::Scan { table, access }),
-                predicate,
+            let predicate = residual(&table, &access, predicate);
+            let scan = Rel::Scan { table, access };
+            match predicate {
+                Some(predicate) => Rel::Filter {
+                    input: Box::new(scan),
+                    predicate,
+                },
+                None => scan,
             }
         }
         Rel::Join {
@@ -159,28 +164,83 @@ enum Narrowed {
 fn comparisons(conjuncts: &[&Expr], col: usize) -> Vec<(BinaryOp, Expr)> {
     conjuncts
         .iter()
-        .filter_map(|c| match c {
-            Expr::Binary {
-                op, left, right, ..
-            } => match (left.as_ref(), right.as_ref()) {
-                (column, other) if column.key_column() == Some(col) && row_independent(other) => {
-                    Some((*op, other.clone()))
-                }
-                (other, column) if column.key_column() == Some(col) && row_independent(other) => {
-                    let flipped = match op {
-                        BinaryOp::Lt => BinaryOp::Gt,
-                        BinaryOp::LtEq => BinaryOp::GtEq,
-                        BinaryOp::Gt => BinaryOp::Lt,
-                        BinaryOp::GtEq => BinaryOp::LtEq,
-                        other => *other,
-                    };
-                    Some((flipped, other.clone()))
-                }
-                _ => None,
-            },
-            _ => None,
-        })
+        .filter_map(|c| comparison(c, col))
+        .map(|(op, _, value)| (op, value.clone()))
         .collect()
+}
+
+/// (op, column side, value) if `c` compares column `col` with a row-independent value,
+/// the column on the left.
+fn comparison(c: &Expr, col: usize) -> Option<(BinaryOp, &Expr, &Expr)> {
+    let Expr::Binary {
+        op, left, right, ..
+    } = c
+    else {
+        return None;
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (column, other) if column.key_column() == Some(col) && row_independent(other) => {
+            Some((*op, column, other))
+        }
+        (other, column) if column.key_column() == Some(col) && row_independent(other) => {
+            let flipped = match op {
+                BinaryOp::Lt => BinaryOp::Gt,
+                BinaryOp::LtEq => BinaryOp::GtEq,
+                BinaryOp::Gt => BinaryOp::Lt,
+                BinaryOp::GtEq => BinaryOp::LtEq,
+                other => *other,
+            };
+            Some((flipped, column, other))
+        }
+        _ => None,
+    }
+}
+
+/// `predicate` less the conjuncts that `access` applies exactly; None if none is left.
+/// An equality or bound on an integer key column holds for every row of the key access
+/// built from it, since integer keys order as integers compare (sysbench's `id BETWEEN
+/// $1 AND $2` was evaluated again on each row of its range). The conjuncts are the ones
+/// `primary_key_access` took: the first equality on each pinned column, the first lower
+/// and upper bound on the next. Other types keep theirs: their keys may order or equate
+/// otherwise than their comparison (bpchar's padding, numeric's scale, floats' zeros).
+fn residual(table: &TableDef, access: &Access, predicate: Expr) -> Option<Expr> {
+    let (pinned, lower, upper) = match access {
+        Access::PrimaryKey(exprs) => (exprs.len(), false, false),
+        Access::KeyRange {
+            prefix,
+            lower,
+            upper,
+        } => (prefix.len(), lower.is_some(), upper.is_some()),
+        Access::Full | Access::PrimaryKeys { .. } | Access::Index { .. } => return Some(predicate),
+    };
+    let Some(pk) = table.primary_key.as_deref() else {
+        return Some(predicate);
+    };
+    let mut conjuncts: Vec<Option<Expr>> =
+        into_conjuncts(predicate).into_iter().map(Some).collect();
+    let mut drop_first = |col: usize, applied: fn(BinaryOp) -> bool| {
+        let first = conjuncts.iter().position(|c| {
+            c.as_ref()
+                .and_then(|c| comparison(c, col))
+                .is_some_and(|(op, ..)| applied(op))
+        });
+        if let Some(i) = first {
+            let (_, column, value) = comparison(conjuncts[i].as_ref().unwrap(), col).unwrap();
+            if column.ty().is_integer() && value.ty().is_integer() {
+                conjuncts[i] = None;
+            }
+        }
+    };
+    for &col in &pk[..pinned] {
+        drop_first(col, |op| op == BinaryOp::Eq);
+    }
+    if lower {
+        drop_first(pk[pinned], |op| matches!(op, BinaryOp::Gt | BinaryOp::GtEq));
+    }
+    if upper {
+        drop_first(pk[pinned], |op| matches!(op, BinaryOp::Lt | BinaryOp::LtEq));
+    }
+    all_of(conjuncts.into_iter().flatten().collect())
 }
 
 /// The row-independent values of an `col IN (…)` conjunct, if there is one.
