@@ -161,19 +161,33 @@ pub async fn execute(
             crate::index_ddl::drop_indexes(shared, log, names, *if_exists, out).await?;
             Ok("DROP INDEX".into())
         }
-        Statement::Vacuum { tables, analyze } => {
+        Statement::Vacuum {
+            tables,
+            vacuum,
+            analyze,
+        } => {
             let targets = if tables.is_empty() {
                 shared.catalog.tables()
             } else {
                 tables.clone()
             };
             for t in targets {
-                shared.datanodes.vacuum(current(shared, &t)?.rel).await?;
+                let table = current(shared, &t)?;
+                shared.datanodes.vacuum(table.rel).await?;
+                // Meridian keeps no planner statistics: ANALYZE only counts
+                let now = types::datetime::now_timestamp();
+                let stats = &shared.cumulative_stats;
+                if *vacuum {
+                    stats.vacuumed(table.oid, false, now);
+                }
+                if *analyze {
+                    stats.vacuumed(table.oid, true, now);
+                }
             }
-            Ok(if *analyze {
-                "ANALYZE".into()
-            } else {
+            Ok(if *vacuum {
                 "VACUUM".into()
+            } else {
+                "ANALYZE".into()
             })
         }
         Statement::CreateSequence(cs) => {

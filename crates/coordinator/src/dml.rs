@@ -13,6 +13,7 @@
 //! one READ COMMITTED gives with the row lock: the newest committed value plus `d`.
 
 use crate::copy::{CopyField, CopyRow};
+use crate::cumulative_stats::Change;
 use crate::exec::memory::Held;
 use crate::exec::{
     check_row, decode, encode, insert_row, key_of_values, row_count, row_id_key, row_key,
@@ -626,6 +627,13 @@ impl<'a> Dml<'a> {
     /// written (`INSERT INTO t SELECT … FROM t`) must not see the statement's rows. Its
     /// rows wait in a spool: in memory up to work_mem, past it in a temporary file.
     pub async fn insert(&self, txn: &mut ClusterTxn, ins: &Insert) -> PgResult<DmlResult> {
+        let done = self.insert_rows(txn, ins).await?;
+        let stats = self.view.cumulative_stats;
+        stats.changed(ins.table.oid, Change::Inserted, done.1);
+        Ok(done)
+    }
+
+    async fn insert_rows(&self, txn: &mut ClusterTxn, ins: &Insert) -> PgResult<DmlResult> {
         let table = &ins.table;
         let mut spool = Spool::new(self.state);
         self.reader(txn)
@@ -871,6 +879,13 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn update(&self, txn: &mut ClusterTxn, upd: &Update) -> PgResult<DmlResult> {
+        let done = self.update_rows(txn, upd).await?;
+        let stats = self.view.cumulative_stats;
+        stats.changed(upd.table.oid, Change::Updated, done.1);
+        Ok(done)
+    }
+
+    async fn update_rows(&self, txn: &mut ClusterTxn, upd: &Update) -> PgResult<DmlResult> {
         if let Some(joined) = &upd.joined {
             return self.update_joined(txn, upd, joined).await;
         }
@@ -1101,6 +1116,13 @@ impl<'a> Dml<'a> {
     }
 
     pub async fn delete(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {
+        let done = self.delete_rows(txn, del).await?;
+        let stats = self.view.cumulative_stats;
+        stats.changed(del.table.oid, Change::Deleted, done.1);
+        Ok(done)
+    }
+
+    async fn delete_rows(&self, txn: &mut ClusterTxn, del: &Delete) -> PgResult<DmlResult> {
         if let Some(joined) = &del.joined {
             return self.delete_joined(txn, del, joined).await;
         }
@@ -1220,6 +1242,11 @@ impl CopyLoader {
 
     pub fn count(&self) -> u64 {
         self.count
+    }
+
+    /// The table loaded into (its pg_class OID).
+    pub fn table_oid(&self) -> u32 {
+        self.table.oid
     }
 
     pub async fn load<F: CopyField>(

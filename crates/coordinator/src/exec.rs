@@ -94,6 +94,8 @@ pub struct SessionView<'a> {
     pub sessions: &'a crate::activity::SessionRegistry,
     /// This coordinator's pg_stat_statements.
     pub statement_stats: &'a crate::statement_stats::StatementStats,
+    /// This coordinator's pg_stat_all_tables and pg_stat_all_indexes.
+    pub cumulative_stats: &'a crate::cumulative_stats::CumulativeStats,
     /// This session's activity (its wait for a row lock is shown there).
     pub activity: &'a crate::activity::SessionActivity,
     /// Warnings to send after the statement.
@@ -529,6 +531,7 @@ impl<'a> Executor<'a> {
         let Some(key) = primary_key(ctx, exprs)? else {
             return Ok(None);
         };
+        let mut tally = self.session.cumulative_stats.key_lookup(table);
         let Some(bytes) = self
             .dn
             .get_row(self.txn, table.rel, &key, self.snapshot, presence_only)
@@ -536,6 +539,7 @@ impl<'a> Executor<'a> {
         else {
             return Ok(None);
         };
+        tally.row();
         let row = decode(&bytes, table)?;
         Ok(Some((key, bytes, row)))
     }

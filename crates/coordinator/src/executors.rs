@@ -93,6 +93,16 @@ impl SessionExecutors {
         })
     }
 
+    /// Runs a task made by `task` on every executor, for as long as it lives.
+    pub fn spawn_on_each<F: std::future::Future<Output = ()> + Send + 'static>(
+        &self,
+        task: impl Fn() -> F,
+    ) {
+        for h in &self.handles {
+            h.spawn(task());
+        }
+    }
+
     /// The executor for the next connection.
     pub fn next(&self) -> &Handle {
         &self.handles[self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len()]

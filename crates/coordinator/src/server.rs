@@ -120,6 +120,8 @@ pub struct Shared {
     pub sessions: crate::activity::SessionRegistry,
     /// pg_stat_statements of this coordinator's sessions.
     pub statement_stats: crate::statement_stats::StatementStats,
+    /// pg_stat_all_tables, pg_stat_all_indexes and pg_stat_database's counts.
+    pub cumulative_stats: crate::cumulative_stats::CumulativeStats,
     next_pid: AtomicI32,
 }
 
@@ -334,10 +336,12 @@ impl Coordinator {
             failed_logins: Default::default(),
             sessions: Default::default(),
             statement_stats: Default::default(),
+            cumulative_stats: Default::default(),
             next_pid: AtomicI32::new(std::process::id() as i32 * 1000 % 1_000_000_000 + 1),
         });
         let executors = SessionExecutors::start(config.session_threads, config.busy_poll)
             .map_err(|e| PgError::io("could not start session threads", e))?;
+        executors.spawn_on_each(crate::cumulative_stats::flush_periodically);
         let executors = Arc::new(executors);
         Ok(Coordinator {
             shared,

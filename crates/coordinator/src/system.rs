@@ -25,6 +25,8 @@ use types::{DataType, Value};
 const HEAP_AM_OID: u32 = 2;
 const BTREE_AM_OID: u32 = 403;
 pub(crate) const POSTGRES_DB_OID: u32 = 5;
+pub(crate) const TEMPLATE1_DB_OID: u32 = 1;
+pub(crate) const TEMPLATE0_DB_OID: u32 = 4;
 /// The built-in role that owns schema public in PostgreSQL 15.
 const PG_DATABASE_OWNER_OID: u32 = sql::acl::PG_DATABASE_OWNER;
 /// PostgreSQL 15's predefined (non-login) roles.
@@ -657,7 +659,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         }
         PgDatabase => ["postgres", "template1", "template0"]
             .iter()
-            .zip([POSTGRES_DB_OID, 1, 4])
+            .zip([POSTGRES_DB_OID, TEMPLATE1_DB_OID, TEMPLATE0_DB_OID])
             .map(|(name, o)| {
                 let template = *name != "postgres";
                 vec![
@@ -740,6 +742,9 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             })
             .collect(),
         PgStatActivity => activity_rows(session),
+        PgStatDatabase => crate::stat_views::database_rows(session),
+        PgStatAllTables | PgStatUserTables => crate::stat_views::table_rows(session),
+        PgStatAllIndexes | PgStatUserIndexes => crate::stat_views::index_rows(session),
         PgStatStatements => statement_rows(session),
         PgStatStatementsInfo => {
             let info = session.statement_stats.info();
@@ -1649,6 +1654,22 @@ pub fn session_function(
         F::SessionUser => text(&session.settings.lock().get("session_authorization")?),
         F::PgBackendPid => Value::Int4(session.backend_pid),
         F::PgStatStatementsReset => return reset_statement_stats(session, &args),
+        F::PgStatReset => {
+            // PostgreSQL 15 grants pg_stat_reset() to superusers only
+            if !is_superuser(session, session.user) {
+                return Err(PgError::new(
+                    codes::INSUFFICIENT_PRIVILEGE,
+                    "permission denied for function pg_stat_reset",
+                ));
+            }
+            let now = types::datetime::now_timestamp();
+            session.cumulative_stats.reset(now);
+            text("")
+        }
+        F::PgStatForceNextFlush => {
+            session.cumulative_stats.flush();
+            text("")
+        }
         F::PgCancelBackend | F::PgTerminateBackend => {
             if args.iter().any(Value::is_null) {
                 return Ok(Value::Null);

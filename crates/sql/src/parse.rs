@@ -16,9 +16,11 @@ use sqlparser::tokenizer::Location;
 pub enum Parsed {
     /// Fully understood without the catalog.
     Ready(Statement),
-    /// `VACUUM [ANALYZE] [table, …]` — table names still to resolve.
+    /// `VACUUM [ANALYZE] [table, …]` or `ANALYZE [table, …]` — table names still to
+    /// resolve.
     Vacuum {
         tables: Vec<String>,
+        vacuum: bool,
         analyze: bool,
     },
     /// A CREATE TABLE with Postgres-XL's `DISTRIBUTE BY`, which sqlparser does not know:
@@ -348,8 +350,8 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
         }
         "vacuum" | "analyze" => {
             let mut w = words(text);
-            // The tag is ANALYZE only for a bare ANALYZE command.
-            let analyze = first == "analyze";
+            let vacuum = first == "vacuum";
+            let analyze = w.iter().any(|x| x == "analyze");
             w.retain(|x| {
                 !matches!(
                     x.as_str(),
@@ -359,7 +361,11 @@ fn fast_path(text: &str) -> PgResult<Option<Parsed>> {
             if w.iter().any(|x| x.contains('(')) {
                 return Ok(None);
             }
-            Ok(Some(Parsed::Vacuum { tables: w, analyze }))
+            Ok(Some(Parsed::Vacuum {
+                tables: w,
+                vacuum,
+                analyze,
+            }))
         }
         _ => Ok(None),
     }

@@ -491,6 +491,12 @@ pub enum SystemTable {
     PgStatActivity,
     PgStatStatements,
     PgStatStatementsInfo,
+    /// The cumulative statistics views (the coordinator's `cumulative_stats`).
+    PgStatDatabase,
+    PgStatAllTables,
+    PgStatUserTables,
+    PgStatAllIndexes,
+    PgStatUserIndexes,
     PgExtension,
     PgUser,
     PgAuthid,
@@ -1197,9 +1203,11 @@ pub enum Statement {
     AlterTable(AlterTable),
     /// GRANT or REVOKE.
     Grant(crate::grant::GrantRevoke),
-    /// VACUUM [ANALYZE] or ANALYZE (`analyze`: the command was ANALYZE).
+    /// VACUUM [ANALYZE] or ANALYZE: `vacuum` for VACUUM (its tag), `analyze` for
+    /// either with ANALYZE.
     Vacuum {
         tables: Vec<Arc<TableDef>>,
+        vacuum: bool,
         analyze: bool,
     },
     Begin {

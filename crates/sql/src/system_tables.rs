@@ -37,6 +37,11 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_stat_activity" => PgStatActivity,
         "pg_stat_statements" => PgStatStatements,
         "pg_stat_statements_info" => PgStatStatementsInfo,
+        "pg_stat_database" => PgStatDatabase,
+        "pg_stat_all_tables" => PgStatAllTables,
+        "pg_stat_user_tables" => PgStatUserTables,
+        "pg_stat_all_indexes" => PgStatAllIndexes,
+        "pg_stat_user_indexes" => PgStatUserIndexes,
         "pg_extension" => PgExtension,
         "pg_user" => PgUser,
         "pg_authid" => PgAuthid,
@@ -114,6 +119,11 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         // pg_stat_statements' views have OIDs of an extension's (none fixed in PostgreSQL).
         PgStatStatements => 16390,
         PgStatStatementsInfo => 16391,
+        PgStatDatabase => 12266,
+        PgStatAllTables => 12142,
+        PgStatUserTables => 12161,
+        PgStatAllIndexes => 12183,
+        PgStatUserIndexes => 12192,
         PgExtension => 3079,
         PgUser => 12004,
         PgAuthid => 1260,
@@ -166,6 +176,11 @@ pub fn has_tableoid(t: SystemTable) -> bool {
         PgRoles
             | PgSettings
             | PgStatActivity
+            | PgStatDatabase
+            | PgStatAllTables
+            | PgStatUserTables
+            | PgStatAllIndexes
+            | PgStatUserIndexes
             | PgUser
             | PgPreparedXacts
             | PgSequences
@@ -596,6 +611,99 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
         ],
         // PostgreSQL 15's columns but backend_xid and backend_xmin (no xid type);
         // client_addr is text (no inet type).
+        PgStatDatabase => {
+            let mut columns = vec![("datid", Oid), ("datname", Name), ("numbackends", Int4)];
+            columns.extend(
+                [
+                    "xact_commit",
+                    "xact_rollback",
+                    "blks_read",
+                    "blks_hit",
+                    "tup_returned",
+                    "tup_fetched",
+                    "tup_inserted",
+                    "tup_updated",
+                    "tup_deleted",
+                    "conflicts",
+                    "temp_files",
+                    "temp_bytes",
+                    "deadlocks",
+                    "checksum_failures",
+                ]
+                .map(|c| (c, Int8)),
+            );
+            columns.push(("checksum_last_failure", DataType::TIMESTAMPTZ));
+            columns.extend(
+                [
+                    "blk_read_time",
+                    "blk_write_time",
+                    "session_time",
+                    "active_time",
+                    "idle_in_transaction_time",
+                ]
+                .map(|c| (c, Float8)),
+            );
+            columns.extend(
+                [
+                    "sessions",
+                    "sessions_abandoned",
+                    "sessions_fatal",
+                    "sessions_killed",
+                ]
+                .map(|c| (c, Int8)),
+            );
+            columns.push(("stats_reset", DataType::TIMESTAMPTZ));
+            columns
+        }
+        PgStatAllTables | PgStatUserTables => {
+            let mut columns = vec![("relid", Oid), ("schemaname", Name), ("relname", Name)];
+            columns.extend(
+                [
+                    "seq_scan",
+                    "seq_tup_read",
+                    "idx_scan",
+                    "idx_tup_fetch",
+                    "n_tup_ins",
+                    "n_tup_upd",
+                    "n_tup_del",
+                    "n_tup_hot_upd",
+                    "n_live_tup",
+                    "n_dead_tup",
+                    "n_mod_since_analyze",
+                    "n_ins_since_vacuum",
+                ]
+                .map(|c| (c, Int8)),
+            );
+            columns.extend(
+                [
+                    "last_vacuum",
+                    "last_autovacuum",
+                    "last_analyze",
+                    "last_autoanalyze",
+                ]
+                .map(|c| (c, DataType::TIMESTAMPTZ)),
+            );
+            columns.extend(
+                [
+                    "vacuum_count",
+                    "autovacuum_count",
+                    "analyze_count",
+                    "autoanalyze_count",
+                ]
+                .map(|c| (c, Int8)),
+            );
+            columns
+        }
+        PgStatAllIndexes | PgStatUserIndexes => vec![
+            ("relid", Oid),
+            ("indexrelid", Oid),
+            ("schemaname", Name),
+            ("relname", Name),
+            ("indexrelname", Name),
+            ("idx_scan", Int8),
+            ("idx_tup_read", Int8),
+            ("idx_tup_fetch", Int8),
+        ],
         PgStatActivity => vec![
             ("datid", Oid),
             ("datname", Name),

@@ -8,6 +8,7 @@ use super::columns::{self, Used};
 use super::memory::Held;
 use super::spilling::{next_fitting, row_hash, split_key, KeyedPartitions};
 use super::{decode, group_key, key_of_values, Executor, Outer, Row, BATCH};
+use crate::cumulative_stats::ScanTally;
 use crate::system;
 use datanode_client::RowBytes;
 use distribution::ClusterScan;
@@ -451,8 +452,14 @@ pub(crate) async fn key_range(
     Ok(sql::index::key_range(&encoded[0], lower, upper))
 }
 
-/// A table's rows with their storage keys, by primary key, key range or in full.
-pub(super) enum KeyedScan<'e> {
+/// A table's rows with their storage keys, by primary key, key range or in full,
+/// counted in pg_stat_all_tables as they come.
+pub(super) struct KeyedScan<'e> {
+    rows: KeyedSource<'e>,
+    tally: ScanTally<'e>,
+}
+
+enum KeyedSource<'e> {
     One(Option<(Vec<u8>, RowBytes)>),
     Range(ClusterScan<'e, (Vec<u8>, RowBytes)>),
     /// The rows of the keys a secondary index gave.
@@ -515,35 +522,55 @@ impl<'e> KeyedScan<'e> {
         outer: &[Row],
         after: Option<&[u8]>,
     ) -> PgResult<Option<KeyedScan<'e>>> {
-        Ok(Some(
-            match Target::of(ex, table, access, outer, after).await? {
-                None => return Ok(None),
-                Some(Target::Key(key)) => {
-                    let row = ex
-                        .dn
-                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                        .await?;
-                    KeyedScan::One(row.map(|bytes| (key, bytes)))
+        let Some(target) = Target::of(ex, table, access, outer, after).await? else {
+            return Ok(None);
+        };
+        // a statement going on after its previous batch's last key goes on with one scan
+        let mut tally = ex
+            .session
+            .cumulative_stats
+            .scan(table, access, after.is_none());
+        let rows = match target {
+            Target::Key(key) => {
+                let row = ex
+                    .dn
+                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                    .await?;
+                KeyedSource::One(row.map(|bytes| (key, bytes)))
+            }
+            Target::Range(lo, hi) => {
+                KeyedSource::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
+            }
+            Target::Keys(keys) => {
+                if let Access::Index { .. } = access {
+                    tally.entries(keys.len());
                 }
-                Some(Target::Range(lo, hi)) => {
-                    KeyedScan::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
-                }
-                Some(Target::Keys(keys)) => KeyedScan::Keys(KeyedRows::new(ex, table, keys)),
-            },
-        ))
+                KeyedSource::Keys(KeyedRows::new(ex, table, keys))
+            }
+        };
+        Ok(Some(KeyedScan { rows, tally }))
     }
 
     pub(super) async fn next_row(&mut self) -> Option<PgResult<(Vec<u8>, RowBytes)>> {
-        match self {
-            KeyedScan::One(row) => row.take().map(Ok),
-            KeyedScan::Range(rows) => rows.next().await,
-            KeyedScan::Keys(rows) => rows.next_row().await,
+        let row = match &mut self.rows {
+            KeyedSource::One(row) => row.take().map(Ok),
+            KeyedSource::Range(rows) => rows.next().await,
+            KeyedSource::Keys(rows) => rows.next_row().await,
+        };
+        if let Some(Ok(_)) = row {
+            self.tally.row();
         }
+        row
     }
 }
 
-/// A table's rows without their keys (`Scan`).
-enum RowScan<'e> {
+/// A table's rows without their keys (`Scan`), counted in pg_stat_all_tables as they come.
+struct RowScan<'e> {
+    rows: RowSource<'e>,
+    tally: ScanTally<'e>,
+}
+
+enum RowSource<'e> {
     One(Option<RowBytes>),
     Range(ClusterScan<'e, RowBytes>),
     Keys(KeyedRows<'e>),
@@ -556,30 +583,41 @@ impl<'e> RowScan<'e> {
         access: &Access,
         outer: &[Row],
     ) -> PgResult<Option<RowScan<'e>>> {
-        Ok(Some(
-            match Target::of(ex, table, access, outer, None).await? {
-                None => return Ok(None),
-                Some(Target::Key(key)) => RowScan::One(
-                    ex.dn
-                        .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
-                        .await?,
-                ),
-                Some(Target::Range(lo, hi)) => RowScan::Range(
-                    ex.dn
-                        .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
-                        .await?,
-                ),
-                Some(Target::Keys(keys)) => RowScan::Keys(KeyedRows::new(ex, table, keys)),
-            },
-        ))
+        let Some(target) = Target::of(ex, table, access, outer, None).await? else {
+            return Ok(None);
+        };
+        let mut tally = ex.session.cumulative_stats.scan(table, access, true);
+        let rows = match target {
+            Target::Key(key) => RowSource::One(
+                ex.dn
+                    .get_row(ex.txn, table.rel, &key, ex.snapshot, false)
+                    .await?,
+            ),
+            Target::Range(lo, hi) => RowSource::Range(
+                ex.dn
+                    .scan_rows(ex.txn, table.rel, lo, hi, ex.snapshot)
+                    .await?,
+            ),
+            Target::Keys(keys) => {
+                if let Access::Index { .. } = access {
+                    tally.entries(keys.len());
+                }
+                RowSource::Keys(KeyedRows::new(ex, table, keys))
+            }
+        };
+        Ok(Some(RowScan { rows, tally }))
     }
 
     async fn next_row(&mut self) -> Option<PgResult<RowBytes>> {
-        match self {
-            RowScan::One(row) => row.take().map(Ok),
-            RowScan::Range(rows) => rows.next().await,
-            RowScan::Keys(rows) => rows.next_row().await.map(|r| r.map(|(_, row)| row)),
+        let row = match &mut self.rows {
+            RowSource::One(row) => row.take().map(Ok),
+            RowSource::Range(rows) => rows.next().await,
+            RowSource::Keys(rows) => rows.next_row().await.map(|r| r.map(|(_, row)| row)),
+        };
+        if let Some(Ok(_)) = row {
+            self.tally.row();
         }
+        row
     }
 }
 

@@ -5,6 +5,7 @@
 use super::columns::Used;
 use super::nodes::{Node, Target};
 use super::{decode, Executor, Outer, Row, BATCH};
+use crate::cumulative_stats::ScanTally;
 use datanode_client::RowBytes;
 use distribution::ClusterScan;
 use futures::future::BoxFuture;
@@ -22,7 +23,9 @@ pub(super) struct PushedScanNode<'e> {
 
 enum State<'e> {
     Start,
-    Open(ClusterScan<'e, (Vec<u8>, RowBytes)>),
+    /// The scan, and its count in pg_stat_all_tables: the rows that passed the datanodes'
+    /// filter (a partial aggregation's groups are not rows).
+    Open(ClusterScan<'e, (Vec<u8>, RowBytes)>, ScanTally<'e>),
     Done,
 }
 
@@ -49,7 +52,7 @@ impl<'e> Node for PushedScanNode<'e> {
             if let State::Start = self.state {
                 self.state = open(self.ex, self.scan, &self.outer, self.used.clone()).await?;
             }
-            let State::Open(scan) = &mut self.state else {
+            let State::Open(scan, tally) = &mut self.state else {
                 return Ok(None);
             };
             let mut batch = Vec::new();
@@ -59,7 +62,10 @@ impl<'e> Node for PushedScanNode<'e> {
                         let (_, bytes) = item?;
                         batch.push(match &self.scan.work.partial {
                             Some(_) => types::codec::decode_row(&bytes)?,
-                            None => decode(&bytes, &self.scan.table)?,
+                            None => {
+                                tally.row();
+                                decode(&bytes, &self.scan.table)?
+                            }
                         });
                     }
                     None => {
@@ -97,13 +103,20 @@ async fn open<'e>(
         Some(e) => Some(ex.eval(outer, e, &[]).await?),
         None => None,
     };
-    Ok(State::Open(ex.dn.scan_pushed(
-        ex.txn,
-        scan.table.rel,
-        lo,
-        hi,
-        ex.snapshot,
-        work,
-        route.as_ref(),
-    )?))
+    let tally = ex
+        .session
+        .cumulative_stats
+        .scan(&scan.table, &scan.access, true);
+    Ok(State::Open(
+        ex.dn.scan_pushed(
+            ex.txn,
+            scan.table.rel,
+            lo,
+            hi,
+            ex.snapshot,
+            work,
+            route.as_ref(),
+        )?,
+        tally,
+    ))
 }

@@ -92,7 +92,14 @@ impl<S: SessionStream> Session<S> {
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok(Outcome::tag(format!("COPY {}", loader.count()))),
+            None => {
+                self.shared.cumulative_stats.changed(
+                    loader.table_oid(),
+                    crate::cumulative_stats::Change::Inserted,
+                    loader.count(),
+                );
+                Ok(Outcome::tag(format!("COPY {}", loader.count())))
+            }
         }
     }
 }

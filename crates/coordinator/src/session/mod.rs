@@ -211,7 +211,9 @@ impl<S: SessionStream> Session<S> {
     /// log_min_duration_statement, in PostgreSQL's words.
     fn statement_ended(&self, portal: Option<&str>) {
         let activity = &self.state.activity;
-        let micros = types::datetime::now_timestamp() - activity.statement_time();
+        let now = types::datetime::now_timestamp();
+        self.shared.cumulative_stats.statement_done(now);
+        let micros = now - activity.statement_time();
         let metrics = crate::metrics::metrics();
         metrics.statements.inc();
         metrics
@@ -259,6 +261,9 @@ impl<S: SessionStream> Session<S> {
 
     fn send_error(&mut self, err: &PgError) {
         crate::metrics::metrics().error(err.code);
+        if err.code == codes::DEADLOCK_DETECTED {
+            self.shared.cumulative_stats.deadlock();
+        }
         self.termination_reported |= err.code == codes::ADMIN_SHUTDOWN;
         backend::error_response(&mut self.out, err);
     }
@@ -531,6 +536,7 @@ fn view<'a>(
         database: &state.database,
         sessions: &shared.sessions,
         statement_stats: &shared.statement_stats,
+        cumulative_stats: &shared.cumulative_stats,
         activity: &state.activity,
         notices: &state.notices,
         zone: settings.zone().clone(),

@@ -427,6 +427,7 @@ impl<S: SessionStream> Session<S> {
             };
             if let Err(e) = committed {
                 crate::metrics::metrics().transactions_rolled_back.inc();
+                self.shared.cumulative_stats.transaction_ended(false);
                 // An unknown outcome is the resolver's to settle, by the GTM's decision.
                 if e.code != codes::TRANSACTION_RESOLUTION_UNKNOWN {
                     ddl.rollback_to(&self.shared, 0).await;
@@ -436,6 +437,7 @@ impl<S: SessionStream> Session<S> {
         }
         ddl.commit(&self.shared).await;
         crate::metrics::metrics().transactions_committed.inc();
+        self.shared.cumulative_stats.transaction_ended(true);
         Ok(())
     }
 
@@ -449,6 +451,7 @@ impl<S: SessionStream> Session<S> {
         }
         ddl.rollback_to(&self.shared, 0).await;
         crate::metrics::metrics().transactions_rolled_back.inc();
+        self.shared.cumulative_stats.transaction_ended(false);
     }
 
     fn end_local_settings(&mut self, committed: bool) {

@@ -140,13 +140,18 @@ pub fn bind(
     let mut binder = Binder::new(catalog, params);
     let mut bound = match &stmt.parsed {
         Parsed::Ready(s) => s.clone(),
-        Parsed::Vacuum { tables, analyze } => {
+        Parsed::Vacuum {
+            tables,
+            vacuum,
+            analyze,
+        } => {
             let tables = tables
                 .iter()
                 .map(|t| binder.table_by_name(&parse_object_name(t)))
                 .collect::<PgResult<_>>()?;
             Statement::Vacuum {
                 tables,
+                vacuum: *vacuum,
                 analyze: *analyze,
             }
         }

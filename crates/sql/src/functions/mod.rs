@@ -39,6 +39,10 @@ pub enum ScalarFunc {
     PgTerminateBackend,
     /// pg_stat_statements_reset([userid[, dbid[, queryid]]]).
     PgStatStatementsReset,
+    /// pg_stat_reset(): the cumulative statistics of tables, indexes and the database.
+    PgStatReset,
+    /// pg_stat_force_next_flush(): the session's own counts into the totals now.
+    PgStatForceNextFlush,
     CurrentSetting,
     SetConfig,
     FormatType,
@@ -444,6 +448,8 @@ pub fn resolve_scalar(
         ("pg_terminate_backend", 2) => (F::PgTerminateBackend, vec![Int4, Int8], Bool),
         // PostgreSQL's returns void; Meridian has no void type, so an empty text.
         ("pg_stat_statements_reset", 0) => (F::PgStatStatementsReset, vec![], Text),
+        ("pg_stat_reset", 0) => (F::PgStatReset, vec![], Text),
+        ("pg_stat_force_next_flush", 0) => (F::PgStatForceNextFlush, vec![], Text),
         ("pg_stat_statements_reset", 1) => (F::PgStatStatementsReset, vec![Oid], Text),
         ("pg_stat_statements_reset", 2) => (F::PgStatStatementsReset, vec![Oid, Oid], Text),
         ("pg_stat_statements_reset", 3) => (F::PgStatStatementsReset, vec![Oid, Oid, Int8], Text),
@@ -670,6 +676,8 @@ impl ScalarFunc {
                 | ScalarFunc::PgCancelBackend
                 | ScalarFunc::PgTerminateBackend
                 | ScalarFunc::PgStatStatementsReset
+                | ScalarFunc::PgStatReset
+                | ScalarFunc::PgStatForceNextFlush
         )
     }
 }
