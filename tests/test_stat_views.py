@@ -130,6 +130,10 @@ def test_database_counters(pair, target):
     count every transaction the session ended; the shared row and the templates are
     there, with nothing counted in the templates."""
     columns = "xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted"
+    # The database's counts include every session's: the previous test's sessions, closed
+    # at its end, may still be flushing theirs (here within 500 ms, PostgreSQL's as their
+    # backends exit).
+    time.sleep(1.5)
     for c in pair:
         # the fixture's catalog changes count in PostgreSQL's tuples: in before
         c.execute("SELECT pg_stat_force_next_flush()")

@@ -484,12 +484,15 @@ impl LiveCatalog {
     }
 
     /// The stored role named `name` (the bootstrap superuser has none until altered).
+    /// The role `name`: the catalog's, or a predefined one (pg_monitor, …).
     pub fn role(&self, name: &str) -> Option<Arc<RoleDef>> {
-        self.state.read().roles_by_name.get(name).cloned()
+        let found = self.state.read().roles_by_name.get(name).cloned();
+        found.or_else(|| crate::predefined_roles::by_name(name))
     }
 
     pub fn role_by_oid(&self, oid: u32) -> Option<Arc<RoleDef>> {
-        self.state.read().roles_by_oid.get(&oid).cloned()
+        let found = self.state.read().roles_by_oid.get(&oid).cloned();
+        found.or_else(|| crate::predefined_roles::by_oid(oid))
     }
 
     pub fn roles(&self) -> Vec<Arc<RoleDef>> {

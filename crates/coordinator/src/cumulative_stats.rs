@@ -182,7 +182,9 @@ impl Pending {
 impl CumulativeStats {
     /// Adds to this thread's pending counts of this coordinator.
     fn count(&self, f: impl FnOnce(&mut Totals)) {
-        PENDING.with_borrow_mut(|p| {
+        // A scan dropped while its thread exits finds the pending counts gone: not counted.
+        let _ = PENDING.try_with(|p| {
+            let mut p = p.borrow_mut();
             if !p
                 .into
                 .as_ref()
@@ -193,7 +195,7 @@ impl CumulativeStats {
                 p.into = Some(self.totals.clone());
             }
             f(&mut p.counts)
-        })
+        });
     }
 
     /// A scan of `table` by `access` starts (`new`; else a scan goes on): its rows go to

@@ -28,6 +28,7 @@ pub mod output;
 pub mod ownership;
 pub mod pending_ddl;
 pub mod plan_cache;
+pub mod predefined_roles;
 pub mod privileges;
 pub mod role_ddl;
 pub mod role_membership;

@@ -57,7 +57,27 @@ impl Who {
     /// The privileges it holds in `acl` (`options`: the grant options instead), its own,
     /// PUBLIC's and those of the roles it inherits from.
     pub fn held(&self, acl: &[sql::acl::AclItem], options: bool) -> sql::acl::AclMode {
-        (self.privileges_of.iter()).fold(0, |m, &r| m | sql::acl::held(acl, r, options))
+        let granted =
+            (self.privileges_of.iter()).fold(0, |m, &r| m | sql::acl::held(acl, r, options));
+        if options {
+            return granted;
+        }
+        granted | self.implied()
+    }
+
+    /// What pg_read_all_data (SELECT) and pg_write_all_data (INSERT, UPDATE, DELETE) give
+    /// on every table, view and sequence; both give USAGE on the schema
+    /// (`privileges::check_schema`).
+    pub fn implied(&self) -> sql::acl::AclMode {
+        use crate::predefined_roles::{PG_READ_ALL_DATA, PG_WRITE_ALL_DATA};
+        let mut implied = 0;
+        if self.privileges_of.contains(&PG_READ_ALL_DATA) {
+            implied |= sql::acl::SELECT;
+        }
+        if self.privileges_of.contains(&PG_WRITE_ALL_DATA) {
+            implied |= sql::acl::INSERT | sql::acl::UPDATE | sql::acl::DELETE;
+        }
+        implied
     }
 
     /// 42501 unless this role has the privileges of the object's owner (`owner`): the

@@ -75,7 +75,8 @@ pub fn check_ddl(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult<()> {
 /// 42501 unless `who` holds `privilege` on schema public.
 fn check_schema(shared: &Shared, who: &Who, privilege: AclMode) -> PgResult<()> {
     let schema = shared.catalog.public_schema();
-    if who.held(&schema.effective_acl(), false) & privilege == 0 {
+    let implied = if who.implied() != 0 { acl::USAGE } else { 0 };
+    if (who.held(&schema.effective_acl(), false) | implied) & privilege == 0 {
         return Err(denied("schema", "public"));
     }
     Ok(())

@@ -8,6 +8,7 @@
 use crate::catalog::LiveCatalog;
 use crate::ddl::notice;
 use crate::ddl_log::DdlLog;
+use crate::predefined_roles;
 use crate::role_membership;
 use crate::server::Shared;
 use auth::password::{self, Encryption};
@@ -196,6 +197,18 @@ fn with_options(
     Ok(role)
 }
 
+/// 42939 for ALTER ROLE of a predefined role (PostgreSQL's check_rolespec_name).
+fn check_alterable(role: &RoleDef) -> PgResult<()> {
+    if !predefined_roles::is_predefined(role.oid) {
+        return Ok(());
+    }
+    Err(PgError::new(
+        codes::RESERVED_NAME,
+        format!("role name \"{}\" is reserved", role.name),
+    )
+    .with_detail("Cannot alter reserved roles."))
+}
+
 async fn alter_role(
     shared: &Shared,
     log: &mut DdlLog,
@@ -205,6 +218,7 @@ async fn alter_role(
     out: &mut BytesMut,
 ) -> PgResult<()> {
     let role = find(shared, name).ok_or_else(|| missing(name))?;
+    check_alterable(&role)?;
     let own_password_only = name == actor.user
         && *options
             == RoleOptions {
@@ -230,6 +244,7 @@ async fn alter_role_setting(
     actor: &Actor<'_>,
 ) -> PgResult<()> {
     let role = find(shared, name).ok_or_else(|| missing(name))?;
+    check_alterable(&role)?;
     if !actor.is_superuser(shared) {
         if role.superuser {
             return Err(PgError::new(
@@ -271,6 +286,9 @@ async fn rename_role(
     out: &mut BytesMut,
 ) -> PgResult<()> {
     let role = find(shared, name).ok_or_else(|| missing(name))?;
+    if predefined_roles::is_predefined(role.oid) {
+        check_new_name(name)?; // "role name … is reserved", as PostgreSQL's RenameRole
+    }
     if name == actor.user {
         return Err(PgError::new(
             codes::FEATURE_NOT_SUPPORTED,
@@ -325,6 +343,12 @@ async fn drop_roles(
             return Err(PgError::new(
                 codes::OBJECT_IN_USE,
                 "current user cannot be dropped",
+            ));
+        }
+        if predefined_roles::is_predefined(role.oid) {
+            return Err(PgError::new(
+                codes::DEPENDENT_OBJECTS_STILL_EXIST,
+                format!("cannot drop role {name} because it is required by the database system"),
             ));
         }
         if role.oid == BOOTSTRAP_SUPERUSER_OID {

@@ -6,6 +6,7 @@
 use crate::catalog::LiveCatalog;
 use crate::ddl::{notice, notice_with};
 use crate::ddl_log::DdlLog;
+use crate::predefined_roles;
 use crate::role_ddl::{self, Actor};
 use crate::server::Shared;
 use bytes::BytesMut;
@@ -125,6 +126,25 @@ pub async fn grant_or_revoke(
                 codes::INSUFFICIENT_PRIVILEGE,
                 "must be superuser to set grantor",
             ));
+        }
+        if g.grant && role.oid == predefined_roles::PG_DATABASE_OWNER {
+            // PostgreSQL raises it without a SQLSTATE of its own: XX000
+            return Err(PgError::new(
+                codes::INTERNAL_ERROR,
+                format!("role \"{}\" cannot have explicit members", role.name),
+            ));
+        }
+        for member in &members {
+            if predefined_roles::is_predefined(member.oid) {
+                // nowhere to store it: the predefined roles are built in
+                return Err(PgError::new(
+                    codes::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "the memberships of role \"{}\" cannot be changed",
+                        member.name
+                    ),
+                ));
+            }
         }
         for member in &members {
             // As stored now: an earlier member of this statement may be the same role.

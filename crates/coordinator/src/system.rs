@@ -5,6 +5,8 @@
 //! (psql, drivers' type caches) see what they expect.
 
 use crate::exec::SessionView;
+use crate::ownership::Who;
+use crate::predefined_roles::{PG_READ_ALL_STATS, PG_SIGNAL_BACKEND};
 use crate::settings::SERVER_VERSION;
 use crate::system_indexes::{find, indexes_of};
 use distribution::Datanodes;
@@ -19,7 +21,6 @@ use sql::plan::SystemTable;
 use sql::role::{RoleDef, BOOTSTRAP_SUPERUSER_OID};
 use sql::system_tables::{system_columns, system_table_oid};
 use sql::TableDef;
-use std::sync::Arc;
 use types::{DataType, Value};
 
 const HEAP_AM_OID: u32 = 2;
@@ -29,21 +30,6 @@ pub(crate) const TEMPLATE1_DB_OID: u32 = 1;
 pub(crate) const TEMPLATE0_DB_OID: u32 = 4;
 /// The built-in role that owns schema public in PostgreSQL 15.
 const PG_DATABASE_OWNER_OID: u32 = sql::acl::PG_DATABASE_OWNER;
-/// PostgreSQL 15's predefined (non-login) roles.
-const PREDEFINED_ROLES: &[(&str, u32)] = &[
-    ("pg_database_owner", PG_DATABASE_OWNER_OID),
-    ("pg_read_all_data", 6181),
-    ("pg_write_all_data", 6182),
-    ("pg_monitor", 3373),
-    ("pg_read_all_settings", 3374),
-    ("pg_read_all_stats", 3375),
-    ("pg_stat_scan_tables", 3377),
-    ("pg_read_server_files", 4569),
-    ("pg_write_server_files", 4570),
-    ("pg_execute_server_program", 4571),
-    ("pg_signal_backend", 4200),
-    ("pg_checkpoint", 4544),
-];
 
 /// A role as pg_roles, pg_user or pg_authid shows it. The bootstrap superuser has
 /// every attribute, as PostgreSQL's; Meridian's roles have none of those it cannot set.
@@ -112,10 +98,18 @@ fn is_superuser(session: &SessionView, user: &str) -> bool {
         .is_some_and(|r| r.superuser)
 }
 
-/// pg_stat_activity: this coordinator's sessions. As PostgreSQL's, a session of another
-/// role shows a non-superuser only who and where, its query `<insufficient privilege>`.
+/// The session's current role, with the roles whose privileges it has.
+fn current_role(session: &SessionView) -> Who {
+    let role = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user);
+    Who::of_role(session.catalog, role.as_deref())
+}
+
+/// pg_stat_activity: this coordinator's sessions. As PostgreSQL's, a session of a role
+/// whose privileges the reader lacks shows only who and where, its query
+/// `<insufficient privilege>`, unless the reader has pg_read_all_stats'.
 fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
-    let sees_all = is_superuser(session, session.user);
+    let me = current_role(session);
+    let sees_all = me.has_privileges_of(PG_READ_ALL_STATS);
     let time = |t: Option<i64>| t.map_or(Value::Null, Value::TimestampTz);
     let null_text = |s: Option<&str>| s.map_or(Value::Null, text);
     session
@@ -124,9 +118,9 @@ fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
         .iter()
         .map(|a| {
             let r = a.row();
-            let usesysid =
-                crate::role_ddl::find_in(session.catalog, session.bootstrap_role, &r.user)
-                    .map_or(Value::Null, |role| oid(role.oid));
+            let role = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, &r.user);
+            let usesysid = role.as_ref().map_or(Value::Null, |role| oid(role.oid));
+            let sees = sees_all || role.is_some_and(|role| me.has_privileges_of(role.oid));
             let mut row = vec![
                 oid(POSTGRES_DB_OID),
                 text(&r.database),
@@ -136,7 +130,7 @@ fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
                 text(&r.user),
                 text(&r.application_name),
             ];
-            if sees_all || r.user == session.user {
+            if sees {
                 row.extend([
                     r.client.map_or(Value::Null, |c| text(&c.ip().to_string())),
                     Value::Null,
@@ -163,9 +157,10 @@ fn activity_rows(session: &SessionView) -> Vec<Vec<Value>> {
 }
 
 /// pg_stat_statements: this coordinator's entries. As PostgreSQL's, another role's
-/// entry shows a non-superuser its statistics but not its queryid and text.
+/// entry shows its statistics but not its queryid and text, unless the reader has
+/// pg_read_all_stats' privileges.
 fn statement_rows(session: &SessionView) -> Vec<Vec<Value>> {
-    let sees_all = is_superuser(session, session.user);
+    let sees_all = current_role(session).has_privileges_of(PG_READ_ALL_STATS);
     let own = crate::role_ddl::find_in(session.catalog, session.bootstrap_role, session.user)
         .map(|r| r.oid);
     let int8 = |n: i64| Value::Int8(n);
@@ -257,7 +252,12 @@ fn signal_backend(session: &SessionView, terminate: bool, args: &[Value]) -> PgR
             },
         ));
     }
-    if !caller_superuser && target_user != session.user {
+    let me = current_role(session);
+    let target_role =
+        crate::role_ddl::find_in(session.catalog, session.bootstrap_role, target_user);
+    let allowed = target_role.is_some_and(|r| me.has_privileges_of(r.oid))
+        || me.has_privileges_of(PG_SIGNAL_BACKEND);
+    if !allowed {
         return Err(PgError::new(
             codes::INSUFFICIENT_PRIVILEGE,
             if terminate {
@@ -700,9 +700,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                     "permission denied for table pg_authid",
                 ));
             }
-            let predefined = PREDEFINED_ROLES
-                .iter()
-                .map(|(name, o)| Arc::new(RoleDef::new(*o, name)));
+            let predefined = crate::predefined_roles::all().iter().cloned();
             crate::role_ddl::all(session.catalog, session.bootstrap_role)
                 .into_iter()
                 .chain(predefined)
@@ -899,6 +897,7 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
             .collect(),
         PgAuthMembers => crate::role_ddl::all(session.catalog, session.bootstrap_role)
             .iter()
+            .chain(crate::predefined_roles::all())
             .flat_map(|r| {
                 r.member_of.iter().map(|m| {
                     vec![
@@ -965,10 +964,7 @@ fn role_name(session: &SessionView, oid: u32) -> String {
     }
     match oid {
         SUPERUSER_OID => session.bootstrap_role.name.clone(),
-        o => match PREDEFINED_ROLES.iter().find(|r| r.1 == o) {
-            Some((name, _)) => name.to_string(),
-            None => format!("unknown (OID={o})"),
-        },
+        o => format!("unknown (OID={o})"),
     }
 }
 
