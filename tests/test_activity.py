@@ -86,8 +86,10 @@ def blocked_and_cancelled(server):
         err = outcome.get("error")
         seen["error"] = (err.sqlstate, str(err).splitlines()[0]) if err else None
         waiter.rollback()
+        # PostgreSQL's backend shows idle a moment before it waits on the client (NULL
+        # wait_event_type meanwhile): wait for the wait too
         rows = wait_for(observer, "SELECT state, wait_event_type FROM pg_stat_activity WHERE pid = %s",
-                        (waiter_pid,), lambda r: r and r[0][0] == "idle")
+                        (waiter_pid,), lambda r: r and r[0] == ("idle", "Client"))
         seen["waiter_after"] = rows[0]
         holder.rollback()
     return seen
