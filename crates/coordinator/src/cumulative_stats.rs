@@ -206,14 +206,16 @@ impl CumulativeStats {
         access: &Access,
         new: bool,
     ) -> ScanTally<'_> {
-        let index = match access {
+        let mut tally = self.tally(table, None, i64::from(new));
+        tally.index = match access {
             Access::Full => None,
             Access::Index { index, .. } => Some(table.indexes[*index].oid),
             Access::PrimaryKey(_) | Access::PrimaryKeys { .. } | Access::KeyRange { .. } => {
                 Some(table.pk_index_oid.unwrap_or(0))
             }
         };
-        self.tally(table, index, i64::from(new))
+        tally.secondary = matches!(access, Access::Index { .. });
+        tally
     }
 
     /// A read of one row of `table` by its primary key starts.
@@ -232,6 +234,7 @@ impl CumulativeStats {
             table: table.oid,
             index,
             scans,
+            secondary: false,
             entries: None,
             rows: 0,
         }
@@ -353,6 +356,8 @@ pub struct ScanTally<'s> {
     index: Option<u32>,
     /// 1, or 0 for a scan that goes on (a statement's next batch).
     scans: i64,
+    /// Through a secondary index, whose entries are counted apart from the rows.
+    secondary: bool,
     /// Entries a secondary index gave; None for the primary key's, whose entries are the
     /// rows.
     entries: Option<u64>,
@@ -364,9 +369,12 @@ impl ScanTally<'_> {
         self.rows += 1;
     }
 
-    /// The index gave `n` entries (keys to read).
+    /// The keys to read were found: `n` entries of a secondary index, if that is what
+    /// the scan goes through (a primary key's entries are the rows).
     pub fn entries(&mut self, n: usize) {
-        *self.entries.get_or_insert(0) += n as u64;
+        if self.secondary {
+            *self.entries.get_or_insert(0) += n as u64;
+        }
     }
 }
 

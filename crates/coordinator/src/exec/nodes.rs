@@ -542,9 +542,7 @@ impl<'e> KeyedScan<'e> {
                 KeyedSource::Range(ex.dn.scan(ex.txn, table.rel, lo, hi, ex.snapshot).await?)
             }
             Target::Keys(keys) => {
-                if let Access::Index { .. } = access {
-                    tally.entries(keys.len());
-                }
+                tally.entries(keys.len());
                 KeyedSource::Keys(KeyedRows::new(ex, table, keys))
             }
         };
@@ -599,9 +597,7 @@ impl<'e> RowScan<'e> {
                     .await?,
             ),
             Target::Keys(keys) => {
-                if let Access::Index { .. } = access {
-                    tally.entries(keys.len());
-                }
+                tally.entries(keys.len());
                 RowSource::Keys(KeyedRows::new(ex, table, keys))
             }
         };
