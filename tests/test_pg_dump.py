@@ -2,7 +2,7 @@
 database (its catalog queries, its read-only REPEATABLE READ transaction, LOCK TABLE,
 COPY TO, the sequences' state), and the script restores into a fresh Meridian and into a
 PostgreSQL 15 database with the same rows, constraints and sequences; a PostgreSQL 15
-database's dump restores into Meridian as well. `pg_dumpall --roles-only` of Meridian
+database's dump restores into Meridian as well, comments included. `pg_dumpall --roles-only` of Meridian
 restores its roles (attributes, limits, expiry, password hashes) into both.
 
 Dumps are taken with --no-owner: restoring ownership (ALTER … OWNER TO) is not there yet.
@@ -27,6 +27,9 @@ SCHEMA = [
     "INSERT INTO pd_c (t_id, u, mood, j, a) VALUES (1, 'q', 'ok', '{\"k\": [1, 2]}', '{1,NULL,3}'),"
     " (2, 'w', NULL, NULL, '{}'), (NULL, 'e\\\\f', 'happy', '\"s\"', NULL)",
     "SELECT nextval('pd_s'), nextval('pd_s')",
+    "COMMENT ON TABLE pd_t IS 'the t table'",
+    "COMMENT ON COLUMN pd_t.v IS 'v''s comment'",
+    "COMMENT ON VIEW pd_v IS 'a view'",
 ]
 
 TABLES = ["pd_t", "pd_c", "pd_v"]
@@ -77,6 +80,11 @@ def check_restored(source, restored):
         assert s > 8
         (i,) = c.execute("INSERT INTO pd_c (u) VALUES ('new') RETURNING id").fetchone()
         assert i > 3
+        # So did the comments.
+        assert c.execute(
+            "SELECT obj_description('pd_t'::regclass, 'pg_class'), col_description('pd_t'::regclass, 2),"
+            " obj_description('pd_v'::regclass, 'pg_class')").fetchone() == (
+            "the t table", "v's comment", "a view")
         # Constraints and defaults came back.
         c.execute("INSERT INTO pd_t (id) VALUES (10)")
         assert c.execute("SELECT v FROM pd_t WHERE id = 10").fetchone() == ("x",)

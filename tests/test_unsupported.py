@@ -28,6 +28,9 @@ UNSUPPORTED = [
     ("COPY unsup_parent TO '/tmp/unsup_parent.copy'", "COPY TO a file"),
     ("SELECT sum(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) "
      "FROM unsup_parent", "EXCLUDE"),
+    ("SELECT rank(2) WITHIN GROUP (ORDER BY id) FROM unsup_parent", "hypothetical-set aggregate rank"),
+    ("SELECT cume_dist(2) WITHIN GROUP (ORDER BY id) FROM unsup_parent",
+     "hypothetical-set aggregate cume_dist"),
 ]
 
 
@@ -70,6 +73,10 @@ CLAUSES = [
     "SELECT count(*) FILTER (WHERE x > 10), sum(x) FILTER (WHERE id > 1) FROM cl_a",
     "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM cl_a",
     "SELECT mode() WITHIN GROUP (ORDER BY x) FROM cl_a",
+    "SELECT percentile_disc(ARRAY[0.25, 0.75]) WITHIN GROUP (ORDER BY s DESC) FROM cl_a",
+    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FILTER (WHERE id > 1), count(*) FROM cl_a",
+    "SELECT dense_rank(10) WITHIN GROUP (ORDER BY x) FROM cl_a",
+    "SELECT percent_rank(10) WITHIN GROUP (ORDER BY x) FROM cl_a",
     "SELECT string_agg(s, ',' ORDER BY s) FROM cl_a",
     "SELECT array_agg(x ORDER BY x DESC NULLS LAST) FROM cl_a",
     "SELECT array_agg(DISTINCT x) FROM cl_a",

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use tokio::sync::Notify;
@@ -73,6 +73,11 @@ pub struct SessionActivity {
     terminated: AtomicBool,
     state: AtomicU8,
     waiting_on_lock: AtomicBool,
+    /// When the running statement's current lock wait began (NO_TIME: not waiting).
+    wait_start: AtomicI64,
+    /// The GTM start timestamp of the session's transaction once it has one (0: none):
+    /// how the datanodes' wait-for edges name it (pg_locks).
+    txn_start: AtomicU64,
     xact_start: AtomicI64,
     query_start: AtomicI64,
     state_change: AtomicI64,
@@ -112,6 +117,8 @@ impl SessionActivity {
             terminated: AtomicBool::new(false),
             state: AtomicU8::new(SessionStateKind::Idle as u8),
             waiting_on_lock: AtomicBool::new(false),
+            wait_start: AtomicI64::new(NO_TIME),
+            txn_start: AtomicU64::new(0),
             xact_start: AtomicI64::new(NO_TIME),
             query_start: AtomicI64::new(NO_TIME),
             state_change: AtomicI64::new(now),
@@ -155,6 +162,7 @@ impl SessionActivity {
             .store(types::datetime::now_timestamp(), Ordering::Relaxed);
         if state == SessionStateKind::Idle {
             self.xact_start.store(NO_TIME, Ordering::Relaxed);
+            self.txn_start.store(0, Ordering::Relaxed);
         }
         self.state.store(state as u8, Ordering::Relaxed);
     }
@@ -175,6 +183,8 @@ impl SessionActivity {
             Poll::Pending => {
                 if !marked {
                     marked = true;
+                    self.wait_start
+                        .store(types::datetime::now_timestamp(), Ordering::Relaxed);
                     self.waiting_on_lock.store(true, Ordering::Relaxed);
                 }
                 Poll::Pending
@@ -184,8 +194,27 @@ impl SessionActivity {
         .await;
         if marked {
             self.waiting_on_lock.store(false, Ordering::Relaxed);
+            self.wait_start.store(NO_TIME, Ordering::Relaxed);
         }
         result
+    }
+
+    /// The session's transaction took its GTM start timestamp `start`.
+    pub fn transaction_started(&self, start: u64) {
+        self.txn_start.store(start, Ordering::Relaxed);
+    }
+
+    /// The start timestamp of the session's transaction, once it has one (pg_locks).
+    pub fn transaction_start(&self) -> Option<u64> {
+        Some(self.txn_start.load(Ordering::Relaxed)).filter(|&t| t != 0)
+    }
+
+    /// When the statement's current lock wait began, while it waits (pg_locks.waitstart).
+    pub fn lock_wait_start(&self) -> Option<i64> {
+        if !self.waiting_on_lock.load(Ordering::Relaxed) {
+            return None;
+        }
+        time(&self.wait_start)
     }
 
     /// Whether pg_terminate_backend asked this session to end.

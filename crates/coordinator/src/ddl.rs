@@ -16,7 +16,8 @@ use datanode_client::{Isolation, Timestamp};
 use distribution::{ClusterTxn, RelPlacement};
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::{CheckDef, ForeignKeyDef};
-use sql::plan::{CreateTable, Statement};
+use sql::plan::{CommentTarget, CreateTable, Statement};
+use sql::view::ViewDef;
 use sql::TableDef;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -250,10 +251,64 @@ pub async fn execute(
             crate::view_ddl::rename(shared, log, name, new_name, *if_exists, out).await?;
             Ok("ALTER VIEW".into())
         }
+        Statement::Comment { target, comment } => {
+            set_comment(shared, log, target, comment.clone()).await?;
+            Ok("COMMENT".into())
+        }
         Statement::Grant(g) => Ok(crate::grant_ddl::execute(shared, log, g, who, out)
             .await?
             .into()),
         other => Err(PgError::internal(format!("not a DDL statement: {other:?}"))),
+    }
+}
+
+/// COMMENT ON: the comment goes into the object's definition, so it is renamed and
+/// dropped with it and written transactionally like any other change of it.
+async fn set_comment(
+    shared: &Shared,
+    log: &mut DdlLog,
+    target: &CommentTarget,
+    comment: Option<String>,
+) -> PgResult<()> {
+    match target {
+        CommentTarget::Table(t) => {
+            let table = current(shared, t)?;
+            let changed = TableDef {
+                comment,
+                ..(*table).clone()
+            };
+            log.put(shared, changed).await.map(drop)
+        }
+        CommentTarget::Column(t, index) => {
+            let table = current(shared, t)?;
+            let name = &t.columns[*index].name;
+            let Some(position) = table.column_index(name) else {
+                return Err(PgError::new(
+                    codes::UNDEFINED_COLUMN,
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        table.name
+                    ),
+                ));
+            };
+            let mut changed = (*table).clone();
+            changed.columns[position].comment = comment;
+            log.put(shared, changed).await.map(drop)
+        }
+        CommentTarget::View(v) => {
+            use sql::catalog::Catalog;
+            let view = shared.catalog.view(&v.name).ok_or_else(|| {
+                PgError::new(
+                    codes::UNDEFINED_TABLE,
+                    format!("relation \"{}\" does not exist", v.name),
+                )
+            })?;
+            let changed = ViewDef {
+                comment,
+                ..(*view).clone()
+            };
+            log.put_view(shared, changed).await
+        }
     }
 }
 
@@ -294,6 +349,7 @@ async fn create_table(
         distribution: ct.distribution,
         indexes: Vec::new(),
         acl: None,
+        comment: None,
         checks: (ct.checks.iter().zip(oid + OIDS_PER_TABLE..))
             .map(|(c, oid)| CheckDef { oid, ..c.clone() })
             .collect(),

@@ -278,6 +278,7 @@ pub fn needs_applied_increments(stmt: &sql::Statement) -> bool {
         // Sequences and views are not rows.
         S::CreateSequence(_) | S::AlterSequence(_) | S::DropSequence { .. } => false,
         S::CreateView(_) | S::DropView { .. } | S::RenameView { .. } => false,
+        S::Comment { .. } => false,
         S::CreateEnum(_)
         | S::AddEnumValue(_)
         | S::RenameEnumValue(_)

@@ -390,6 +390,7 @@ fn view_column_defs(view: &sql::view::ViewDef) -> Vec<ColumnDef> {
             ty: c.ty.clone(),
             not_null: false,
             default: None,
+            comment: None,
         })
         .collect()
 }

@@ -22,6 +22,7 @@ pub mod hot_future;
 pub mod index;
 pub mod index_ddl;
 pub mod information_schema;
+pub mod lock_view;
 pub mod metrics;
 pub mod nodes;
 pub mod output;

@@ -11,7 +11,7 @@ use crate::role_membership::{self, Roles};
 use crate::server::Shared;
 use pgerror::{codes, PgError, PgResult};
 use sql::catalog::Catalog;
-use sql::plan::Statement;
+use sql::plan::{CommentTarget, Statement};
 
 /// The role a statement runs as, looked up when it runs (a role's SUPERUSER may change
 /// between two statements of a session).
@@ -143,6 +143,12 @@ pub fn check_statement(shared: &Shared, who: &Who, stmt: &Statement) -> PgResult
         Statement::DropView { names, .. } => who.check_each("view", names, |name| {
             catalog.view(name).map(|v| (v.owner, v.name.clone()))
         })?,
+        Statement::Comment { target, .. } => match target {
+            CommentTarget::Table(t) => who.check_owner(t.owner, "table", &t.name)?,
+            // PostgreSQL names the column's relation so.
+            CommentTarget::Column(t, _) => who.check_owner(t.owner, "relation", &t.name)?,
+            CommentTarget::View(v) => who.check_owner(v.owner, "view", &v.name)?,
+        },
         Statement::RenameView { name, .. } => {
             if let Some(v) = catalog.view(name) {
                 who.check_owner(v.owner, "view", &v.name)?;

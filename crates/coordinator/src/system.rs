@@ -104,6 +104,61 @@ fn current_role(session: &SessionView) -> Who {
     Who::of_role(session.catalog, role.as_deref())
 }
 
+/// One row of pg_description.
+struct Description {
+    objoid: u32,
+    classoid: u32,
+    objsubid: i32,
+    description: String,
+}
+
+/// pg_description: schema public's built-in comment, then those COMMENT ON gave user
+/// tables, their columns and views (kept in their definitions), in key order.
+fn descriptions(session: &SessionView) -> Vec<Description> {
+    let pg_class = system_table_oid(SystemTable::PgClass);
+    let mut all = vec![Description {
+        objoid: PUBLIC_NAMESPACE_OID,
+        classoid: system_table_oid(SystemTable::PgNamespace),
+        objsubid: 0,
+        description: "standard public schema".into(),
+    }];
+    let on_relation = |objoid, objsubid, comment: &Option<String>| {
+        comment.as_ref().map(|c| Description {
+            objoid,
+            classoid: pg_class,
+            objsubid,
+            description: c.clone(),
+        })
+    };
+    for t in session.catalog.tables() {
+        all.extend(on_relation(t.oid, 0, &t.comment));
+        for (i, c) in t.columns.iter().enumerate() {
+            all.extend(on_relation(t.oid, i as i32 + 1, &c.comment));
+        }
+    }
+    for v in session.catalog.views() {
+        all.extend(on_relation(v.oid, 0, &v.comment));
+    }
+    all.sort_by_key(|d| (d.classoid, d.objoid, d.objsubid));
+    all
+}
+
+/// The comment on object `objoid` (sub-object `objsubid`) of catalog `classoid` (None:
+/// any), as obj_description and col_description give it.
+fn description_of(
+    session: &SessionView,
+    objoid: u32,
+    classoid: Option<u32>,
+    objsubid: i32,
+) -> Value {
+    descriptions(session)
+        .into_iter()
+        .find(|d| {
+            d.objoid == objoid && d.objsubid == objsubid && classoid.is_none_or(|c| c == d.classoid)
+        })
+        .map_or(Value::Null, |d| Value::Text(d.description))
+}
+
 /// pg_stat_activity: this coordinator's sessions. As PostgreSQL's, a session of a role
 /// whose privileges the reader lacks shows only who and where, its query
 /// `<insufficient privilege>`, unless the reader has pg_read_all_stats'.
@@ -397,6 +452,7 @@ async fn columns_of(
                 ]
             })
             .collect()),
+        SystemTable::PgLocks => crate::lock_view::rows(session, datanodes).await,
         _ => rows(table, session),
     }
 }
@@ -751,12 +807,17 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
                 Value::TimestampTz(info.stats_reset),
             ]]
         }
-        PgDescription => vec![vec![
-            oid(PUBLIC_NAMESPACE_OID),
-            oid(system_table_oid(PgNamespace)),
-            Value::Int4(0),
-            text("standard public schema"),
-        ]],
+        PgDescription => descriptions(session)
+            .into_iter()
+            .map(|d| {
+                vec![
+                    oid(d.objoid),
+                    oid(d.classoid),
+                    Value::Int4(d.objsubid),
+                    text(&d.description),
+                ]
+            })
+            .collect(),
         MeridianDistribution => tables.iter().map(|t| distribution_row(t)).collect(),
         PgViews => session
             .catalog
@@ -947,7 +1008,8 @@ pub fn rows(table: SystemTable, session: &SessionView) -> PgResult<Vec<Vec<Value
         | PgParameterAcl
         | PgUserMapping
         // Read from the datanodes (`read`).
-        | PgPreparedXacts => Vec::new(),
+        | PgPreparedXacts
+        | PgLocks => Vec::new(),
         Information(view) => crate::information_schema::rows(view, session),
     };
     for r in &mut rows {
@@ -1516,6 +1578,9 @@ pub fn relation_name(session: &SessionView, o: u32) -> String {
     if let Some(s) = session.catalog.sequence_by_oid(o) {
         return s.name.clone();
     }
+    if let Some(v) = session.catalog.view_by_oid(o) {
+        return v.name.clone();
+    }
     if let Some(ix) = find(&session.catalog.tables(), o, false) {
         return ix.name.to_string();
     }
@@ -1649,6 +1714,11 @@ pub fn session_function(
         F::CurrentUser => text(session.user),
         F::SessionUser => text(&session.settings.lock().get("session_authorization")?),
         F::PgBackendPid => Value::Int4(session.backend_pid),
+        F::TxidCurrent => session
+            .sessions
+            .get(session.backend_pid)
+            .and_then(|a| a.transaction_start())
+            .map_or(Value::Null, |start| Value::Int8(start as i64)),
         F::PgStatStatementsReset => return reset_statement_stats(session, &args),
         F::PgStatReset => {
             // PostgreSQL 15 grants pg_stat_reset() to superusers only
@@ -1765,18 +1835,32 @@ pub fn session_function(
                 },
             }
         }
-        // The built-in objects' comments of PostgreSQL 15 (user objects have none: no COMMENT ON).
-        F::ObjDescription => match (arg_oid(0), arg_text(1).as_str()) {
-            (PUBLIC_NAMESPACE_OID, "pg_namespace") => text("standard public schema"),
-            _ => Value::Null,
-        },
+        // obj_description(oid, catalog), and the deprecated obj_description(oid): any
+        // catalog's object of that OID.
+        F::ObjDescription => {
+            let catalog = (args.len() > 1).then(|| arg_text(1));
+            let class = catalog.as_deref().map(|c| match c {
+                "pg_class" => system_table_oid(SystemTable::PgClass),
+                "pg_namespace" => system_table_oid(SystemTable::PgNamespace),
+                _ => 0,
+            });
+            description_of(session, arg_oid(0), class, 0)
+        }
         F::ShobjDescription => match (arg_oid(0), arg_text(1).as_str()) {
             (POSTGRES_DB_OID, "pg_database") => text("default administrative connection database"),
             (1, "pg_database") => text("default template for new databases"),
             (4, "pg_database") => text("unmodifiable empty database"),
             _ => Value::Null,
         },
-        F::ColDescription => Value::Null,
+        F::ColDescription => {
+            let attnum = args.get(1).and_then(Value::as_i64).unwrap_or(0) as i32;
+            description_of(
+                session,
+                arg_oid(0),
+                Some(system_table_oid(SystemTable::PgClass)),
+                attnum,
+            )
+        }
         F::PgTablespaceLocation => text(""),
         F::PgDatabaseSize => {
             // Meridian has no per-database files: report the tables' (nominal) sizes.

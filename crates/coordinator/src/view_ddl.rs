@@ -45,6 +45,7 @@ pub async fn create(
         reads: cv.reads.clone(),
         owner: existing.as_ref().map_or(creator, |v| v.owner),
         acl: existing.as_ref().and_then(|v| v.acl.clone()),
+        comment: existing.as_ref().and_then(|v| v.comment.clone()),
     };
     log.put_view(shared, view).await
 }

@@ -12,6 +12,7 @@
 use crate::datanodes::Datanodes;
 use datanode_client::{DatanodeClient, Timestamp};
 use futures::future::join_all;
+use pgerror::PgResult;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,6 +30,16 @@ type Edge = (Timestamp, Timestamp);
 type Graph = BTreeMap<Timestamp, BTreeSet<Timestamp>>;
 
 impl Datanodes {
+    /// The wait-for edges of every datanode, merged (pg_locks): (waiting transaction,
+    /// blocking transaction) by start timestamp, each once, in order.
+    pub async fn wait_for_edges(&self) -> PgResult<Vec<Edge>> {
+        let mut all = BTreeSet::new();
+        for edges in join_all(self.nodes.iter().map(DatanodeClient::wait_for_edges)).await {
+            all.extend(edges?);
+        }
+        Ok(all.into_iter().collect())
+    }
+
     /// Starts the global deadlock detector on the current tokio runtime if there are
     /// several datanodes (one datanode's own detector sees every cycle). It stops once
     /// `self` is dropped.

@@ -209,6 +209,7 @@ mod tests {
             ty: DataTypeDef::from_type(&DataType::Int4),
             not_null: false,
             default: None,
+            comment: None,
         };
         TableDef {
             oid: 16384,
@@ -224,6 +225,7 @@ mod tests {
             checks: Vec::new(),
             foreign_keys: Vec::new(),
             acl: None,
+            comment: None,
             owner: 10,
         }
     }

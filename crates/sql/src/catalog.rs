@@ -80,6 +80,9 @@ pub struct ColumnDef {
     pub not_null: bool,
     /// Default expression as SQL text (re-bound when used).
     pub default: Option<String>,
+    /// COMMENT ON COLUMN (pg_description, col_description).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// Serializable mirror of `types::DataType` (kept as OID + typmod, like pg_attribute).
@@ -137,6 +140,9 @@ pub struct TableDef {
     /// owner holds them all (`crate::acl`).
     #[serde(default)]
     pub acl: Option<Vec<crate::acl::AclItem>>,
+    /// COMMENT ON TABLE (pg_description, obj_description).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 /// A FOREIGN KEY constraint (MATCH SIMPLE, not deferrable): the referencing table's

@@ -12,6 +12,7 @@
 //! on the scan they are printed as, the hashed side's on its Hash.
 
 use crate::catalog::TableDef;
+use crate::functions::{AggFunc, ScalarFunc};
 use crate::plan::{
     Access, AggCall, Expr, IndexLookup, JoinKind, KeyValues, Query, Rel, SetOpKind, SortKey,
     Statement, SubqueryKind, WindowFunc,
@@ -773,7 +774,7 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
             let mut names = columns(input, qualify);
             names.extend(window.calls.iter().map(|c| {
                 let name = match &c.func {
-                    WindowFunc::Aggregate(a) => snake(&format!("{:?}", a.func)),
+                    WindowFunc::Aggregate(a) => a.func.name().to_string(),
                     f => snake(&format!("{f:?}")),
                 };
                 format!("{name}() OVER (?)")
@@ -808,7 +809,24 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
 }
 
 fn aggregate(a: &AggCall, names: &[String]) -> String {
-    let name = snake(&format!("{:?}", a.func));
+    let name = a.func.name().to_string();
+    if let (
+        AggFunc::PercentileCont { desc }
+        | AggFunc::PercentileDisc { desc }
+        | AggFunc::Mode { desc },
+        Some(e),
+    ) = (a.func, &a.arg)
+    {
+        let call = format!(
+            "{name}() WITHIN GROUP (ORDER BY {}{})",
+            expr(e, names, &mut 0),
+            if desc { " DESC" } else { "" }
+        );
+        return match &a.filter {
+            Some(f) => format!("{call} FILTER (WHERE {})", expr(f, names, &mut 0)),
+            None => call,
+        };
+    }
     let arg = match &a.arg {
         None => "*".to_string(),
         Some(e) if a.distinct => format!("DISTINCT {}", expr(e, names, &mut 0)),
@@ -872,6 +890,17 @@ fn expr(e: &Expr, names: &[String], n: &mut usize) -> String {
             )
         }
         Expr::Cast { operand, to, .. } => format!("({})::{to}", expr(operand, names, n)),
+        // a percentile: its aggregate (`percentile_cont() WITHIN GROUP (…)`) with the
+        // fraction put back among its parentheses
+        Expr::Func {
+            func: ScalarFunc::PercentileContFinal | ScalarFunc::PercentileDiscFinal,
+            args,
+            ..
+        } if args.len() == 2 => {
+            let call = expr(&args[0], names, n);
+            let fraction = expr(&args[1], names, n);
+            call.replacen("()", &format!("({fraction})"), 1)
+        }
         Expr::Func { func, args, .. } => {
             format!("{}({})", snake(&format!("{func:?}")), list(args, names, n))
         }

@@ -506,6 +506,9 @@ pub enum SystemTable {
     /// Transactions prepared for two-phase commit (PREPARE TRANSACTION), read from the
     /// datanodes.
     PgPreparedXacts,
+    /// The transactions' locks and lock waits (the coordinator's sessions and the
+    /// datanodes' wait-for edges).
+    PgLocks,
     /// Sequences' parameters (decision 0034).
     PgSequence,
     /// The view over pg_sequence that drivers read.
@@ -1185,6 +1188,11 @@ pub enum Statement {
         new_name: String,
         if_exists: bool,
     },
+    /// COMMENT ON … IS: `comment` None removes it.
+    Comment {
+        target: CommentTarget,
+        comment: Option<String>,
+    },
     Truncate {
         tables: Vec<Arc<TableDef>>,
     },
@@ -1430,4 +1438,13 @@ impl Rel {
             Rel::WorkTable { width, .. } => *width,
         }
     }
+}
+
+/// The object a COMMENT ON names (`binder/comment.rs`).
+#[derive(Debug, Clone)]
+pub enum CommentTarget {
+    Table(Arc<TableDef>),
+    /// A table's column, by position.
+    Column(Arc<TableDef>, usize),
+    View(Arc<crate::view::ViewDef>),
 }

@@ -49,6 +49,7 @@ pub fn system_table(name: &str) -> Option<SystemTable> {
         "pg_db_role_setting" => PgDbRoleSetting,
         "pg_event_trigger" => PgEventTrigger,
         "pg_prepared_xacts" => PgPreparedXacts,
+        "pg_locks" => PgLocks,
         "pg_sequence" => PgSequence,
         "pg_sequences" => PgSequences,
         "pg_depend" => PgDepend,
@@ -160,6 +161,7 @@ pub fn system_table_oid(t: SystemTable) -> u32 {
         MeridianDistribution => 12005,
         MeridianNodes => 12006,
         PgPreparedXacts => 12007,
+        PgLocks => 12073,
         PgIndexes => 12020,
         PgViews => 12021,
         PgTables => 12022,
@@ -183,6 +185,7 @@ pub fn has_tableoid(t: SystemTable) -> bool {
             | PgStatUserIndexes
             | PgUser
             | PgPreparedXacts
+            | PgLocks
             | PgSequences
             | PgIndexes
             | PgViews
@@ -804,6 +807,26 @@ pub fn system_columns(t: SystemTable) -> Vec<(&'static str, DataType)> {
             ("prepared", DataType::TIMESTAMPTZ),
             ("owner", Name),
             ("database", Name),
+        ],
+        // PostgreSQL 15's columns; `transactionid` (xid there) is a transaction's start
+        // timestamp, as pg_prepared_xacts' `transaction`.
+        PgLocks => vec![
+            ("locktype", Text),
+            ("database", Oid),
+            ("relation", Oid),
+            ("page", Int4),
+            ("tuple", Int2),
+            ("virtualxid", Text),
+            ("transactionid", Int8),
+            ("classid", Oid),
+            ("objid", Oid),
+            ("objsubid", Int2),
+            ("virtualtransaction", Text),
+            ("pid", Int4),
+            ("mode", Text),
+            ("granted", Bool),
+            ("fastpath", Bool),
+            ("waitstart", DataType::TIMESTAMPTZ),
         ],
         PgViews => vec![
             ("schemaname", Name),

@@ -339,7 +339,7 @@ pub fn join(j: &ast::Join) -> PgResult<()> {
 /// once the function is known to be a plain one (42809, as PostgreSQL).
 pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
     let ast::Function {
-        name: _,
+        name,
         uses_odbc_syntax,
         parameters,
         args,
@@ -354,10 +354,7 @@ pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
         "parametric functions",
     )?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    refuse_if(
-        !within_group.is_empty(),
-        "WITHIN GROUP (ordered-set aggregates)",
-    )?;
+    refuse_within_group(name, within_group)?;
     let mut aggregate_clause = filter.is_some().then_some("FILTER");
     if let ast::FunctionArguments::List(ast::FunctionArgumentList {
         duplicate_treatment,
@@ -388,7 +385,7 @@ pub fn scalar_call(f: &ast::Function) -> PgResult<Option<&'static str>> {
 /// reads its OVER, and refuses its FILTER as PostgreSQL does).
 pub fn window_function_call(f: &ast::Function) -> PgResult<()> {
     let ast::Function {
-        name: _,
+        name,
         uses_odbc_syntax,
         parameters,
         args,
@@ -403,10 +400,7 @@ pub fn window_function_call(f: &ast::Function) -> PgResult<()> {
         "parametric functions",
     )?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    refuse_if(
-        !within_group.is_empty(),
-        "WITHIN GROUP (ordered-set aggregates)",
-    )?;
+    refuse_within_group(name, within_group)?;
     if let ast::FunctionArguments::List(ast::FunctionArgumentList {
         duplicate_treatment,
         args: _,
@@ -429,10 +423,36 @@ pub fn window_function_call(f: &ast::Function) -> PgResult<()> {
     Ok(())
 }
 
-/// An aggregate call: the binder reads its arguments, DISTINCT/ALL, ORDER BY and FILTER.
+/// A `WITHIN GROUP` on a function that is not an ordered-set aggregate: the
+/// hypothetical-set aggregates (rank, dense_rank, percent_rank, cume_dist) are not
+/// implemented (0A000); any other function is looked up by PostgreSQL with the WITHIN
+/// GROUP arguments after the others, which finds none (42883).
+fn refuse_within_group(name: &ast::ObjectName, within_group: &[ast::OrderByExpr]) -> PgResult<()> {
+    if within_group.is_empty() {
+        return Ok(());
+    }
+    let name = name.to_string().to_ascii_lowercase();
+    let name = name
+        .rsplit('.')
+        .next()
+        .unwrap_or_default()
+        .trim_matches('"');
+    if matches!(name, "rank" | "dense_rank" | "percent_rank" | "cume_dist") {
+        return Err(unsupported(format!(
+            "WITHIN GROUP (hypothetical-set aggregate {name})"
+        )));
+    }
+    Err(PgError::new(
+        codes::UNDEFINED_FUNCTION,
+        format!("function {name} with WITHIN GROUP arguments does not exist"),
+    ))
+}
+
+/// An aggregate call: the binder reads its arguments, DISTINCT/ALL, ORDER BY and FILTER;
+/// `WITHIN GROUP` only of the ordered-set aggregates (`ordered_set_call`).
 pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
     let ast::Function {
-        name: _,
+        name,
         uses_odbc_syntax,
         parameters,
         args,
@@ -447,10 +467,7 @@ pub fn aggregate_call(f: &ast::Function) -> PgResult<()> {
         "parametric functions",
     )?;
     refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
-    refuse_if(
-        !within_group.is_empty(),
-        "WITHIN GROUP (ordered-set aggregates)",
-    )?;
+    refuse_within_group(name, within_group)?;
     if let ast::FunctionArguments::List(ast::FunctionArgumentList {
         duplicate_treatment: _,
         args: _,
@@ -949,6 +966,54 @@ pub fn primary_key(pk: &ast::PrimaryKeyConstraint) -> PgResult<()> {
             "expressions and orderings in a primary key",
         )?;
         refuse_if(operator_class.is_some(), "operator classes")?;
+    }
+    Ok(())
+}
+
+/// An ordered-set aggregate call (`percentile_cont(0.5) WITHIN GROUP (ORDER BY x)`): the
+/// binder reads its direct arguments, its WITHIN GROUP keys, FILTER and OVER (refused
+/// there, as PostgreSQL refuses it). DISTINCT and an ORDER BY among the arguments are
+/// PostgreSQL's syntax errors.
+pub fn ordered_set_call(f: &ast::Function) -> PgResult<()> {
+    let ast::Function {
+        name: _,
+        uses_odbc_syntax,
+        parameters,
+        args,
+        within_group,
+        filter: _,
+        null_treatment,
+        over: _,
+    } = f;
+    refuse_if(*uses_odbc_syntax, "ODBC function call syntax")?;
+    refuse_if(
+        !matches!(parameters, ast::FunctionArguments::None),
+        "parametric functions",
+    )?;
+    refuse_if(null_treatment.is_some(), "IGNORE/RESPECT NULLS")?;
+    within_group.iter().try_for_each(order_by_expr)?;
+    if let ast::FunctionArguments::List(ast::FunctionArgumentList {
+        duplicate_treatment,
+        args: _,
+        clauses,
+    }) = args
+    {
+        if matches!(duplicate_treatment, Some(ast::DuplicateTreatment::Distinct)) {
+            return Err(PgError::new(
+                codes::SYNTAX_ERROR,
+                "cannot use DISTINCT with WITHIN GROUP",
+            ));
+        }
+        match clauses.first() {
+            None => {}
+            Some(ast::FunctionArgumentClause::OrderBy(_)) => {
+                return Err(PgError::new(
+                    codes::SYNTAX_ERROR,
+                    "cannot use multiple ORDER BY clauses with WITHIN GROUP",
+                ))
+            }
+            Some(_) => return Err(unsupported("clauses inside an aggregate's argument list")),
+        }
     }
     Ok(())
 }

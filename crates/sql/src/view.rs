@@ -28,6 +28,9 @@ pub struct ViewDef {
     /// owner holds them all (`crate::acl`).
     #[serde(default)]
     pub acl: Option<Vec<crate::acl::AclItem>>,
+    /// COMMENT ON VIEW (pg_description, obj_description).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -175,6 +178,7 @@ mod tests {
             reads: Vec::new(),
             owner: crate::role::bootstrap_owner(),
             acl: None,
+            comment: None,
         };
         assert!(view
             .check_replacement(&[col("a", 23), col("b", 25)])

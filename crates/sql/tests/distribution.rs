@@ -56,6 +56,7 @@ fn table(sql: &str) -> Arc<TableDef> {
         checks: Vec::new(),
         foreign_keys: Vec::new(),
         acl: None,
+        comment: None,
         owner: 10,
     })
 }

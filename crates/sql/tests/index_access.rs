@@ -49,6 +49,7 @@ fn catalog() -> Tables {
         ty: DataTypeDef::from_type(&DataType::Int4),
         not_null: false,
         default: None,
+        comment: None,
     };
     let ol = TableDef {
         oid: 16390,
@@ -64,6 +65,7 @@ fn catalog() -> Tables {
         checks: Vec::new(),
         foreign_keys: Vec::new(),
         acl: None,
+        comment: None,
         owner: 10,
     };
     let varchar = |name: &str| ColumnDef {
@@ -90,6 +92,7 @@ fn catalog() -> Tables {
         checks: Vec::new(),
         foreign_keys: Vec::new(),
         acl: None,
+        comment: None,
         owner: 10,
     };
     Tables(vec![
@@ -113,6 +116,7 @@ fn catalog() -> Tables {
             checks: Vec::new(),
             foreign_keys: Vec::new(),
             acl: None,
+            comment: None,
             owner: 10,
         }),
     ])

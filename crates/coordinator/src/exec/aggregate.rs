@@ -5,7 +5,7 @@ use super::{group_key, Row};
 use pgerror::{codes, PgError, PgResult};
 use rustc_hash::{FxHashMap, FxHashSet};
 use spill::row_size;
-use sql::functions::AggFunc;
+use sql::functions::{ordered_set, AggFunc};
 use sql::plan::{AggCall, Expr};
 use types::numeric::{self as numeric, Numeric};
 use types::ops::{self, BinaryOp};
@@ -35,6 +35,10 @@ enum AggState {
         sx: f64,
         sxx: f64,
     },
+    /// An ordered-set aggregate's non-NULL values, sorted when the group is finished
+    /// (`sql::functions::ordered_set`); charged to the statement as they come, as
+    /// array_agg's are.
+    OrderedSet(Vec<Value>),
 }
 
 /// One group: its key values, its aggregate states, and per aggregate the DISTINCT values
@@ -81,6 +85,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                     count: 0,
                 },
                 f if f.is_ordered() => AggState::Array(Vec::new()),
+                f if f.is_ordered_set() => AggState::OrderedSet(Vec::new()),
                 f if f.is_variance() && a.ty == DataType::Float8 => AggState::FloatMoments {
                     n: 0.0,
                     sx: 0.0,
@@ -194,7 +199,7 @@ impl<'p, 'm> Aggregator<'p, 'm> {
                     continue;
                 }
             }
-            if matches!(states[i], AggState::Array(_)) {
+            if matches!(states[i], AggState::Array(_) | AggState::OrderedSet(_)) {
                 self.held.charge(row_size(std::slice::from_ref(&v)))?;
             }
             accumulate(&mut states[i], a, v)?;
@@ -266,6 +271,7 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
     match state {
         AggState::Count(n) => *n += 1,
         AggState::Array(items) => items.push(v),
+        AggState::OrderedSet(values) => values.push(v),
         AggState::Moments { count, sum, sum_sq } => {
             let x = match v {
                 Value::Numeric(x) => x,
@@ -369,7 +375,10 @@ fn accumulate(state: &mut AggState, agg: &AggCall, v: Value) -> PgResult<()> {
                 | AggFunc::VarSamp
                 | AggFunc::VarPop
                 | AggFunc::StddevSamp
-                | AggFunc::StddevPop => {
+                | AggFunc::StddevPop
+                | AggFunc::PercentileCont { .. }
+                | AggFunc::PercentileDisc { .. }
+                | AggFunc::Mode { .. } => {
                     unreachable!("handled by their own states")
                 }
             };
@@ -416,6 +425,21 @@ fn finish(state: AggState, agg: &AggCall) -> PgResult<Value> {
                 Value::Array(items)
             }
         }
+        AggState::OrderedSet(mut values) => match agg.func {
+            AggFunc::Mode { desc } => {
+                ordered_set::sort_values(&mut values, desc);
+                ordered_set::mode(values)
+            }
+            // the percentiles: their values in order, finished with the fraction by
+            // `ScalarFunc::PercentileContFinal` / `PercentileDiscFinal`
+            AggFunc::PercentileCont { desc } | AggFunc::PercentileDisc { desc }
+                if !values.is_empty() =>
+            {
+                ordered_set::sort_values(&mut values, desc);
+                Value::Array(values)
+            }
+            _ => Value::Null,
+        },
         AggState::Moments { count, sum, sum_sq } => {
             let (sample, stddev) = agg.func.variance_kind();
             numeric::variance(count, &sum, &sum_sq, sample, stddev)?

@@ -267,6 +267,7 @@ impl<S: SessionStream> Session<S> {
             | Statement::DropType { .. }
             | Statement::DropView { .. }
             | Statement::RenameView { .. }
+            | Statement::Comment { .. }
             | Statement::Truncate { .. }
             | Statement::CreateSequence(_)
             | Statement::AlterSequence(_)

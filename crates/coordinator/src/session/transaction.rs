@@ -386,6 +386,7 @@ impl<S: SessionStream> Session<S> {
                 let start = self.shared.gtm.begin().await?;
                 t.dn_txn = Some(self.shared.datanodes.begin(start, t.isolation));
                 t.ddl.set_start(start);
+                self.state.activity.transaction_started(start);
                 Ok(start)
             }
             Some(dn) if t.isolation.one_snapshot() => Ok(dn.start_ts()),

@@ -87,6 +87,7 @@ impl<'a> Binder<'a> {
                 }),
                 not_null: false,
                 default: None,
+                comment: None,
             })
             .collect();
         for (column, given) in columns.iter_mut().zip(names) {

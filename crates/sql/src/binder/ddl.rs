@@ -36,6 +36,7 @@ impl<'a> Binder<'a> {
                 ty: DataTypeDef::from_type(&ty),
                 not_null: false,
                 default: None,
+                comment: None,
             };
             if columns.iter().any(|c: &ColumnDef| c.name == def.name) {
                 return Err(PgError::new(
@@ -378,6 +379,7 @@ impl<'a> Binder<'a> {
             ty: DataTypeDef::from_type(&ty),
             not_null: false,
             default: None,
+            comment: None,
         };
         let mut fill = None;
         let mut constraints = Vec::new();

@@ -982,8 +982,10 @@ impl<'a> Binder<'a> {
                     [schema, name] if schema == "public" => self.catalog.sequence(name),
                     _ => None,
                 };
+                let view = self.view_named(&parts);
                 let oid = match self.relation(&parts) {
                     _ if sequence.is_some() => sequence.map_or(0, |s| s.oid),
+                    _ if view.is_some() => view.map_or(0, |v| v.oid),
                     Ok((Rel::Scan { table, .. }, _, _)) => table.oid,
                     Ok((Rel::System { table }, _, _)) => system_table_oid(table),
                     _ => {
@@ -1243,6 +1245,9 @@ impl<'a> Binder<'a> {
                 })
                 .collect::<PgResult<_>>()?,
         };
+        if let ("pg_blocking_pids", [pid]) = (name.as_str(), args.as_slice()) {
+            return child(self, &super::blocking_pids::blocking_pids_query(pid)?);
+        }
         let bound = args
             .iter()
             .map(|a| child(self, a))

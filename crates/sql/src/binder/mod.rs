@@ -16,8 +16,10 @@ use types::ops::{resolve_binary, BinaryOp, UnaryOp};
 use types::{DataType, Value};
 
 mod access;
+mod blocking_pids;
 mod casts;
 mod check;
+mod comment;
 mod copy;
 mod create_table_as;
 mod ddl;
@@ -35,6 +37,7 @@ mod query;
 mod select_srf;
 mod sequence_relation;
 mod serial;
+mod text_table;
 mod view;
 mod window;
 
@@ -375,6 +378,12 @@ impl<'a> Binder<'a> {
             S::CreateDatabase { .. } => Err(unsupported("CREATE DATABASE")),
             S::CreateRole(_) => Err(unsupported("CREATE ROLE")),
             S::CreateSchema { .. } => Err(unsupported("CREATE SCHEMA")),
+            S::Comment {
+                object_type,
+                object_name,
+                comment,
+                if_exists,
+            } => self.comment(object_type, object_name, comment, *if_exists),
             S::Explain {
                 describe_alias: ast::DescribeAlias::Explain,
                 analyze,

@@ -2,6 +2,7 @@
 //! grouping and aggregates, ORDER BY.
 
 use super::*;
+use crate::functions::AggFunc;
 
 impl<'a> Binder<'a> {
     pub fn query(&mut self, q: &ast::Query) -> PgResult<Query> {
@@ -651,7 +652,8 @@ impl<'a> Binder<'a> {
     }
 
     /// A set-returning function in FROM; laterally joined when its arguments refer to the
-    /// FROM items on its `left`. WITH ORDINALITY only for pg_partition_ancestors.
+    /// FROM items on its `left`. WITH ORDINALITY only for pg_partition_ancestors and the
+    /// text set-returning functions (`text_table.rs`).
     pub(super) fn table_function(
         &mut self,
         parts: &[String],
@@ -661,7 +663,13 @@ impl<'a> Binder<'a> {
         ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
-        if ordinality && name != "pg_partition_ancestors" {
+        let ordinal = [
+            "pg_partition_ancestors",
+            "regexp_matches",
+            "regexp_split_to_table",
+            "string_to_table",
+        ];
+        if ordinality && !ordinal.contains(&name) {
             return Err(unsupported("WITH ORDINALITY"));
         }
         let Some(left) = left else {
@@ -741,6 +749,9 @@ impl<'a> Binder<'a> {
             return self.options_table(e, alias);
         }
         if let Some(found) = self.json_table_function(name, args, alias)? {
+            return Ok(found);
+        }
+        if let Some(found) = self.text_table_function(name, args, alias, ordinality)? {
             return Ok(found);
         }
         if name != "generate_series" {
@@ -828,6 +839,9 @@ impl<'a> Binder<'a> {
         order_by: &[ast::OrderByExpr],
     ) -> PgResult<(Rel, Vec<OutputColumn>)> {
         if let Some(rewritten) = super::select_srf::expandarray_records(sel)? {
+            return self.select(&rewritten, order_by);
+        }
+        if let Some(rewritten) = super::select_srf::lateral_sets(sel)? {
             return self.select(&rewritten, order_by);
         }
         if let Some(rewritten) = super::select_srf::lateral_subscripts(sel)? {
@@ -1253,6 +1267,9 @@ impl<'a> Binder<'a> {
         }
         if let ast::Expr::Function(f) = e {
             let name = object_name_parts(&f.name).pop().unwrap_or_default();
+            if is_ordered_set_name(&name) && f.over.is_none() {
+                return self.ordered_set_expr(&name, f, ctx);
+            }
             if is_aggregate_name(&name) && f.over.is_none() {
                 if let Some(j) = ctx.agg_asts.iter().position(|a| a == e) {
                     return Ok(Expr::Column {
@@ -1314,6 +1331,13 @@ impl<'a> Binder<'a> {
         f: &ast::Function,
         child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
     ) -> PgResult<(AggCall, Option<Vec<SortKey>>)> {
+        if is_ordered_set_name(name) {
+            // agg_expr binds them (`ordered_set_call`); here only as window calls
+            self.ordered_set_call(name, f, child)?;
+            return Err(PgError::internal(
+                "an ordered-set aggregate outside aggregation",
+            ));
+        }
         crate::unsupported_syntax::aggregate_call(f)?;
         // In a window aggregate an aggregate argument is the grouped query's (`child`).
         let nested = |e: &ast::Expr| f.over.is_none() && contains_aggregate(e);
@@ -1504,6 +1528,201 @@ impl<'a> Binder<'a> {
             },
             order,
         ))
+    }
+}
+
+/// Whether `name` is an ordered-set aggregate's (`… WITHIN GROUP (ORDER BY …)`).
+pub(super) fn is_ordered_set_name(name: &str) -> bool {
+    matches!(name, "percentile_cont" | "percentile_disc" | "mode")
+}
+
+impl<'a> Binder<'a> {
+    /// An ordered-set aggregate in the output of an aggregation: `percentile_cont(f)`,
+    /// `percentile_disc(f)` (f a float8, or a float8[] for an array of results) or
+    /// `mode()`, each `WITHIN GROUP (ORDER BY value [ASC | DESC])`. The aggregate
+    /// collects and sorts its group's values itself (`AggFunc::is_ordered_set`), so its
+    /// order never conflicts with the input order other aggregates ask for. A
+    /// percentile's aggregate results in the sorted values, shared by the calls that
+    /// differ only in the fraction; the fraction (PostgreSQL's direct argument: grouped
+    /// columns only, 42803) is bound over the aggregation's output and applied to them by
+    /// `ScalarFunc::PercentileContFinal`/`PercentileDiscFinal`, once per group.
+    fn ordered_set_expr(
+        &mut self,
+        name: &str,
+        f: &ast::Function,
+        ctx: &mut AggContext,
+    ) -> PgResult<Expr> {
+        let scope = &ctx.input_scope;
+        let (call, direct) = self.ordered_set_call(name, f, &mut |b, arg| b.expr(arg, scope))?;
+        // the aggregate, without its direct arguments
+        let mut shared = f.clone();
+        shared.args = ast::FunctionArguments::None;
+        let shared = ast::Expr::Function(shared);
+        let j = match ctx.agg_asts.iter().position(|a| *a == shared) {
+            Some(j) => j,
+            None => {
+                ctx.aggs.push(call);
+                ctx.agg_asts.push(shared);
+                ctx.aggs.len() - 1
+            }
+        };
+        let column = Expr::Column {
+            depth: 0,
+            index: ctx.group_count + j,
+            ty: ctx.aggs[j].ty.clone(),
+        };
+        let Some(direct) = direct else {
+            return Ok(column);
+        };
+        let fraction = self.agg_expr(direct, ctx)?;
+        let fraction = match fraction.ty() {
+            DataType::Array(_) => cast_to(fraction, &DataType::Array(Box::new(DataType::Float8)))?,
+            _ => {
+                let fraction = self.infer_param(fraction, &DataType::Float8);
+                cast_to(fraction, &DataType::Float8)?
+            }
+        };
+        let element = match column.ty() {
+            DataType::Array(element) => *element,
+            other => other,
+        };
+        let ty = match fraction.ty() {
+            DataType::Array(_) => DataType::Array(Box::new(element)),
+            _ => element,
+        };
+        let func = if name == "percentile_cont" {
+            ScalarFunc::PercentileContFinal
+        } else {
+            ScalarFunc::PercentileDiscFinal
+        };
+        Ok(Expr::Func {
+            func,
+            args: vec![column, fraction],
+            ty,
+        })
+    }
+
+    /// An ordered-set aggregate's call (its value bound by `child`) and, of a
+    /// percentile, its direct argument (the fraction); PostgreSQL's errors for a call
+    /// with OVER, without WITHIN GROUP, or with other arguments.
+    fn ordered_set_call<'f>(
+        &mut self,
+        name: &str,
+        f: &'f ast::Function,
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
+    ) -> PgResult<(AggCall, Option<&'f ast::Expr>)> {
+        crate::unsupported_syntax::ordered_set_call(f)?;
+        if f.over.is_some() {
+            return Err(PgError::new(
+                codes::FEATURE_NOT_SUPPORTED,
+                format!("OVER is not supported for ordered-set aggregate {name}"),
+            ));
+        }
+        let direct: Vec<&ast::Expr> = match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                    _ => Err(PgError::new(
+                        codes::UNDEFINED_FUNCTION,
+                        format!("function {name} with these arguments does not exist"),
+                    )),
+                })
+                .collect::<PgResult<_>>()?,
+            _ => Vec::new(),
+        };
+        let no_such = || {
+            PgError::new(
+                codes::UNDEFINED_FUNCTION,
+                format!("function {name} with these arguments does not exist"),
+            )
+        };
+        if f.within_group.is_empty() {
+            // `mode(x)`, `percentile_cont(f, x)`: the call with its WITHIN GROUP argument
+            // among the others (else no function has these arguments)
+            return Err(if direct.len() == 1 + usize::from(name != "mode") {
+                PgError::new(
+                    codes::WRONG_OBJECT_TYPE,
+                    format!("WITHIN GROUP is required for ordered-set aggregate {name}"),
+                )
+            } else {
+                no_such()
+            });
+        }
+        if contains_window(f) {
+            return Err(PgError::new(
+                codes::GROUPING_ERROR,
+                "aggregate function calls cannot contain window function calls",
+            ));
+        }
+        let nested = direct.iter().any(|e| contains_aggregate(e))
+            || f.within_group.iter().any(|o| contains_aggregate(&o.expr));
+        if nested {
+            return Err(PgError::new(
+                codes::GROUPING_ERROR,
+                "aggregate function calls cannot be nested",
+            ));
+        }
+        let [key] = f.within_group.as_slice() else {
+            return Err(no_such());
+        };
+        let direct = match (name, direct.as_slice()) {
+            ("mode", []) => None,
+            ("percentile_cont" | "percentile_disc", [fraction]) => Some(*fraction),
+            _ => return Err(no_such()),
+        };
+        let desc = key.options.sort == Some(ast::OrderBySort::Desc);
+        let filter = match &f.filter {
+            Some(w) if contains_aggregate(w) => {
+                return Err(PgError::new(
+                    codes::GROUPING_ERROR,
+                    "aggregate functions are not allowed in FILTER",
+                ));
+            }
+            Some(w) => Some(boolean_clause("FILTER", child(self, w)?)?),
+            None => None,
+        };
+        let value = child(self, &key.expr)?;
+        let value = match value.ty() {
+            DataType::Unknown => cast_to(value, &DataType::Text)?,
+            _ => value,
+        };
+        let (func, value) = match name {
+            "mode" => (AggFunc::Mode { desc }, value),
+            "percentile_disc" => (AggFunc::PercentileDisc { desc }, value),
+            _ => {
+                let value = match value.ty() {
+                    DataType::Interval { .. } => cast_to(value, &DataType::INTERVAL)?,
+                    _ => {
+                        let value = self.infer_param(value, &DataType::Float8);
+                        let from = value.ty().format_type();
+                        cast_to(value, &DataType::Float8).map_err(|_| {
+                            PgError::new(
+                                codes::UNDEFINED_FUNCTION,
+                                format!(
+                                    "function percentile_cont(double precision, {from}) does not exist"
+                                ),
+                            )
+                        })?
+                    }
+                };
+                (AggFunc::PercentileCont { desc }, value)
+            }
+        };
+        // a percentile's aggregate gives the sorted values
+        let ty = match func {
+            AggFunc::Mode { .. } => value.ty(),
+            _ => DataType::Array(Box::new(value.ty())),
+        };
+        let call = AggCall {
+            func,
+            arg: Some(value),
+            distinct: false,
+            filter,
+            ty,
+        };
+        Ok((call, direct))
     }
 }
 
@@ -1873,6 +2092,9 @@ pub(super) fn contains_aggregate(e: &ast::Expr) -> bool {
         "variance(",
         "var_samp(",
         "var_pop(",
+        "percentile_cont(",
+        "percentile_disc(",
+        "mode(",
     ]
     .iter()
     .any(|p| s.contains(p))

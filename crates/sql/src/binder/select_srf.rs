@@ -14,6 +14,10 @@
 //! is left alone (no record values here). The rewrite is of the
 //! statement's syntax, so the binder needs no set-returning node. Other shapes (different
 //! arrays, a function nested in an expression, aggregates) are left as they are.
+//!
+//! regexp_matches, regexp_split_to_table and string_to_table (`lateral_sets`) are
+//! rewritten the same way wherever they sit in an item, with unnest calls beside them,
+//! over one series as long as the longest of them.
 
 use pgerror::{PgError, PgResult};
 use sqlparser::ast;
@@ -48,13 +52,7 @@ pub(super) fn lateral_subscripts(sel: &ast::Select) -> PgResult<Option<ast::Sele
             }
         }
     }
-    // PostgreSQL runs them after grouping, which a join before it would not.
-    let aggregating = !matches!(&sel.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
-        || sel.having.is_some() || (sel.projection.iter()).any(|i| {
-        matches!(i, ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }
-                if super::contains_aggregate(e))
-    });
-    let Some(array) = array.filter(|_| found && !aggregating) else {
+    let Some(array) = array.filter(|_| found && !aggregating(sel)) else {
         return Ok(None);
     };
     let dimension = dimension.unwrap_or_else(|| "1".to_string());
@@ -81,6 +79,134 @@ pub(super) fn lateral_subscripts(sel: &ast::Select) -> PgResult<Option<ast::Sele
     let series = format!(
         "LATERAL generate_series(array_lower({array}, {dimension}), \
          array_upper({array}, {dimension})) AS {SERIES}(n)"
+    );
+    out.from
+        .push(parsed(&series, |p| p.parse_table_and_joins())?);
+    Ok(Some(out))
+}
+
+/// Whether the select groups: PostgreSQL runs a select list's set-returning functions
+/// after grouping, which a join before it would not.
+fn aggregating(sel: &ast::Select) -> bool {
+    !matches!(&sel.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+        || sel.having.is_some() || (sel.projection.iter()).any(|i| {
+        matches!(i, ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }
+                if super::contains_aggregate(e))
+    })
+}
+
+/// The select with its select list's regexp_matches, regexp_split_to_table and
+/// string_to_table calls (and unnest calls beside them), wherever they sit in an item,
+/// turned into one lateral series `generate_series(1, GREATEST(count, …))`: each call
+/// read as its n-th row, NULL past its last, as PostgreSQL 10+ runs a select list's
+/// set-returning functions in lockstep until the longest is done (none with a row: no
+/// rows). An item keeps the column name the call gave it. None where the select has no
+/// such call, or groups (left as it is).
+pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
+    use crate::functions::regexp::{MATCHES_COUNT, MATCHES_ITEM, SPLIT_TO_TABLE};
+    let text_set = |e: &ast::Expr| {
+        matches!(
+            function_name(e).as_deref(),
+            Some("regexp_matches" | "regexp_split_to_table" | "string_to_table")
+        ) && plain_arguments(e).is_some()
+    };
+    let any_text_set = |e: &ast::Expr| {
+        let mut found = false;
+        let _ = ast::visit_expressions(e, |e| {
+            found |= text_set(e);
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        found
+    };
+    let items = || {
+        sel.projection.iter().filter_map(|i| match i {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                Some(e)
+            }
+            _ => None,
+        })
+    };
+    if !items().any(|e| !super::has_subquery(e) && any_text_set(e)) || aggregating(sel) {
+        return Ok(None);
+    }
+    let mut out = sel.clone();
+    let mut counts: Vec<String> = Vec::new();
+    for item in &mut out.projection {
+        let (expr, alias) = match item {
+            ast::SelectItem::UnnamedExpr(e) => (e.clone(), None),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
+            _ => continue,
+        };
+        if super::has_subquery(&expr) {
+            continue;
+        }
+        let mut rewritten = expr.clone();
+        let mut failed: Option<PgError> = None;
+        let _ = ast::visit_expressions_mut(&mut rewritten, |e| {
+            let (Some(name), Some(args)) = (function_name(e), plain_arguments(e)) else {
+                return std::ops::ControlFlow::Continue(());
+            };
+            let sets = [
+                "regexp_matches",
+                "regexp_split_to_table",
+                "string_to_table",
+                "unnest",
+            ];
+            let arity = if name == "unnest" { 1..=1 } else { 2..=3 };
+            if !sets.contains(&name.as_str()) || !arity.contains(&args.len()) {
+                return std::ops::ControlFlow::Continue(());
+            }
+            if args.iter().any(|a| a.contains(SERIES)) {
+                failed = Some(PgError::unsupported(
+                    "set-returning functions in the arguments of set-returning functions",
+                ));
+                return std::ops::ControlFlow::Break(());
+            }
+            let args = args.join(", ");
+            let (count, replacement) = match name.as_str() {
+                "regexp_matches" => (
+                    format!("\"{MATCHES_COUNT}\"({args})"),
+                    format!("\"{MATCHES_ITEM}\"({SERIES}.n, {args})"),
+                ),
+                _ => {
+                    let array = match name.as_str() {
+                        "regexp_split_to_table" => format!("\"{SPLIT_TO_TABLE}\"({args})"),
+                        "string_to_table" => format!("string_to_array({args})"),
+                        _ => args,
+                    };
+                    (
+                        format!("cardinality({array})"),
+                        format!("({array})[{SERIES}.n]"),
+                    )
+                }
+            };
+            match parsed(&replacement, |p| p.parse_expr()) {
+                Ok(r) => {
+                    *e = ast::Expr::Nested(Box::new(r));
+                    counts.push(count);
+                    std::ops::ControlFlow::Continue(())
+                }
+                Err(err) => {
+                    failed = Some(err);
+                    std::ops::ControlFlow::Break(())
+                }
+            }
+        });
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        if rewritten != expr {
+            *item = ast::SelectItem::ExprWithAlias {
+                expr: rewritten,
+                alias: alias.unwrap_or_else(|| {
+                    ast::Ident::with_quote('"', super::default_column_name(&expr))
+                }),
+            };
+        }
+    }
+    let series = format!(
+        "LATERAL generate_series(1, GREATEST({})) AS {SERIES}(n)",
+        counts.join(", ")
     );
     out.from
         .push(parsed(&series, |p| p.parse_table_and_joins())?);
@@ -187,10 +313,13 @@ fn record_field(e: &ast::Expr, records: &[(String, String)]) -> Option<(String, 
 }
 
 /// Syntax built from the statement's own parts, so it parses; an internal error if not.
-fn parsed<T>(sql: &str, parse: impl FnOnce(&mut Parser) -> Result<T, ParserError>) -> PgResult<T> {
+pub(super) fn parsed<T>(
+    sql: &str,
+    parse: impl FnOnce(&mut Parser) -> Result<T, ParserError>,
+) -> PgResult<T> {
     (Parser::new(&PostgreSqlDialect {}).try_with_sql(sql))
         .and_then(|mut p| parse(&mut p))
-        .map_err(|e| PgError::internal(format!("select-list subscripts {sql}: {e}")))
+        .map_err(|e| PgError::internal(format!("rewritten syntax {sql}: {e}")))
 }
 
 /// `unnest(a)` → (a, None); `generate_subscripts(a, d)` → (a, Some(d));

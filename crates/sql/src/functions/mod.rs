@@ -17,6 +17,8 @@ mod array;
 mod bytes;
 mod format;
 mod math;
+pub mod ordered_set;
+pub mod regexp;
 mod string;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -34,6 +36,8 @@ pub enum ScalarFunc {
     /// session_user: SET SESSION AUTHORIZATION's role, at first the one that logged in.
     SessionUser,
     PgBackendPid,
+    /// txid_current(): the transaction's start timestamp (its name in pg_locks).
+    TxidCurrent,
     /// pg_cancel_backend(pid), pg_terminate_backend(pid[, timeout]): signal a session.
     PgCancelBackend,
     PgTerminateBackend,
@@ -233,7 +237,23 @@ pub enum ScalarFunc {
     OctetLength,
     BitLength,
     ConcatWs,
+    /// string_to_array(s, delimiter [, null_string]); string_to_table in FROM and in a
+    /// select list is its elements.
+    StringToArray,
+    // Regular expressions (regexp.rs).
     RegexpReplace,
+    RegexpMatch,
+    /// regexp_matches(s, p [, flags]) in FROM and in a select list: the number of
+    /// matches, and the n-th match's row (arguments n, s, p [, flags]).
+    RegexpMatchesCount,
+    RegexpMatchesItem,
+    RegexpSplitToArray,
+    /// regexp_split_to_table's pieces (as regexp_split_to_array, under its name).
+    RegexpSplitToTable,
+    RegexpCount,
+    RegexpInstr,
+    RegexpSubstr,
+    RegexpLike,
     /// `s SIMILAR TO pattern [ESCAPE e]` (built by the binder).
     SimilarTo,
     // json and jsonb (json.rs).
@@ -281,6 +301,11 @@ pub enum ScalarFunc {
     /// position, "key" | "value" | "value_text").
     JsonbSetCount,
     JsonbSetItem,
+    /// percentile_cont / percentile_disc (ordered_set.rs): the final step, over the
+    /// group's sorted values (their aggregate's result) and the fraction (a float8 or
+    /// float8[]), PostgreSQL's direct argument, evaluated once per group.
+    PercentileContFinal,
+    PercentileDiscFinal,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,9 +330,56 @@ pub enum AggFunc {
     VarPop,
     StddevSamp,
     StddevPop,
+    /// Ordered-set aggregates (`… WITHIN GROUP (ORDER BY value [DESC])`): each group's
+    /// non-NULL values are collected and sorted when the group is finished
+    /// (ordered_set.rs). The percentiles' aggregate results in those sorted values (NULL
+    /// for none), which `ScalarFunc::PercentileContFinal`/`PercentileDiscFinal` finish
+    /// with the fraction; mode's in the most frequent value.
+    PercentileCont {
+        desc: bool,
+    },
+    PercentileDisc {
+        desc: bool,
+    },
+    Mode {
+        desc: bool,
+    },
 }
 
 impl AggFunc {
+    /// Whether the aggregate is an ordered-set one (`WITHIN GROUP`).
+    pub fn is_ordered_set(self) -> bool {
+        matches!(
+            self,
+            AggFunc::PercentileCont { .. } | AggFunc::PercentileDisc { .. } | AggFunc::Mode { .. }
+        )
+    }
+
+    /// The aggregate's SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Avg => "avg",
+            AggFunc::BoolAnd => "bool_and",
+            AggFunc::BoolOr => "bool_or",
+            AggFunc::ArrayAgg => "array_agg",
+            AggFunc::StringAgg => "string_agg",
+            AggFunc::JsonbAgg => "jsonb_agg",
+            AggFunc::JsonAgg => "json_agg",
+            AggFunc::JsonbObjectAgg => "jsonb_object_agg",
+            AggFunc::VarSamp => "var_samp",
+            AggFunc::VarPop => "var_pop",
+            AggFunc::StddevSamp => "stddev_samp",
+            AggFunc::StddevPop => "stddev_pop",
+            AggFunc::PercentileCont { .. } => "percentile_cont",
+            AggFunc::PercentileDisc { .. } => "percentile_disc",
+            AggFunc::Mode { .. } => "mode",
+        }
+    }
+
     /// Whether NULL arguments are collected (the others skip them).
     pub fn keeps_nulls(self) -> bool {
         matches!(
@@ -365,6 +437,9 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
         "var_pop" => AggFunc::VarPop,
         "stddev" | "stddev_samp" => AggFunc::StddevSamp,
         "stddev_pop" => AggFunc::StddevPop,
+        "percentile_cont" => AggFunc::PercentileCont { desc: false },
+        "percentile_disc" => AggFunc::PercentileDisc { desc: false },
+        "mode" => AggFunc::Mode { desc: false },
         _ => return None,
     };
     let arg_ty = arg.cloned().unwrap_or(Int8);
@@ -407,6 +482,12 @@ pub fn resolve_aggregate(name: &str, arg: Option<&DataType>) -> Option<(AggFunc,
                 _ => return None,
             }
         }
+        // the binder types the ordered-set aggregates (`binder/query.rs`)
+        AggFunc::PercentileCont { .. } => match arg_ty {
+            Interval { .. } => DataType::INTERVAL,
+            _ => Float8,
+        },
+        AggFunc::PercentileDisc { .. } | AggFunc::Mode { .. } => arg_ty,
     };
     Some((f, ty))
 }
@@ -443,6 +524,7 @@ pub fn resolve_scalar(
         ("current_user" | "user" | "current_role", 0) => (F::CurrentUser, vec![], Name),
         ("session_user", 0) => (F::SessionUser, vec![], Name),
         ("pg_backend_pid", 0) => (F::PgBackendPid, vec![], Int4),
+        ("txid_current", 0) => (F::TxidCurrent, vec![], Int8),
         ("pg_cancel_backend", 1) => (F::PgCancelBackend, vec![Int4], Bool),
         ("pg_terminate_backend", 1) => (F::PgTerminateBackend, vec![Int4], Bool),
         ("pg_terminate_backend", 2) => (F::PgTerminateBackend, vec![Int4, Int8], Bool),
@@ -636,6 +718,7 @@ pub fn resolve_scalar(
                 return found;
             }
             let found = string::resolve(name, args)
+                .or_else(|| regexp::resolve(name, args))
                 .or_else(|| math::resolve(name, args))
                 .or_else(|| format::resolve(name, args))
                 .or_else(|| bytes::resolve(name, args))
@@ -701,6 +784,9 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
             | F::ArrayPrepend
             | F::ArrayCat
             | F::ArrayRemove
+            | F::StringToArray
+            | F::PercentileContFinal
+            | F::PercentileDiscFinal
     );
     if !null_tolerant && args.iter().any(Value::is_null) {
         return Ok(Value::Null);
@@ -972,8 +1058,18 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::OctetLength
         | F::BitLength
         | F::ConcatWs
-        | F::RegexpReplace
+        | F::StringToArray
         | F::SimilarTo => string::eval(func, &args)?,
+        F::RegexpReplace
+        | F::RegexpMatch
+        | F::RegexpMatchesCount
+        | F::RegexpMatchesItem
+        | F::RegexpSplitToArray
+        | F::RegexpSplitToTable
+        | F::RegexpCount
+        | F::RegexpInstr
+        | F::RegexpSubstr
+        | F::RegexpLike => regexp::eval(func, &args)?,
         F::QuoteIdent | F::QuoteLiteral | F::QuoteNullable | F::Format | F::ToCharNumber => {
             format::eval(func, &args)?
         }
@@ -1025,6 +1121,11 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::JsonbPretty
         | F::JsonbSetCount
         | F::JsonbSetItem => json::eval(func, &args)?,
+        F::PercentileContFinal | F::PercentileDiscFinal => {
+            let [values, fraction] = <[Value; 2]>::try_from(args)
+                .map_err(|_| PgError::internal("a percentile takes two arguments"))?;
+            ordered_set::percentile_final(values, fraction, func == F::PercentileContFinal)?
+        }
         session => {
             return Err(PgError::internal(format!(
                 "{session:?} must be evaluated by the session"

@@ -1,6 +1,6 @@
 //! String functions applications use (issue 31): chr, ascii, lpad/rpad, split_part,
 //! strpos, initcap, reverse, translate, starts_with, to_hex, octet_length, bit_length,
-//! concat_ws. Lengths and positions count characters, as PostgreSQL's in UTF-8.
+//! concat_ws, string_to_array. Lengths and positions count characters, as PostgreSQL's in UTF-8.
 
 use super::{value_to_text, ScalarFunc as F};
 use pgerror::{codes, PgError, PgResult};
@@ -24,7 +24,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataT
         ("reverse", 1) => (F::Reverse, text_args(), Text),
         ("translate", 3) => (F::Translate, text_args(), Text),
         ("starts_with", 2) => (F::StartsWith, text_args(), Bool),
-        ("regexp_replace", 3 | 4) => (F::RegexpReplace, text_args(), Text),
+        ("string_to_array", 2 | 3) => (F::StringToArray, text_args(), Array(Box::new(Text))),
         // to_hex(int4) shows the 32-bit two's complement, to_hex(int8) the 64-bit one.
         ("to_hex", 1) if args[0] == Int8 => (F::ToHex, vec![Int8], Text),
         ("to_hex", 1) => (F::ToHex, vec![Int4], Text),
@@ -43,7 +43,7 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataT
 }
 
 /// Evaluate one of this module's functions. NULL arguments have been handled by the
-/// caller, except for concat_ws, which skips them.
+/// caller, except for concat_ws, which skips them, and string_to_array.
 pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
     let text = |i: usize| args[i].as_str().unwrap_or("").to_string();
     let int = |i: usize| args[i].as_i64().unwrap_or(0);
@@ -66,14 +66,7 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         F::Reverse => Value::Text(text(0).chars().rev().collect()),
         F::Translate => Value::Text(translate(&text(0), &text(1), &text(2))),
         F::StartsWith => Value::Bool(text(0).starts_with(&text(1))),
-        F::RegexpReplace => {
-            let flags = if args.len() > 3 {
-                text(3)
-            } else {
-                String::new()
-            };
-            Value::Text(regexp_replace(&text(0), &text(1), &text(2), &flags)?)
-        }
+        F::StringToArray => string_to_array(args),
         F::SimilarTo => {
             let escape = args
                 .get(2)
@@ -107,53 +100,6 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
     })
 }
 
-/// regexp_replace with PostgreSQL's flags (`g` every match, `i` case-insensitive) and
-/// replacement (`\1`…`\9` a group, `\&` the match, `\\` a backslash).
-fn regexp_replace(s: &str, pattern: &str, replacement: &str, flags: &str) -> PgResult<String> {
-    let mut global = false;
-    let mut insensitive = false;
-    for f in flags.chars() {
-        match f {
-            'g' => global = true,
-            'i' => insensitive = true,
-            'c' => insensitive = false,
-            other => {
-                return Err(PgError::new(
-                    codes::INVALID_PARAMETER_VALUE,
-                    format!("invalid regular expression option: \"{other}\""),
-                ))
-            }
-        }
-    }
-    let mut rep = String::with_capacity(replacement.len());
-    let mut chars = replacement.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek().copied()) {
-            ('$', _) => rep.push_str("$$"),
-            ('\\', Some(d)) if d.is_ascii_digit() => {
-                chars.next();
-                rep.push_str(&format!("${{{d}}}"));
-            }
-            ('\\', Some('&')) => {
-                chars.next();
-                rep.push_str("${0}");
-            }
-            ('\\', Some('\\')) => {
-                chars.next();
-                rep.push('\\');
-            }
-            (c, _) => rep.push(c),
-        }
-    }
-    types::ops::with_regex(pattern, insensitive, |re| {
-        if global {
-            re.replace_all(s, rep.as_str()).into_owned()
-        } else {
-            re.replace(s, rep.as_str()).into_owned()
-        }
-    })
-}
-
 fn chr(code: i64) -> PgResult<char> {
     let fail = |code, msg: String| Err(PgError::new(code, msg));
     match code {
@@ -179,6 +125,31 @@ fn chr(code: i64) -> PgResult<char> {
             Ok,
         ),
     }
+}
+
+/// string_to_array(s, delimiter [, null_string]): NULL for a NULL string, no elements
+/// for an empty one, one per character for a NULL delimiter, the whole string for an
+/// empty one; elements equal to `null_string` are NULL.
+fn string_to_array(args: &[Value]) -> Value {
+    let Some(s) = args[0].as_str() else {
+        return Value::Null;
+    };
+    if s.is_empty() {
+        return Value::Array(Vec::new());
+    }
+    let null = args.get(2).and_then(Value::as_str);
+    let element = |e: &str| match null {
+        Some(n) if n == e => Value::Null,
+        _ => Value::Text(e.to_string()),
+    };
+    Value::Array(match args[1].as_str() {
+        None => s
+            .char_indices()
+            .map(|(i, c)| element(&s[i..i + c.len_utf8()]))
+            .collect(),
+        Some("") => vec![element(s)],
+        Some(d) => s.split(d).map(element).collect(),
+    })
 }
 
 /// lpad/rpad: fill to `len` characters, or cut the string to `len`.

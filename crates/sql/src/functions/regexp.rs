@@ -1,0 +1,593 @@
+//! PostgreSQL's regular-expression functions (issue 31): regexp_replace, regexp_match,
+//! regexp_matches, regexp_split_to_array/_to_table, regexp_count, regexp_instr,
+//! regexp_substr and regexp_like, with PostgreSQL's flags (`parse_flags`) and its ARE
+//! syntax put into the `regex` crate's (`translate`). Where the two flavours differ
+//! beyond what `translate` rewrites (backreferences, lookahead, POSIX leftmost-longest
+//! alternation, a whole RE's greediness set by its first quantifier) the `regex`
+//! crate's answer or error stands.
+//!
+//! Matching follows PostgreSQL's `setup_regexp_matches`: a search starts where the last
+//! match ended (one character further after an empty match), so an empty match right
+//! after a non-empty one counts; splitting ignores empty matches at either end of the
+//! string and right after a match. Positions count characters.
+
+use super::ScalarFunc as F;
+use pgerror::{codes, PgError, PgResult};
+use types::{DataType, Value};
+
+/// Names the binder's select-list rewrite calls (`binder/select_srf.rs`); not names a
+/// query would use.
+pub const MATCHES_COUNT: &str = "meridian regexp_matches count";
+pub const MATCHES_ITEM: &str = "meridian regexp_matches item";
+pub const SPLIT_TO_TABLE: &str = "meridian regexp_split_to_table";
+
+/// Resolve one of this module's functions: (function, argument types, result type).
+pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataType)> {
+    use DataType::*;
+    let n = args.len();
+    let text_array = || Array(Box::new(Text));
+    let integer = |i: usize| matches!(args.get(i), Some(Int2 | Int4 | Int8));
+    Some(match (name, n) {
+        ("regexp_replace", 3) => (F::RegexpReplace, vec![Text; 3], Text),
+        // regexp_replace(s, p, r, start [, n [, flags]]) (PostgreSQL 15) beside
+        // regexp_replace(s, p, r, flags)
+        ("regexp_replace", 4) if integer(3) => {
+            (F::RegexpReplace, vec![Text, Text, Text, Int4], Text)
+        }
+        ("regexp_replace", 4) => (F::RegexpReplace, vec![Text; 4], Text),
+        ("regexp_replace", 5) => (F::RegexpReplace, vec![Text, Text, Text, Int4, Int4], Text),
+        ("regexp_replace", 6) => (
+            F::RegexpReplace,
+            vec![Text, Text, Text, Int4, Int4, Text],
+            Text,
+        ),
+        ("regexp_match", 2 | 3) => (F::RegexpMatch, vec![Text; n], text_array()),
+        (MATCHES_COUNT, 2 | 3) => (F::RegexpMatchesCount, vec![Text; n], Int4),
+        (MATCHES_ITEM, 3 | 4) => {
+            let mut want = vec![Int4];
+            want.extend(vec![Text; n - 1]);
+            (F::RegexpMatchesItem, want, text_array())
+        }
+        ("regexp_split_to_array", 2 | 3) => (F::RegexpSplitToArray, vec![Text; n], text_array()),
+        (SPLIT_TO_TABLE, 2 | 3) => (F::RegexpSplitToTable, vec![Text; n], text_array()),
+        ("regexp_like", 2 | 3) => (F::RegexpLike, vec![Text; n], Bool),
+        ("regexp_count", 2) => (F::RegexpCount, vec![Text; 2], Int4),
+        ("regexp_count", 3) => (F::RegexpCount, vec![Text, Text, Int4], Int4),
+        ("regexp_count", 4) => (F::RegexpCount, vec![Text, Text, Int4, Text], Int4),
+        // regexp_instr(s, p [, start [, n [, endoption [, flags [, subexpr]]]]])
+        ("regexp_instr", 2..=7) => {
+            let kinds = [Text, Text, Int4, Int4, Int4, Text, Int4];
+            (F::RegexpInstr, kinds[..n].to_vec(), Int4)
+        }
+        // regexp_substr(s, p [, start [, n [, flags [, subexpr]]]])
+        ("regexp_substr", 2..=6) => {
+            let kinds = [Text, Text, Int4, Int4, Text, Int4];
+            (F::RegexpSubstr, kinds[..n].to_vec(), Text)
+        }
+        _ => return None,
+    })
+}
+
+/// PostgreSQL's regular-expression options (`parse_re_flags`), later letters overriding
+/// earlier ones.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flags {
+    pub global: bool,
+    icase: bool,
+    /// `.` and `[^…]` do not match a newline (`n`, `p`).
+    nlstop: bool,
+    /// `^` and `$` match at newlines (`n`, `w`).
+    nlanch: bool,
+    expanded: bool,
+    quote: bool,
+}
+
+/// Read PostgreSQL's option letters; any other is 22023.
+pub fn parse_flags(flags: &str) -> PgResult<Flags> {
+    let mut f = Flags::default();
+    for c in flags.chars() {
+        match c {
+            'g' => f.global = true,
+            'c' => f.icase = false,
+            'i' => f.icase = true,
+            'm' | 'n' => (f.nlstop, f.nlanch) = (true, true),
+            'p' => (f.nlstop, f.nlanch) = (true, false),
+            'w' => (f.nlstop, f.nlanch) = (false, true),
+            's' => (f.nlstop, f.nlanch) = (false, false),
+            'q' => f.quote = true,
+            't' => f.expanded = false,
+            'x' => f.expanded = true,
+            'b' | 'e' => {
+                return Err(PgError::unsupported(
+                    "basic and extended (non-advanced) regular expressions",
+                ))
+            }
+            other => {
+                return Err(PgError::new(
+                    codes::INVALID_PARAMETER_VALUE,
+                    format!("invalid regular expression option: \"{other}\""),
+                ))
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// The flags of a function that finds every match itself: `g` is 22023, as in
+/// PostgreSQL; the search is global anyway.
+fn flags_without_g(flags: &str, function: &str, hint: Option<&str>) -> PgResult<Flags> {
+    let mut f = parse_flags(flags)?;
+    if f.global {
+        let e = PgError::new(
+            codes::INVALID_PARAMETER_VALUE,
+            format!("{function}() does not support the \"global\" option"),
+        );
+        return Err(match hint {
+            Some(h) => e.with_hint(h),
+            None => e,
+        });
+    }
+    f.global = true;
+    Ok(f)
+}
+
+/// A PostgreSQL ARE in the `regex` crate's syntax under `flags`: `.` matches a newline
+/// unless `n`/`p`, as does `[^…]`; `^`/`$` at newlines under `n`/`w`; ARE's escapes
+/// `\y \Y \m \M \Z \b \B \e` and `[[:<:]]`, `[[:>:]]` as the crate's; in brackets `[`,
+/// `&` and `~` literal (the crate's class operators), and under `x` white space and `#`;
+/// `q` the pattern as a literal.
+pub fn translate(pattern: &str, flags: &Flags) -> String {
+    let mut out = String::with_capacity(pattern.len() + 8);
+    if !flags.nlstop {
+        out.push_str("(?s)");
+    }
+    if flags.nlanch {
+        out.push_str("(?m)");
+    }
+    if flags.quote {
+        out.push_str(&regex::escape(pattern));
+        return out;
+    }
+    if flags.expanded {
+        out.push_str("(?x)");
+    }
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let rest: String = chars[i..chars.len().min(i + 7)].iter().collect();
+        if rest == "[[:<:]]" || rest == "[[:>:]]" {
+            out.push_str(if rest == "[[:<:]]" {
+                r"\b{start}"
+            } else {
+                r"\b{end}"
+            });
+            i += 7;
+            continue;
+        }
+        match c {
+            '\\' if i + 1 < chars.len() => {
+                let e = chars[i + 1];
+                match e {
+                    'y' => out.push_str(r"\b"),
+                    'Y' => out.push_str(r"\B"),
+                    'm' => out.push_str(r"\b{start}"),
+                    'M' => out.push_str(r"\b{end}"),
+                    'Z' => out.push_str(r"\z"),
+                    'b' => out.push_str(r"\x08"),
+                    'B' => out.push_str(r"\\"),
+                    'e' => out.push_str(r"\x1B"),
+                    _ => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+                i += 2;
+            }
+            '[' => i = bracket(&chars, i, flags, &mut out),
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Copy the bracket expression starting at `chars[start]` (`[`); returns where it ends.
+fn bracket(chars: &[char], start: usize, flags: &Flags, out: &mut String) -> usize {
+    let mut i = start + 1;
+    out.push('[');
+    if chars.get(i) == Some(&'^') {
+        out.push('^');
+        if flags.nlstop {
+            out.push_str(r"\n");
+        }
+        i += 1;
+    }
+    if chars.get(i) == Some(&']') {
+        out.push_str(r"\]");
+        i += 1;
+    }
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            ']' => {
+                out.push(']');
+                return i + 1;
+            }
+            '\\' if i + 1 < chars.len() => {
+                out.push('\\');
+                out.push(chars[i + 1]);
+                i += 2;
+            }
+            '[' if matches!(chars.get(i + 1), Some(':' | '.' | '=')) => {
+                // [:class:] (and collating elements, which the crate refuses)
+                let close = chars[i + 1];
+                let end = (i + 2..chars.len().saturating_sub(1))
+                    .find(|&j| chars[j] == close && chars[j + 1] == ']');
+                let end = end.map_or(chars.len(), |j| j + 2);
+                out.extend(&chars[i..end]);
+                i = end;
+            }
+            c if flags.expanded && (c.is_whitespace() || c == '#') => {
+                // literal in brackets under `x`, as in PostgreSQL
+                out.push_str(&format!("\\x{{{:X}}}", c as u32));
+                i += 1;
+            }
+            '[' | '&' | '~' => {
+                out.push('\\');
+                out.push(c);
+                i += 1;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    i
+}
+
+/// Runs `f` on `pattern` compiled under `flags` (invalid patterns are 2201B).
+pub fn with_are<T>(
+    pattern: &str,
+    flags: &Flags,
+    f: impl FnOnce(&regex::Regex) -> T,
+) -> PgResult<T> {
+    types::ops::with_regex(&translate(pattern, flags), flags.icase, f)
+}
+
+/// One match: byte ranges of the whole match, then of each group (None: unmatched).
+type Locations = Vec<Option<(usize, usize)>>;
+
+/// The matches of `re` in `s` from byte `start`, as PostgreSQL's setup_regexp_matches
+/// finds them (every one when `global`; `ignore_degenerate` for splitting).
+fn find(
+    re: &regex::Regex,
+    s: &str,
+    start: usize,
+    global: bool,
+    ignore_degenerate: bool,
+) -> Vec<Locations> {
+    let mut out = Vec::new();
+    let mut at = start;
+    let mut prev_end = 0;
+    while at <= s.len() {
+        let Some(caps) = re.captures_at(s, at) else {
+            break;
+        };
+        let whole = caps.get(0).map_or((at, at), |m| (m.start(), m.end()));
+        if !ignore_degenerate || (whole.0 < s.len() && whole.1 > prev_end) {
+            out.push(
+                caps.iter()
+                    .map(|m| m.map(|m| (m.start(), m.end())))
+                    .collect(),
+            );
+        }
+        prev_end = whole.1;
+        if !global {
+            break;
+        }
+        at = whole.1;
+        if whole.0 == whole.1 {
+            at += s[at..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+/// The matches of `pattern` in `s` from character `start` (1-based).
+fn matches_from(
+    s: &str,
+    pattern: &str,
+    flags: &Flags,
+    start: usize,
+    ignore_degenerate: bool,
+) -> PgResult<Vec<Locations>> {
+    let byte = match s.char_indices().nth(start - 1) {
+        Some((b, _)) => b,
+        None if start - 1 == s.chars().count() => s.len(),
+        None => return Ok(Vec::new()),
+    };
+    with_are(pattern, flags, |re| {
+        find(re, s, byte, flags.global, ignore_degenerate)
+    })
+}
+
+/// regexp_match's and regexp_matches' row: the groups (NULL where one did not take
+/// part), or the whole match when there are none.
+fn match_array(s: &str, m: &Locations) -> Value {
+    let text = |l: &Option<(usize, usize)>| match l {
+        Some((a, b)) => Value::Text(s[*a..*b].to_string()),
+        None => Value::Null,
+    };
+    Value::Array(if m.len() > 1 {
+        m[1..].iter().map(text).collect()
+    } else {
+        vec![text(&m[0])]
+    })
+}
+
+/// The 1-based character position of byte `b` of `s`.
+fn position(s: &str, b: usize) -> i32 {
+    s[..b].chars().count() as i32 + 1
+}
+
+fn invalid(parameter: &str, value: i64) -> PgError {
+    PgError::new(
+        codes::INVALID_PARAMETER_VALUE,
+        format!("invalid value for parameter \"{parameter}\": {value}"),
+    )
+}
+
+/// A positive `start` or `n` argument (22023 otherwise), as a count.
+fn positive(args: &[Value], i: usize, parameter: &str) -> PgResult<usize> {
+    match args.get(i).and_then(Value::as_i64) {
+        None => Ok(1),
+        Some(v) if v > 0 => Ok(v as usize),
+        Some(v) => Err(invalid(parameter, v)),
+    }
+}
+
+/// Evaluate one of this module's functions (NULL arguments have been handled by the
+/// caller: all are strict).
+pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
+    let text = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or("");
+    Ok(match func {
+        F::RegexpReplace => regexp_replace(args)?,
+        F::RegexpMatch => {
+            let mut flags = flags_without_g(
+                text(2),
+                "regexp_match",
+                Some("Use the regexp_matches function instead."),
+            )?;
+            flags.global = false;
+            let found = matches_from(text(0), text(1), &flags, 1, false)?;
+            found
+                .first()
+                .map_or(Value::Null, |m| match_array(text(0), m))
+        }
+        F::RegexpMatchesCount | F::RegexpMatchesItem => {
+            // the item's arguments are (n, s, p [, flags])
+            let (n, rest) = match func {
+                F::RegexpMatchesItem => (args[0].as_i64().unwrap_or(0), &args[1..]),
+                _ => (0, args),
+            };
+            let s = rest[0].as_str().unwrap_or("");
+            let flags = parse_flags(rest.get(2).and_then(Value::as_str).unwrap_or(""))?;
+            let found = matches_from(s, rest[1].as_str().unwrap_or(""), &flags, 1, false)?;
+            if func == F::RegexpMatchesCount {
+                return Ok(Value::Int4(found.len() as i32));
+            }
+            match usize::try_from(n)
+                .ok()
+                .and_then(|n| found.get(n.wrapping_sub(1)))
+            {
+                Some(m) => match_array(s, m),
+                None => Value::Null,
+            }
+        }
+        F::RegexpSplitToArray | F::RegexpSplitToTable => {
+            let name = if func == F::RegexpSplitToArray {
+                "regexp_split_to_array"
+            } else {
+                "regexp_split_to_table"
+            };
+            let flags = flags_without_g(text(2), name, None)?;
+            let s = text(0);
+            let found = matches_from(s, text(1), &flags, 1, true)?;
+            let mut pieces = Vec::with_capacity(found.len() + 1);
+            let mut from = 0;
+            for m in &found {
+                let (a, b) = m[0].unwrap_or((from, from));
+                pieces.push(Value::Text(s[from..a].to_string()));
+                from = b;
+            }
+            pieces.push(Value::Text(s[from..].to_string()));
+            Value::Array(pieces)
+        }
+        F::RegexpLike => {
+            let mut flags = flags_without_g(text(2), "regexp_like", None)?;
+            flags.global = false;
+            Value::Bool(!matches_from(text(0), text(1), &flags, 1, false)?.is_empty())
+        }
+        F::RegexpCount => {
+            let start = positive(args, 2, "start")?;
+            let flags = flags_without_g(text(3), "regexp_count", None)?;
+            Value::Int4(matches_from(text(0), text(1), &flags, start, false)?.len() as i32)
+        }
+        F::RegexpInstr | F::RegexpSubstr => {
+            let instr = func == F::RegexpInstr;
+            let start = positive(args, 2, "start")?;
+            let n = positive(args, 3, "n")?;
+            let (end_option, flags_at, subexpr_at) = if instr {
+                (args.get(4).and_then(Value::as_i64).unwrap_or(0), 5, 6)
+            } else {
+                (0, 4, 5)
+            };
+            if !(0..=1).contains(&end_option) {
+                return Err(invalid("endoption", end_option));
+            }
+            let subexpr = args.get(subexpr_at).and_then(Value::as_i64).unwrap_or(0);
+            if subexpr < 0 {
+                return Err(invalid("subexpr", subexpr));
+            }
+            let name = if instr {
+                "regexp_instr"
+            } else {
+                "regexp_substr"
+            };
+            let flags = flags_without_g(text(flags_at), name, None)?;
+            let s = text(0);
+            let found = matches_from(s, text(1), &flags, start, false)?;
+            let none = if instr { Value::Int4(0) } else { Value::Null };
+            let Some(m) = found.get(n - 1) else {
+                return Ok(none);
+            };
+            // without groups, subexpression 1 is the whole match (PostgreSQL's
+            // npatterns is 1 then)
+            let groups = m.len().saturating_sub(1).max(1);
+            if subexpr as usize > groups {
+                return Ok(none);
+            }
+            let at = if subexpr > 0 && m.len() > 1 {
+                subexpr as usize
+            } else {
+                0
+            };
+            match (m[at], instr) {
+                (None, _) => none,
+                (Some((a, b)), true) => {
+                    Value::Int4(position(s, if end_option == 1 { b } else { a }))
+                }
+                (Some((a, b)), false) => Value::Text(s[a..b].to_string()),
+            }
+        }
+        other => {
+            return Err(PgError::internal(format!(
+                "{other:?} is not a regular-expression function"
+            )))
+        }
+    })
+}
+
+/// regexp_replace(s, p, r [, flags]) and PostgreSQL 15's regexp_replace(s, p, r, start
+/// [, n [, flags]]): `g` (or n = 0) replaces every match from `start`, else the first
+/// (the n-th); in the replacement `\1`…`\9` is a group, `\&` the match, `\\` a backslash.
+fn regexp_replace(args: &[Value]) -> PgResult<Value> {
+    let text = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or("");
+    let (s, replacement) = (text(0), text(2));
+    let with_start = matches!(args.get(3), Some(Value::Int4(_)));
+    let (start, n, mut flags) = if with_start {
+        let start = positive(args, 3, "start")?;
+        // without n, `g` cannot be given: the first match from start
+        let n = match args.get(4).and_then(Value::as_i64) {
+            Some(v) if v < 0 => return Err(invalid("n", v)),
+            Some(v) => v as usize,
+            None => 1,
+        };
+        (start, n, parse_flags(text(5))?)
+    } else {
+        let flags = parse_flags(text(3))?;
+        (1, usize::from(!flags.global), flags)
+    };
+    // n = 0 replaces every match
+    flags.global = flags.global || n != 1;
+    let found = matches_from(s, text(1), &flags, start, false)?;
+    let chosen: Vec<&Locations> = match n {
+        0 => found.iter().collect(),
+        n => found.get(n - 1).into_iter().collect(),
+    };
+    let mut out = String::with_capacity(s.len());
+    let mut from = 0;
+    for m in chosen {
+        let Some((a, b)) = m[0] else { continue };
+        out.push_str(&s[from..a]);
+        let mut chars = replacement.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek().copied()) {
+                ('\\', Some(d @ '1'..='9')) => {
+                    chars.next();
+                    let group = d as usize - '0' as usize;
+                    if let Some(Some((ga, gb))) = m.get(group) {
+                        out.push_str(&s[*ga..*gb]);
+                    }
+                }
+                ('\\', Some('&')) => {
+                    chars.next();
+                    out.push_str(&s[a..b]);
+                }
+                ('\\', Some('\\')) => {
+                    chars.next();
+                    out.push('\\');
+                }
+                (c, _) => out.push(c),
+            }
+        }
+        from = b;
+    }
+    out.push_str(&s[from..]);
+    Ok(Value::Text(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_array(v: Value) -> Vec<Option<String>> {
+        match v {
+            Value::Array(items) => items
+                .into_iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect(),
+            other => panic!("not an array: {other:?}"),
+        }
+    }
+
+    fn t(s: &str) -> Value {
+        Value::Text(s.to_string())
+    }
+
+    #[test]
+    fn translation_of_are_syntax() {
+        let plain = parse_flags("").unwrap();
+        assert_eq!(translate(r"\mcat\M", &plain), r"(?s)\b{start}cat\b{end}");
+        assert_eq!(translate("[^a]", &parse_flags("n").unwrap()), r"(?m)[^\na]");
+        assert_eq!(translate("[][&]", &plain), r"(?s)[\]\[\&]");
+        assert_eq!(translate("a.b", &parse_flags("q").unwrap()), r"(?s)a\.b");
+        assert_eq!(
+            translate("[ ]", &parse_flags("x").unwrap()),
+            r"(?s)(?x)[\x{20}]"
+        );
+    }
+
+    #[test]
+    fn flags_as_postgresql_reads_them() {
+        assert!(parse_flags("gicnmpswtxq").is_ok());
+        let err = parse_flags("iz").unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMETER_VALUE);
+        let err = eval(F::RegexpMatch, &[t("a"), t("a"), t("g")]).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_PARAMETER_VALUE);
+    }
+
+    #[test]
+    fn empty_matches_follow_postgresql() {
+        // an empty match right after a non-empty one counts: "", b, "", ""
+        let count = eval(F::RegexpMatchesCount, &[t("abc"), t("b*"), t("g")]).unwrap();
+        assert_eq!(count, Value::Int4(4));
+        // splitting ignores them at the ends and after a match
+        let pieces = eval(F::RegexpSplitToArray, &[t("a1b22c"), t(r"\d*")]).unwrap();
+        let want: Vec<Option<String>> = ["a", "b", "c"]
+            .iter()
+            .map(|s| Some(s.to_string()))
+            .collect();
+        assert_eq!(text_array(pieces), want);
+    }
+
+    #[test]
+    fn groups_that_did_not_take_part_are_null() {
+        let m = eval(F::RegexpMatch, &[t("abc"), t("(z)?(b)")]).unwrap();
+        assert_eq!(text_array(m), vec![None, Some("b".to_string())]);
+    }
+}
