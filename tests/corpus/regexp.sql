@@ -268,3 +268,8 @@ SELECT regexp_match('abcd', 'ab|abcd');
 SELECT regexp_match('abc01234xyz', '(.*?)(\d+)(.*)');
 SELECT regexp_match('aXa', '(a)X\1');
 DROP TABLE crx_t;
+-- the ~ operators read patterns as PostgreSQL's ARE, as the functions do
+SELECT E'a\nb' ~ 'a.b', E'a\nb' ~ 'a[^x]b', E'a\nb' ~* 'A.B';
+SELECT 'the cat' ~ '\mcat\M', 'concat' ~ '\mcat', 'a cat' ~ '[[:<:]]cat', 'cats' ~ 'cat[[:>:]]';
+SELECT 'a cat' ~ '\ycat\y', 'bobcat' ~ '\Ycat', 'ab' ~ 'b\Z', 'a&b' ~ '[&]', 'a~b' !~ '[~]';
+SELECT 'x' ~ '(', 'x' ~* '[';

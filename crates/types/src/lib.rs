@@ -2,6 +2,7 @@
 //! I/O, casts, operators, and row/key encodings. No catalog access, no I/O: the enum
 //! types are what the coordinator publishes (`enums::publish`).
 
+pub mod are;
 pub mod cast;
 pub mod codec;
 pub mod datatype;

@@ -898,8 +898,9 @@ thread_local! {
     static REGEX_CACHE: std::cell::RefCell<Vec<(String, bool, regex::Regex)>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// POSIX regex match (`~`, `~*`) via the `regex` crate (RE2 syntax, close to PG's ARE for
-/// common patterns; no backreferences). Invalid patterns are 2201B.
+/// A match of a pattern already in the `regex` crate's syntax (SIMILAR TO's translation;
+/// the `~` operators read PostgreSQL's ARE through `crate::are`). Invalid patterns are
+/// 2201B.
 pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> PgResult<bool> {
     with_regex(pattern, case_insensitive, |re| re.is_match(s))
 }
@@ -1053,7 +1054,7 @@ pub fn eval_binary(op: BinaryOp, left: &Value, right: &Value) -> PgResult<Value>
         }
         BitAnd | BitOr | BitXor | ShiftLeft | ShiftRight => return bitwise(op, left, right),
         RegexMatch | RegexNotMatch | RegexIMatch | RegexNotIMatch => {
-            let m = regex_match(
+            let m = crate::are::is_match(
                 &text_of(left),
                 &text_of(right),
                 matches!(op, RegexIMatch | RegexNotIMatch),

@@ -830,11 +830,8 @@ impl<'a> Binder<'a> {
                     .iter()
                     .map(|x| child(self, x))
                     .collect::<PgResult<Vec<_>>>()?;
-                let ty = elems
-                    .iter()
-                    .map(Expr::ty)
-                    .find(|t| *t != DataType::Unknown)
-                    .unwrap_or(DataType::Text);
+                // The elements' common type, as PostgreSQL's ARRAY[1, 2.5] is numeric[].
+                let ty = common_type(&elems.iter().map(Expr::ty).collect::<Vec<_>>(), "ARRAY")?;
                 let elements = elems
                     .into_iter()
                     .map(|x| cast_to(x, &ty))

@@ -1,0 +1,20 @@
+-- ARRAY[...] takes its elements' common type, as UNION and CASE do
+SELECT ARRAY[0, 0.25];
+SELECT ARRAY[1, 2.5, 3]::text;
+SELECT pg_typeof(ARRAY[1, 2.5]);
+SELECT pg_typeof(ARRAY[1::int2, 2::int8]);
+SELECT ARRAY[1::int2, 70000::int8];
+SELECT ARRAY[1, 'a'];
+SELECT ARRAY['a'::text, 1];
+SELECT ARRAY[1.5::float8, 2];
+SELECT pg_typeof(ARRAY[1.5::float8, 2::numeric]);
+SELECT ARRAY[NULL, 1];
+SELECT pg_typeof(ARRAY[NULL, 1]);
+SELECT pg_typeof(ARRAY['a', 'b']);
+SELECT ARRAY['x'::varchar(3), 'yy'::varchar(5)];
+SELECT ARRAY[date '2020-01-01', timestamp '2020-01-02 03:00'];
+SELECT pg_typeof(ARRAY[date '2020-01-01', timestamp '2020-01-02 03:00']);
+SELECT ARRAY[1, NULL::bigint];
+SELECT ARRAY[true, 1];
+SELECT (ARRAY[1, 2.5])[2] * 2;
+SELECT array_length(ARRAY[1, 2.5, 3.75], 1);
