@@ -144,19 +144,39 @@ fn descriptions(session: &SessionView) -> Vec<Description> {
 }
 
 /// The comment on object `objoid` (sub-object `objsubid`) of catalog `classoid` (None:
-/// any), as obj_description and col_description give it.
+/// any), as obj_description and col_description give it: read from the object's
+/// definition (psql calls these once per listed table and column).
 fn description_of(
     session: &SessionView,
     objoid: u32,
     classoid: Option<u32>,
     objsubid: i32,
 ) -> Value {
-    descriptions(session)
-        .into_iter()
-        .find(|d| {
-            d.objoid == objoid && d.objsubid == objsubid && classoid.is_none_or(|c| c == d.classoid)
-        })
-        .map_or(Value::Null, |d| Value::Text(d.description))
+    use sql::catalog::Catalog;
+    let in_class = |t: SystemTable| classoid.is_none_or(|c| c == system_table_oid(t));
+    let comment = if in_class(SystemTable::PgClass) {
+        match (session.catalog.table_by_oid(objoid), objsubid) {
+            (Some(t), 0) => t.comment.clone(),
+            (Some(t), n) => usize::try_from(n - 1)
+                .ok()
+                .and_then(|i| t.columns.get(i))
+                .and_then(|c| c.comment.clone()),
+            (None, 0) => session
+                .catalog
+                .view_by_oid(objoid)
+                .and_then(|v| v.comment.clone()),
+            (None, _) => None,
+        }
+    } else {
+        None
+    };
+    let public =
+        objoid == PUBLIC_NAMESPACE_OID && objsubid == 0 && in_class(SystemTable::PgNamespace);
+    match comment {
+        Some(c) => Value::Text(c),
+        None if public => text("standard public schema"),
+        None => Value::Null,
+    }
 }
 
 /// pg_stat_activity: this coordinator's sessions. As PostgreSQL's, a session of a role

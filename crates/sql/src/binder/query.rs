@@ -663,13 +663,9 @@ impl<'a> Binder<'a> {
         ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
-        let ordinal = [
-            "pg_partition_ancestors",
-            "regexp_matches",
-            "regexp_split_to_table",
-            "string_to_table",
-        ];
-        if ordinality && !ordinal.contains(&name) {
+        let ordinal = name == "pg_partition_ancestors"
+            || super::text_table::TEXT_SET_FUNCTIONS.contains(&name);
+        if ordinality && !ordinal {
             return Err(unsupported("WITH ORDINALITY"));
         }
         let Some(left) = left else {

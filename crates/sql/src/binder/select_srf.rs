@@ -103,12 +103,11 @@ fn aggregating(sel: &ast::Select) -> bool {
 /// rows). An item keeps the column name the call gave it. None where the select has no
 /// such call, or groups (left as it is).
 pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
+    use super::text_table::TEXT_SET_FUNCTIONS;
     use crate::functions::regexp::{MATCHES_COUNT, MATCHES_ITEM, SPLIT_TO_TABLE};
     let text_set = |e: &ast::Expr| {
-        matches!(
-            function_name(e).as_deref(),
-            Some("regexp_matches" | "regexp_split_to_table" | "string_to_table")
-        ) && plain_arguments(e).is_some()
+        function_name(e).is_some_and(|n| TEXT_SET_FUNCTIONS.contains(&n.as_str()))
+            && plain_arguments(e).is_some()
     };
     let any_text_set = |e: &ast::Expr| {
         let mut found = false;
@@ -146,14 +145,9 @@ pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
             let (Some(name), Some(args)) = (function_name(e), plain_arguments(e)) else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let sets = [
-                "regexp_matches",
-                "regexp_split_to_table",
-                "string_to_table",
-                "unnest",
-            ];
             let arity = if name == "unnest" { 1..=1 } else { 2..=3 };
-            if !sets.contains(&name.as_str()) || !arity.contains(&args.len()) {
+            let set = name == "unnest" || TEXT_SET_FUNCTIONS.contains(&name.as_str());
+            if !set || !arity.contains(&args.len()) {
                 return std::ops::ControlFlow::Continue(());
             }
             if args.iter().any(|a| a.contains(SERIES)) {

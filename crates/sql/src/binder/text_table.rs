@@ -9,6 +9,11 @@
 use super::*;
 use crate::functions::regexp::{MATCHES_COUNT, MATCHES_ITEM, SPLIT_TO_TABLE};
 
+/// The text set-returning functions, in FROM here and in select lists
+/// (`select_srf::lateral_sets`).
+pub(super) const TEXT_SET_FUNCTIONS: [&str; 3] =
+    ["regexp_matches", "regexp_split_to_table", "string_to_table"];
+
 impl Binder<'_> {
     /// The relation and scope of one of the text set-returning functions, if `name` is one.
     pub(super) fn text_table_function(
@@ -18,10 +23,7 @@ impl Binder<'_> {
         alias: &Option<ast::TableAlias>,
         ordinality: bool,
     ) -> PgResult<Option<(Rel, Scope)>> {
-        if !matches!(
-            name,
-            "regexp_matches" | "regexp_split_to_table" | "string_to_table"
-        ) {
+        if !TEXT_SET_FUNCTIONS.contains(&name) {
             return Ok(None);
         }
         let empty = Scope::default();
