@@ -135,10 +135,15 @@ def pgbench(server, *args, **popen):
 
 def chart(browser, element_id):
     """(points drawn, the highest value) of a chart."""
-    svg = browser.find_element(By.ID, element_id)
-    points = svg.find_element(By.TAG_NAME, "polyline").get_attribute("points").split()
-    assert len(points) == int(svg.get_attribute("data-points"))
-    return len(points), float(svg.get_attribute("data-max"))
+    # Read in one script: the page redraws between separate WebDriver calls.
+    points, drawn, top = browser.execute_script(
+        "const svg = document.getElementById(arguments[0]);"
+        "return [svg.querySelector('polyline').getAttribute('points'),"
+        " svg.getAttribute('data-points'), svg.getAttribute('data-max')];",
+        element_id)
+    points = points.split()
+    assert len(points) == int(drawn)
+    return len(points), float(top)
 
 
 def table_text(browser, element_id):
