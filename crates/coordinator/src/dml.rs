@@ -394,6 +394,8 @@ fn rel_reads_table(r: &Rel, rel: u64) -> bool {
         Rel::GenerateSeries { start, stop, step } => {
             expr(start) || expr(stop) || step.as_ref().is_some_and(expr)
         }
+        Rel::Unnest { array } => expr(array),
+        Rel::RowsFrom { functions, .. } => functions.iter().any(input),
         Rel::Filter {
             input: i,
             predicate,

@@ -23,6 +23,7 @@ pub(crate) use nodes::{key_range, row_count};
 mod pushed;
 mod set_op;
 mod spilling;
+mod unnest;
 mod window;
 
 use crate::catalog::LiveCatalog;

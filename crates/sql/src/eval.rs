@@ -317,12 +317,18 @@ impl<'a> EvalCtx<'a> {
             (SubqueryKind::In { left, negated }, SubqueryResult::Set(set)) => {
                 set.contains(&*self.operand(left, row)?, *negated)
             }
+            (SubqueryKind::RowIn { left, negated }, SubqueryResult::Rows(set)) => {
+                let values = (left.iter())
+                    .map(|e| self.eval(e, row))
+                    .collect::<PgResult<Vec<_>>>()?;
+                set.contains(&values, *negated)
+            }
             (
                 SubqueryKind::Quantified { op, left, all },
                 SubqueryResult::Value(Value::Array(items)),
             ) => quantified(*op, &self.eval(left, row)?, items, *all)?,
             (_, SubqueryResult::Value(v)) => v.clone(),
-            (_, SubqueryResult::Set(_)) => {
+            (_, SubqueryResult::Set(_) | SubqueryResult::Rows(_)) => {
                 return Err(PgError::internal("subquery result of the wrong kind"))
             }
         })

@@ -460,6 +460,11 @@ impl Builder<'_> {
                 node
             }
             Rel::GenerateSeries { .. } => Node::new("Function Scan on generate_series".into()),
+            Rel::Unnest { .. } => Node::new("Function Scan on unnest".into()),
+            Rel::RowsFrom { functions, .. } => match functions.first() {
+                Some(first) => self.rel(first, Vec::new()),
+                None => Node::new("Result".into()),
+            },
             Rel::WorkTable { .. } => Node::new("WorkTable Scan".into()),
             Rel::Join {
                 left,
@@ -765,6 +770,16 @@ fn columns(rel: &Rel, qualify: bool) -> Vec<String> {
             .map(|i| format!("\"*VALUES*\".column{i}"))
             .collect(),
         Rel::GenerateSeries { .. } => vec!["generate_series".into()],
+        Rel::Unnest { .. } => vec!["unnest".into()],
+        Rel::RowsFrom {
+            functions,
+            ordinality,
+        } => {
+            let mut names: Vec<String> =
+                functions.iter().flat_map(|f| columns(f, qualify)).collect();
+            names.extend(ordinality.then(|| "ordinality".to_string()));
+            names
+        }
         Rel::Filter { input, .. }
         | Rel::Sort { input, .. }
         | Rel::Limit { input, .. }
@@ -953,6 +968,10 @@ fn expr(e: &Expr, names: &[String], n: &mut usize) -> String {
                 SubqueryKind::Array => format!("(ARRAY({plan}))"),
                 SubqueryKind::In { left, negated } => {
                     format!("({} {}IN ({plan}))", expr(left, names, n), not(*negated))
+                }
+                SubqueryKind::RowIn { left, negated } => {
+                    let items: Vec<String> = left.iter().map(|e| expr(e, names, n)).collect();
+                    format!("(({}) {}IN ({plan}))", items.join(", "), not(*negated))
                 }
                 SubqueryKind::Quantified { op, left, all } => format!(
                     "({} {} {}({plan}))",

@@ -103,6 +103,12 @@ pub enum SubqueryKind {
         left: Box<Expr>,
         negated: bool,
     },
+    /// `(a, b, …) [NOT] IN (subquery)`, also `= ANY` and `<> ALL`: the row compared with
+    /// each of the subquery's rows column by column (`crate::subquery::RowSet`).
+    RowIn {
+        left: Vec<Expr>,
+        negated: bool,
+    },
     /// `ARRAY(subquery)`.
     Array,
     /// `left op ANY (subquery)` / `left op ALL (subquery)` (other than `= ANY` and
@@ -219,6 +225,10 @@ impl Expr {
                 kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. },
                 ..
             } => each(left),
+            Expr::Subquery {
+                kind: SubqueryKind::RowIn { left, .. },
+                ..
+            } => left.iter().for_each(each),
             Expr::Subquery { .. } => {}
         }
     }
@@ -267,6 +277,10 @@ impl Expr {
                 kind: SubqueryKind::In { left, .. } | SubqueryKind::Quantified { left, .. },
                 ..
             } => each(left),
+            Expr::Subquery {
+                kind: SubqueryKind::RowIn { left, .. },
+                ..
+            } => left.iter_mut().for_each(each),
             Expr::Subquery { .. } => {}
         }
         f(self);
@@ -573,6 +587,20 @@ pub enum Rel {
         start: Expr,
         stop: Expr,
         step: Option<Expr>,
+    },
+    /// `unnest(a)`: the array evaluated once, its elements (a multidimensional array's
+    /// flattened; `unnests_arrays` for a list of arrays) in order; a NULL array has none.
+    /// The set-returning functions over text and jsonb are built on it too.
+    Unnest {
+        array: Expr,
+    },
+    /// `ROWS FROM (f(…), g(…), …) [WITH ORDINALITY]`: the functions' rows side by side,
+    /// each function's columns NULL past its last row, until the longest is done, then the
+    /// 1-based position as a bigint where `ordinality`. Also `unnest(a, b, …)` and a
+    /// select list's set-returning functions, which PostgreSQL runs in lockstep.
+    RowsFrom {
+        functions: Vec<Rel>,
+        ordinality: bool,
     },
     Filter {
         input: Box<Rel>,
@@ -1341,6 +1369,31 @@ fn visit_expr_deep<'e>(e: &'e Expr, f: &mut dyn FnMut(&'e Expr)) {
     });
 }
 
+/// Whether `Rel::Unnest` hands out the elements of `array` whole where they are arrays:
+/// regexp_matches' list of matches, each a text[] (any other array of arrays is a
+/// multidimensional array, whose elements are its scalars).
+pub fn unnests_arrays(array: &Expr) -> bool {
+    matches!(
+        array,
+        Expr::Func {
+            func: ScalarFunc::RegexpMatches,
+            ..
+        }
+    )
+}
+
+/// The type of the elements `Rel::Unnest` hands out of `array`.
+pub fn unnest_element_type(array: &Expr) -> DataType {
+    let mut ty = array.ty();
+    while let DataType::Array(element) = ty {
+        ty = *element;
+        if unnests_arrays(array) {
+            break;
+        }
+    }
+    ty
+}
+
 impl Rel {
     /// Visits every expression of this plan tree, subqueries' plans included.
     pub fn visit_exprs_deep<'e>(&'e self, f: &mut dyn FnMut(&'e Expr)) {
@@ -1356,6 +1409,8 @@ impl Rel {
                 .into_iter()
                 .chain(step.iter())
                 .for_each(|e| visit_expr_deep(e, f)),
+            Rel::Unnest { array } => visit_expr_deep(array, f),
+            Rel::RowsFrom { functions, .. } => functions.iter().for_each(|r| r.visit_exprs_deep(f)),
             Rel::Filter { input, predicate } => {
                 input.visit_exprs_deep(f);
                 visit_expr_deep(predicate, f);
@@ -1424,6 +1479,11 @@ impl Rel {
             Rel::System { table } => crate::system_tables::scan_columns(*table).len(),
             Rel::Values { rows } => rows.first().map_or(0, Vec::len),
             Rel::GenerateSeries { .. } => 1,
+            Rel::Unnest { .. } => 1,
+            Rel::RowsFrom {
+                functions,
+                ordinality,
+            } => functions.iter().map(Rel::width).sum::<usize>() + usize::from(*ordinality),
             Rel::Project { exprs, .. } => exprs.len(),
             Rel::Join { left, right, .. } => left.width() + right.width(),
             Rel::Aggregate { group_by, aggs, .. } => group_by.len() + aggs.len(),

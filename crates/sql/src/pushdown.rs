@@ -334,6 +334,8 @@ fn rewrite(rel: &mut Rel, limited: bool) {
         | Rel::System { .. }
         | Rel::Values { .. }
         | Rel::GenerateSeries { .. }
+        | Rel::Unnest { .. }
+        | Rel::RowsFrom { .. }
         | Rel::WorkTable { .. } => {}
     }
 }

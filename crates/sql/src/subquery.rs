@@ -14,6 +14,8 @@ pub enum SubqueryResult {
     /// `x [NOT] IN (subquery)`: the subquery's first column, hashed (PostgreSQL's hashed
     /// SubPlan), so each probe costs one lookup instead of a pass over the rows.
     Set(InSet),
+    /// `(x, y, …) [NOT] IN (subquery)`: the subquery's rows, hashed likewise.
+    Rows(RowSet),
 }
 
 impl SubqueryResult {
@@ -38,6 +40,7 @@ impl SubqueryResult {
             SubqueryKind::In { .. } => {
                 SubqueryResult::Set(InSet::new(first_column(rows).collect()))
             }
+            SubqueryKind::RowIn { left, .. } => SubqueryResult::Rows(RowSet::new(rows, left.len())),
         })
     }
 
@@ -47,7 +50,10 @@ impl SubqueryResult {
         match kind {
             SubqueryKind::Exists => Some(1),
             SubqueryKind::Scalar => Some(2),
-            SubqueryKind::Array | SubqueryKind::In { .. } | SubqueryKind::Quantified { .. } => None,
+            SubqueryKind::Array
+            | SubqueryKind::In { .. }
+            | SubqueryKind::RowIn { .. }
+            | SubqueryKind::Quantified { .. } => None,
         }
     }
 }
@@ -146,6 +152,112 @@ impl InSet {
             Value::Null
         } else {
             Value::Bool(negated)
+        }
+    }
+}
+
+/// The rows of a row-valued IN subquery. Rows without NULLs are hashed by their columns'
+/// key encodings where each column's values share one key tag (one type family); rows
+/// with a NULL, which can only make a probe NULL, are kept apart.
+#[derive(Debug)]
+pub struct RowSet {
+    hashed: FxHashSet<Vec<u8>>,
+    with_null: Vec<Vec<Value>>,
+    /// Each column's key tag, None where its values have several (then probes compare
+    /// row by row, as the operator would).
+    tags: Vec<Option<u8>>,
+    /// The rows without NULLs, for those probes.
+    rows: Vec<Vec<Value>>,
+}
+
+/// A row's key: its values' key encodings one after another; None if one is NULL.
+fn row_key(values: &[Value], tags: &mut [Option<Option<u8>>]) -> Option<Vec<u8>> {
+    let mut key = Vec::new();
+    for (v, tag) in values.iter().zip(tags) {
+        if v.is_null() {
+            return None;
+        }
+        let start = key.len();
+        types::codec::encode_key(std::slice::from_ref(v), &mut key);
+        match tag {
+            None => *tag = Some(Some(key[start])),
+            Some(Some(t)) if *t != key[start] => *tag = Some(None),
+            _ => {}
+        }
+    }
+    Some(key)
+}
+
+/// SQL row equality: FALSE if a column differs, else NULL if one is NULL, else TRUE.
+fn rows_equal(a: &[Value], b: &[Value]) -> Option<bool> {
+    let mut unknown = false;
+    for (x, y) in a.iter().zip(b) {
+        if x.is_null() || y.is_null() {
+            unknown = true;
+        } else if types::ops::compare(x, y) != Some(std::cmp::Ordering::Equal) {
+            return Some(false);
+        }
+    }
+    (!unknown).then_some(true)
+}
+
+impl RowSet {
+    fn new(rows: Vec<Vec<Value>>, width: usize) -> RowSet {
+        let mut tags: Vec<Option<Option<u8>>> = vec![None; width];
+        let (mut hashed, mut with_null, mut kept) = (FxHashSet::default(), Vec::new(), Vec::new());
+        for mut row in rows {
+            row.truncate(width);
+            match row_key(&row, &mut tags) {
+                Some(key) => {
+                    hashed.insert(key);
+                    kept.push(row);
+                }
+                None => with_null.push(row),
+            }
+        }
+        RowSet {
+            hashed,
+            with_null,
+            tags: tags.into_iter().map(Option::flatten).collect(),
+            rows: kept,
+        }
+    }
+
+    /// SQL `row [NOT] IN (rows)`: TRUE if a row equals it, else NULL if one might (a NULL
+    /// on either side), else FALSE; negated for NOT IN.
+    pub fn contains(&self, row: &[Value], negated: bool) -> Value {
+        if self.rows.is_empty() && self.with_null.is_empty() {
+            return Value::Bool(negated);
+        }
+        let mut probe_tags: Vec<Option<Option<u8>>> = vec![None; row.len()];
+        let key = row_key(row, &mut probe_tags);
+        // hashed where each column's probe value is of its column's one type family
+        let comparable = (probe_tags.iter().zip(&self.tags))
+            .all(|(probe, tag)| matches!((probe, tag), (Some(Some(p)), Some(t)) if p == t));
+        let (found, unknown) = match key {
+            Some(key) if comparable => (self.hashed.contains(&key), false),
+            _ => {
+                let mut unknown = false;
+                let mut found = false;
+                for r in &self.rows {
+                    match rows_equal(row, r) {
+                        Some(true) => {
+                            found = true;
+                            break;
+                        }
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                (found, unknown)
+            }
+        };
+        let unknown = !found
+            && (unknown || (self.with_null.iter()).any(|r| rows_equal(row, r) != Some(false)));
+        match (found, unknown) {
+            (true, _) => Value::Bool(!negated),
+            (false, true) => Value::Null,
+            (false, false) => Value::Bool(negated),
         }
     }
 }

@@ -255,7 +255,7 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             }
             refuse_if(!with_hints.is_empty(), "table hints")?;
             refuse_if(version.is_some(), "time travel (FOR SYSTEM_TIME / AT)")?;
-            // The binder allows it for one function only.
+            // read by `Binder::table_function`
             let _ = with_ordinality;
             refuse_if(!partitions.is_empty(), "PARTITION selection")?;
             refuse_if(json_path.is_some(), "JSON paths in FROM")?;
@@ -277,14 +277,12 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             lateral: _,
             name: _,
             args: _,
-            with_ordinality,
+            with_ordinality: _,
             alias,
-        } => {
-            if let Some(alias) = alias {
-                table_alias(alias)?;
-            }
-            refuse_if(*with_ordinality, "WITH ORDINALITY")
-        }
+        } => match alias {
+            Some(alias) => table_alias(alias),
+            None => Ok(()),
+        },
         ast::TableFactor::UNNEST {
             alias,
             array_exprs,
@@ -295,9 +293,9 @@ pub fn table_factor(tf: &ast::TableFactor) -> PgResult<()> {
             if let Some(alias) = alias {
                 table_alias(alias)?;
             }
-            refuse_if(*with_ordinality, "WITH ORDINALITY")?;
-            refuse_if(*with_offset, "UNNEST … WITH OFFSET")?;
-            refuse_if(array_exprs.len() != 1, "unnest with several arrays")
+            // WITH ORDINALITY and several arrays are read by `Binder::unnest_function`
+            let _ = (with_ordinality, array_exprs);
+            refuse_if(*with_offset, "UNNEST … WITH OFFSET")
         }
         ast::TableFactor::NestedJoin {
             table_with_joins: _,

@@ -79,6 +79,16 @@ fn open_operator<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Use
             outer,
             state: None,
         }),
+        Rel::Unnest { array } => Box::new(super::unnest::UnnestNode::new(ex, array, outer)),
+        Rel::RowsFrom {
+            functions,
+            ordinality,
+        } => Box::new(super::unnest::RowsFromNode::new(
+            ex,
+            functions,
+            *ordinality,
+            outer,
+        )),
         Rel::Filter { input, predicate } => {
             let input = open_reading(ex, input, outer.clone(), columns::adding(used, [predicate]));
             Box::new(FilterNode {
@@ -110,10 +120,13 @@ fn open_operator<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Use
             on,
             lateral,
         } => {
-            let (left_used, right_used) = match lateral {
-                // the right side is computed per left row, which it may read whole
-                true => (None, None),
-                false => columns::of_join_sides(used, on.as_ref(), left.width(), rel.width()),
+            let (left_used, right_used) =
+                columns::of_join_sides(used, on.as_ref(), left.width(), rel.width());
+            let (left_used, right_used, lateral) = match lateral {
+                // the right side is computed per left row, which it may read whole; the
+                // joined rows keep only the left columns read above
+                true => (None, None, Some(left_used)),
+                false => (left_used, right_used, None),
             };
             let left_node = open_reading(ex, left, outer.clone(), left_used);
             Box::new(JoinNode::new(
@@ -124,7 +137,7 @@ fn open_operator<'e>(ex: &'e Executor<'e>, rel: &'e Rel, outer: Outer, used: Use
                 right_used,
                 *kind,
                 on.as_ref(),
-                *lateral,
+                lateral,
                 outer,
             ))
         }
@@ -1150,7 +1163,10 @@ struct JoinNode<'e> {
     right_used: Used,
     kind: JoinKind,
     on: Option<&'e Expr>,
-    lateral: bool,
+    /// LATERAL: the left columns the join and its consumer read, which the joined rows
+    /// keep (the others are NULL: a left row's array is not copied into each of its
+    /// unnest's rows).
+    lateral: Option<Used>,
     /// Equalities of the condition usable as hash keys: (left side, right side).
     hash_keys: Vec<(&'e Expr, &'e Expr)>,
     /// When every hash key is a column on both sides: their positions in a left row and
@@ -1266,10 +1282,10 @@ impl<'e> JoinNode<'e> {
         right_used: Used,
         kind: JoinKind,
         on: Option<&'e Expr>,
-        lateral: bool,
+        lateral: Option<Used>,
         outer: Outer,
     ) -> Self {
-        let hash_keys = if lateral {
+        let hash_keys = if lateral.is_some() {
             Vec::new()
         } else {
             on.map(|on| on.equi_join_keys(left_width))
@@ -1437,12 +1453,25 @@ impl<'e> JoinNode<'e> {
             });
             return Ok(());
         }
-        let candidates = if self.lateral {
+        if let Some(kept) = &self.lateral {
+            let joined = match kept {
+                Some(cols) => (left.iter().zip(cols))
+                    .map(|(v, &read)| if read { v.clone() } else { Value::Null })
+                    .collect(),
+                None => left.clone(),
+            };
             let mut stack = Vec::with_capacity(self.outer.len() + 1);
             stack.extend_from_slice(&self.outer);
-            stack.push(left.clone());
-            Candidates::Own(self.ex.collect(self.right, Arc::new(stack), None).await?, 0)
-        } else if self.hash_keys.is_empty() {
+            stack.push(left);
+            let rows = self.ex.collect(self.right, Arc::new(stack), None).await?;
+            self.probe = Some(Probe {
+                left: joined,
+                candidates: Candidates::Own(rows, 0),
+                matched: false,
+            });
+            return Ok(());
+        }
+        let candidates = if self.hash_keys.is_empty() {
             Candidates::All(0)
         } else {
             // the left side's key expressions read only the left row's columns
@@ -1489,7 +1518,7 @@ impl<'e> JoinNode<'e> {
 impl Node for JoinNode<'_> {
     fn next(&mut self) -> BoxFuture<'_, PgResult<Option<Vec<Row>>>> {
         Box::pin(async move {
-            if self.inner.is_none() && !self.lateral {
+            if self.inner.is_none() && self.lateral.is_none() {
                 self.build().await?;
             }
             let right_width = self.right.width();

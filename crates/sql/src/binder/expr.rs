@@ -580,6 +580,14 @@ impl<'a> Binder<'a> {
                 expr,
                 subquery,
                 negated,
+            } if row_items(expr).is_some() => {
+                let items = row_items(expr).unwrap_or_default();
+                self.row_in_subquery(items, subquery, *negated, scope, child)?
+            }
+            E::InSubquery {
+                expr,
+                subquery,
+                negated,
             } => {
                 let left = child(self, expr)?;
                 let plan = self.query_in(subquery, scope)?;
@@ -698,9 +706,22 @@ impl<'a> Binder<'a> {
                 compare_op,
                 right,
             } => {
-                let l = child(self, left)?;
                 let op = comparison_op(compare_op)?;
                 let all = matches!(e, E::AllOp { .. });
+                if let (Some(items), E::Subquery(q)) = (row_items(left), right.as_ref()) {
+                    return match (op, all) {
+                        (BinaryOp::Eq, false) => {
+                            self.row_in_subquery(items, q, false, scope, child)
+                        }
+                        (BinaryOp::NotEq, true) => {
+                            self.row_in_subquery(items, q, true, scope, child)
+                        }
+                        _ => Err(unsupported(
+                            "row comparisons with ANY or ALL other than = ANY and <> ALL",
+                        )),
+                    };
+                }
+                let l = child(self, left)?;
                 if let E::Subquery(q) = right.as_ref() {
                     let plan = self.query_in(q, scope)?;
                     if plan.columns.len() != 1 {
@@ -931,31 +952,82 @@ impl<'a> Binder<'a> {
         &mut self,
         op: BinaryOp,
         left: Expr,
-        mut plan: Query,
+        plan: Query,
     ) -> PgResult<(Expr, Query)> {
-        let sub_ty = plan
-            .columns
-            .first()
-            .map(|c| c.ty.clone())
-            .unwrap_or(DataType::Text);
-        let left = self.infer_param(left, &sub_ty);
-        let (lt, rt, _) = resolve_binary(op, &left.ty(), &sub_ty)?;
-        if rt != sub_ty && !plan.columns.is_empty() {
-            let column = cast_to(
-                Expr::Column {
-                    depth: 0,
-                    index: 0,
-                    ty: sub_ty,
-                },
-                &rt,
-            )?;
+        let (mut left, plan) = self.compared_row_with_subquery(op, vec![left], plan)?;
+        Ok((left.remove(0), plan))
+    }
+
+    /// `left` and the subquery `plan`'s first columns, each pair cast to the types `op`
+    /// compares them as (the plan projected where a column needs it).
+    fn compared_row_with_subquery(
+        &mut self,
+        op: BinaryOp,
+        left: Vec<Expr>,
+        mut plan: Query,
+    ) -> PgResult<(Vec<Expr>, Query)> {
+        let mut casts: Vec<Option<DataType>> = vec![None; plan.columns.len()];
+        let mut compared = Vec::with_capacity(left.len());
+        for (i, left) in left.into_iter().enumerate() {
+            let sub_ty = (plan.columns.get(i)).map_or(DataType::Text, |c| c.ty.clone());
+            let left = self.infer_param(left, &sub_ty);
+            let (lt, rt, _) = resolve_binary(op, &left.ty(), &sub_ty)?;
+            if rt != sub_ty && i < casts.len() {
+                casts[i] = Some(rt);
+            }
+            compared.push(cast_to(left, &lt)?);
+        }
+        if casts.iter().any(Option::is_some) {
+            let exprs = (plan.columns.iter_mut().zip(casts).enumerate())
+                .map(|(index, (column, cast))| {
+                    let read = Expr::Column {
+                        depth: 0,
+                        index,
+                        ty: column.ty.clone(),
+                    };
+                    match cast {
+                        Some(to) => {
+                            column.ty = to.clone();
+                            cast_to(read, &to)
+                        }
+                        None => Ok(read),
+                    }
+                })
+                .collect::<PgResult<Vec<_>>>()?;
             plan.root = Rel::Project {
                 input: Box::new(plan.root),
-                exprs: vec![column],
+                exprs,
             };
-            plan.columns[0].ty = rt;
         }
-        Ok((cast_to(left, &lt)?, plan))
+        Ok((compared, plan))
+    }
+
+    /// `(a, b, …) [NOT] IN (subquery)` (`negated`), of the row constructor's `items`.
+    fn row_in_subquery(
+        &mut self,
+        items: &[ast::Expr],
+        subquery: &ast::Query,
+        negated: bool,
+        scope: &Scope,
+        child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
+    ) -> PgResult<Expr> {
+        let left = (items.iter())
+            .map(|e| child(self, e))
+            .collect::<PgResult<Vec<_>>>()?;
+        let plan = self.query_in(subquery, scope)?;
+        if plan.columns.len() != left.len() {
+            return Err(syntax(if plan.columns.len() > left.len() {
+                "subquery has too many columns"
+            } else {
+                "subquery has too few columns"
+            }));
+        }
+        let (left, plan) = self.compared_row_with_subquery(BinaryOp::Eq, left, plan)?;
+        Ok(Expr::Subquery {
+            plan: Box::new(plan),
+            kind: SubqueryKind::RowIn { left, negated },
+            ty: DataType::Bool,
+        })
     }
 
     pub(super) fn explicit_cast(&mut self, inner: Expr, to: &DataType) -> PgResult<Expr> {

@@ -38,6 +38,7 @@ mod select_srf;
 mod sequence_relation;
 mod serial;
 mod text_table;
+mod unnest;
 mod view;
 mod window;
 

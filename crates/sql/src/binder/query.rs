@@ -618,22 +618,27 @@ impl<'a> Binder<'a> {
                 Ok((q.root, Scope { columns: cols }, *lateral))
             }
             ast::TableFactor::Function {
-                name, args, alias, ..
+                name,
+                args,
+                alias,
+                with_ordinality,
+                ..
             } => {
-                let args: Vec<ast::FunctionArg> = args.clone();
-                self.table_function(&object_name_parts(name), &args, alias, left, false)
+                let parts = object_name_parts(name);
+                self.table_function(&parts, args, alias, left, *with_ordinality)
             }
             ast::TableFactor::UNNEST {
                 alias,
                 array_exprs,
                 with_offset: false,
-                with_ordinality: false,
+                with_ordinality,
                 ..
-            } if array_exprs.len() == 1 => {
-                let args = [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
-                    array_exprs[0].clone(),
-                ))];
-                self.table_function(&["unnest".to_string()], &args, alias, left, false)
+            } => {
+                let args: Vec<ast::FunctionArg> = (array_exprs.iter())
+                    .map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e.clone())))
+                    .collect();
+                let name = ["unnest".to_string()];
+                self.table_function(&name, &args, alias, left, *with_ordinality)
             }
             ast::TableFactor::NestedJoin {
                 table_with_joins,
@@ -652,8 +657,7 @@ impl<'a> Binder<'a> {
     }
 
     /// A set-returning function in FROM; laterally joined when its arguments refer to the
-    /// FROM items on its `left`. WITH ORDINALITY only for pg_partition_ancestors and the
-    /// text set-returning functions (`text_table.rs`).
+    /// FROM items on its `left`.
     pub(super) fn table_function(
         &mut self,
         parts: &[String],
@@ -662,25 +666,26 @@ impl<'a> Binder<'a> {
         left: Option<&Scope>,
         ordinality: bool,
     ) -> PgResult<(Rel, Scope, bool)> {
-        let name = parts.last().map(String::as_str).unwrap_or("");
-        let ordinal = name == "pg_partition_ancestors"
-            || super::text_table::TEXT_SET_FUNCTIONS.contains(&name);
-        if ordinality && !ordinal {
-            return Err(unsupported("WITH ORDINALITY"));
-        }
+        let numbered = |(rel, scope)| match ordinality {
+            true => super::unnest::with_ordinality(rel, scope, alias),
+            false => (rel, scope),
+        };
         let Some(left) = left else {
-            return self
-                .function_rel(parts, args, alias, ordinality)
-                .map(|(rel, scope)| (rel, scope, false));
+            return (self.function_rel(parts, args, alias))
+                .map(|found| (numbered(found), false))
+                .map(|((rel, scope), lateral)| (rel, scope, lateral));
         };
         // Bound as a LATERAL subquery's body is: the left side is the enclosing scope.
         self.outer.push(left.clone());
         let was_escaping = std::mem::replace(&mut self.escapes, 0);
-        let result = self.function_rel(parts, args, alias, ordinality);
+        let result = self.function_rel(parts, args, alias);
         self.outer.pop();
         let escapes = std::mem::replace(&mut self.escapes, was_escaping);
         self.escapes = self.escapes.max(escapes.saturating_sub(1));
-        result.map(|(rel, scope)| (rel, scope, escapes > 0))
+        result.map(|found| {
+            let (rel, scope) = numbered(found);
+            (rel, scope, escapes > 0)
+        })
     }
 
     pub(super) fn function_rel(
@@ -688,7 +693,6 @@ impl<'a> Binder<'a> {
         parts: &[String],
         args: &[ast::FunctionArg],
         alias: &Option<ast::TableAlias>,
-        ordinality: bool,
     ) -> PgResult<(Rel, Scope)> {
         let name = parts.last().map(String::as_str).unwrap_or("");
         if let (
@@ -696,48 +700,13 @@ impl<'a> Binder<'a> {
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))],
         ) = (name, args)
         {
-            return self.partition_ancestors(e, alias, ordinality);
+            return self.partition_ancestors(e, alias);
         }
-        if let ("unnest", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) = (name, args)
-        {
-            // unnest(array) = SELECT array[i] FROM generate_series(1, cardinality(array)) i
-            let arr = self.expr(e, &Scope::default())?;
-            let elem = match arr.ty() {
-                DataType::Array(t) => *t,
-                other => {
-                    return Err(PgError::new(
-                        codes::UNDEFINED_FUNCTION,
-                        format!("function unnest({}) does not exist", other.format_type()),
-                    ))
-                }
-            };
-            let stop = Expr::Func {
-                func: ScalarFunc::Cardinality,
-                args: vec![arr.clone()],
-                ty: DataType::Int4,
-            };
-            let series = Rel::GenerateSeries {
-                start: const_expr(Value::Int4(1), DataType::Int4),
-                stop,
-                step: None,
-            };
-            let index = Expr::Column {
-                depth: 0,
-                index: 0,
-                ty: DataType::Int4,
-            };
-            let item = Expr::Func {
-                func: ScalarFunc::ArraySubscript,
-                args: vec![arr, index],
-                ty: elem.clone(),
-            };
-            return Ok((
-                Rel::Project {
-                    input: Box::new(series),
-                    exprs: vec![item],
-                },
-                function_scope("unnest", alias, elem),
-            ));
+        if name == "unnest" {
+            return self.unnest_function(args, alias);
+        }
+        if name == super::select_srf::ROWS_FROM {
+            return self.rows_from(args, alias);
         }
         if let ("pg_options_to_table", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))]) =
             (name, args)
@@ -747,7 +716,7 @@ impl<'a> Binder<'a> {
         if let Some(found) = self.json_table_function(name, args, alias)? {
             return Ok(found);
         }
-        if let Some(found) = self.text_table_function(name, args, alias, ordinality)? {
+        if let Some(found) = self.text_table_function(name, args, alias)? {
             return Ok(found);
         }
         if name != "generate_series" {
@@ -806,26 +775,16 @@ impl<'a> Binder<'a> {
         ))
     }
 
-    /// pg_partition_ancestors(rel) [WITH ORDINALITY]: the relation itself, at depth 1 (no
-    /// table is a partition; psql's describe reads it).
+    /// pg_partition_ancestors(rel): the relation itself, at depth 1 (no table is a
+    /// partition; psql's describe reads it).
     fn partition_ancestors(
         &mut self,
         e: &ast::Expr,
         alias: &Option<ast::TableAlias>,
-        ordinality: bool,
     ) -> PgResult<(Rel, Scope)> {
         let rel = cast_to(self.expr(e, &Scope::default())?, &DataType::Oid)?;
-        let mut row = vec![rel];
-        let mut scope = function_scope("pg_partition_ancestors", alias, DataType::Oid);
-        if ordinality {
-            row.push(const_expr(Value::Int8(1), DataType::Int8));
-            let mut depth = scope.columns[0].clone();
-            depth.name = (alias.as_ref())
-                .and_then(|a| a.columns.get(1))
-                .map_or_else(|| "ordinality".to_string(), |c| ident_name(&c.name));
-            depth.ty = DataType::Int8;
-            scope.columns.push(depth);
-        }
+        let row = vec![rel];
+        let scope = function_scope("pg_partition_ancestors", alias, DataType::Oid);
         Ok((Rel::Values { rows: vec![row] }, scope))
     }
 

@@ -1,23 +1,24 @@
-//! `unnest(a)`, `generate_subscripts(a, d)` and the fields of
-//! `information_schema._pg_expandarray(a)` in a select list, as catalog readers write them
+//! Set-returning functions in a select list, rewritten into the statement's FROM so the
+//! binder needs no select-list set-returning node.
+//!
+//! PostgreSQL 10+ runs the set-returning functions of one select list in lockstep until
+//! the longest is done, the others NULL past their last row. `lateral_sets` turns
+//! unnest, generate_series and the set-returning functions over text and jsonb, wherever
+//! they sit in an item, into columns of one `LATERAL ROWS FROM (…)` (`Rel::RowsFrom`).
+//!
+//! `lateral_subscripts` handles what catalog readers write beside them:
+//! `generate_subscripts(a, d)` and the fields of `information_schema._pg_expandarray(a)`
 //! (SQLAlchemy reads a constraint's columns with
 //! `SELECT unnest(conkey) AS attnum, generate_subscripts(conkey, 1) AS ord FROM …`;
 //! pgjdbc's getIndexInfo an index's with `(information_schema._pg_expandarray(indkey)).n`).
-//!
-//! PostgreSQL runs the set-returning functions of one select list in lockstep, one
-//! output row per subscript. Where every one of them is over the same array, that is the
-//! select with `LATERAL generate_series(array_lower(a, d), array_upper(a, d)) AS s(n)`
-//! appended to its FROM, `unnest(a)` read as `a[s.n]` and `generate_subscripts(a, d)` as
-//! `s.n`, `(_pg_expandarray(a)).x` as `a[s.n]` and its `.n` as the 1-based position
+//! Where every one of them is over the same array, that is the select with
+//! `LATERAL generate_series(array_lower(a, d), array_upper(a, d)) AS s(n)` appended to its
+//! FROM, `unnest(a)` read as `a[s.n]` and `generate_subscripts(a, d)` as `s.n`,
+//! `(_pg_expandarray(a)).x` as `a[s.n]` and its `.n` as the 1-based position
 //! `s.n - array_lower(a, 1) + 1` (an int2vector's subscripts start at 0): an empty or
 //! NULL array gives no rows, as in PostgreSQL. `_pg_expandarray(a)` itself, a record,
-//! is left alone (no record values here). The rewrite is of the
-//! statement's syntax, so the binder needs no set-returning node. Other shapes (different
-//! arrays, a function nested in an expression, aggregates) are left as they are.
-//!
-//! regexp_matches, regexp_split_to_table and string_to_table (`lateral_sets`) are
-//! rewritten the same way wherever they sit in an item, with unnest calls beside them,
-//! over one series as long as the longest of them.
+//! is left alone (no record values here). Other shapes (different arrays, aggregates) are
+//! left as they are.
 
 use pgerror::{PgError, PgResult};
 use sqlparser::ast;
@@ -26,6 +27,10 @@ use sqlparser::parser::{Parser, ParserError};
 
 /// The alias of the appended subscript series; not a name a query would use.
 const SERIES: &str = "\"meridian select-list subscripts\"";
+
+/// The function `lateral_sets` appends to FROM: its arguments' rows side by side
+/// (`Binder::rows_from`); not a name a query would use.
+pub(super) const ROWS_FROM: &str = "meridian rows from";
 
 /// The select with its select-list `unnest`/`generate_subscripts` turned into a lateral
 /// subscript series, or None where it has none (or a shape this does not handle).
@@ -95,89 +100,68 @@ fn aggregating(sel: &ast::Select) -> bool {
     })
 }
 
-/// The select with its select list's regexp_matches, regexp_split_to_table and
-/// string_to_table calls (and unnest calls beside them), wherever they sit in an item,
-/// turned into one lateral series `generate_series(1, GREATEST(count, …))`: each call
-/// read as its n-th row, NULL past its last, as PostgreSQL 10+ runs a select list's
-/// set-returning functions in lockstep until the longest is done (none with a row: no
-/// rows). An item keeps the column name the call gave it. None where the select has no
-/// such call, or groups (left as it is).
+/// The select with its select list's set-returning functions of one column (unnest,
+/// generate_series, the ones over text and jsonb), wherever they sit in an item, turned
+/// into one `LATERAL ROWS_FROM(f(…), …) AS series(c1, …)` appended to its FROM, each call
+/// read as its column: PostgreSQL 10+ runs a select list's set-returning functions in
+/// lockstep until the longest is done, the others NULL past their last row (none with a
+/// row: no rows), as `Rel::RowsFrom` does. An item keeps the column name the call gave
+/// it; a select that groups is `grouped_sets`. None where the select has no such call,
+/// or has generate_subscripts or `_pg_expandarray` (`lateral_subscripts`) or a call in an
+/// item with a subquery.
 pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
-    use super::text_table::TEXT_SET_FUNCTIONS;
-    use crate::functions::regexp::{MATCHES_COUNT, MATCHES_ITEM, SPLIT_TO_TABLE};
-    let text_set = |e: &ast::Expr| {
-        function_name(e).is_some_and(|n| TEXT_SET_FUNCTIONS.contains(&n.as_str()))
-            && plain_arguments(e).is_some()
-    };
-    let any_text_set = |e: &ast::Expr| {
+    let calls = |e: &ast::Expr| {
         let mut found = false;
         let _ = ast::visit_expressions(e, |e| {
-            found |= text_set(e);
+            found |= set_call(e).is_some();
             std::ops::ControlFlow::<()>::Continue(())
         });
         found
     };
-    let items = || {
-        sel.projection.iter().filter_map(|i| match i {
+    let items: Vec<&ast::Expr> = (sel.projection.iter())
+        .filter_map(|i| match i {
             ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                 Some(e)
             }
             _ => None,
         })
-    };
-    if !items().any(|e| !super::has_subquery(e) && any_text_set(e)) || aggregating(sel) {
+        .collect();
+    let subscripts = |e: &&ast::Expr| array_function(e).is_some_and(|(_, dim)| dim.is_some());
+    if !items.iter().any(|e| calls(e))
+        || items.iter().any(subscripts)
+        || items.iter().any(|e| calls(e) && super::has_subquery(e))
+    {
         return Ok(None);
     }
+    if aggregating(sel) {
+        return grouped_sets(sel);
+    }
     let mut out = sel.clone();
-    let mut counts: Vec<String> = Vec::new();
+    let mut functions: Vec<String> = Vec::new();
     for item in &mut out.projection {
         let (expr, alias) = match item {
             ast::SelectItem::UnnamedExpr(e) => (e.clone(), None),
             ast::SelectItem::ExprWithAlias { expr, alias } => (expr.clone(), Some(alias.clone())),
             _ => continue,
         };
-        if super::has_subquery(&expr) {
-            continue;
-        }
         let mut rewritten = expr.clone();
         let mut failed: Option<PgError> = None;
         let _ = ast::visit_expressions_mut(&mut rewritten, |e| {
-            let (Some(name), Some(args)) = (function_name(e), plain_arguments(e)) else {
+            let Some(call) = set_call(e) else {
                 return std::ops::ControlFlow::Continue(());
             };
-            let arity = if name == "unnest" { 1..=1 } else { 2..=3 };
-            let set = name == "unnest" || TEXT_SET_FUNCTIONS.contains(&name.as_str());
-            if !set || !arity.contains(&args.len()) {
-                return std::ops::ControlFlow::Continue(());
-            }
-            if args.iter().any(|a| a.contains(SERIES)) {
+            if call.contains(SERIES) {
                 failed = Some(PgError::unsupported(
                     "set-returning functions in the arguments of set-returning functions",
                 ));
                 return std::ops::ControlFlow::Break(());
             }
-            let args = args.join(", ");
-            let (count, replacement) = match name.as_str() {
-                "regexp_matches" => (
-                    format!("\"{MATCHES_COUNT}\"({args})"),
-                    format!("\"{MATCHES_ITEM}\"({SERIES}.n, {args})"),
-                ),
-                _ => {
-                    let array = match name.as_str() {
-                        "regexp_split_to_table" => format!("\"{SPLIT_TO_TABLE}\"({args})"),
-                        "string_to_table" => format!("string_to_array({args})"),
-                        _ => args,
-                    };
-                    (
-                        format!("cardinality({array})"),
-                        format!("({array})[{SERIES}.n]"),
-                    )
-                }
-            };
-            match parsed(&replacement, |p| p.parse_expr()) {
+            functions.push(call);
+            match parsed(&format!("{SERIES}.c{}", functions.len()), |p| {
+                p.parse_expr()
+            }) {
                 Ok(r) => {
-                    *e = ast::Expr::Nested(Box::new(r));
-                    counts.push(count);
+                    *e = r;
                     std::ops::ControlFlow::Continue(())
                 }
                 Err(err) => {
@@ -198,13 +182,89 @@ pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
             };
         }
     }
+    let columns: Vec<String> = (1..=functions.len()).map(|i| format!("c{i}")).collect();
     let series = format!(
-        "LATERAL generate_series(1, GREATEST({})) AS {SERIES}(n)",
-        counts.join(", ")
+        "LATERAL \"{ROWS_FROM}\"({}) AS {SERIES}({})",
+        functions.join(", "),
+        columns.join(", ")
     );
     out.from
         .push(parsed(&series, |p| p.parse_table_and_joins())?);
     Ok(Some(out))
+}
+
+/// A call of a set-returning function of one column, as SQL text.
+fn set_call(e: &ast::Expr) -> Option<String> {
+    let args = plain_arguments(e)?.len();
+    let set = match function_name(e)?.as_str() {
+        "unnest" | "jsonb_array_elements" | "jsonb_array_elements_text" | "jsonb_object_keys" => {
+            args == 1
+        }
+        "generate_series" | "regexp_matches" | "regexp_split_to_table" | "string_to_table" => {
+            (2..=3).contains(&args)
+        }
+        _ => false,
+    };
+    set.then(|| e.to_string())
+}
+
+/// `lateral_sets` for a select that groups, whose set-returning functions PostgreSQL runs
+/// after grouping: the select (DISTINCT aside) computes the other items and the calls'
+/// arguments in a derived table, and a select over it runs the calls, laterally, as
+/// `lateral_sets` does. None where a call sits inside an item rather than being one, or
+/// with DISTINCT ON.
+fn grouped_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
+    const GROUPED: &str = "\"meridian grouped\"";
+    let distinct = match &sel.distinct {
+        None | Some(ast::Distinct::All) => "",
+        Some(ast::Distinct::Distinct) => "DISTINCT ",
+        Some(ast::Distinct::On(_)) => return Ok(None),
+    };
+    let (mut inner_items, mut outer_items, mut functions) = (Vec::new(), Vec::new(), Vec::new());
+    for item in &sel.projection {
+        let (expr, name) = match item {
+            ast::SelectItem::UnnamedExpr(e) => (e, super::default_column_name(e)),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, super::ident_name(alias)),
+            _ => return Ok(None),
+        };
+        let name = ast::Ident::with_quote('"', name);
+        let mut computed = |e: String| {
+            inner_items.push(ast::SelectItem::ExprWithAlias {
+                expr: parsed(&e, |p| p.parse_expr())?,
+                alias: ast::Ident::with_quote('"', format!("g{}", inner_items.len() + 1)),
+            });
+            Ok::<_, PgError>(format!("{GROUPED}.\"g{}\"", inner_items.len()))
+        };
+        match (set_call(expr), expr) {
+            (Some(_), ast::Expr::Function(f)) => {
+                let args = (plain_arguments(expr).unwrap_or_default().into_iter())
+                    .map(&mut computed)
+                    .collect::<PgResult<Vec<_>>>()?;
+                functions.push(format!("{}({})", f.name, args.join(", ")));
+                outer_items.push(format!("{SERIES}.c{} AS {name}", functions.len()));
+            }
+            _ if ast::visit_expressions(expr, |e| match set_call(e) {
+                Some(_) => std::ops::ControlFlow::Break(()),
+                None => std::ops::ControlFlow::Continue(()),
+            })
+            .is_break() =>
+            {
+                return Ok(None)
+            }
+            _ => outer_items.push(format!("{} AS {name}", computed(expr.to_string())?)),
+        }
+    }
+    let mut inner = sel.clone();
+    inner.distinct = None;
+    inner.projection = inner_items;
+    let columns: Vec<String> = (1..=functions.len()).map(|i| format!("c{i}")).collect();
+    let outer = format!(
+        "SELECT {distinct}{} FROM ({inner}) AS {GROUPED}, LATERAL \"{ROWS_FROM}\"({}) AS {SERIES}({})",
+        outer_items.join(", "),
+        functions.join(", "),
+        columns.join(", ")
+    );
+    parsed(&outer, |p| p.parse_select()).map(Some)
 }
 
 /// A derived table's `_pg_expandarray(a) AS k` as two columns named `k.x` and `k.n`, and

@@ -375,22 +375,20 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
         },
         F::JsonbStripNulls => boxed(owned(0)?.strip_nulls()),
         F::JsonbPretty => Value::Text(jsonb(&args[0])?.pretty()),
-        F::JsonbSetCount => Value::Int4(set_count(jsonb(&args[0])?, text(1))? as i32),
-        F::JsonbSetItem => {
-            let at = (int(1) - 1).max(0) as usize;
-            let (key, value) = match jsonb(&args[0])? {
-                Jsonb::Array(items) => (None, items.get(at)),
-                Jsonb::Object(pairs) => match pairs.get(at) {
-                    Some((k, v)) => (Some(k), Some(v)),
-                    None => (None, None),
-                },
-                _ => (None, None),
-            };
-            match text(2) {
+        F::JsonbSetColumn => {
+            let doc = jsonb(&args[0])?;
+            set_check(doc, text(1))?;
+            let column = text(2);
+            let item = |key: Option<&String>, value: &Jsonb| match column {
                 "key" => key.map_or(Value::Null, |k| Value::Text(k.clone())),
-                "value" => some_jsonb(value),
-                _ => some_text(value),
-            }
+                "value" => some_jsonb(Some(value)),
+                _ => some_text(Some(value)),
+            };
+            Value::Array(match doc {
+                Jsonb::Array(items) => items.iter().map(|v| item(None, v)).collect(),
+                Jsonb::Object(pairs) => pairs.iter().map(|(k, v)| item(Some(k), v)).collect(),
+                _ => Vec::new(),
+            })
         }
         other => {
             return Err(PgError::internal(format!(
@@ -403,19 +401,17 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
 /// The number of rows jsonb_array_elements(_text), jsonb_object_keys or
 /// jsonb_each(_text) (`function`) give for `j`, or PostgreSQL's 22023 for a document they
 /// do not take.
-fn set_count(j: &Jsonb, function: &str) -> PgResult<usize> {
+fn set_check(j: &Jsonb, function: &str) -> PgResult<()> {
     let refuse = |message: String| Err(PgError::new(codes::INVALID_PARAMETER_VALUE, message));
     match (j, function) {
-        (Jsonb::Array(items), "jsonb_array_elements" | "jsonb_array_elements_text") => {
-            Ok(items.len())
-        }
+        (Jsonb::Array(_), "jsonb_array_elements" | "jsonb_array_elements_text") => Ok(()),
         (Jsonb::Object(_), "jsonb_array_elements" | "jsonb_array_elements_text") => {
             refuse("cannot extract elements from an object".into())
         }
         (_, "jsonb_array_elements" | "jsonb_array_elements_text") => {
             refuse("cannot extract elements from a scalar".into())
         }
-        (Jsonb::Object(pairs), _) => Ok(pairs.len()),
+        (Jsonb::Object(_), _) => Ok(()),
         (Jsonb::Array(_), "jsonb_object_keys") => {
             refuse("cannot call jsonb_object_keys on an array".into())
         }

@@ -243,10 +243,9 @@ pub enum ScalarFunc {
     // Regular expressions (regexp.rs).
     RegexpReplace,
     RegexpMatch,
-    /// regexp_matches(s, p [, flags]) in FROM and in a select list: the number of
-    /// matches, and the n-th match's row (arguments n, s, p [, flags]).
-    RegexpMatchesCount,
-    RegexpMatchesItem,
+    /// regexp_matches(s, p [, flags]) in FROM and in a select list: its rows, a list of
+    /// text[] values (`Rel::Unnest`'s array).
+    RegexpMatches,
     RegexpSplitToArray,
     /// regexp_split_to_table's pieces (as regexp_split_to_array, under its name).
     RegexpSplitToTable,
@@ -296,11 +295,10 @@ pub enum ScalarFunc {
     JsonbBuildArray,
     JsonBuildObject,
     JsonBuildArray,
-    /// jsonb's set-returning functions (binder/json_table.rs): how many rows
-    /// (document, function name), and the row at a 1-based position (document,
-    /// position, "key" | "value" | "value_text").
-    JsonbSetCount,
-    JsonbSetItem,
+    /// jsonb's set-returning functions (binder/json_table.rs): one column of their rows
+    /// as an array (document, function name, "key" | "value" | "value_text"), or
+    /// PostgreSQL's error for a document of the wrong kind.
+    JsonbSetColumn,
     /// percentile_cont / percentile_disc (ordered_set.rs): the final step, over the
     /// group's sorted values (their aggregate's result) and the fraction (a float8 or
     /// float8[]), PostgreSQL's direct argument, evaluated once per group.
@@ -1062,8 +1060,7 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::SimilarTo => string::eval(func, &args)?,
         F::RegexpReplace
         | F::RegexpMatch
-        | F::RegexpMatchesCount
-        | F::RegexpMatchesItem
+        | F::RegexpMatches
         | F::RegexpSplitToArray
         | F::RegexpSplitToTable
         | F::RegexpCount
@@ -1119,8 +1116,7 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::JsonbArrayLength
         | F::JsonbStripNulls
         | F::JsonbPretty
-        | F::JsonbSetCount
-        | F::JsonbSetItem => json::eval(func, &args)?,
+        | F::JsonbSetColumn => json::eval(func, &args)?,
         F::PercentileContFinal | F::PercentileDiscFinal => {
             let [values, fraction] = <[Value; 2]>::try_from(args)
                 .map_err(|_| PgError::internal("a percentile takes two arguments"))?;

@@ -15,8 +15,7 @@ use types::{DataType, Value};
 
 /// Names the binder's select-list rewrite calls (`binder/select_srf.rs`); not names a
 /// query would use.
-pub const MATCHES_COUNT: &str = "meridian regexp_matches count";
-pub const MATCHES_ITEM: &str = "meridian regexp_matches item";
+pub const MATCHES: &str = "meridian regexp_matches";
 pub const SPLIT_TO_TABLE: &str = "meridian regexp_split_to_table";
 
 /// Resolve one of this module's functions: (function, argument types, result type).
@@ -40,12 +39,12 @@ pub fn resolve(name: &str, args: &[DataType]) -> Option<(F, Vec<DataType>, DataT
             Text,
         ),
         ("regexp_match", 2 | 3) => (F::RegexpMatch, vec![Text; n], text_array()),
-        (MATCHES_COUNT, 2 | 3) => (F::RegexpMatchesCount, vec![Text; n], Int4),
-        (MATCHES_ITEM, 3 | 4) => {
-            let mut want = vec![Int4];
-            want.extend(vec![Text; n - 1]);
-            (F::RegexpMatchesItem, want, text_array())
-        }
+        // a list of text[] values, which `Rel::Unnest` hands out whole
+        (MATCHES, 2 | 3) => (
+            F::RegexpMatches,
+            vec![Text; n],
+            Array(Box::new(text_array())),
+        ),
         ("regexp_split_to_array", 2 | 3) => (F::RegexpSplitToArray, vec![Text; n], text_array()),
         (SPLIT_TO_TABLE, 2 | 3) => (F::RegexpSplitToTable, vec![Text; n], text_array()),
         ("regexp_like", 2 | 3) => (F::RegexpLike, vec![Text; n], Bool),
@@ -194,25 +193,11 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
                 .first()
                 .map_or(Value::Null, |m| match_array(text(0), m))
         }
-        F::RegexpMatchesCount | F::RegexpMatchesItem => {
-            // the item's arguments are (n, s, p [, flags])
-            let (n, rest) = match func {
-                F::RegexpMatchesItem => (args[0].as_i64().unwrap_or(0), &args[1..]),
-                _ => (0, args),
-            };
-            let s = rest[0].as_str().unwrap_or("");
-            let flags = parse_flags(rest.get(2).and_then(Value::as_str).unwrap_or(""))?;
-            let found = matches_from(s, rest[1].as_str().unwrap_or(""), &flags, 1, false)?;
-            if func == F::RegexpMatchesCount {
-                return Ok(Value::Int4(found.len() as i32));
-            }
-            match usize::try_from(n)
-                .ok()
-                .and_then(|n| found.get(n.wrapping_sub(1)))
-            {
-                Some(m) => match_array(s, m),
-                None => Value::Null,
-            }
+        F::RegexpMatches => {
+            let s = text(0);
+            let flags = parse_flags(text(2))?;
+            let found = matches_from(s, text(1), &flags, 1, false)?;
+            Value::Array(found.iter().map(|m| match_array(s, m)).collect())
         }
         F::RegexpSplitToArray | F::RegexpSplitToTable => {
             let name = if func == F::RegexpSplitToArray {
@@ -387,8 +372,8 @@ mod tests {
     #[test]
     fn empty_matches_follow_postgresql() {
         // an empty match right after a non-empty one counts: "", b, "", ""
-        let count = eval(F::RegexpMatchesCount, &[t("abc"), t("b*"), t("g")]).unwrap();
-        assert_eq!(count, Value::Int4(4));
+        let found = eval(F::RegexpMatches, &[t("abc"), t("b*"), t("g")]).unwrap();
+        assert!(matches!(found, Value::Array(m) if m.len() == 4));
         // splitting ignores them at the ends and after a match
         let pieces = eval(F::RegexpSplitToArray, &[t("a1b22c"), t(r"\d*")]).unwrap();
         let want: Vec<Option<String>> = ["a", "b", "c"]

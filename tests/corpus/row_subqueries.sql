@@ -1,0 +1,41 @@
+-- Row constructors compared with a subquery's rows (issue 31 item 6): (a, b) [NOT] IN
+-- (SELECT …), = ANY and <> ALL, with SQL's three-valued row equality, hashed probes,
+-- coercion per column, correlation, and in UPDATE and DELETE (prefix crs_).
+DROP TABLE IF EXISTS crs_a;
+DROP TABLE IF EXISTS crs_b;
+CREATE TABLE crs_a (id int PRIMARY KEY, x int, y text, z numeric);
+CREATE TABLE crs_b (id int PRIMARY KEY, p bigint, q text);
+INSERT INTO crs_a VALUES (1, 1, 'p', 1.5), (2, 2, 'r', 2), (3, 3, 'q', NULL), (4, NULL, 'p', 4), (5, 2, NULL, 5), (6, 1, 'p', 6);
+INSERT INTO crs_b VALUES (1, 1, 'p'), (2, 2, NULL), (3, NULL, 'q'), (4, 7, 'z');
+SELECT id FROM crs_a WHERE (x, y) IN (SELECT p, q FROM crs_b) ORDER BY id;
+SELECT id FROM crs_a WHERE (x, y) NOT IN (SELECT p, q FROM crs_b) ORDER BY id;
+SELECT id, (x, y) IN (SELECT p, q FROM crs_b) AS hit FROM crs_a ORDER BY id;
+SELECT id, (x, y) NOT IN (SELECT p, q FROM crs_b) AS miss FROM crs_a ORDER BY id;
+SELECT id, (x, y) = ANY (SELECT p, q FROM crs_b) FROM crs_a ORDER BY id;
+SELECT id, (x, y) <> ALL (SELECT p, q FROM crs_b) FROM crs_a ORDER BY id;
+SELECT id FROM crs_a WHERE (x, y) IN (SELECT p, q FROM crs_b WHERE p IS NOT NULL AND q IS NOT NULL) ORDER BY id;
+SELECT id FROM crs_a WHERE (x, y) NOT IN (SELECT p, q FROM crs_b WHERE p IS NOT NULL AND q IS NOT NULL) ORDER BY id;
+SELECT id FROM crs_a WHERE (x, y) IN (SELECT p, q FROM crs_b WHERE false) ORDER BY id;
+SELECT id FROM crs_a WHERE (x, y) NOT IN (SELECT p, q FROM crs_b WHERE false) ORDER BY id;
+SELECT (1, 2) IN (SELECT 1, 2), (1, 3) IN (SELECT 1, 2), (1, NULL::int) IN (SELECT 1, 2), (1, 2) IN (SELECT 1, NULL::int), (2, 2) IN (SELECT 1, NULL::int);
+SELECT (NULL::int, NULL::int) NOT IN (SELECT 1, 2 WHERE false), (NULL::int, NULL::int) IN (SELECT 1, 2);
+SELECT (1::int8, 2.0) IN (SELECT 1::int4, 2::int4), (1, 2) IN (SELECT 1.0, 2::int8);
+SELECT (x, z) IN (SELECT p, 1.5 FROM crs_b) FROM crs_a ORDER BY id;
+SELECT (x, y, z) IN (SELECT id, 'p', 1.5 FROM crs_a) FROM crs_a ORDER BY id;
+SELECT id FROM crs_a a WHERE (a.x, a.y) IN (SELECT b.p, b.q FROM crs_b b WHERE b.id = a.id) ORDER BY id;
+SELECT id FROM crs_a a WHERE (a.x, 'p') IN (SELECT b.p, b.q FROM crs_b b WHERE b.id <= a.id) ORDER BY id;
+SELECT count(*) FROM crs_a WHERE (x, y) IN (SELECT x, y FROM crs_a);
+SELECT x, count(*) FROM crs_a GROUP BY x HAVING (x, count(*)) IN (SELECT p, 2 FROM crs_b) ORDER BY 1;
+SELECT count(*) FROM generate_series(1, 100000) i WHERE (i, i % 7) IN (SELECT j, j % 7 FROM generate_series(1, 100000, 3) j);
+SELECT count(*) FROM generate_series(1, 1000) i WHERE (i % 10, i % 3) NOT IN (SELECT j, k FROM generate_series(1, 5) j, generate_series(0, 1) k);
+SELECT (1, 2) IN (SELECT 1, 2, 3);
+SELECT (1, 2, 3) IN (SELECT 1, 2);
+SELECT (1, 'a') IN (SELECT 1, 2);
+BEGIN;
+UPDATE crs_a SET z = 0 WHERE (x, y) IN (SELECT p, q FROM crs_b);
+SELECT id, z FROM crs_a ORDER BY id;
+DELETE FROM crs_a WHERE (x, y) NOT IN (SELECT p, q FROM crs_b WHERE q IS NOT NULL AND p IS NOT NULL);
+SELECT id FROM crs_a ORDER BY id;
+ROLLBACK;
+DROP TABLE crs_a;
+DROP TABLE crs_b;
