@@ -43,11 +43,34 @@ SELECT * FROM jsonb_array_elements('{"a": 1}');
 SELECT * FROM jsonb_object_keys('[1]');
 SELECT count(*) FROM regexp_split_to_table(repeat('ab,', 50000), ',');
 SELECT count(*), count(DISTINCT m) FROM regexp_matches(repeat('ab1', 30000), '\d', 'g') AS t(m);
+-- json's, values as written (spacing and duplicate keys kept)
+SELECT * FROM json_array_elements('[1, {"a":  2}, "s", null]') WITH ORDINALITY ORDER BY 2;
+SELECT * FROM json_array_elements_text('[1, {"a":  2}, "s", null, "\u00e9"]') WITH ORDINALITY AS e(v, n) ORDER BY n;
+SELECT * FROM json_each('{"a": [1,  2], "a": 3, "b" : "x", "c": null}') WITH ORDINALITY ORDER BY 3;
+SELECT * FROM json_each_text('{"a": [1,  2], "b" : "x", "c": null, "d\"q": "\u0041"}') WITH ORDINALITY ORDER BY 3;
+SELECT * FROM json_object_keys('{"b": 1, "a": 2, "b": 3}') WITH ORDINALITY ORDER BY 2;
+SELECT json_array_elements('[1, 2]'), json_object_keys('{"k": 0}');
+SELECT json_array_elements_text('["p", "q"]') AS v ORDER BY v;
+SELECT * FROM json_array_elements('{"a": 1}');
+SELECT * FROM json_array_elements('1');
+SELECT * FROM json_array_elements_text('"s"');
+SELECT * FROM json_object_keys('[]');
+SELECT * FROM json_object_keys('1');
+SELECT * FROM json_each('[]');
+SELECT * FROM json_each_text('1');
+SELECT * FROM json_each('{"a": 1}') AS t;
+SELECT t FROM json_array_elements('[1, 2]') AS t ORDER BY t::text;
+SELECT * FROM json_array_elements(NULL);
+SELECT * FROM json_array_elements('[]');
+SELECT count(*) FROM json_array_elements((SELECT json_agg(i) FROM generate_series(1, 100000) i));
 -- laterally over a table's rows
 SELECT id, x FROM csrf_t, unnest(a) AS x ORDER BY id, x;
 SELECT id, x, n FROM csrf_t, unnest(a) WITH ORDINALITY AS u(x, n) ORDER BY id, n;
 SELECT id, p FROM csrf_t, string_to_table(s, ',') AS p ORDER BY id, p;
 SELECT id, e FROM (SELECT * FROM csrf_t WHERE jsonb_typeof(j) = 'array') t, jsonb_array_elements(t.j) AS e ORDER BY id, e::text;
+SELECT id, e FROM csrf_t, jsonb_array_elements(j) AS e WHERE jsonb_typeof(j) = 'array' ORDER BY id, e::text;
+SELECT id, e FROM csrf_t, jsonb_array_elements(j) AS e WHERE id = 1 AND e::text <> '10' ORDER BY id, e::text;
+SELECT id, x FROM csrf_t LEFT JOIN LATERAL unnest(a) AS x ON true WHERE id > 2 ORDER BY id, x;
 SELECT id, u.* FROM csrf_t LEFT JOIN LATERAL unnest(a) WITH ORDINALITY AS u(x, n) ON true ORDER BY id, n;
 -- in select lists: lockstep, NULL past a function's last row
 SELECT unnest(ARRAY[1, 2, 3]);
@@ -79,4 +102,11 @@ SELECT DISTINCT unnest(array_agg(x)) AS u FROM (VALUES (1), (1), (2)) v(x) ORDER
 SELECT g, count(*), string_to_table(string_agg(t, ','), ',') AS p FROM (VALUES (1, 'a'), (1, 'b'), (2, 'c')) v(g, t) GROUP BY g HAVING count(*) > 1 ORDER BY p;
 SELECT unnest(array_agg(id)) AS i FROM csrf_t WHERE a IS NOT NULL ORDER BY i;
 SELECT count(*) FROM (SELECT unnest(array_agg(i)) FROM generate_series(1, 200000) i) s;
+SELECT unnest(array_agg(x)) + 1 FROM (VALUES (1), (2)) v(x);
+SELECT g, count(*) * 10 + unnest(array_agg(x)) AS v, 'k' FROM (VALUES (1, 1), (1, 2), (2, 3)) v(g, x) GROUP BY g ORDER BY g, v;
+SELECT coalesce(unnest(array_agg(x)), -1) AS c, max(x) FROM (VALUES (1), (NULL)) v(x) ORDER BY c;
+SELECT generate_series(min(x), max(x)) * 2 AS s FROM (VALUES (3), (5)) v(x) ORDER BY s;
+SELECT coalesce(unnest(ARRAY[1]), 0);
+SELECT CASE WHEN true THEN unnest(ARRAY[1]) END;
+SELECT CASE unnest(ARRAY[1]) WHEN 1 THEN 2 END;
 DROP TABLE csrf_t;

@@ -114,8 +114,11 @@ pub struct StatementState<'a> {
     /// Where operators past `work_mem` write their rows.
     pub spill: &'a spill::SpillDir,
     subqueries: Mutex<SubqueryCache>,
-    /// The subquery an evaluation stopped at: (plan address, outer-row key).
-    pending: Mutex<Option<(usize, Vec<u8>)>>,
+    /// What an evaluation stopped at, for the executor to await before evaluating again.
+    pending: Mutex<Option<Pending>>,
+    /// Whether the last wait pg_sleep asked for is over: its call, evaluated again,
+    /// returns at once.
+    slept: std::sync::atomic::AtomicBool,
     /// Rows handled since the last yield.
     since_yield: AtomicUsize,
     /// How deep the foreign keys' referential actions nest now (`crate::foreign_keys`).
@@ -126,6 +129,14 @@ pub struct StatementState<'a> {
 
 /// EXPLAIN ANALYZE's measurements by `sql::explain::rel_key`.
 pub type NodeMeasures = std::collections::HashMap<usize, sql::explain::NodeActuals>;
+
+/// What a synchronous evaluation stopped at (`EvalEnv` cannot await).
+enum Pending {
+    /// A subquery not computed yet: (plan address, outer-row key).
+    Subquery(usize, Vec<u8>),
+    /// pg_sleep's wait.
+    Sleep(std::time::Duration),
+}
 
 #[derive(Default)]
 struct SubqueryCache {
@@ -145,6 +156,7 @@ impl<'a> StatementState<'a> {
                 .then(|| std::time::Duration::from_millis(limits.lock_timeout_ms)),
             subqueries: Mutex::new(SubqueryCache::default()),
             pending: Mutex::new(None),
+            slept: std::sync::atomic::AtomicBool::new(false),
             since_yield: AtomicUsize::new(0),
             cascade_depth: AtomicUsize::new(0),
             measured: None,
@@ -375,7 +387,8 @@ impl<'a> Executor<'a> {
     }
 
     /// After an evaluation of `exprs` failed with `err`: if it stopped at a subquery not
-    /// yet computed, compute it (Ok: evaluate again); otherwise the error stands.
+    /// yet computed, compute it, or at pg_sleep, wait (Ok: evaluate again); otherwise the
+    /// error stands.
     async fn compute_pending<'x>(
         &self,
         err: PgError,
@@ -383,8 +396,16 @@ impl<'a> Executor<'a> {
         exprs: impl IntoIterator<Item = &'x Expr>,
         row: &[Value],
     ) -> PgResult<()> {
-        let Some((address, key)) = self.state.pending.lock().take() else {
-            return Err(err);
+        let pending = self.state.pending.lock().take();
+        let (address, key) = match pending {
+            None => return Err(err),
+            Some(Pending::Subquery(address, key)) => (address, key),
+            Some(Pending::Sleep(wait)) => {
+                // the statement's timeout, cancel and disconnect checks wait beside this
+                tokio::time::sleep(wait).await;
+                self.state.slept.store(true, Ordering::Relaxed);
+                return Ok(());
+            }
         };
         let mut found = None;
         for e in exprs {
@@ -575,12 +596,27 @@ impl EvalEnv for Executor<'_> {
         {
             return Ok(found.clone());
         }
-        *self.state.pending.lock() = Some((address, key));
+        *self.state.pending.lock() = Some(Pending::Subquery(address, key));
         Err(PgError::internal("subquery result not computed yet"))
     }
 
     fn session_function(&self, func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
-        system::session_function(self.session, func, args)
+        if func != ScalarFunc::PgSleep {
+            return system::session_function(self.session, func, args);
+        }
+        if self.state.slept.swap(false, Ordering::Relaxed) {
+            return Ok(Value::Text(String::new()));
+        }
+        match args.first().and_then(Value::as_f64) {
+            Some(seconds) if seconds > 0.0 => {
+                let wait = std::time::Duration::try_from_secs_f64(seconds)
+                    .unwrap_or(std::time::Duration::MAX);
+                *self.state.pending.lock() = Some(Pending::Sleep(wait));
+                Err(PgError::internal("pg_sleep's wait not awaited yet"))
+            }
+            Some(_) => Ok(Value::Text(String::new())),
+            None => Ok(Value::Null),
+        }
     }
 
     fn zone(&self) -> &Zone {

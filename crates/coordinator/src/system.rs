@@ -1233,6 +1233,7 @@ fn type_io_procs(ty: &DataType) -> [u32; 4] {
         Json => [321, 322, 323, 324],
         Jsonb => [3806, 3804, 3805, 3803],
         Enum(_) => [3504, 3505, 3532, 3533],
+        Void => [2298, 2299, 3120, 3121],
     }
 }
 
@@ -1962,6 +1963,9 @@ pub fn session_function(
             }
         }
         F::PgGetFunctionResult | F::PgGetFunctionArguments => Value::Null,
+        // a statement's executor waits (`Executor::session_function`); a default or an
+        // EXECUTE argument has none
+        F::PgSleep => return Err(PgError::unsupported("pg_sleep outside a query")),
         other => {
             return Err(PgError::new(
                 codes::INTERNAL_ERROR,

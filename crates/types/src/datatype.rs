@@ -42,6 +42,7 @@ pub mod oid {
     pub const REGTYPE: u32 = 2206;
     pub const REGNAMESPACE: u32 = 4089;
     pub const PG_NODE_TREE: u32 = 194;
+    pub const VOID: u32 = 2278;
     pub const BYTEA_ARRAY: u32 = 1001;
     pub const INT2VECTOR_ARRAY: u32 = 1006;
     pub const REGPROC_ARRAY: u32 = 1008;
@@ -123,6 +124,8 @@ pub enum DataType {
     Enum(std::sync::Arc<crate::enums::EnumType>),
     /// An untyped literal or a parameter whose type is not known yet.
     Unknown,
+    /// The pseudo-type of functions that return nothing (pg_sleep): an empty text value.
+    Void,
 }
 
 use pgerror::{codes, PgError, PgResult};
@@ -175,6 +178,7 @@ impl DataType {
             RegType => oid::REGTYPE,
             RegNamespace => oid::REGNAMESPACE,
             PgNodeTree => oid::PG_NODE_TREE,
+            Void => oid::VOID,
             Int2Vector => oid::INT2VECTOR,
             OidVector => oid::OIDVECTOR,
             Uuid => oid::UUID,
@@ -212,7 +216,7 @@ impl DataType {
                 Json => oid::JSON_ARRAY,
                 Jsonb => oid::JSONB_ARRAY,
                 Enum(e) => e.array_oid,
-                PgNodeTree | Unknown | Array(_) => 0,
+                PgNodeTree | Unknown | Void | Array(_) => 0,
             },
         }
     }
@@ -246,6 +250,7 @@ impl DataType {
                 oid::REGTYPE => RegType,
                 oid::REGNAMESPACE => RegNamespace,
                 oid::PG_NODE_TREE => PgNodeTree,
+                oid::VOID => Void,
                 oid::INT2VECTOR => Int2Vector,
                 oid::OIDVECTOR => OidVector,
                 oid::UUID => Uuid,
@@ -411,6 +416,7 @@ impl DataType {
             RegType => "regtype",
             RegNamespace => "regnamespace",
             PgNodeTree => "pg_node_tree",
+            Void => "void",
             Int2Vector => "int2vector",
             OidVector => "oidvector",
             Uuid => "uuid",
@@ -447,7 +453,7 @@ impl DataType {
                 Uuid => "_uuid",
                 Json => "_json",
                 Jsonb => "_jsonb",
-                PgNodeTree | Unknown | Array(_) | Enum(_) => "???",
+                PgNodeTree | Unknown | Void | Array(_) | Enum(_) => "???",
             },
         }
     }
@@ -517,6 +523,7 @@ impl DataType {
             | RegNamespace => 'N',
             Text | Varchar { .. } | Bpchar { .. } | Name => 'S',
             Char | PgNodeTree => 'Z',
+            Void => 'P',
             Bytea | Uuid | Json | Jsonb => 'U',
             Date | Time { .. } | Timestamp { .. } | TimestampTz { .. } => 'D',
             Interval { .. } => 'T',

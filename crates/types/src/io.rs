@@ -729,7 +729,9 @@ pub fn from_text_in(s: &str, ty: &DataType, zone: &Zone) -> PgResult<Value> {
             let d = numeric::parse(s).ok_or_else(|| invalid_syntax("numeric", s))??;
             crate::cast::with_numeric_typmod(d, precision_scale)?
         }
-        DataType::Text | DataType::Unknown | DataType::PgNodeTree => Value::Text(s.to_string()),
+        DataType::Text | DataType::Unknown | DataType::PgNodeTree | DataType::Void => {
+            Value::Text(s.to_string())
+        }
         DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name => {
             Value::Text(apply_string_typmod(s.to_string(), ty)?)
         }
@@ -920,7 +922,9 @@ pub fn from_binary(b: &[u8], ty: &DataType) -> PgResult<Value> {
         DataType::Numeric { precision_scale } => {
             crate::cast::with_numeric_typmod(numeric::from_binary(b)?, precision_scale)?
         }
-        DataType::Text | DataType::Unknown | DataType::PgNodeTree => Value::Text(utf8(b)?),
+        DataType::Text | DataType::Unknown | DataType::PgNodeTree | DataType::Void => {
+            Value::Text(utf8(b)?)
+        }
         DataType::Varchar { .. } | DataType::Bpchar { .. } | DataType::Name => {
             Value::Text(apply_string_typmod(utf8(b)?, ty)?)
         }

@@ -89,6 +89,20 @@ fn members(json: &str) -> Option<(bool, Members<'_>)> {
     Some((object, out))
 }
 
+/// An object's members (keys unescaped) or an array's elements, in order and duplicates
+/// included, as json_each and json_array_elements give them, and whether it is an
+/// object; None for a scalar.
+#[allow(clippy::type_complexity)]
+pub fn entries(json: &str) -> PgResult<Option<(bool, Vec<(Option<String>, &str)>)>> {
+    let Some((object, members)) = members(json) else {
+        return Ok(None);
+    };
+    let entries = (members.into_iter())
+        .map(|(key, value)| Ok((key.map(unescape).transpose()?, value)))
+        .collect::<PgResult<_>>()?;
+    Ok(Some((object, entries)))
+}
+
 /// A JSON string's characters; 22P05 for `\u0000`, which text cannot hold.
 fn unescape(raw: &str) -> PgResult<String> {
     let s: String = serde_json::from_str(raw).map_err(|e| PgError::internal(e.to_string()))?;

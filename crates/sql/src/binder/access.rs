@@ -8,8 +8,10 @@ use super::*;
 /// that read one side of a join go below it (the right side of a LEFT JOIN keeps its
 /// rows: only its left side takes them), and an inner join takes the conjuncts that read
 /// both sides as its join condition, where equalities become hash keys (a comma join
-/// written with its conditions in WHERE, as TPC-C's Stock-Level). A conjunct with a
-/// subquery stays where it was written.
+/// written with its conditions in WHERE, as TPC-C's Stock-Level). A LATERAL join's left
+/// side takes its conjuncts too (`FROM t, jsonb_array_elements(t.j) WHERE t.id = 5`
+/// reads one row of t and expands one document); the right side, computed per left row,
+/// takes none. A conjunct with a subquery stays where it was written.
 pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
     match rel {
         Rel::Scan {
@@ -32,7 +34,7 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
             right,
             kind,
             on,
-            lateral: false,
+            lateral,
         } => {
             let left_width = left.width();
             let (mut to_left, mut to_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
@@ -40,7 +42,9 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
                 match c.join_side(left_width) {
                     // a FULL JOIN's sides are both NULL-extended: nothing goes below it
                     Some(true) if kind != JoinKind::Full => to_left.push(c),
-                    Some(false) if kind == JoinKind::Inner => to_right.push(shifted(c, left_width)),
+                    Some(false) if kind == JoinKind::Inner && !lateral => {
+                        to_right.push(shifted(c, left_width))
+                    }
                     _ => kept.push(c),
                 }
             }
@@ -56,7 +60,7 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
                     right,
                     kind,
                     on,
-                    lateral: false,
+                    lateral,
                 };
             }
             let join = Rel::Join {
@@ -64,7 +68,7 @@ pub(super) fn push_filter(rel: Rel, predicate: Expr) -> Rel {
                 right,
                 kind,
                 on,
-                lateral: false,
+                lateral,
             };
             match all_of(kept) {
                 Some(predicate) => Rel::Filter {

@@ -176,14 +176,20 @@ impl<'a> Binder<'a> {
                         .zip(&target_cols)
                         .enumerate()
                         .map(|(i, (c, &col))| {
-                            assign_cast(
-                                Expr::Column {
-                                    depth: 0,
-                                    index: i,
-                                    ty: c.ty.clone(),
-                                },
-                                &table.columns[col].ty.to_type(),
-                            )
+                            let column = Expr::Column {
+                                depth: 0,
+                                index: i,
+                                ty: c.ty.clone(),
+                            };
+                            let ty = table.columns[col].ty.to_type();
+                            match assign_cast(column.clone(), &ty) {
+                                // a string literal of the select list is read as the
+                                // column's type, as PostgreSQL resolves an unknown there
+                                Err(_) if string_literal_item(q, i) => {
+                                    cast_to_explicit(column, &ty)
+                                }
+                                cast => cast,
+                            }
                         })
                         .collect::<PgResult<Vec<_>>>()?;
                     Rel::Project {
@@ -584,4 +590,29 @@ pub(super) fn conflict_arbiter(
                 })
         }
     }
+}
+
+/// Whether output column `i` of `q` is a string literal of a plain SELECT's list
+/// (`INSERT INTO t SELECT 1, '[1]'`), which PostgreSQL types by the target column.
+fn string_literal_item(q: &ast::Query, i: usize) -> bool {
+    let ast::SetExpr::Select(sel) = q.body.as_ref() else {
+        return false;
+    };
+    let exprs: Option<Vec<&ast::Expr>> = (sel.projection.iter())
+        .map(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                Some(e)
+            }
+            _ => None,
+        })
+        .collect();
+    matches!(
+        exprs.and_then(|e| e.get(i).copied()),
+        Some(ast::Expr::Value(v)) if matches!(
+            v.value,
+            ast::Value::SingleQuotedString(_)
+                | ast::Value::EscapedStringLiteral(_)
+                | ast::Value::DollarQuotedString(_)
+        )
+    )
 }

@@ -133,6 +133,9 @@ pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
     {
         return Ok(None);
     }
+    for e in &items {
+        refuse_conditional_calls(e)?;
+    }
     if aggregating(sel) {
         return grouped_sets(sel);
     }
@@ -193,13 +196,50 @@ pub(super) fn lateral_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
     Ok(Some(out))
 }
 
+/// PostgreSQL's 0A000 for a set-returning call inside CASE or COALESCE, which evaluate
+/// their arguments conditionally.
+fn refuse_conditional_calls(e: &ast::Expr) -> PgResult<()> {
+    let calls = |x: &ast::Expr| {
+        ast::visit_expressions(x, |y| match set_call(y) {
+            Some(_) => std::ops::ControlFlow::Break(()),
+            None => std::ops::ControlFlow::Continue(()),
+        })
+        .is_break()
+    };
+    let found = ast::visit_expressions(e, |x| {
+        let construct = match x {
+            ast::Expr::Case { .. } => "CASE",
+            ast::Expr::Function(_) if function_name(x).as_deref() == Some("coalesce") => "COALESCE",
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match calls(x) {
+            true => std::ops::ControlFlow::Break(construct),
+            false => std::ops::ControlFlow::Continue(()),
+        }
+    });
+    match found {
+        std::ops::ControlFlow::Break(construct) => Err(PgError::new(
+            pgerror::codes::FEATURE_NOT_SUPPORTED,
+            format!("set-returning functions are not allowed in {construct}"),
+        )
+        .with_hint(
+            "You might be able to move the set-returning function into a LATERAL FROM item.",
+        )),
+        std::ops::ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
 /// A call of a set-returning function of one column, as SQL text.
 fn set_call(e: &ast::Expr) -> Option<String> {
     let args = plain_arguments(e)?.len();
     let set = match function_name(e)?.as_str() {
-        "unnest" | "jsonb_array_elements" | "jsonb_array_elements_text" | "jsonb_object_keys" => {
-            args == 1
-        }
+        "unnest"
+        | "jsonb_array_elements"
+        | "jsonb_array_elements_text"
+        | "jsonb_object_keys"
+        | "json_array_elements"
+        | "json_array_elements_text"
+        | "json_object_keys" => args == 1,
         "generate_series" | "regexp_matches" | "regexp_split_to_table" | "string_to_table" => {
             (2..=3).contains(&args)
         }
@@ -209,62 +249,103 @@ fn set_call(e: &ast::Expr) -> Option<String> {
 }
 
 /// `lateral_sets` for a select that groups, whose set-returning functions PostgreSQL runs
-/// after grouping: the select (DISTINCT aside) computes the other items and the calls'
-/// arguments in a derived table, and a select over it runs the calls, laterally, as
-/// `lateral_sets` does. None where a call sits inside an item rather than being one, or
-/// with DISTINCT ON.
+/// after grouping: the select (DISTINCT aside) computes, in a derived table, the calls'
+/// arguments and each largest part of an item without a call; a select over it runs the
+/// calls laterally, as `lateral_sets` does, and the rest of each item. None with
+/// DISTINCT ON.
 fn grouped_sets(sel: &ast::Select) -> PgResult<Option<ast::Select>> {
-    const GROUPED: &str = "\"meridian grouped\"";
     let distinct = match &sel.distinct {
         None | Some(ast::Distinct::All) => "",
         Some(ast::Distinct::Distinct) => "DISTINCT ",
         Some(ast::Distinct::On(_)) => return Ok(None),
     };
-    let (mut inner_items, mut outer_items, mut functions) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lift = Lift::default();
+    let mut outer_items = Vec::new();
     for item in &sel.projection {
         let (expr, name) = match item {
             ast::SelectItem::UnnamedExpr(e) => (e, super::default_column_name(e)),
             ast::SelectItem::ExprWithAlias { expr, alias } => (expr, super::ident_name(alias)),
             _ => return Ok(None),
         };
-        let name = ast::Ident::with_quote('"', name);
-        let mut computed = |e: String| {
-            inner_items.push(ast::SelectItem::ExprWithAlias {
-                expr: parsed(&e, |p| p.parse_expr())?,
-                alias: ast::Ident::with_quote('"', format!("g{}", inner_items.len() + 1)),
-            });
-            Ok::<_, PgError>(format!("{GROUPED}.\"g{}\"", inner_items.len()))
-        };
-        match (set_call(expr), expr) {
-            (Some(_), ast::Expr::Function(f)) => {
-                let args = (plain_arguments(expr).unwrap_or_default().into_iter())
-                    .map(&mut computed)
-                    .collect::<PgResult<Vec<_>>>()?;
-                functions.push(format!("{}({})", f.name, args.join(", ")));
-                outer_items.push(format!("{SERIES}.c{} AS {name}", functions.len()));
-            }
-            _ if ast::visit_expressions(expr, |e| match set_call(e) {
-                Some(_) => std::ops::ControlFlow::Break(()),
-                None => std::ops::ControlFlow::Continue(()),
-            })
-            .is_break() =>
-            {
-                return Ok(None)
-            }
-            _ => outer_items.push(format!("{} AS {name}", computed(expr.to_string())?)),
+        let mut outer = expr.clone();
+        if let std::ops::ControlFlow::Break(err) = ast::VisitMut::visit(&mut outer, &mut lift) {
+            return Err(err);
         }
+        outer_items.push(format!("{outer} AS {}", ast::Ident::with_quote('"', name)));
     }
     let mut inner = sel.clone();
     inner.distinct = None;
-    inner.projection = inner_items;
-    let columns: Vec<String> = (1..=functions.len()).map(|i| format!("c{i}")).collect();
+    inner.projection = lift.computed;
+    let columns: Vec<String> = (1..=lift.functions.len())
+        .map(|i| format!("c{i}"))
+        .collect();
     let outer = format!(
         "SELECT {distinct}{} FROM ({inner}) AS {GROUPED}, LATERAL \"{ROWS_FROM}\"({}) AS {SERIES}({})",
         outer_items.join(", "),
-        functions.join(", "),
+        lift.functions.join(", "),
         columns.join(", ")
     );
     parsed(&outer, |p| p.parse_select()).map(Some)
+}
+
+/// The alias of `grouped_sets`' derived table; not a name a query would use.
+const GROUPED: &str = "\"meridian grouped\"";
+
+/// `grouped_sets`' rewrite of an item, outermost first: a set-returning call becomes its
+/// column of the lateral functions (its arguments computed below), a part without one a
+/// column of the derived table; other parts are kept and entered.
+#[derive(Default)]
+struct Lift {
+    /// The derived table's items, named g1, g2, …
+    computed: Vec<ast::SelectItem>,
+    /// The calls, over the derived table's columns.
+    functions: Vec<String>,
+}
+
+impl Lift {
+    /// `e` as an item of the derived table, and the outer select's reference to it.
+    fn compute(&mut self, e: &ast::Expr) -> PgResult<ast::Expr> {
+        self.computed.push(ast::SelectItem::ExprWithAlias {
+            expr: e.clone(),
+            alias: ast::Ident::with_quote('"', format!("g{}", self.computed.len() + 1)),
+        });
+        parsed(&format!("{GROUPED}.\"g{}\"", self.computed.len()), |p| {
+            p.parse_expr()
+        })
+    }
+
+    fn lifted(&mut self, e: &ast::Expr) -> PgResult<Option<ast::Expr>> {
+        if let (Some(_), ast::Expr::Function(f)) = (set_call(e), e) {
+            let args = (plain_arguments(e).unwrap_or_default().iter())
+                .map(|a| Ok(self.compute(&parsed(a, |p| p.parse_expr())?)?.to_string()))
+                .collect::<PgResult<Vec<_>>>()?;
+            self.functions
+                .push(format!("{}({})", f.name, args.join(", ")));
+            let column = format!("{SERIES}.c{}", self.functions.len());
+            return parsed(&column, |p| p.parse_expr()).map(Some);
+        }
+        let calls = ast::visit_expressions(e, |x| match set_call(x) {
+            Some(_) => std::ops::ControlFlow::Break(()),
+            None => std::ops::ControlFlow::Continue(()),
+        });
+        match calls.is_break() {
+            true => Ok(None),
+            false => self.compute(e).map(Some),
+        }
+    }
+}
+
+impl ast::VisitorMut for Lift {
+    type Break = PgError;
+
+    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<PgError> {
+        match self.lifted(e) {
+            Ok(Some(replacement)) => *e = replacement,
+            Ok(None) => {}
+            Err(err) => return std::ops::ControlFlow::Break(err),
+        }
+        std::ops::ControlFlow::Continue(())
+    }
 }
 
 /// A derived table's `_pg_expandarray(a) AS k` as two columns named `k.x` and `k.n`, and

@@ -390,6 +390,22 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
                 _ => Vec::new(),
             })
         }
+        F::JsonSetColumn => {
+            let function = text(1);
+            let found = json_text::entries(text(0))?;
+            json_set_check(found.as_ref().map(|(object, _)| *object), function)?;
+            let column = text(2);
+            let entries = found.map(|(_, entries)| entries).unwrap_or_default();
+            Value::Array(
+                (entries.into_iter())
+                    .map(|(key, value)| match column {
+                        "key" => Ok(key.map_or(Value::Null, Value::Text)),
+                        "value" => Ok(Value::Text(value.to_string())),
+                        _ => some_json_text(Some(value)),
+                    })
+                    .collect::<PgResult<_>>()?,
+            )
+        }
         other => {
             return Err(PgError::internal(format!(
                 "{other:?} is not a json function"
@@ -398,9 +414,28 @@ pub fn eval(func: F, args: &[Value]) -> PgResult<Value> {
     })
 }
 
-/// The number of rows jsonb_array_elements(_text), jsonb_object_keys or
-/// jsonb_each(_text) (`function`) give for `j`, or PostgreSQL's 22023 for a document they
-/// do not take.
+/// PostgreSQL's 22023 where json_array_elements(_text), json_object_keys or
+/// json_each(_text) (`function`) meets a document (`object`: Some(true) an object,
+/// Some(false) an array, None a scalar) it does not take.
+fn json_set_check(object: Option<bool>, function: &str) -> PgResult<()> {
+    let message = match (object, function) {
+        (Some(false), "json_array_elements" | "json_array_elements_text")
+        | (Some(true), "json_object_keys" | "json_each" | "json_each_text") => return Ok(()),
+        (Some(true), "json_array_elements" | "json_array_elements_text") => {
+            format!("cannot call {function} on a non-array")
+        }
+        (None, "json_array_elements" | "json_array_elements_text" | "json_object_keys") => {
+            format!("cannot call {function} on a scalar")
+        }
+        (Some(false), "json_object_keys") => format!("cannot call {function} on an array"),
+        (Some(false), _) => "cannot deconstruct an array as an object".to_string(),
+        (_, _) => "cannot deconstruct a scalar".to_string(),
+    };
+    Err(PgError::new(codes::INVALID_PARAMETER_VALUE, message))
+}
+
+/// PostgreSQL's 22023 where jsonb_array_elements(_text), jsonb_object_keys or
+/// jsonb_each(_text) (`function`) meets a document `j` it does not take.
 fn set_check(j: &Jsonb, function: &str) -> PgResult<()> {
     let refuse = |message: String| Err(PgError::new(codes::INVALID_PARAMETER_VALUE, message));
     match (j, function) {

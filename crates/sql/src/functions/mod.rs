@@ -109,6 +109,9 @@ pub enum ScalarFunc {
     /// Text input of regclass (regclassin) for a value known only at run time, such as
     /// `pg_get_serial_sequence(…)::regclass`: 42P01 where no relation has that name.
     RegclassIn,
+    /// pg_sleep(seconds): waits in the executor, where the statement's timeout and
+    /// cancellation reach it (`EvalEnv::session_function` asks for the wait).
+    PgSleep,
     // Pure functions.
     Random,
     GenRandomUuid,
@@ -299,6 +302,8 @@ pub enum ScalarFunc {
     /// as an array (document, function name, "key" | "value" | "value_text"), or
     /// PostgreSQL's error for a document of the wrong kind.
     JsonbSetColumn,
+    /// json's (json_table.rs): the same over a json document's text, values as written.
+    JsonSetColumn,
     /// percentile_cont / percentile_disc (ordered_set.rs): the final step, over the
     /// group's sorted values (their aggregate's result) and the fraction (a float8 or
     /// float8[]), PostgreSQL's direct argument, evaluated once per group.
@@ -515,6 +520,7 @@ pub fn resolve_scalar(
         ("now" | "transaction_timestamp", 0) => (F::Now, vec![], DataType::TIMESTAMPTZ),
         ("statement_timestamp", 0) => (F::StatementTimestamp, vec![], DataType::TIMESTAMPTZ),
         ("clock_timestamp", 0) => (F::ClockTimestamp, vec![], DataType::TIMESTAMPTZ),
+        ("pg_sleep", 1) => (F::PgSleep, vec![Float8], DataType::Void),
         ("version", 0) => (F::Version, vec![], Text),
         ("current_schema", 0) => (F::CurrentSchema, vec![], Name),
         ("current_schemas", 1) => (F::CurrentSchemas, vec![Bool], Array(Box::new(Name))),
@@ -753,6 +759,7 @@ impl ScalarFunc {
         matches!(
             self,
             ScalarFunc::Random
+                | ScalarFunc::PgSleep
                 | ScalarFunc::GenRandomUuid
                 | ScalarFunc::PgCancelBackend
                 | ScalarFunc::PgTerminateBackend
@@ -1116,7 +1123,8 @@ pub fn eval_pure(func: ScalarFunc, args: Vec<Value>) -> PgResult<Value> {
         | F::JsonbArrayLength
         | F::JsonbStripNulls
         | F::JsonbPretty
-        | F::JsonbSetColumn => json::eval(func, &args)?,
+        | F::JsonbSetColumn
+        | F::JsonSetColumn => json::eval(func, &args)?,
         F::PercentileContFinal | F::PercentileDiscFinal => {
             let [values, fraction] = <[Value; 2]>::try_from(args)
                 .map_err(|_| PgError::internal("a percentile takes two arguments"))?;
