@@ -72,7 +72,6 @@ pub struct SessionActivity {
     pub cancel: Notify,
     terminated: AtomicBool,
     state: AtomicU8,
-    waiting_on_lock: AtomicBool,
     /// When the running statement's current lock wait began (NO_TIME: not waiting).
     wait_start: AtomicI64,
     /// The GTM start timestamp of the session's transaction once it has one (0: none):
@@ -116,7 +115,6 @@ impl SessionActivity {
             cancel: Notify::new(),
             terminated: AtomicBool::new(false),
             state: AtomicU8::new(SessionStateKind::Idle as u8),
-            waiting_on_lock: AtomicBool::new(false),
             wait_start: AtomicI64::new(NO_TIME),
             txn_start: AtomicU64::new(0),
             xact_start: AtomicI64::new(NO_TIME),
@@ -185,7 +183,6 @@ impl SessionActivity {
                     marked = true;
                     self.wait_start
                         .store(types::datetime::now_timestamp(), Ordering::Relaxed);
-                    self.waiting_on_lock.store(true, Ordering::Relaxed);
                 }
                 Poll::Pending
             }
@@ -193,7 +190,6 @@ impl SessionActivity {
         })
         .await;
         if marked {
-            self.waiting_on_lock.store(false, Ordering::Relaxed);
             self.wait_start.store(NO_TIME, Ordering::Relaxed);
         }
         result
@@ -211,9 +207,6 @@ impl SessionActivity {
 
     /// When the statement's current lock wait began, while it waits (pg_locks.waitstart).
     pub fn lock_wait_start(&self) -> Option<i64> {
-        if !self.waiting_on_lock.load(Ordering::Relaxed) {
-            return None;
-        }
         time(&self.wait_start)
     }
 
@@ -231,7 +224,7 @@ impl SessionActivity {
         let state = SessionStateKind::from_u8(self.state.load(Ordering::Relaxed));
         let wait_event = if state != SessionStateKind::Active {
             Some(("Client", "ClientRead"))
-        } else if self.waiting_on_lock.load(Ordering::Relaxed) {
+        } else if self.lock_wait_start().is_some() {
             Some(("Lock", "transactionid"))
         } else {
             None
