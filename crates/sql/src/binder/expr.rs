@@ -379,7 +379,7 @@ impl<'a> Binder<'a> {
                 if row_items(left).is_some() && row_items(right).is_some() =>
             {
                 let (l, r) = (row_items(left).unwrap(), row_items(right).unwrap());
-                self.row_comparison(op, l, r, child)?
+                self.row_comparison(op, &l, &r, child)?
             }
             E::BinaryOp { left, op, right } => {
                 use ast::BinaryOperator as B;
@@ -494,6 +494,22 @@ impl<'a> Binder<'a> {
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
             }
+            // a row IS NULL when every field is, IS NOT NULL when none is
+            E::IsNull(x) | E::IsNotNull(x) if row_items(x).is_some() => {
+                let negated = matches!(e, E::IsNotNull(_));
+                let mut all: Option<Expr> = None;
+                for item in row_items(x).unwrap_or_default() {
+                    let test = Expr::IsNull {
+                        operand: Box::new(child(self, item)?),
+                        negated,
+                    };
+                    all = Some(match all {
+                        None => test,
+                        Some(a) => Expr::And(Box::new(a), Box::new(test)),
+                    });
+                }
+                all.unwrap_or(const_expr(Value::Bool(!negated), DataType::Bool))
+            }
             E::IsNull(x) | E::IsNotNull(x) => Expr::IsNull {
                 operand: Box::new(child(self, x)?),
                 negated: matches!(e, E::IsNotNull(_)),
@@ -537,8 +553,8 @@ impl<'a> Binder<'a> {
                     };
                     let eq = self.row_comparison(
                         &ast::BinaryOperator::Eq,
-                        row_items(expr).unwrap(),
-                        r,
+                        &row_items(expr).unwrap(),
+                        &r,
                         child,
                     )?;
                     any = Some(match any {
@@ -582,7 +598,7 @@ impl<'a> Binder<'a> {
                 negated,
             } if row_items(expr).is_some() => {
                 let items = row_items(expr).unwrap_or_default();
-                self.row_in_subquery(items, subquery, *negated, scope, child)?
+                self.row_in_subquery(&items, subquery, *negated, scope, child)?
             }
             E::InSubquery {
                 expr,
@@ -711,10 +727,10 @@ impl<'a> Binder<'a> {
                 if let (Some(items), E::Subquery(q)) = (row_items(left), right.as_ref()) {
                     return match (op, all) {
                         (BinaryOp::Eq, false) => {
-                            self.row_in_subquery(items, q, false, scope, child)
+                            self.row_in_subquery(&items, q, false, scope, child)
                         }
                         (BinaryOp::NotEq, true) => {
-                            self.row_in_subquery(items, q, true, scope, child)
+                            self.row_in_subquery(&items, q, true, scope, child)
                         }
                         _ => Err(unsupported(
                             "row comparisons with ANY or ALL other than = ANY and <> ALL",
@@ -1005,7 +1021,7 @@ impl<'a> Binder<'a> {
     /// `(a, b, …) [NOT] IN (subquery)` (`negated`), of the row constructor's `items`.
     fn row_in_subquery(
         &mut self,
-        items: &[ast::Expr],
+        items: &[&ast::Expr],
         subquery: &ast::Query,
         negated: bool,
         scope: &Scope,
@@ -1144,8 +1160,8 @@ impl<'a> Binder<'a> {
     fn row_comparison(
         &mut self,
         op: &ast::BinaryOperator,
-        left: &[ast::Expr],
-        right: &[ast::Expr],
+        left: &[&ast::Expr],
+        right: &[&ast::Expr],
         child: &mut dyn FnMut(&mut Binder<'a>, &ast::Expr) -> PgResult<Expr>,
     ) -> PgResult<Expr> {
         use ast::BinaryOperator as B;
@@ -1537,11 +1553,25 @@ pub(super) fn boolean_clause(clause: &str, b: Expr) -> PgResult<Expr> {
     }
 }
 
-/// The items of a row constructor `(a, b)`.
-fn row_items(e: &ast::Expr) -> Option<&[ast::Expr]> {
+/// The items of a row constructor: `(a, b)` or `ROW(a, b)` (also `ROW(a)` and `ROW()`).
+fn row_items(e: &ast::Expr) -> Option<Vec<&ast::Expr>> {
     match e {
-        ast::Expr::Tuple(items) => Some(items),
+        ast::Expr::Tuple(items) => Some(items.iter().collect()),
         ast::Expr::Nested(inner) => row_items(inner),
+        ast::Expr::Function(f) if object_name_parts(&f.name) == ["row"] => match &f.args {
+            ast::FunctionArguments::List(list)
+                if list.duplicate_treatment.is_none() && list.clauses.is_empty() =>
+            {
+                (list.args.iter())
+                    .map(|a| match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                        _ => None,
+                    })
+                    .collect()
+            }
+            ast::FunctionArguments::None => Some(Vec::new()),
+            _ => None,
+        },
         _ => None,
     }
 }
